@@ -1,0 +1,216 @@
+"""Process supervision shared by every locally started service.
+
+Each service runs as a child process in its own session (so a stop reaches its whole
+process group), logs into ``<run_dir>/<name>.log``, writes ``<run_dir>/<name>.pid`` and
+is stopped by that PID: SIGTERM first, SIGKILL after a grace period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+DEFAULT_RUN_DIR = Path(os.environ.get("PLATFORM_RUN_DIR", Path.cwd() / ".run"))
+
+
+class ServiceError(RuntimeError):
+    """A service could not be started, became unready, or is missing its binary."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=timeout):
+        return True
+    return False
+
+
+def wait_until(
+    predicate: Callable[[], bool],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.1,
+    alive: Callable[[], bool] | None = None,
+    log_tail: Callable[[], str] | None = None,
+) -> None:
+    """Poll ``predicate`` until it is true; raise ServiceError naming ``what`` otherwise.
+
+    ``alive`` lets a caller stop waiting as soon as the process it waits for has died,
+    instead of sitting out the whole timeout.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(Exception):
+            if predicate():
+                return
+        if alive is not None and not alive():
+            tail = log_tail() if log_tail else ""
+            raise ServiceError(f"{what}: process exited before it was ready\n{tail}")
+        if time.monotonic() >= deadline:
+            tail = log_tail() if log_tail else ""
+            raise ServiceError(f"{what}: not ready after {timeout:.0f}s\n{tail}")
+        time.sleep(interval)
+
+
+class ManagedProcess(ABC):
+    """A service run as a supervised child process on a loopback port."""
+
+    name: str = "service"
+    start_timeout: float = 60.0
+    stop_timeout: float = 15.0
+
+    def __init__(self, *, port: int | None = None, run_dir: Path | None = None) -> None:
+        self.host = "127.0.0.1"
+        self.port = port or free_port()
+        self.run_dir = Path(run_dir or DEFAULT_RUN_DIR)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_in: float | None = None
+
+    # -- what a concrete service provides -------------------------------------------
+    @abstractmethod
+    def command(self) -> Sequence[str]:
+        """The argv that runs the service in the foreground."""
+
+    @abstractmethod
+    def ready(self) -> bool:
+        """True once the service answers requests."""
+
+    def environment(self) -> Mapping[str, str]:
+        return {}
+
+    def prepare(self) -> None:  # noqa: B027 - optional hook, empty by default
+        """Create data directories, config files, ... before the process starts."""
+
+    @property
+    @abstractmethod
+    def url(self) -> str:
+        """Where clients reach the service."""
+
+    # -- lifecycle -----------------------------------------------------------------
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / f"{self.name}.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.run_dir / f"{self.name}.pid"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def start(self) -> Self:
+        if self.alive():
+            return self
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.prepare()
+        started = time.monotonic()
+        env = {**os.environ, **self.environment()}
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                list(self.command()),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        self.pid_path.write_text(f"{self.process.pid}\n")
+        try:
+            wait_until(
+                self.ready,
+                timeout=self.start_timeout,
+                what=f"{self.name} on {self.host}:{self.port}",
+                alive=self.alive,
+                log_tail=self.log_tail,
+            )
+        except ServiceError:
+            self.stop()
+            raise
+        self.started_in = time.monotonic() - started
+        return self
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            _signal_group(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(process.pid, signal.SIGKILL)
+                process.wait(timeout=self.stop_timeout)
+        with contextlib.suppress(FileNotFoundError):
+            self.pid_path.unlink()
+
+    def kill(self) -> None:
+        """Hard-kill the service (SIGKILL), as a crash would; for failure tests."""
+        if self.process is not None and self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=self.stop_timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def run_in_foreground(service: ManagedProcess) -> int:
+    """Start ``service``, print where it is, and keep it up until SIGINT/SIGTERM.
+
+    Returns a process exit code: 0 on a requested stop, 1 if the service died.
+    """
+    import threading
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    service.start()
+    print(
+        f"{service.name} ready at {service.url} (pid {service.pid}, log {service.log_path}); "
+        "Ctrl-C stops it",
+        flush=True,
+    )
+    try:
+        while not stop.wait(1.0):
+            if not service.alive():
+                print(f"{service.name} exited unexpectedly; see {service.log_path}", flush=True)
+                return 1
+        return 0
+    finally:
+        service.stop()

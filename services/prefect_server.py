@@ -1,0 +1,99 @@
+"""Prefect's own server on loopback, backed by SQLite in the run directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from services.base import ManagedProcess, run_in_foreground
+
+
+def prefect_client_environment(api_url: str, home: Path) -> dict[str, str]:
+    """Environment for any process that talks to this server (flows, workers, CLI)."""
+    return {
+        "PREFECT_API_URL": api_url,
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # Keep runs' results readable by a later retry (issue: retry from a failed step).
+        "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true",
+    }
+
+
+class PrefectServer(ManagedProcess):
+    """``prefect server start`` with its database and home under ``run_dir``."""
+
+    name = "prefect-server"
+    start_timeout = 120.0
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        run_dir: Path | None = None,
+        ui: bool = False,
+        home: Path | None = None,
+    ) -> None:
+        super().__init__(port=port, run_dir=run_dir)
+        self.ui = ui
+        self.home = Path(home or self.run_dir / f"prefect-home-{self.port}")
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/api"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def prepare(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+
+    def client_environment(self) -> dict[str, str]:
+        return prefect_client_environment(self.url, self.home)
+
+    def environment(self) -> Mapping[str, str]:
+        env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
+        database = self.home / "prefect.db"
+        env.update(
+            {
+                "PREFECT_HOME": str(self.home),
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{database}",
+                "PREFECT_SERVER_API_HOST": self.host,
+                "PREFECT_SERVER_API_PORT": str(self.port),
+                "PREFECT_UI_API_URL": self.url,
+                "PREFECT_LOGGING_LEVEL": "WARNING",
+            }
+        )
+        return env
+
+    def command(self) -> Sequence[str]:
+        argv = [
+            sys.executable, "-m", "prefect", "server", "start",
+            "--host", self.host,
+            "--port", str(self.port),
+            "--analytics-off",
+        ]  # fmt: skip
+        argv.append("--ui" if self.ui else "--no-ui")
+        return argv
+
+    def ready(self) -> bool:
+        with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:  # noqa: S310
+            return response.status == 200 and json.loads(response.read()) is True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run a loopback Prefect server in the foreground.")
+    parser.add_argument("--port", type=int, default=4200)
+    parser.add_argument("--no-ui", action="store_true")
+    args = parser.parse_args(argv)
+    return run_in_foreground(PrefectServer(port=args.port, ui=not args.no_ui))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
