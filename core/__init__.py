@@ -1,0 +1,1 @@
+"""Framework-agnostic core: configuration and logic shared by crawlers and flows."""

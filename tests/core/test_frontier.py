@@ -1,0 +1,158 @@
+"""The leased frontier against a real Redis: ordering, lease/ack, reclaim, drain."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from core.drain import drain_state
+from core.frontier import RedisFrontier
+from core.jobstats import DeltaTracker, JobStats
+from core.workers import WorkerInfo, WorkerRegistry
+from services.redis_server import RedisServer
+
+
+@pytest.fixture
+def server(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    client = redis_server.client()
+    yield client
+    client.flushdb()
+
+
+@pytest.fixture
+def site() -> str:
+    return f"site-{uuid.uuid4().hex[:8]}"
+
+
+def beat(server: redis.Redis, site: str, worker: str, *, idle: bool = True) -> None:
+    WorkerRegistry(server, site, ttl=5).heartbeat(
+        WorkerInfo(worker_id=worker, site=site, idle=idle)
+    )
+
+
+def test_priority_then_fifo_order(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier(server, site)
+    for name, priority in [(b"a", 0), (b"b", 0), (b"hi", 5), (b"c", 0), (b"low", -1)]:
+        frontier.push(name, priority)
+    popped = [lease.data for lease in frontier.lease("w1", 10)]
+    assert popped == [b"hi", b"a", b"b", b"c", b"low"]
+
+
+def test_leased_entries_stay_in_redis_until_acked(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier(server, site)
+    frontier.push(b"r1")
+    frontier.push(b"r2")
+    leases = frontier.lease("w1", 2)
+    assert frontier.queued() == 0 and frontier.leased() == 2
+    assert frontier.leased_by() == {"w1": 2}
+    assert frontier.ack(leases[0].lease_id) == 1
+    assert frontier.ack(leases[0].lease_id) == 0  # idempotent
+    assert frontier.leased() == 1
+
+
+def test_push_replacing_a_lease_is_atomic(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier(server, site)
+    frontier.push(b"original")
+    (lease,) = frontier.lease("w1", 1)
+    frontier.push(b"retry-of-original", replaces_lease=lease.lease_id)
+    assert frontier.leased() == 0
+    assert [entry.data for entry in frontier.lease("w2", 5)] == [b"retry-of-original"]
+
+
+def test_reclaim_requeues_only_dead_workers_leases(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier(server, site)
+    for i in range(4):
+        frontier.push(f"r{i}".encode(), priority=i)
+    beat(server, site, "alive")
+    alive = frontier.lease("alive", 2)  # r3, r2
+    frontier.lease("dead", 2)  # r1, r0: never heartbeats
+    assert frontier.reclaim() == 2
+    assert frontier.leased_by() == {"alive": 2}
+    # Requeued with their original priority.
+    assert [entry.data for entry in frontier.lease("alive", 5)] == [b"r1", b"r0"]
+    frontier.ack(*(lease.lease_id for lease in alive))
+
+
+def test_release_worker_requeues_its_own_leases(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier(server, site)
+    frontier.push(b"x")
+    beat(server, site, "w1")
+    frontier.lease("w1", 1)
+    assert frontier.reclaim() == 0
+    assert frontier.reclaim(release_worker="w1") == 1
+    assert frontier.queued() == 1
+
+
+def test_start_entries_are_leased_and_reclaimed_to_the_start_list(
+    server: redis.Redis, site: str
+) -> None:
+    frontier = RedisFrontier(server, site)
+    frontier.push_start(['{"url": "http://a/"}', '{"url": "http://b/"}'])
+    (lease,) = frontier.lease_start("gone", 1)
+    assert lease.is_start and lease.data == b'{"url": "http://a/"}'
+    assert frontier.queued() == 1
+    assert frontier.reclaim() == 1
+    assert server.lrange(frontier.keys.start_urls, 0, -1) == [
+        b'{"url": "http://b/"}',
+        b'{"url": "http://a/"}',
+    ]
+
+
+def test_worker_registry_prunes_expired_heartbeats(server: redis.Redis, site: str) -> None:
+    registry = WorkerRegistry(server, site, ttl=0.3)
+    registry.heartbeat(WorkerInfo(worker_id="w1", site=site, in_flight=3))
+    registry.heartbeat(WorkerInfo(worker_id="w2", site=site))
+    assert sorted(w.worker_id for w in registry.live()) == ["w1", "w2"]
+    assert next(w for w in registry.live() if w.worker_id == "w1").in_flight == 3
+    time.sleep(0.5)
+    registry.heartbeat(WorkerInfo(worker_id="w2", site=site))
+    assert [w.worker_id for w in registry.live()] == ["w2"]
+    assert server.smembers(registry.keys.workers) == {b"w2"}
+
+
+def test_job_stats_add_deltas(server: redis.Redis, site: str) -> None:
+    stats = JobStats(server, site)
+    tracker = DeltaTracker()
+    snapshot: dict[str, object] = {"items": 3, "elapsed": 1.5, "flag": True}
+    stats.add("j1", tracker.deltas(snapshot))
+    tracker.commit(snapshot)
+    snapshot = {"items": 5, "errors/Timeout": 1}
+    stats.add("j1", tracker.deltas(snapshot))
+    tracker.commit(snapshot)
+    stats.add("j1", tracker.deltas(snapshot))  # nothing changed: no-op
+    assert stats.get("j1") == {"items": 5, "errors/Timeout": 1}
+
+
+def test_drain_needs_empty_queue_no_leases_idle_workers_and_stable_counters(
+    server: redis.Redis, site: str
+) -> None:
+    frontier = RedisFrontier(server, site)
+    frontier.push(b"r")
+    beat(server, site, "w1", idle=False)
+    assert not drain_state(server, site, "j", stable_window=0).drained
+    (lease,) = frontier.lease("w1", 1)
+    state = drain_state(server, site, "j", stable_window=0)
+    assert (state.queued, state.leased, state.busy_workers) == (0, 1, ["w1"])
+    assert not state.drained
+    frontier.ack(lease.lease_id)
+    beat(server, site, "w1", idle=True)
+    JobStats(server, site).add("j", {"item_scraped_count": 1})
+    first = drain_state(server, site, "j", stable_window=0.3)
+    assert not first.drained and first.counters_stable_for == 0.0
+    time.sleep(0.4)
+    second = drain_state(server, site, "j", stable_window=0.3)
+    assert second.drained, second.describe()
+    JobStats(server, site).add("j", {"item_scraped_count": 1})  # a late item resets it
+    assert not drain_state(server, site, "j", stable_window=0.3).drained
+
+
+def test_drain_reclaims_dead_workers_leases(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier(server, site)
+    frontier.push(b"r")
+    frontier.lease("crashed", 1)
+    state = drain_state(server, site, "j")
+    assert state.reclaimed == 1 and state.queued == 1 and not state.drained
