@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from elasticsearch import Elasticsearch
 
+from services.es_node import ElasticsearchNode
 from services.prefect_server import PrefectServer
 from services.redis_server import RedisServer
 
@@ -39,3 +41,18 @@ def redis_server(run_dir: Path) -> Iterator[RedisServer]:
 def prefect_server(run_dir: Path) -> Iterator[PrefectServer]:
     with PrefectServer(run_dir=run_dir) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def es_node(run_dir: Path) -> Iterator[ElasticsearchNode]:
+    # Wildcard deletes let tests clean up ``items-*`` between cases.
+    settings = {"action.destructive_requires_name": "false"}
+    with ElasticsearchNode(run_dir=run_dir, settings=settings) as node:
+        yield node
+
+
+@pytest.fixture
+def es(es_node: ElasticsearchNode) -> Iterator[Elasticsearch]:
+    client = Elasticsearch(es_node.url, request_timeout=60)
+    yield client
+    client.close()
