@@ -1,0 +1,1 @@
+"""Harness that runs real services (Redis, Elasticsearch, Prefect, demo site) on loopback."""

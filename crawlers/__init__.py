@@ -1,0 +1,1 @@
+"""The Scrapy project: settings, items, spiders, pipelines, middlewares, extensions."""

@@ -1,0 +1,1 @@
+"""Spiders, one per site: ``scrapy crawl <name>`` from the repository root."""

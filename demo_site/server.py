@@ -1,0 +1,542 @@
+"""The demo store: an aiohttp app serving the generated catalog, with test hooks.
+
+Site: ``/``, ``/category/<slug>?page=N``, ``/product/<sku>``, ``/api/products/<sku>/reviews``,
+``/images/<sku>.svg``, ``/robots.txt``, ``/sitemap.xml``, ``/sitemaps/products-<n>.xml``,
+``/sitemaps/categories.xml``, ``/cart`` (disallowed by robots.txt), and fixed edge cases
+under ``/edge/`` (``malformed``, ``bad-encoding``, ``redirect-loop``, ``huge``, ``error``).
+
+Control (never logged, disallowed by robots.txt):
+
+- ``GET /__control``: the state (see ``SiteState.snapshot``).
+- ``POST /__control``: JSON with any of ``layout`` ("v1"/"v2"), ``revision`` (int),
+  ``block_seed`` (int), ``behaviours`` ({name: spec|null}), ``clients``
+  ({client: {name: spec|null}|null}); merges, answers with the new state, 400 if invalid.
+- ``POST /__control/reset``: behaviours, counters and the access log cleared; layout
+  and revision back to the command line's.
+- ``GET /__control/access-log?since=N&client=NAME``: the access log as a JSON list;
+  ``DELETE`` clears it.
+
+Every rendered page is cached by (revision, layout, base URL, page) so the site keeps up
+with benchmarks: it must never be the bottleneck of a crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from demo_site import pages
+from demo_site.behaviours import (
+    BEHAVIOURS,
+    BehaviourEngine,
+    BehaviourError,
+    error_response,
+    malformed,
+    misencoded,
+    normalize,
+    padded,
+)
+from demo_site.catalog import Catalog, build_catalog
+
+HTML_PAGE = "demo_html_page"  # response flag: content behaviours may rewrite this body
+ACCESS_LOG_LIMIT = 1_000_000
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class DemoSiteConfig:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    seed: int = 7
+    products: int = 1200
+    revision: int = 0
+    layout: str = "v1"
+    access_log: Path | None = None
+    block_seed: int | None = None  # seed of the block-rate rule; defaults to ``seed``
+
+
+class AccessLog:
+    """Every site request, in memory (bounded) and optionally appended to a JSONL file."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.entries: deque[dict[str, Any]] = deque(maxlen=ACCESS_LOG_LIMIT)
+        self.next_index = 0
+        self._file: IO[str] | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Line-buffered so a test reading the file sees every finished request.
+            self._file = path.open("a", encoding="utf-8", buffering=1)
+
+    def record(self, entry: dict[str, Any]) -> None:
+        entry["i"] = self.next_index
+        self.next_index += 1
+        self.entries.append(entry)
+        if self._file is not None:
+            self._file.write(json.dumps(entry, ensure_ascii=False) + "\n")
+
+    def since(self, index: int, client: str | None = None) -> list[dict[str, Any]]:
+        return [
+            e for e in self.entries if e["i"] >= index and (client is None or e["client"] == client)
+        ]
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.next_index = 0
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class SiteState:
+    def __init__(self, config: DemoSiteConfig) -> None:
+        if config.layout not in pages.LAYOUTS:
+            raise ValueError(f"layout must be one of {pages.LAYOUTS}")
+        self.config = config
+        self.layout = config.layout
+        self.revision = config.revision
+        self.engine = BehaviourEngine(self._default_block_seed())
+        self.access = AccessLog(config.access_log)
+        self._catalogs: dict[int, Catalog] = {}
+        self._cache: dict[tuple[Any, ...], bytes] = {}
+        self.catalog()  # build now, so the first request is not the slow one
+
+    def _default_block_seed(self) -> int:
+        return self.config.seed if self.config.block_seed is None else self.config.block_seed
+
+    def catalog(self) -> Catalog:
+        catalog = self._catalogs.get(self.revision)
+        if catalog is None:
+            catalog = build_catalog(self.config.seed, self.config.products, self.revision)
+            self._catalogs[self.revision] = catalog
+        return catalog
+
+    def cached(
+        self, key: tuple[Any, ...], render: Callable[[Catalog], str | bytes | None]
+    ) -> bytes | None:
+        full_key = (self.revision, *key)
+        body = self._cache.get(full_key)
+        if body is None:
+            rendered = render(self.catalog())
+            if rendered is None:
+                return None
+            body = rendered.encode("utf-8") if isinstance(rendered, str) else rendered
+            self._cache[full_key] = body
+        return body
+
+    def snapshot(self) -> dict[str, Any]:
+        catalog = self.catalog()
+        return {
+            "seed": self.config.seed,
+            "products": self.config.products,
+            "revision": self.revision,
+            "layout": self.layout,
+            "block_seed": self.engine.seed,
+            **self.engine.snapshot(),
+            "catalog": {
+                "product_count": len(catalog.products),
+                "changed_skus": sorted(catalog.changed_skus),
+                "added_skus": sorted(catalog.added_skus),
+            },
+            "access_log_size": self.access.next_index,
+        }
+
+    def apply(self, payload: Any) -> None:
+        if not isinstance(payload, dict):
+            raise BehaviourError("the control body must be a JSON object")
+        unknown = set(payload) - {"layout", "revision", "block_seed", "behaviours", "clients"}
+        if unknown:
+            raise BehaviourError(f"unknown control keys: {sorted(unknown)}")
+        layout = payload.get("layout", self.layout)
+        if layout not in pages.LAYOUTS:
+            raise BehaviourError(f"layout must be one of {pages.LAYOUTS}")
+        revision = payload.get("revision", self.revision)
+        if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
+            raise BehaviourError("revision must be a non-negative integer")
+        block_seed = payload.get("block_seed", self.engine.seed)
+        if not isinstance(block_seed, int) or isinstance(block_seed, bool):
+            raise BehaviourError("block_seed must be an integer")
+        self.engine.configure(payload.get("behaviours"), payload.get("clients"))
+        self.layout = layout
+        self.revision = revision
+        if block_seed != self.engine.seed:
+            self.engine.reseed(block_seed)
+
+    def reset(self) -> None:
+        self.engine.reset()
+        self.engine.reseed(self._default_block_seed())
+        self.access.clear()
+        self.layout = self.config.layout
+        self.revision = self.config.revision
+
+
+STATE = web.AppKey("state", SiteState)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _base(request: web.Request) -> str:
+    # From the Host header, so absolute URLs stay right behind a forwarding proxy.
+    return f"{request.scheme}://{request.host}"
+
+
+def _html(body: bytes, status: int = 200) -> web.Response:
+    response = web.Response(body=body, status=status, content_type="text/html", charset="utf-8")
+    response[HTML_PAGE] = True
+    return response
+
+
+def _not_found(state: SiteState) -> web.Response:
+    body = pages.simple_page(state.layout, "Page not found", "We could not find that page.")
+    return web.Response(text=body, status=404, content_type="text/html", charset="utf-8")
+
+
+def _request_key(request: web.Request) -> str:
+    params = sorted((k, v) for k, v in request.query.items() if not k.startswith("__"))
+    return request.path + ("?" + urlencode(params) if params else "")
+
+
+def _forced(request: web.Request) -> dict[str, dict[str, Any]]:
+    """Behaviours forced by ``?__behaviour=a,b``, with ``__<param>`` values applied."""
+    names = request.query.get("__behaviour")
+    if not names:
+        return {}
+    forced = {}
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        params = {
+            key[2:]: value
+            for key, value in request.query.items()
+            if key.startswith("__") and key[2:] in BEHAVIOURS.get(name, {})
+        }
+        forced[name] = normalize(name, params)
+    return forced
+
+
+def _transform(
+    response: web.Response, transforms: list[tuple[str, dict[str, Any]]]
+) -> web.Response:
+    body = response.body
+    assert isinstance(body, bytes)
+    by_name = dict(transforms)
+    text = body.decode("utf-8")
+    if "malformed_html" in by_name:
+        text = malformed(text)
+    data = misencoded(text) if "bad_encoding" in by_name else text.encode("utf-8")
+    if "huge_page" in by_name:
+        data = padded(data, by_name["huge_page"]["mb"])
+    # The header keeps claiming UTF-8 even when the bytes are cp1252: that is the point.
+    return web.Response(
+        body=data,
+        status=response.status,
+        headers={"Content-Type": "text/html; charset=utf-8"},
+    )
+
+
+# -- middleware: behaviours and the access log --------------------------------------------
+
+
+@web.middleware
+async def site_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path.startswith("/__control"):
+        return await handler(request)
+    state = request.app[STATE]
+    client = request.headers.get("X-Demo-Client")
+    applied: list[str] = []
+    status = 500
+    try:
+        response = await _with_behaviours(request, handler, state, client, applied)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    finally:
+        state.access.record(
+            {
+                "ts": time.time(),
+                "method": request.method,
+                "path": request.path_qs,
+                "status": status,
+                "client": client,
+                "user_agent": request.headers.get("User-Agent"),
+                "behaviour": ",".join(applied) or None,
+            }
+        )
+
+
+async def _with_behaviours(
+    request: web.Request,
+    handler: Handler,
+    state: SiteState,
+    client: str | None,
+    applied: list[str],
+) -> web.StreamResponse:
+    if "__loop" in request.query:
+        # The far end of a redirect loop always points back where it came from.
+        applied.append("redirect_loop")
+        back = [(k, v) for k, v in request.query.items() if k != "__loop"]
+        location = request.path + ("?" + urlencode(back) if back else "")
+        return web.Response(status=302, headers={"Location": location})
+    try:
+        forced = _forced(request)
+    except BehaviourError as exc:
+        return web.json_response({"error": str(exc)}, status=400)
+    decision = state.engine.decide(
+        path=request.path, key=_request_key(request), client=client, forced=forced
+    )
+    applied.extend(decision.applied)
+    if decision.response is not None:
+        return decision.response
+    if decision.delay_ms:
+        await asyncio.sleep(decision.delay_ms / 1000)
+    response = await handler(request)
+    if decision.transforms and isinstance(response, web.Response) and response.get(HTML_PAGE):
+        return _transform(response, decision.transforms)
+    return response
+
+
+# -- site handlers ------------------------------------------------------------------------
+
+
+async def home(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    layout, base = state.layout, _base(request)
+    body = state.cached(("home", layout, base), lambda c: pages.home(c, layout, base))
+    assert body is not None
+    return _html(body)
+
+
+async def category(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    slug = request.match_info["slug"]
+    raw_page = request.query.get("page", "1")
+    if not raw_page.isdigit():
+        return _not_found(state)
+    page = int(raw_page)
+    layout, base = state.layout, _base(request)
+    body = state.cached(
+        ("category", layout, base, slug, page),
+        lambda c: pages.listing(c, slug, page, layout, base),
+    )
+    return _not_found(state) if body is None else _html(body)
+
+
+async def product(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    sku = request.match_info["sku"]
+    layout, base = state.layout, _base(request)
+    body = state.cached(
+        ("product", layout, base, sku), lambda c: pages.product_page(c, sku, layout, base)
+    )
+    return _not_found(state) if body is None else _html(body)
+
+
+async def reviews(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    sku = request.match_info["sku"]
+    body = state.cached(("reviews", sku), lambda c: pages.reviews_json(c, sku))
+    if body is None:
+        return web.json_response({"error": f"unknown product {sku}"}, status=404)
+    return web.Response(body=body, content_type="application/json", charset="utf-8")
+
+
+async def image(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    sku = request.match_info["name"].removesuffix(".svg")
+    body = state.cached(("image", sku), lambda c: pages.image_svg(c, sku))
+    if body is None:
+        return _not_found(state)
+    return web.Response(body=body, content_type="image/svg+xml")
+
+
+async def robots(request: web.Request) -> web.StreamResponse:
+    return web.Response(text=pages.robots_txt(_base(request)), content_type="text/plain")
+
+
+async def sitemap_index(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    base = _base(request)
+    body = state.cached(("sitemap", base), lambda c: pages.sitemap_index(c, base))
+    assert body is not None
+    return web.Response(body=body, content_type="application/xml", charset="utf-8")
+
+
+async def sitemap_part(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    name, base = request.match_info["name"], _base(request)
+    if name == "categories.xml":
+        body = state.cached(("sitemap-c", base), lambda c: pages.categories_sitemap(c, base))
+    elif name.startswith("products-") and name.endswith(".xml") and name[9:-4].isdigit():
+        number = int(name[9:-4])
+        body = state.cached(
+            ("sitemap-p", base, number), lambda c: pages.products_sitemap(c, number, base)
+        )
+    else:
+        body = None
+    if body is None:
+        return _not_found(state)
+    return web.Response(body=body, content_type="application/xml", charset="utf-8")
+
+
+async def cart(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    body = pages.simple_page(state.layout, "Your cart", "Your cart is empty.")
+    return web.Response(text=body, content_type="text/html", charset="utf-8")
+
+
+# -- fixed edge cases ---------------------------------------------------------------------
+
+
+def _first_product_page(request: web.Request) -> bytes:
+    state = request.app[STATE]
+    layout, base = state.layout, _base(request)
+    sku = state.catalog().products[0].sku
+    body = state.cached(
+        ("product", layout, base, sku), lambda c: pages.product_page(c, sku, layout, base)
+    )
+    assert body is not None
+    return body
+
+
+async def edge_malformed(request: web.Request) -> web.StreamResponse:
+    text = malformed(_first_product_page(request).decode("utf-8"))
+    return web.Response(text=text, content_type="text/html", charset="utf-8")
+
+
+async def edge_bad_encoding(request: web.Request) -> web.StreamResponse:
+    body = misencoded(_first_product_page(request).decode("utf-8"))
+    return web.Response(body=body, headers={"Content-Type": "text/html; charset=utf-8"})
+
+
+async def edge_redirect_loop(request: web.Request) -> web.StreamResponse:
+    target = "/edge/redirect-loop" if request.path.endswith("/b") else "/edge/redirect-loop/b"
+    return web.Response(status=302, headers={"Location": target})
+
+
+async def edge_huge(request: web.Request) -> web.StreamResponse:
+    try:
+        mb = min(200.0, max(0.001, float(request.query.get("mb", "20"))))
+    except ValueError:
+        mb = 20.0
+    body = padded(_first_product_page(request), mb)
+    return web.Response(body=body, content_type="text/html", charset="utf-8")
+
+
+async def edge_error(request: web.Request) -> web.StreamResponse:
+    return error_response()
+
+
+# -- control ------------------------------------------------------------------------------
+
+
+async def control_get(request: web.Request) -> web.StreamResponse:
+    return web.json_response(request.app[STATE].snapshot())
+
+
+async def control_post(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    try:
+        payload = await request.json()
+    except ValueError:
+        return web.json_response({"error": "the body must be JSON"}, status=400)
+    try:
+        state.apply(payload)
+    except BehaviourError as exc:
+        return web.json_response({"error": str(exc)}, status=400)
+    return web.json_response(state.snapshot())
+
+
+async def control_reset(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    state.reset()
+    return web.json_response(state.snapshot())
+
+
+async def access_log_get(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    try:
+        since = int(request.query.get("since", "0"))
+    except ValueError:
+        return web.json_response({"error": "since must be an integer"}, status=400)
+    return web.json_response(state.access.since(since, request.query.get("client")))
+
+
+async def access_log_delete(request: web.Request) -> web.StreamResponse:
+    request.app[STATE].access.clear()
+    return web.json_response({"cleared": True})
+
+
+# -- application --------------------------------------------------------------------------
+
+
+def create_app(config: DemoSiteConfig) -> web.Application:
+    app = web.Application(middlewares=[site_middleware])
+    state = SiteState(config)
+    app[STATE] = state
+
+    async def close_log(_: web.Application) -> None:
+        state.access.close()
+
+    app.on_cleanup.append(close_log)
+    app.router.add_get("/", home)
+    app.router.add_get("/category/{slug}", category)
+    app.router.add_get("/product/{sku}", product)
+    app.router.add_get("/api/products/{sku}/reviews", reviews)
+    app.router.add_get("/images/{name}", image)
+    app.router.add_get("/robots.txt", robots)
+    app.router.add_get("/sitemap.xml", sitemap_index)
+    app.router.add_get("/sitemaps/{name}", sitemap_part)
+    app.router.add_get("/cart", cart)
+    app.router.add_get("/edge/malformed", edge_malformed)
+    app.router.add_get("/edge/bad-encoding", edge_bad_encoding)
+    app.router.add_get("/edge/redirect-loop", edge_redirect_loop)
+    app.router.add_get("/edge/redirect-loop/b", edge_redirect_loop)
+    app.router.add_get("/edge/huge", edge_huge)
+    app.router.add_get("/edge/error", edge_error)
+    app.router.add_get("/__control", control_get)
+    app.router.add_post("/__control", control_post)
+    app.router.add_post("/__control/reset", control_reset)
+    app.router.add_get("/__control/access-log", access_log_get)
+    app.router.add_delete("/__control/access-log", access_log_delete)
+    return app
+
+
+async def serve(config: DemoSiteConfig) -> None:
+    """Serve until SIGTERM/SIGINT; prints the URL once the socket is listening."""
+    runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, config.host, config.port, backlog=1024)
+    await site.start()
+    port = runner.addresses[0][1]
+    print(
+        f"Demo site ready at http://{config.host}:{port}/ "
+        f"(seed={config.seed}, products={config.products}, revision={config.revision}, "
+        f"layout={config.layout})",
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def run(config: DemoSiteConfig) -> None:
+    asyncio.run(serve(config))

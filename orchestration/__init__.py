@@ -1,0 +1,1 @@
+"""Prefect flows (thin) and the local-mode jobs that drive the platform."""
