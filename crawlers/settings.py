@@ -71,3 +71,42 @@ PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 4
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 30_000
 
 LOG_LEVEL = "INFO"
+
+SPIDER_MIDDLEWARES = {
+    # Early in input order, so every request/item a callback yields passes through it.
+    "crawlers.middlewares.JobTagMiddleware": 50,
+}
+EXTENSIONS = {
+    # NotConfigured (off) unless the leasing scheduler below is active.
+    "crawlers.extensions.FrontierWorker": 100,
+}
+
+# The distributed frontier: scrapy-redis' scheduler with our lease -> ack queue.
+# Only when REDIS_URL is set; otherwise Scrapy's own scheduler runs `scrapy crawl`.
+FRONTIER_HEARTBEAT_INTERVAL = 2.0
+FRONTIER_HEARTBEAT_TTL = 15.0
+FRONTIER_IDLE_POLL_INTERVAL = 0.2
+FRONTIER_STATS_INTERVAL = 1.0
+FRONTIER_IDLE_CLOSE_SECONDS = 30.0
+FRONTIER_ALWAYS_ON = False
+if _platform.redis_url:
+    from redis.backoff import ExponentialBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+    from redis.retry import Retry
+
+    REDIS_URL = _platform.redis_url
+    SCHEDULER = "crawlers.frontier.LeasingScheduler"
+    SCHEDULER_QUEUE_CLASS = "crawlers.frontier.LeasedQueue"
+    DUPEFILTER_CLASS = "crawlers.frontier.JobDupeFilter"
+    # The frontier belongs to the site, not to one worker: never flushed at close.
+    SCHEDULER_PERSIST = True
+    REDIS_PARAMS = {
+        # Short timeouts + a few quick retries: a hung Redis must not freeze the reactor
+        # for long; longer outages are ridden out by the scheduler's local buffers.
+        "socket_timeout": 5,
+        "socket_connect_timeout": 2,
+        "health_check_interval": 15,
+        "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
+        "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+    }

@@ -1,0 +1,74 @@
+"""The producer: enqueue a job's start requests into the site's Redis frontier.
+
+    python -m crawlers.producer <site> [--job-id ID] [--base-url URL]
+
+Start entries come from the site's spider (``SiteSpider.start_entries``: its profile's
+start paths and sitemaps), each tagged with the job id, and go to ``<site>:start_urls``
+where workers lease them like any request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis
+from scrapy.spiderloader import SpiderLoader
+from scrapy.utils.project import get_project_settings
+
+from core.config import get_settings
+from core.frontier import FrontierKeys, RedisFrontier
+from crawlers.spiders.base import SiteSpider, new_job_id
+
+
+@dataclass(frozen=True)
+class ProducedJob:
+    site: str
+    job_id: str
+    entries: int
+
+
+def spider_class(site: str) -> type[SiteSpider]:
+    loader = SpiderLoader.from_settings(get_project_settings())
+    cls = loader.load(site)
+    if not issubclass(cls, SiteSpider):
+        raise TypeError(f"spider {site!r} does not derive from SiteSpider")
+    return cls
+
+
+def produce(
+    server: redis.Redis, site: str, *, job_id: str | None = None, base_url: str | None = None
+) -> ProducedJob:
+    """Enqueue ``site``'s start entries for a (new) job; returns what was enqueued."""
+    job_id = job_id or new_job_id(site)
+    spider = spider_class(site)(job_id=job_id, base_url=base_url)
+    entries = [{**entry, "job_id": job_id} for entry in spider.start_entries()]
+    keys = FrontierKeys(site)
+    with server.pipeline(transaction=True) as pipe:
+        pipe.set(keys.current_job, job_id)
+        pipe.zadd(keys.jobs, {job_id: time.time()})
+        pipe.execute()
+    RedisFrontier(server, site).push_start([json.dumps(entry) for entry in entries])
+    return ProducedJob(site=site, job_id=job_id, entries=len(entries))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Enqueue a site's start requests for a job.")
+    parser.add_argument("site")
+    parser.add_argument("--job-id")
+    parser.add_argument("--base-url")
+    args = parser.parse_args(argv)
+    redis_url = get_settings().redis_url
+    if not redis_url:
+        parser.error("REDIS_URL is not set: the producer needs the frontier")
+    server = redis.Redis.from_url(redis_url)
+    job = produce(server, args.site, job_id=args.job_id, base_url=args.base_url)
+    print(f"enqueued {job.entries} start entries for {job.site} job {job.job_id}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

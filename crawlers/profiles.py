@@ -1,0 +1,107 @@
+"""Site profiles: what differs between sites, declared as data in ``profiles/<site>.toml``.
+
+A profile says where a crawl starts, how politely it fetches, whether pages need a
+browser or proxies, which item type it yields and how long its steps may take. The
+spider turns it into Scrapy settings (``SiteSpider.update_settings``); the flows read
+the same file for timeouts. Adding a site never edits this module.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+
+RenderMode = Literal["never", "always", "per_request"]
+
+
+class ProfileError(ValueError):
+    """A profile file is missing or has invalid values."""
+
+
+@dataclass(frozen=True)
+class Politeness:
+    obey_robots: bool = True
+    download_delay: float = 0.0
+    concurrency_per_domain: int = 16
+    autothrottle: bool = True
+    autothrottle_target: float = 8.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds. The producer may take up to 2 h for bootstrap-heavy sites."""
+
+    producer: int = 30 * 60
+    drain: int = 2 * 3600
+    download: int = 30
+
+    def __post_init__(self) -> None:
+        if not 0 < self.producer <= 2 * 3600:
+            raise ProfileError(f"timeouts.producer must be in (0, 7200] s, got {self.producer}")
+
+
+@dataclass(frozen=True)
+class SiteProfile:
+    site: str
+    item_type: str
+    base_url: str
+    start_paths: tuple[str, ...] = ("/",)
+    sitemaps: tuple[str, ...] = ()
+    render: RenderMode = "never"
+    needs_proxies: bool = False
+    needs_session: bool = False
+    politeness: Politeness = field(default_factory=Politeness)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, site: str, directory: Path = PROFILES_DIR) -> SiteProfile:
+        path = directory / f"{site}.toml"
+        try:
+            raw = tomllib.loads(path.read_text())
+        except FileNotFoundError as exc:
+            raise ProfileError(f"no profile for site {site!r}: expected {path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ProfileError(f"{path}: {exc}") from exc
+        return cls.from_dict(site, raw, source=str(path))
+
+    @classmethod
+    def from_dict(cls, site: str, raw: dict[str, Any], *, source: str = "<dict>") -> SiteProfile:
+        raw = dict(raw)
+        declared = raw.pop("site", site)
+        if declared != site:
+            raise ProfileError(f"{source}: declares site {declared!r}, expected {site!r}")
+        try:
+            politeness = Politeness(**raw.pop("politeness", {}))
+            timeouts = Timeouts(**raw.pop("timeouts", {}))
+            profile = cls(
+                site=site,
+                politeness=politeness,
+                timeouts=timeouts,
+                start_paths=tuple(raw.pop("start_paths", ("/",))),
+                sitemaps=tuple(raw.pop("sitemaps", ())),
+                **raw,
+            )
+        except TypeError as exc:
+            raise ProfileError(f"{source}: {exc}") from exc
+        if profile.render not in ("never", "always", "per_request"):
+            raise ProfileError(f"{source}: render must be never|always|per_request")
+        return profile
+
+    def scrapy_settings(self) -> dict[str, Any]:
+        """The profile as Scrapy settings (applied with 'spider' priority)."""
+        polite = self.politeness
+        settings: dict[str, Any] = {
+            "ROBOTSTXT_OBEY": polite.obey_robots,
+            "DOWNLOAD_DELAY": polite.download_delay,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": polite.concurrency_per_domain,
+            "AUTOTHROTTLE_ENABLED": polite.autothrottle,
+            "AUTOTHROTTLE_TARGET_CONCURRENCY": polite.autothrottle_target,
+            "DOWNLOAD_TIMEOUT": self.timeouts.download,
+        }
+        settings.update(self.settings)
+        return settings
