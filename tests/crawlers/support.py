@@ -1,0 +1,110 @@
+"""Helpers for tests that run real ``scrapy crawl`` workers on the Redis frontier."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import redis
+from itemadapter import ItemAdapter
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+from scrapy.crawler import Crawler
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
+
+
+class RedisItemSink:
+    """Item pipeline for tests: every item is RPUSHed to a Redis list before it returns.
+
+    So an item counts as kept exactly when the frontier could ack its request. It rides
+    out a Redis restart by retrying (blocking this worker, which could not progress
+    without Redis anyway).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.key = crawler.settings[SINK_KEY_SETTING]
+        retry = Retry(ExponentialBackoff(cap=1.0, base=0.1), retries=60)
+        self.server = redis.Redis.from_url(
+            crawler.settings["REDIS_URL"],
+            retry=retry,
+            retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        )
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisItemSink:
+        return cls(crawler)
+
+    def process_item(self, item: object) -> object:
+        self.server.rpush(self.key, json.dumps(ItemAdapter(item).asdict()))
+        return item
+
+
+def sunk_items(server: redis.Redis, key: str) -> list[dict[str, object]]:
+    return [json.loads(raw) for raw in server.lrange(key, 0, -1)]
+
+
+def start_worker(
+    *,
+    redis_url: str,
+    job_id: str,
+    base_url: str,
+    sink_key: str,
+    log_path: Path,
+    settings: dict[str, object] | None = None,
+    arguments: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """A ``scrapy crawl demo`` worker process on the frontier at ``redis_url``."""
+    merged: dict[str, object] = {
+        "ITEM_PIPELINES": json.dumps({"tests.crawlers.support.RedisItemSink": 100}),
+        SINK_KEY_SETTING: sink_key,
+        "FRONTIER_IDLE_CLOSE_SECONDS": 2,
+        "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
+        "FRONTIER_HEARTBEAT_TTL": 3,
+        "LOG_FILE": str(log_path),
+        "LOG_LEVEL": "INFO",
+        **(settings or {}),
+    }
+    argv = [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", f"job_id={job_id}"]
+    argv += ["-a", f"base_url={base_url}"]
+    for name, value in (arguments or {}).items():
+        argv += ["-a", f"{name}={value}"]
+    for name, value in merged.items():
+        argv += ["-s", f"{name}={value}"]
+    env = {**os.environ, "REDIS_URL": redis_url}
+    env.pop("ELASTICSEARCH_URL", None)
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=env)
+
+
+def wait_all(workers: Sequence[subprocess.Popen[bytes]], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    codes = []
+    for worker in workers:
+        try:
+            codes.append(worker.wait(timeout=max(0.1, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            for other in workers:
+                other.kill()
+            raise
+    return codes
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def log_excerpt(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "<no log>"
