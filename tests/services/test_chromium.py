@@ -78,18 +78,10 @@ def test_js_only_reviews_are_rendered_by_chromium(site: DemoSite, tmp_path: Path
     spider_file.write_text(RENDER_SPIDER)
     out = tmp_path / "rendered.jsonl"
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
+    url = f"{site.url}/product/{product.sku}"
+    argv = [sys.executable, "-m", "scrapy", "runspider", str(spider_file)]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "runspider",
-            str(spider_file),
-            "-a",
-            f"url={site.url}/product/{product.sku}",
-            "-O",
-            str(out),
-        ],  # fmt: skip
+        [*argv, "-a", f"url={url}", "-O", str(out)],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
