@@ -70,3 +70,36 @@ class WorkerRegistry:
         if dead:
             self.server.srem(self.keys.workers, *dead)
         return [WorkerInfo.from_json(raw) for raw in raws if raw is not None]
+
+
+@dataclass(frozen=True)
+class ConsumerCheck:
+    """Answer to the preflight question "does every queue of this site have live consumers?"."""
+
+    site: str
+    queues: tuple[str, ...]
+    workers: tuple[WorkerInfo, ...]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.workers)
+
+    def message(self) -> str:
+        if self.ok:
+            ids = ", ".join(f"{w.worker_id} (pid {w.pid} on {w.host})" for w in self.workers)
+            return f"{self.site}: {len(self.workers)} live consumer(s): {ids}"
+        return (
+            f"{self.site}: no live consumers for {', '.join(self.queues)}: no worker has sent "
+            f"a heartbeat in the last TTL; start `scrapy crawl {self.site}` workers"
+        )
+
+
+def check_consumers(server: redis.Redis, site: str) -> ConsumerCheck:
+    """Live workers of ``site``. One pool of workers serves both of the site's queues
+    (the start list and the request queue), so any live worker consumes each of them."""
+    keys = FrontierKeys(site)
+    return ConsumerCheck(
+        site=site,
+        queues=(keys.start_urls, keys.queue),
+        workers=tuple(WorkerRegistry(server, site).live()),
+    )

@@ -22,6 +22,9 @@ USER_AGENT = "scraping-platform/0.1 (+https://example.invalid/bot)"
 ROBOTSTXT_OBEY = True
 CONCURRENT_REQUESTS = 32
 CONCURRENT_REQUESTS_PER_DOMAIN = 16
+# Scrapy runs up to CONCURRENT_ITEMS outputs of one callback as parallel asyncio tasks;
+# the default 100 made the demo crawl about 2x slower for no gain.
+CONCURRENT_ITEMS = 16
 DOWNLOAD_DELAY = 0.0
 AUTOTHROTTLE_ENABLED = True
 AUTOTHROTTLE_START_DELAY = 0.5

@@ -12,7 +12,7 @@ import redis
 from core.drain import drain_state
 from core.frontier import RedisFrontier
 from core.jobstats import DeltaTracker, JobStats
-from core.workers import WorkerInfo, WorkerRegistry
+from core.workers import WorkerInfo, WorkerRegistry, check_consumers
 from services.redis_server import RedisServer
 
 
@@ -156,3 +156,12 @@ def test_drain_reclaims_dead_workers_leases(server: redis.Redis, site: str) -> N
     frontier.lease("crashed", 1)
     state = drain_state(server, site, "j")
     assert state.reclaimed == 1 and state.queued == 1 and not state.drained
+
+
+def test_consumer_check_names_the_missing_consumers(server: redis.Redis, site: str) -> None:
+    missing = check_consumers(server, site)
+    assert not missing.ok
+    assert f"{site}:start_urls" in missing.message() and f"{site}:requests" in missing.message()
+    beat(server, site, "w1")
+    present = check_consumers(server, site)
+    assert present.ok and "w1" in present.message()

@@ -1,0 +1,63 @@
+"""Site profiles: parsed from TOML, validated, applied to Scrapy settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile
+from crawlers.spiders.demo import DemoSpider
+
+
+def test_every_profile_file_loads() -> None:
+    sites = sorted(path.stem for path in PROFILES_DIR.glob("*.toml"))
+    assert "demo" in sites
+    for site in sites:
+        assert SiteProfile.load(site).site == site
+
+
+def test_profile_politeness_becomes_scrapy_settings(tmp_path: Path) -> None:
+    (tmp_path / "shop.toml").write_text(
+        'item_type = "product"\nbase_url = "https://shop.example"\n'
+        "[politeness]\nobey_robots = false\ndownload_delay = 1.5\n"
+        "concurrency_per_domain = 2\n[timeouts]\nproducer = 7200\n"
+    )
+    profile = SiteProfile.load("shop", tmp_path)
+    settings = profile.scrapy_settings()
+    assert settings["ROBOTSTXT_OBEY"] is False
+    assert settings["DOWNLOAD_DELAY"] == 1.5
+    assert settings["CONCURRENT_REQUESTS_PER_DOMAIN"] == 2
+    assert profile.timeouts.producer == 7200
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ('item_type = "p"\nbase_url = "x"\n[timeouts]\nproducer = 9000\n', "producer"),
+        ('item_type = "p"\nbase_url = "x"\nrender = "sometimes"\n', "render"),
+        ('item_type = "p"\nbase_url = "x"\nunknown_key = 1\n', "unknown_key"),
+        ('site = "other"\nitem_type = "p"\nbase_url = "x"\n', "declares site"),
+    ],
+)
+def test_invalid_profiles_fail_clearly(tmp_path: Path, body: str, error: str) -> None:
+    (tmp_path / "shop.toml").write_text(body)
+    with pytest.raises(ProfileError, match=error):
+        SiteProfile.load("shop", tmp_path)
+
+
+def test_missing_profile_names_the_expected_file(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match=r"nowhere\.toml"):
+        SiteProfile.load("nowhere", tmp_path)
+
+
+def test_spider_settings_come_from_its_profile() -> None:
+    crawler = get_crawler(DemoSpider)
+    profile = SiteProfile.load("demo")
+    assert crawler.settings.getbool("ROBOTSTXT_OBEY") is profile.politeness.obey_robots
+    assert (
+        crawler.settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+        == profile.politeness.concurrency_per_domain
+    )
+    assert crawler.settings.getbool("AUTOTHROTTLE_ENABLED") is profile.politeness.autothrottle
