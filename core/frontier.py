@@ -71,16 +71,30 @@ end
 return n
 """
 
-# KEYS: queue, leases, scores, owners, push_seq ; ARGV: priority, data, lease id ('' for none)
+# KEYS: queue, leases, scores, owners, push_seq, seen
+# ARGV: priority, data, lease id ('' for none), fingerprint ('' = no dedup check), seen TTL
+# The dedup check and the push are one round trip and atomic: two workers discovering the
+# same URL at once queue it exactly once.
 # Score: higher priority first, then FIFO by a push sequence (exact in a double).
 _PUSH_AND_ACK = """
+local function release_lease()
+  if ARGV[3] ~= '' then
+    redis.call('HDEL', KEYS[2], ARGV[3])
+    redis.call('HDEL', KEYS[3], ARGV[3])
+    redis.call('HDEL', KEYS[4], ARGV[3])
+  end
+end
+if ARGV[4] ~= '' then
+  local added = redis.call('SADD', KEYS[6], ARGV[4])
+  redis.call('EXPIRE', KEYS[6], ARGV[5])
+  if added == 0 then
+    release_lease()
+    return 0
+  end
+end
 local seq = redis.call('INCR', KEYS[5]) % 10000000000
 redis.call('ZADD', KEYS[1], -tonumber(ARGV[1]) * 10000000000 + seq, ARGV[2])
-if ARGV[3] ~= '' then
-  redis.call('HDEL', KEYS[2], ARGV[3])
-  redis.call('HDEL', KEYS[3], ARGV[3])
-  redis.call('HDEL', KEYS[4], ARGV[3])
-end
+release_lease()
 return 1
 """
 
@@ -172,6 +186,48 @@ class FrontierKeys:
     def jobs(self) -> str:
         return f"{self.site}:jobs"
 
+    # -- item pipelines (core.dedup, core.store) -------------------------------------
+    @property
+    def item_hashes(self) -> str:
+        """Hash: item key -> content hash of its last stored version."""
+        return f"{self.site}:item_hashes"
+
+    @property
+    def item_first_seen(self) -> str:
+        """Hash: item key -> epoch ms it was first seen."""
+        return f"{self.site}:item_first_seen"
+
+    @property
+    def item_last_changed(self) -> str:
+        """Hash: item key -> epoch ms its content last changed."""
+        return f"{self.site}:item_last_changed"
+
+    def job_verdicts(self, job_id: str) -> str:
+        """Hash: item key -> new | changed | unchanged, for one job."""
+        return f"{self.site}:job:{job_id}:verdicts"
+
+    def job_new(self, job_id: str) -> str:
+        """Set: keys of the job's new items (for the LLM step and alerts)."""
+        return f"{self.site}:job:{job_id}:new"
+
+    def job_changed(self, job_id: str) -> str:
+        """Set: keys of the job's changed items."""
+        return f"{self.site}:job:{job_id}:changed"
+
+    @property
+    def store_spill(self) -> str:
+        """List: store actions not yet accepted by Elasticsearch (JSON)."""
+        return f"{self.site}:store:spill"
+
+    @property
+    def store_spill_lock(self) -> str:
+        return f"{self.site}:store:spill_lock"
+
+    @property
+    def store_dead_letters(self) -> str:
+        """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
+        return f"{self.site}:store:dead_letters"
+
     def all_frontier_keys(self) -> list[str]:
         return [
             self.queue,
@@ -202,13 +258,36 @@ class RedisFrontier:
         self._reclaim = server.register_script(_RECLAIM)
 
     # -- queue ---------------------------------------------------------------------
-    def push(self, data: bytes, priority: int = 0, *, replaces_lease: str | None = None) -> None:
-        """Queue ``data``; if it continues a leased request, release that lease atomically."""
+    def push(
+        self,
+        data: bytes,
+        priority: int = 0,
+        *,
+        replaces_lease: str | None = None,
+        seen_key: str | None = None,
+        fingerprint: str | None = None,
+        seen_ttl: int = 7 * 24 * 3600,
+    ) -> bool:
+        """Queue ``data`` unless ``fingerprint`` is already in ``seen_key``.
+
+        If it continues a leased request (a retry or redirect), that lease is released in
+        the same step, whether or not the entry was queued. Returns True when queued.
+        """
         k = self.keys
-        self._push_and_ack(
-            keys=[k.queue, k.leases, k.lease_scores, k.lease_owners, k.push_seq],
-            args=[int(priority), data, replaces_lease or ""],
+        if (seen_key is None) != (fingerprint is None):
+            raise ValueError("seen_key and fingerprint go together")
+        queued = self._push_and_ack(
+            keys=[
+                k.queue,
+                k.leases,
+                k.lease_scores,
+                k.lease_owners,
+                k.push_seq,
+                seen_key or k.queue,
+            ],
+            args=[int(priority), data, replaces_lease or "", fingerprint or "", seen_ttl],
         )
+        return bool(queued)
 
     def push_start(self, entries: Sequence[str | bytes]) -> int:
         """Append start entries (JSON) for workers to turn into requests."""

@@ -99,8 +99,8 @@ class FrontierWorker:
 
     def _heartbeat(self, scheduler: LeasingScheduler, now: float) -> None:
         engine = self.crawler.engine
-        self.info.in_flight = len(scheduler.in_flight)
-        self.info.idle = not scheduler.in_flight and engine.spider_is_idle()
+        self.info.in_flight = scheduler.held_leases
+        self.info.idle = not scheduler.held_leases and engine.spider_is_idle()
         self.info.last_activity = scheduler.last_activity
         self.info.job_id = getattr(self.spider, "job_id", None)
         self.registry.heartbeat(self.info)

@@ -7,8 +7,10 @@ Wired through scrapy-redis' own extension points when ``REDIS_URL`` is set:
 A request popped from Redis carries its lease id in ``meta``. The lease is acked when
 the scraper has finished with the request's response or failure (callbacks and item
 pipelines included), or replaced atomically when a retry/redirect of it is queued.
-Redis being briefly unreachable loses nothing: pushes and acks that fail are kept
-locally and re-sent, and the worker does not close while it still holds them.
+Acks are sent in batches (every ``FRONTIER_ACK_BATCH`` acks or poll tick) and new
+requests are checked against the job's seen-set and queued in one round trip. Redis
+being briefly unreachable loses nothing: pushes and acks that fail are kept locally and
+re-sent, and the worker does not close while it still holds them.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingErro
 
 # Seen-sets of finished jobs are not needed for long; the jobs index keeps the history.
 SEEN_TTL_SECONDS = 7 * 24 * 3600
+SEEN_LOCAL_MAX = 200_000
 
 
 def worker_id_of(spider: Spider) -> str:
@@ -50,35 +53,58 @@ def worker_id_of(spider: Spider) -> str:
 
 
 class LeasedQueue(RedisQueueBase):
-    """scrapy-redis queue class whose pop leases instead of deleting."""
+    """scrapy-redis queue class whose pop leases instead of deleting.
+
+    Leases are taken in small batches (``FRONTIER_LEASE_BATCH``) into a local buffer: one
+    round trip per batch instead of per request. Buffered entries are leased, so they are
+    as safe as any in-flight request and go back to the queue if this worker dies.
+    """
 
     def __init__(self, server: redis.Redis, spider: Spider, key: str, serializer: Any = None):
         super().__init__(server, spider, key, serializer)
         self.frontier = RedisFrontier(server, spider.name)
         self.worker_id = worker_id_of(spider)
+        self.batch = max(1, spider.crawler.settings.getint("FRONTIER_LEASE_BATCH", 4))
+        self.buffer: deque[Request] = deque()
 
     def __len__(self) -> int:
-        return self.frontier.queued()
+        return self.frontier.queued() + len(self.buffer)
 
-    def push(self, request: Request) -> None:
+    def _encode_without_lease(self, request: Request) -> tuple[bytes, str | None]:
         lease_id = request.meta.pop(LEASE_META, None)
         try:
-            data = self._encode_request(request)
+            return self._encode_request(request), lease_id
         finally:
             if lease_id is not None:
                 request.meta[LEASE_META] = lease_id
+
+    def push(self, request: Request) -> None:
+        data, lease_id = self._encode_without_lease(request)
         self.frontier.push(data, request.priority, replaces_lease=lease_id)
 
+    def push_unseen(self, request: Request, seen_key: str, fingerprint: str) -> bool:
+        """Queue ``request`` unless its fingerprint is in ``seen_key``: one atomic step."""
+        data, lease_id = self._encode_without_lease(request)
+        return self.frontier.push(
+            data,
+            request.priority,
+            replaces_lease=lease_id,
+            seen_key=seen_key,
+            fingerprint=fingerprint,
+            seen_ttl=SEEN_TTL_SECONDS,
+        )
+
     def pop(self, timeout: int = 0) -> Request | None:
-        while True:
-            leases = self.frontier.lease(self.worker_id, 1) or self.frontier.lease_start(
+        while not self.buffer:
+            leases = self.frontier.lease(self.worker_id, self.batch) or self.frontier.lease_start(
                 self.worker_id, 1
             )
             if not leases:
                 return None
-            request = self._request_from_lease(leases[0])
-            if request is not None:
-                return request
+            self.buffer.extend(
+                request for lease in leases if (request := self._request_from_lease(lease))
+            )
+        return self.buffer.popleft()
 
     def _request_from_lease(self, lease: Lease) -> Request | None:
         try:
@@ -105,7 +131,9 @@ class JobDupeFilter(RFPDupeFilter):
     """scrapy-redis' dupefilter with one seen-set per job (``<site>:job:<job>:seen``).
 
     A new job recrawls the site; within a job, every URL is fetched once across all
-    workers. Requests without a job id fall back to the spider's current job.
+    workers. Requests without a job id fall back to the spider's current job. The
+    leasing scheduler checks and queues in one step (``LeasedQueue.push_unseen``) with
+    ``seen_key`` and ``request_fingerprint``; ``request_seen`` serves everyone else.
     """
 
     spider: Spider | None = None
@@ -117,12 +145,14 @@ class JobDupeFilter(RFPDupeFilter):
         instance.spider = spider
         return instance
 
-    def request_seen(self, request: Request) -> bool:
+    def seen_key(self, request: Request) -> str:
         job_id = request.meta.get(JOB_META) or getattr(self.spider, "job_id", None) or "unassigned"
-        key = FrontierKeys(self.spider.name if self.spider else "default").seen(str(job_id))
-        fingerprint = self.request_fingerprint(request)
+        return FrontierKeys(self.spider.name if self.spider else "default").seen(str(job_id))
+
+    def request_seen(self, request: Request) -> bool:
+        key = self.seen_key(request)
         with self.server.pipeline(transaction=True) as pipe:
-            pipe.sadd(key, fingerprint)
+            pipe.sadd(key, self.request_fingerprint(request))
             pipe.expire(key, SEEN_TTL_SECONDS)
             added, _ = pipe.execute()
         return added == 0
@@ -159,8 +189,12 @@ class LeasingScheduler(RedisScheduler):
         self.last_activity = time.time()
         # Work kept locally while Redis is unreachable; re-sent by ``flush_pending``.
         self._unsent: deque[Request] = deque()
-        self._unacked: set[str] = set()
+        self._acks: set[str] = set()
+        self.ack_batch = self.crawler.settings.getint("FRONTIER_ACK_BATCH", 32)
         self._handoff: deque[Request] = deque()
+        # Fingerprints this worker knows to be in a job's seen-set (pagination links
+        # repeat on every listing page; each repeat would otherwise cost a round trip).
+        self._seen_local: dict[str, set[str]] = {}
         self._hook_scraper()
 
     def _hook_scraper(self) -> None:
@@ -189,27 +223,40 @@ class LeasingScheduler(RedisScheduler):
         if request.meta.pop(HANDOFF_META, False):
             self._handoff.append(request)
             return True
-        lease_id = request.meta.get(LEASE_META)
         try:
-            seen = not request.dont_filter and self.df.request_seen(request)
+            queued = self._queue_request(request)
         except REDIS_ERRORS:
-            # Cannot tell: keep it; the dupefilter is asked again when it is re-sent.
+            # Cannot tell whether it is new: keep it; it is checked again when re-sent.
             self._keep_unsent(request)
             return True
-        if seen:
+        if not queued:
             self.df.log(request, self.spider)
-            if lease_id is not None:
-                self._ack_lease(lease_id)  # e.g. a redirect to a page already crawled
-            return False
-        try:
+            self.stats.inc_value("dupefilter/filtered")
+        return queued
+
+    def _queue_request(self, request: Request) -> bool:
+        """Dedup check + push + release of the lease it continues, in one round trip."""
+        lease_id = request.meta.get(LEASE_META)
+        if request.dont_filter:
             self.queue.push(request)
-        except REDIS_ERRORS:
-            self._keep_unsent(request)
-            return True
+            queued = True
+        else:
+            fingerprint = self.df.request_fingerprint(request)
+            seen_key = self.df.seen_key(request)
+            local = self._seen_local.setdefault(seen_key, set())
+            if fingerprint in local and lease_id is None:
+                # Seen-sets only grow within a job: a local hit needs no round trip.
+                return False
+            queued = self.queue.push_unseen(request, seen_key, fingerprint)
+            if len(local) >= SEEN_LOCAL_MAX:
+                local.clear()
+            local.add(fingerprint)
         if lease_id is not None:
+            # Released in the same step (a retry/redirect, or one to a page already seen).
             self.in_flight.discard(lease_id)
-        self.stats.inc_value("scheduler/enqueued/redis")
-        return True
+        if queued:
+            self.stats.inc_value("scheduler/enqueued/redis")
+        return queued
 
     def next_request(self) -> Request | None:
         if self._handoff:
@@ -227,12 +274,17 @@ class LeasingScheduler(RedisScheduler):
         return request
 
     def has_pending_requests(self) -> bool:
-        if self._handoff or self._unsent or self._unacked:
+        if self._handoff or self._unsent or self._acks or self.queue.buffer:
             return True
         try:
             return len(self.queue) > 0
         except REDIS_ERRORS:
             return True
+
+    @property
+    def held_leases(self) -> int:
+        """Leases this worker holds in Redis: handed out, buffered, or awaiting their ack."""
+        return len(self.in_flight) + len(self.queue.buffer) + len(self._acks)
 
     def close(self, reason: str) -> None:
         self.flush_pending()
@@ -240,12 +292,10 @@ class LeasingScheduler(RedisScheduler):
         try:
             released = self.frontier.reclaim(release_worker=self.worker_id)
         except REDIS_ERRORS:
-            logger.error(
-                "Redis unreachable at close: %d leases left to reclaim", len(self.in_flight)
-            )
+            logger.error("Redis unreachable at close: %d leases left to reclaim", self.held_leases)
         else:
             if released:
-                logger.info("released %d in-flight leases back to the frontier", released)
+                logger.info("released %d held leases back to the frontier", released)
         if self._unsent:
             logger.error(
                 "closing with %d requests that could not be queued (Redis unreachable)",
@@ -262,36 +312,29 @@ class LeasingScheduler(RedisScheduler):
         return request
 
     def ack(self, request: Request) -> None:
+        """Mark the request's lease done; acks go to Redis in batches (``flush_pending``).
+
+        A delayed ack only delays: if the worker dies first, the request is crawled again
+        (at-least-once), never lost.
+        """
         lease_id = request.meta.get(LEASE_META)
         if lease_id is not None and lease_id in self.in_flight:
-            self._ack_lease(lease_id)
-
-    def _ack_lease(self, lease_id: str) -> None:
-        self.in_flight.discard(lease_id)
-        try:
-            self.frontier.ack(lease_id)
-        except REDIS_ERRORS as exc:
-            self._warn_unavailable(exc)
-            self._unacked.add(lease_id)
-        else:
-            self.stats.inc_value("frontier/acked")
+            self.in_flight.discard(lease_id)
+            self._acks.add(lease_id)
+            if len(self._acks) >= self.ack_batch:
+                self.flush_pending()
 
     def flush_pending(self) -> bool:
-        """Re-send pushes and acks kept while Redis was down; True when none remain."""
+        """Send batched acks and re-send work kept while Redis was down; True when done."""
         try:
             while self._unsent:
-                request = self._unsent[0]
-                lease_id = request.meta.get(LEASE_META)
-                if request.dont_filter or not self.df.request_seen(request):
-                    self.queue.push(request)
-                elif lease_id is not None:
-                    self.frontier.ack(lease_id)
-                if lease_id is not None:
-                    self.in_flight.discard(lease_id)
+                self._queue_request(self._unsent[0])
                 self._unsent.popleft()
-            if self._unacked:
-                self.frontier.ack(*self._unacked)
-                self._unacked.clear()
+            if self._acks:
+                acks = list(self._acks)
+                self.frontier.ack(*acks)
+                self._acks.difference_update(acks)
+                self.stats.inc_value("frontier/acked", len(acks))
         except REDIS_ERRORS as exc:
             self._warn_unavailable(exc)
             return False

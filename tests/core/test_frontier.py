@@ -165,3 +165,18 @@ def test_consumer_check_names_the_missing_consumers(server: redis.Redis, site: s
     beat(server, site, "w1")
     present = check_consumers(server, site)
     assert present.ok and "w1" in present.message()
+
+
+def test_push_with_fingerprint_queues_each_url_once(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier(server, site)
+    seen = frontier.keys.seen("job")
+    assert frontier.push(b"page", seen_key=seen, fingerprint="fp1")
+    assert not frontier.push(b"page-again", seen_key=seen, fingerprint="fp1")
+    assert frontier.queued() == 1
+    # A redirect to an already-seen page still releases the lease it continues.
+    (lease,) = frontier.lease("w1", 1)
+    assert not frontier.push(
+        b"dup", replaces_lease=lease.lease_id, seen_key=seen, fingerprint="fp1"
+    )
+    assert frontier.leased() == 0 and frontier.queued() == 0
+    assert server.ttl(seen) > 0
