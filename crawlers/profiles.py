@@ -57,6 +57,9 @@ class SiteProfile:
     politeness: Politeness = field(default_factory=Politeness)
     timeouts: Timeouts = field(default_factory=Timeouts)
     settings: dict[str, Any] = field(default_factory=dict)
+    # The structure gate's [fingerprint] table: threshold, per page type sample paths and
+    # selectors. Kept raw here; validated by fingerprints.baseline.FingerprintConfig.
+    fingerprint: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, site: str, directory: Path = PROFILES_DIR) -> SiteProfile:

@@ -1,0 +1,343 @@
+"""Per-site baselines as reviewable files, and the fingerprint section of site profiles.
+
+Layout, one directory per site (adding a site = adding its directory)::
+
+    fingerprints/sites/<site>/fixtures/<page_type>/*.html   pages the baseline is computed from
+    fingerprints/sites/<site>/baseline.json                 computed: tokens and their frequency
+    fingerprints/sites/<site>/coverage.json                 optional: field fill-rate baseline
+
+``baseline.json`` is pretty-printed with sorted keys, one token per line, so a review
+diff shows exactly which paths, types and selector counts changed. It records the
+fixture files it was computed from (with their SHA-256) and the fingerprint version.
+
+The site profile (``crawlers/profiles/<site>.toml``) may carry a ``[fingerprint]``
+table: the similarity threshold and, per page type, the sample paths fetched by the
+live check and the selectors the spider relies on::
+
+    [fingerprint]
+    threshold = 0.85
+    [fingerprint.page_types.listing]
+    sample_paths = ["/category/kitchen", "/category/kitchen?page=5"]
+    selectors = { product_links = "a.product-link" }
+    threshold = 0.8            # optional, this page type only
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.blocks import classify
+from fingerprints.structure import (
+    DEFAULT_THRESHOLD,
+    FINGERPRINT_VERSION,
+    PageTypeBaseline,
+    SelectorBaseline,
+    fingerprint,
+)
+
+SITES_DIR = Path(__file__).resolve().parent / "sites"
+BASELINE_FILE = "baseline.json"
+COVERAGE_FILE = "coverage.json"
+FIXTURES_DIR = "fixtures"
+FIXTURE_SUFFIXES = (".html", ".htm")
+_PAGE_TYPE = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+class BaselineError(ValueError):
+    """A baseline or fixture set is missing, unreadable, stale or inconsistent."""
+
+
+# -- configuration from the site profile ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageTypeConfig:
+    sample_paths: tuple[str, ...] = ()
+    selectors: Mapping[str, str] = field(default_factory=dict)
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class FingerprintConfig:
+    """The ``[fingerprint]`` table of a site profile (empty when there is none)."""
+
+    threshold: float | None = None
+    page_types: Mapping[str, PageTypeConfig] = field(default_factory=dict)
+    declared: bool = False  # False: no profile or no [fingerprint] table
+
+    @classmethod
+    def from_mapping(
+        cls, raw: Mapping[str, Any], *, source: str = "<fingerprint>"
+    ) -> FingerprintConfig:
+        raw = dict(raw)
+        threshold = _threshold(raw.pop("threshold", None), f"{source}: threshold")
+        page_types: dict[str, PageTypeConfig] = {}
+        for name, table in dict(raw.pop("page_types", {}) or {}).items():
+            where = f"{source}: page_types.{name}"
+            if not _PAGE_TYPE.fullmatch(name):
+                raise BaselineError(f"{where}: page type names are [a-z0-9_-]")
+            if not isinstance(table, Mapping):
+                raise BaselineError(f"{where} must be a table")
+            table = dict(table)
+            paths = table.pop("sample_paths", [])
+            selectors = table.pop("selectors", {})
+            page_threshold = _threshold(table.pop("threshold", None), f"{where}.threshold")
+            if table:
+                raise BaselineError(f"{where}: unknown keys {sorted(table)}")
+            if not isinstance(paths, list) or not all(
+                isinstance(p, str) and p.startswith("/") for p in paths
+            ):
+                raise BaselineError(f"{where}.sample_paths: a list of paths starting with /")
+            if not isinstance(selectors, Mapping) or not all(
+                isinstance(q, str) and q.strip() for q in selectors.values()
+            ):
+                raise BaselineError(f"{where}.selectors: a table of name = selector")
+            page_types[name] = PageTypeConfig(tuple(paths), dict(selectors), page_threshold)
+        if raw:
+            raise BaselineError(f"{source}: unknown keys {sorted(raw)}")
+        return cls(threshold=threshold, page_types=page_types, declared=True)
+
+    @classmethod
+    def for_site(cls, site: str, profiles_dir: Path | None = None) -> FingerprintConfig:
+        """The site's profile section; an empty config when the site has no profile."""
+        from crawlers.profiles import PROFILES_DIR, SiteProfile
+
+        directory = profiles_dir or PROFILES_DIR
+        if not (directory / f"{site}.toml").exists():
+            return cls()
+        profile = SiteProfile.load(site, directory)
+        section = getattr(profile, "fingerprint", None) or {}
+        if not section:
+            return cls()
+        return cls.from_mapping(section, source=f"{directory / site}.toml [fingerprint]")
+
+    def sample(self) -> dict[str, tuple[str, ...]]:
+        return {name: pt.sample_paths for name, pt in self.page_types.items() if pt.sample_paths}
+
+
+def _threshold(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise BaselineError(f"{where} must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+# -- the site baseline --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SiteBaseline:
+    site: str
+    threshold: float
+    page_types: Mapping[str, PageTypeBaseline]
+    fixtures: Mapping[str, Mapping[str, str]]  # page type -> {relative path: sha256}
+    version: int = FINGERPRINT_VERSION
+
+    def threshold_for(self, page_type: str, config: FingerprintConfig | None = None) -> float:
+        """The profile's current value when it declares one, else the baseline's record."""
+        if config is not None and config.declared:
+            page_config = config.page_types.get(page_type)
+            if page_config is not None and page_config.threshold is not None:
+                return page_config.threshold
+            return config.threshold or self.threshold
+        baseline = self.page_types.get(page_type)
+        return (baseline.threshold if baseline else None) or self.threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        page_types = {}
+        for name, baseline in self.page_types.items():
+            page_types[name] = {
+                "fixtures": dict(sorted(self.fixtures.get(name, {}).items())),
+                "pages": baseline.pages,
+                "threshold": baseline.threshold,
+                "selectors": {k: v.to_dict() for k, v in sorted(baseline.selectors.items())},
+                "skeleton": dict(sorted(baseline.skeleton.items())),
+                "schema": dict(sorted(baseline.schema.items())),
+                "state": dict(sorted(baseline.state.items())),
+            }
+        return {
+            "fingerprint_version": self.version,
+            "site": self.site,
+            "threshold": self.threshold,
+            "page_types": page_types,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "<baseline>") -> SiteBaseline:
+        try:
+            version = int(data["fingerprint_version"])
+            page_types = {}
+            fixtures = {}
+            for name, entry in data["page_types"].items():
+                page_types[name] = PageTypeBaseline(
+                    page_type=name,
+                    pages=int(entry["pages"]),
+                    skeleton={str(k): float(v) for k, v in entry["skeleton"].items()},
+                    schema={str(k): float(v) for k, v in entry["schema"].items()},
+                    state={str(k): float(v) for k, v in entry["state"].items()},
+                    selectors={
+                        str(k): SelectorBaseline.from_dict(v)
+                        for k, v in (entry.get("selectors") or {}).items()
+                    },
+                    threshold=entry.get("threshold"),
+                )
+                fixtures[name] = dict(entry.get("fixtures") or {})
+            return cls(
+                site=str(data["site"]),
+                threshold=float(data["threshold"]),
+                page_types=page_types,
+                fixtures=fixtures,
+                version=version,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BaselineError(f"{source}: malformed baseline ({exc!r})") from exc
+
+    def stale_reasons(self, config: FingerprintConfig | None) -> list[str]:
+        """Why this baseline no longer fits the code or the profile (empty: it fits)."""
+        reasons = []
+        if self.version != FINGERPRINT_VERSION:
+            reasons.append(
+                f"computed with fingerprint version {self.version}, the code is at "
+                f"{FINGERPRINT_VERSION}"
+            )
+        for name, page_config in (config.page_types if config else {}).items():
+            baseline = self.page_types.get(name)
+            if baseline is None:
+                reasons.append(f"the profile declares page type {name!r}, the baseline has none")
+            elif dict(page_config.selectors) != baseline.selector_queries:
+                reasons.append(f"the profile's selectors for {name!r} differ from the baseline's")
+        return reasons
+
+
+def site_dir(site: str, sites_dir: Path = SITES_DIR) -> Path:
+    return sites_dir / site
+
+
+def list_sites(sites_dir: Path = SITES_DIR) -> list[str]:
+    """Every site directory (with fixtures or a baseline): what ``check`` covers."""
+    if not sites_dir.is_dir():
+        return []
+    return sorted(
+        path.name
+        for path in sites_dir.iterdir()
+        if path.is_dir() and ((path / BASELINE_FILE).exists() or (path / FIXTURES_DIR).is_dir())
+    )
+
+
+def fixture_pages(site: str, sites_dir: Path = SITES_DIR) -> dict[str, list[Path]]:
+    """Fixture files by page type (sorted, so the baseline does not depend on the FS)."""
+    root = site_dir(site, sites_dir) / FIXTURES_DIR
+    if not root.is_dir():
+        return {}
+    pages: dict[str, list[Path]] = {}
+    for directory in sorted(p for p in root.iterdir() if p.is_dir()):
+        files = sorted(p for p in directory.iterdir() if p.suffix.lower() in FIXTURE_SUFFIXES)
+        if files:
+            pages[directory.name] = files
+    return pages
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_baseline(site: str, sites_dir: Path = SITES_DIR) -> SiteBaseline:
+    path = site_dir(site, sites_dir) / BASELINE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise BaselineError(
+            f"no baseline for site {site!r}: expected {path} "
+            f"(python -m fingerprints baseline {site})"
+        ) from exc
+    except ValueError as exc:
+        raise BaselineError(f"{path}: not JSON ({exc})") from exc
+    baseline = SiteBaseline.from_dict(data, source=str(path))
+    if baseline.site != site:
+        raise BaselineError(f"{path}: declares site {baseline.site!r}, expected {site!r}")
+    return baseline
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def save_baseline(baseline: SiteBaseline, sites_dir: Path = SITES_DIR) -> Path:
+    path = site_dir(baseline.site, sites_dir) / BASELINE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(dumps(baseline.to_dict()), encoding="utf-8")
+    tmp.replace(path)  # atomic: a reader never sees half a baseline
+    return path
+
+
+def compute_baseline(
+    site: str,
+    *,
+    sites_dir: Path = SITES_DIR,
+    config: FingerprintConfig | None = None,
+    threshold: float | None = None,
+) -> SiteBaseline:
+    """The baseline of a site's fixture pages (not saved). Refuses block pages."""
+    config = config if config is not None else FingerprintConfig.for_site(site)
+    pages = fixture_pages(site, sites_dir)
+    if not pages:
+        raise BaselineError(
+            f"site {site!r} has no fixture pages under "
+            f"{site_dir(site, sites_dir) / FIXTURES_DIR}/<page_type>/*.html"
+        )
+    missing = sorted(set(config.page_types) - set(pages))
+    if missing:
+        raise BaselineError(f"site {site!r}: no fixtures for page types {missing}")
+    root = site_dir(site, sites_dir)
+    page_types: dict[str, PageTypeBaseline] = {}
+    fixtures: dict[str, dict[str, str]] = {}
+    for page_type, files in pages.items():
+        page_config = config.page_types.get(page_type, PageTypeConfig())
+        prints = []
+        for path in files:
+            body = path.read_bytes()
+            verdict = classify(200, {"Content-Type": "text/html"}, body)
+            if not verdict.ok:
+                raise BaselineError(f"{path} is not a real page ({verdict}); remove it")
+            prints.append(fingerprint(body, page_config.selectors))
+        page_types[page_type] = PageTypeBaseline.build(
+            page_type, prints, page_config.selectors, threshold=page_config.threshold
+        )
+        fixtures[page_type] = {p.relative_to(root).as_posix(): sha256(p) for p in files}
+    site_threshold = threshold or config.threshold or DEFAULT_THRESHOLD
+    return SiteBaseline(site, site_threshold, page_types, fixtures)
+
+
+def fixture_name(path: str) -> str:
+    """A file name for a fixture fetched from ``path`` (``/category/x?page=2``)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", path).strip("-")
+    return f"{slug or 'index'}.html"
+
+
+def write_fixtures(
+    site: str,
+    pages: Mapping[str, Sequence[tuple[str, bytes]]],
+    *,
+    sites_dir: Path = SITES_DIR,
+) -> list[Path]:
+    """Replace the fixtures of the given page types with ``(path, body)`` pages."""
+    written = []
+    for page_type, entries in pages.items():
+        directory = site_dir(site, sites_dir) / FIXTURES_DIR / page_type
+        directory.mkdir(parents=True, exist_ok=True)
+        for old in directory.iterdir():
+            if old.suffix.lower() in FIXTURE_SUFFIXES:
+                old.unlink()
+        for path, body in entries:
+            target = directory / fixture_name(path)
+            target.write_bytes(body)
+            written.append(target)
+    return written

@@ -1,0 +1,409 @@
+"""The fail-closed structure gate: may this site be scraped now?
+
+``verify_site`` fetches a small live sample of each page type through the platform's
+fetch stack (``fingerprints.sampler``, a Scrapy subprocess with the site's settings) and
+compares it with the site's baseline; ``check_site`` does the same comparison on the
+stored fixture pages (the daily check). Both return a ``GateResult`` and never raise:
+any problem (an exception, no baseline, an empty sample, a page that could not be
+fetched, a block page, a changed structure) is a result that did not pass. Neither
+writes anything anywhere.
+
+Precedence when several problems occur: ``error`` > ``no_baseline`` > ``blocked`` >
+``fetch_failed`` > ``structure_changed``. A block page says nothing about the site's
+structure, so it is reported as blocked, never as a structure change.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from core.blocks import BlockRules, classify
+from fingerprints.baseline import (
+    SITES_DIR,
+    BaselineError,
+    FingerprintConfig,
+    SiteBaseline,
+    fixture_pages,
+    list_sites,
+    load_baseline,
+    sha256,
+    site_dir,
+)
+from fingerprints.structure import Comparison, compare, fingerprint
+
+GateStatus = Literal[
+    "passed", "structure_changed", "blocked", "fetch_failed", "no_baseline", "error"
+]
+PageOutcome = Literal["ok", "changed", "blocked", "fetch_failed", "no_baseline"]
+Mode = Literal["live", "fixtures"]
+_PRECEDENCE: tuple[GateStatus, ...] = (
+    "error",
+    "no_baseline",
+    "blocked",
+    "fetch_failed",
+    "structure_changed",
+)
+_OUTCOME_STATUS: dict[str, GateStatus] = {
+    "no_baseline": "no_baseline",
+    "blocked": "blocked",
+    "fetch_failed": "fetch_failed",
+    "changed": "structure_changed",
+}
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the sample: fetched live, or read from a fixture file."""
+
+    url: str
+    page_type: str
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    error: str | None = None  # set when no response was received
+    path: str = ""  # the requested path (live) or fixture file
+
+    @property
+    def content_type(self) -> str | None:
+        for key, value in self.headers.items():
+            if key.lower() == "content-type":
+                return value
+        return None
+
+
+@dataclass(frozen=True)
+class PageCheck:
+    url: str
+    page_type: str
+    outcome: PageOutcome
+    reason: str
+    similarity: float | None = None
+    comparison: Comparison | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"url": self.url, "outcome": self.outcome, "reason": self.reason}
+        if self.similarity is not None:
+            data["similarity"] = round(self.similarity, 4)
+        if self.comparison is not None and self.outcome == "changed":
+            data["comparison"] = self.comparison.to_dict()
+        return data
+
+
+@dataclass(frozen=True)
+class PageTypeResult:
+    page_type: str
+    threshold: float
+    pages: tuple[PageCheck, ...]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.pages) and all(p.outcome == "ok" for p in self.pages)
+
+    @property
+    def similarities(self) -> list[float]:
+        return [p.similarity for p in self.pages if p.similarity is not None]
+
+    @property
+    def similarity(self) -> float | None:
+        """The worst compared page's similarity: one changed page is enough to fail."""
+        return min(self.similarities) if self.similarities else None
+
+    @property
+    def median_similarity(self) -> float | None:
+        return statistics.median(self.similarities) if self.similarities else None
+
+    @property
+    def changed_features(self) -> list[str]:
+        names: list[str] = []
+        for check in self.pages:
+            if check.outcome == "changed" and check.comparison is not None:
+                names += [n for n in check.comparison.changed_features if n not in names]
+        return names
+
+    @property
+    def worst(self) -> PageCheck | None:
+        failing = [p for p in self.pages if p.outcome != "ok"]
+        if not failing:
+            return None
+        return min(failing, key=lambda p: p.similarity if p.similarity is not None else -1.0)
+
+    def details(self, limit: int = 6) -> list[str]:
+        """What changed, from the worst page: selectors, types, state keys, DOM paths."""
+        worst = self.worst
+        if worst is None:
+            return []
+        if worst.comparison is None or worst.outcome != "changed":
+            return [f"{worst.url}: {worst.reason}"]
+        return [f"{worst.url}:"] + [f"  {line}" for line in worst.comparison.describe(limit)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "threshold": self.threshold,
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
+            "median_similarity": (
+                None if self.median_similarity is None else round(self.median_similarity, 4)
+            ),
+            "changed_features": self.changed_features,
+            "pages": [p.to_dict() for p in self.pages],
+        }
+
+
+@dataclass(frozen=True)
+class GateResult:
+    passed: bool
+    status: GateStatus
+    site: str
+    reason: str
+    page_types: Mapping[str, PageTypeResult] = field(default_factory=dict)
+    mode: Mode = "live"
+
+    @property
+    def changed_page_types(self) -> list[str]:
+        return [
+            name
+            for name, result in self.page_types.items()
+            if any(p.outcome == "changed" for p in result.pages)
+        ]
+
+    def summary(self) -> str:
+        """Plain text for an alert (Slack, Prefect artifact, log)."""
+        what = "live structure check" if self.mode == "live" else "fixture check"
+        verdict = "passed" if self.passed else f"FAILED ({self.status})"
+        lines = [f"{self.site}: {what} {verdict}: {self.reason}"]
+        for name, result in self.page_types.items():
+            sim = "n/a" if result.similarity is None else f"{result.similarity:.3f}"
+            state = "ok" if result.passed else "FAILED"
+            features = result.changed_features
+            changed = f"; changed: {', '.join(features)}" if features else ""
+            lines.append(
+                f"- {name}: {state}, similarity {sim} (threshold {result.threshold:.2f}), "
+                f"{len(result.pages)} page(s){changed}"
+            )
+            if not result.passed:
+                lines += [f"    {line}" for line in result.details()]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "status": self.status,
+            "site": self.site,
+            "mode": self.mode,
+            "reason": self.reason,
+            "page_types": {k: v.to_dict() for k, v in self.page_types.items()},
+        }
+
+
+def failure(site: str, status: GateStatus, reason: str, mode: Mode = "live") -> GateResult:
+    return GateResult(passed=False, status=status, site=site, reason=reason, mode=mode)
+
+
+# -- the comparison (pure: pages in, verdict out) ----------------------------------------------
+
+
+def check_page(
+    page: Page,
+    baseline: SiteBaseline,
+    threshold: float,
+    rules: BlockRules | None = None,
+) -> PageCheck:
+    if page.error is not None:
+        return PageCheck(page.url, page.page_type, "fetch_failed", page.error)
+    verdict = classify(page.status, page.headers, page.body, rules=rules)
+    if verdict.is_block:
+        return PageCheck(page.url, page.page_type, "blocked", str(verdict))
+    if not verdict.ok:
+        return PageCheck(page.url, page.page_type, "fetch_failed", str(verdict))
+    page_baseline = baseline.page_types.get(page.page_type)
+    if page_baseline is None:
+        reason = f"no baseline for page type {page.page_type!r}"
+        return PageCheck(page.url, page.page_type, "no_baseline", reason)
+    fp = fingerprint(page.body, page_baseline.selector_queries, content_type=page.content_type)
+    comparison = compare(fp, page_baseline)
+    if comparison.passed(threshold):
+        reason = f"similarity {comparison.similarity:.3f} >= {threshold:.2f}"
+        return PageCheck(page.url, page.page_type, "ok", reason, comparison.similarity, comparison)
+    if comparison.missing_required:
+        reason = f"required selectors missing: {', '.join(comparison.missing_required)}"
+    else:
+        reason = f"similarity {comparison.similarity:.3f} < {threshold:.2f}"
+    return PageCheck(page.url, page.page_type, "changed", reason, comparison.similarity, comparison)
+
+
+def evaluate(
+    site: str,
+    pages: Sequence[Page],
+    baseline: SiteBaseline,
+    *,
+    config: FingerprintConfig | None = None,
+    rules: BlockRules | None = None,
+    mode: Mode = "live",
+) -> GateResult:
+    """Compare sampled pages with the baseline; every baseline page type must be sampled."""
+    if not pages:
+        return failure(site, "fetch_failed", "empty sample: no pages were fetched", mode)
+    stale = baseline.stale_reasons(config)
+    if stale:
+        reason = (
+            "baseline is stale: " + "; ".join(stale) + f" (python -m fingerprints baseline {site})"
+        )
+        return failure(site, "no_baseline", reason, mode)
+    by_type: dict[str, list[PageCheck]] = {}
+    for page in pages:
+        threshold = baseline.threshold_for(page.page_type, config)
+        by_type.setdefault(page.page_type, []).append(check_page(page, baseline, threshold, rules))
+    results = {
+        name: PageTypeResult(name, baseline.threshold_for(name, config), tuple(checks))
+        for name, checks in by_type.items()
+    }
+    problems: dict[GateStatus, list[str]] = {}
+    unsampled = sorted(set(baseline.page_types) - set(by_type))
+    if unsampled:
+        problems["fetch_failed"] = [f"no sample pages for page type(s) {', '.join(unsampled)}"]
+    for name, result in results.items():
+        for check in result.pages:
+            if check.outcome != "ok":
+                status = _OUTCOME_STATUS[check.outcome]
+                problems.setdefault(status, []).append(f"{name} {check.url}: {check.reason}")
+    if not problems:
+        worst = min(
+            (r.similarity for r in results.values() if r.similarity is not None), default=1.0
+        )
+        reason = (
+            f"{len(pages)} page(s) of {len(results)} page type(s) match the baseline "
+            f"(lowest similarity {worst:.3f})"
+        )
+        return GateResult(True, "passed", site, reason, results, mode)
+    status = next(s for s in _PRECEDENCE if s in problems)
+    reason = _reason(status, problems, results)
+    return GateResult(False, status, site, reason, results, mode)
+
+
+def _reason(
+    status: GateStatus,
+    problems: Mapping[GateStatus, list[str]],
+    results: Mapping[str, PageTypeResult],
+) -> str:
+    if status == "structure_changed":
+        changed = [
+            f"{name} (similarity {r.similarity:.3f} < {r.threshold:.2f}; "
+            f"changed: {', '.join(r.changed_features) or 'selectors'})"
+            for name, r in results.items()
+            if any(p.outcome == "changed" for p in r.pages)
+        ]
+        head = "structure changed: " + "; ".join(changed)
+    else:
+        first = problems[status]
+        more = f" (+{len(first) - 3} more)" if len(first) > 3 else ""
+        head = f"{status.replace('_', ' ')}: " + "; ".join(first[:3]) + more
+    others = [s for s in _PRECEDENCE if s in problems and s != status]
+    if others:
+        head += " | also: " + ", ".join(f"{s} x{len(problems[s])}" for s in others)
+    return head
+
+
+# -- entry points (never raise) ------------------------------------------------------------------
+
+
+def _block_rules(site: str) -> BlockRules:
+    from crawlers.profiles import PROFILES_DIR, SiteProfile
+
+    if not (PROFILES_DIR / f"{site}.toml").exists():
+        return BlockRules()
+    return BlockRules.from_settings(SiteProfile.load(site).settings)
+
+
+def check_site(site: str, *, sites_dir: Path = SITES_DIR) -> GateResult:
+    """The site's stored fixture pages against its baseline (the daily check)."""
+    try:
+        baseline = load_baseline(site, sites_dir)
+        config = FingerprintConfig.for_site(site)
+        root = site_dir(site, sites_dir)
+        pages = [
+            Page(path.relative_to(root).as_posix(), page_type, 200, {}, path.read_bytes())
+            for page_type, paths in fixture_pages(site, sites_dir).items()
+            for path in paths
+        ]
+        result = evaluate(
+            site, pages, baseline, config=config, rules=_block_rules(site), mode="fixtures"
+        )
+    except BaselineError as exc:
+        return failure(site, "no_baseline", str(exc), "fixtures")
+    except Exception as exc:  # fail closed: a crash is a failed gate, never a pass
+        return failure(site, "error", f"{type(exc).__name__}: {exc}", "fixtures")
+    if result.passed:
+        edited = _edited_fixtures(baseline, sites_dir)
+        if edited:
+            reason = result.reason + "; note: fixtures changed since the baseline: " + edited
+            return GateResult(True, "passed", site, reason, result.page_types, "fixtures")
+    return result
+
+
+def _edited_fixtures(baseline: SiteBaseline, sites_dir: Path) -> str:
+    """Fixtures added, edited or removed since the baseline was computed (a review hint)."""
+    root = site_dir(baseline.site, sites_dir)
+    recorded = {
+        path: digest for entries in baseline.fixtures.values() for path, digest in entries.items()
+    }
+    current = {
+        path.relative_to(root).as_posix(): path
+        for paths in fixture_pages(baseline.site, sites_dir).values()
+        for path in paths
+    }
+    changed = [p for p, f in current.items() if p in recorded and sha256(f) != recorded[p]]
+    added = [p for p in current if p not in recorded]
+    removed = [p for p in recorded if p not in current]
+    parts = [
+        f"{label} {', '.join(items)}"
+        for label, items in (("edited", changed), ("new", added), ("removed", removed))
+        if items
+    ]
+    return "; ".join(parts)
+
+
+def check_all(
+    sites: Iterable[str] | None = None, *, sites_dir: Path = SITES_DIR
+) -> list[GateResult]:
+    """Every site directory's fixtures (or the named sites) against their baselines."""
+    names = list(sites) if sites else list_sites(sites_dir)
+    return [check_site(name, sites_dir=sites_dir) for name in names]
+
+
+def verify_site(
+    site: str,
+    *,
+    base_url: str | None = None,
+    sample: Mapping[str, Sequence[str]] | None = None,
+    sites_dir: Path = SITES_DIR,
+    timeout: float = 300.0,
+) -> GateResult:
+    """Fetch the site's sample pages live and compare them with its baseline.
+
+    ``sample`` (page type -> paths) overrides the profile's ``sample_paths``;
+    ``base_url`` overrides the spider's default base URL. Fail-closed: never raises.
+    """
+    from fingerprints.sampler import SamplerError, fetch_sample
+
+    try:
+        baseline = load_baseline(site, sites_dir)
+        config = FingerprintConfig.for_site(site)
+        plan = {k: tuple(v) for k, v in (sample or config.sample()).items() if v}
+        if not plan:
+            return failure(
+                site,
+                "fetch_failed",
+                "empty sample: no [fingerprint.page_types.*] sample_paths in the site profile",
+            )
+        pages = fetch_sample(site, plan, base_url=base_url, timeout=timeout)
+        return evaluate(site, pages, baseline, config=config, rules=_block_rules(site))
+    except BaselineError as exc:
+        return failure(site, "no_baseline", str(exc))
+    except SamplerError as exc:
+        return failure(site, "fetch_failed", f"sample fetch failed: {exc}")
+    except Exception as exc:  # fail closed
+        return failure(site, "error", f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,243 @@
+"""Fetch a site's sample pages through the platform's normal fetch stack.
+
+``fetch_sample`` runs ``python -m fingerprints.sampler`` as a subprocess (Scrapy's
+reactor cannot restart in one process). The child loads the project settings and the
+site's own spider class, so the site profile's settings (politeness, robots.txt,
+rendering, proxies) and any middleware the project configures apply exactly as in a
+real crawl. It swaps in a ``start`` that yields only the sample requests and a callback
+that records each response.
+
+What the sampler must never do: touch the frontier or store anything. ``REDIS_URL`` is
+removed from its environment (so Scrapy's own scheduler runs), item pipelines and feeds
+are switched off, and results travel back over stdout: no files are written.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from core.config import REPO_ROOT
+from fingerprints.gate import Page
+
+RECORD_PREFIX = "FPSAMPLE "
+PAGE_TYPE_META = "fingerprint_page_type"
+# Statuses that reach the callback (so they can be classified) instead of being dropped by
+# HttpErrorMiddleware; redirects stay with RedirectMiddleware, retries with RetryMiddleware.
+_HANDLED_STATUSES = [*range(400, 600)]
+_SCRUBBED_ENV = ("REDIS_URL",)
+
+
+class SamplerError(RuntimeError):
+    """The sampler subprocess failed or returned nothing usable."""
+
+
+def fetch_sample(
+    site: str,
+    sample: Mapping[str, Sequence[str]],
+    *,
+    base_url: str | None = None,
+    timeout: float = 300.0,
+) -> list[Page]:
+    """One ``Page`` per requested path (an ``error`` page when nothing came back)."""
+    plan = {"site": site, "base_url": base_url, "sample": {k: list(v) for k, v in sample.items()}}
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
+    env["SCRAPY_SETTINGS_MODULE"] = "crawlers.settings"
+    python_path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = f"{REPO_ROOT}{os.pathsep}{python_path}" if python_path else str(REPO_ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fingerprints.sampler"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # a timeout kills the whole group (browsers included)
+    )
+    try:
+        stdout, stderr = process.communicate(json.dumps(plan).encode(), timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise SamplerError(f"sampler timed out after {timeout:.0f}s") from exc
+    records = [
+        json.loads(line[len(RECORD_PREFIX) :])
+        for line in stdout.decode("utf-8", errors="replace").splitlines()
+        if line.startswith(RECORD_PREFIX)
+    ]
+    if process.returncode != 0 and not records:
+        tail = "\n".join(stderr.decode("utf-8", errors="replace").splitlines()[-15:])
+        raise SamplerError(f"sampler exited with {process.returncode}:\n{tail}")
+    by_request = {(r["page_type"], r["path"]): r for r in records}
+    pages = []
+    for page_type, paths in sample.items():
+        for path in paths:
+            record = by_request.get((page_type, path))
+            if record is None:
+                error = "no response: the sampler ended before this page"
+                pages.append(Page(path, page_type, 0, {}, b"", error, path))
+                continue
+            pages.append(
+                Page(
+                    url=record.get("url") or path,
+                    page_type=page_type,
+                    status=int(record.get("status") or 0),
+                    headers=dict(record.get("headers") or {}),
+                    body=base64.b64decode(record.get("body") or ""),
+                    error=record.get("error"),
+                    path=path,
+                )
+            )
+    return pages
+
+
+# -- the child process -------------------------------------------------------------------------
+
+
+def _emit(record: Mapping[str, Any]) -> None:
+    sys.stdout.write(RECORD_PREFIX + json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+class _SamplerMixin:
+    """Put before the site's spider class: same settings and request building, new start."""
+
+    sample_plan: Mapping[str, Sequence[str]] = {}
+
+    async def start(self) -> AsyncIterator[Any]:
+        from scrapy import Request
+
+        base = str(getattr(self, "base_url", "") or "").rstrip("/")
+        for page_type, paths in self.sample_plan.items():
+            for path in paths:
+                meta = {
+                    PAGE_TYPE_META: page_type,
+                    "fingerprint_path": path,
+                    "handle_httpstatus_list": _HANDLED_STATUSES,
+                }
+                entry = {
+                    "url": base + path,
+                    "callback": "sample_page",
+                    "errback": "sample_failed",
+                    "dont_filter": True,
+                    "meta": meta,
+                }
+                if hasattr(self, "make_request_from_entry"):
+                    # The site spider's own request builder (job tag, render/proxy meta).
+                    yield self.make_request_from_entry(entry)
+                else:
+                    yield Request(
+                        entry["url"],
+                        callback=self.sample_page,
+                        errback=self.sample_failed,
+                        dont_filter=True,
+                        meta=meta,
+                    )
+
+    def start_requests(self) -> list[Any]:
+        return []
+
+    def sample_page(self, response: Any) -> None:
+        _emit(_record(response.meta, response.url, response))
+
+    def sample_failed(self, failure: Any) -> None:
+        request = failure.request
+        # A middleware that gives up on a block page (HttpError, or a block/retry
+        # middleware's own exception) may still carry the response: keep it, so the gate
+        # reports "blocked" rather than an anonymous fetch failure.
+        response = getattr(failure.value, "response", None)
+        error = f"{failure.type.__name__}: {failure.getErrorMessage()}"
+        _emit(_record(request.meta, request.url, response, error))
+
+
+def _record(
+    meta: Mapping[str, Any], url: str, response: Any | None, error: str | None = None
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "page_type": meta[PAGE_TYPE_META],
+        "path": meta["fingerprint_path"],
+        "url": getattr(response, "url", None) or url,
+    }
+    if response is None:
+        record["error"] = error or "no response"
+        return record
+    try:
+        record |= {
+            "status": response.status,
+            "headers": dict(response.headers.to_unicode_dict()),
+            "body": base64.b64encode(response.body).decode("ascii"),
+        }
+        if error:
+            record["note"] = error
+    except Exception as exc:  # a page must never vanish silently from the sample
+        record["error"] = f"sampler could not record the response: {exc!r}"
+    return record
+
+
+def _spider_class(site: str, settings: Any) -> type:
+    from scrapy import Spider
+    from scrapy.spiderloader import SpiderLoader
+
+    try:
+        base: type = SpiderLoader.from_settings(settings).load(site)
+    except KeyError:
+        base = _profile_spider(site, Spider)
+    return type(f"{base.__name__}Sampler", (_SamplerMixin, base), {"name": site})
+
+
+def _profile_spider(site: str, spider: type) -> type:
+    """A plain spider with the site profile's settings, for a site without a spider yet."""
+    from crawlers.profiles import SiteProfile
+
+    profile = SiteProfile.load(site)
+
+    class ProfileSpider(spider):  # type: ignore[valid-type, misc]
+        name = site
+        base_url = profile.base_url
+
+        @classmethod
+        def update_settings(cls, settings: Any) -> None:
+            super().update_settings(settings)
+            settings.setdict(profile.scrapy_settings(), priority="spider")
+
+    return ProfileSpider
+
+
+def main() -> int:
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.settings import default_settings
+    from scrapy.utils.project import get_project_settings
+
+    from crawlers.spiders.base import SiteSpider
+
+    plan = json.load(sys.stdin)
+    settings = get_project_settings()
+    # Belt and braces on top of the scrubbed environment: never the shared frontier,
+    # never an item store.
+    for name in ("SCHEDULER", "DUPEFILTER_CLASS"):
+        settings.set(name, getattr(default_settings, name), priority="cmdline")
+    settings.set("REDIS_URL", None, priority="cmdline")
+    settings.set("ITEM_PIPELINES", {}, priority="cmdline")
+    settings.set("FEEDS", {}, priority="cmdline")
+    settings.set("TELNETCONSOLE_ENABLED", False, priority="cmdline")
+    spider_class = _spider_class(plan["site"], settings)
+    spider_class.sample_plan = plan["sample"]
+    kwargs: dict[str, Any] = {}
+    if plan.get("base_url"):
+        kwargs["base_url"] = plan["base_url"]
+    if issubclass(spider_class, SiteSpider):
+        kwargs["job_id"] = f"fingerprint-{plan['site']}"
+    process = CrawlerProcess(settings)
+    process.crawl(spider_class, **kwargs)
+    process.start()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Baseline files, profile configuration and the fixture check (no services)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from demo_site import pages
+from demo_site.catalog import build_catalog
+from fingerprints.baseline import (
+    SITES_DIR,
+    BaselineError,
+    FingerprintConfig,
+    PageTypeConfig,
+    SiteBaseline,
+    compute_baseline,
+    fixture_name,
+    list_sites,
+    load_baseline,
+    save_baseline,
+)
+from fingerprints.gate import check_all, check_site
+from fingerprints.structure import FINGERPRINT_VERSION
+
+BASE = "http://127.0.0.1:8000"
+
+
+def make_site(sites: Path, name: str = "shop", layout: str = "v1") -> Path:
+    """A new site is a directory of fixture pages: no code, no profile needed."""
+    catalog = build_catalog(n_products=200)
+    root = sites / name / "fixtures"
+    (root / "listing").mkdir(parents=True)
+    (root / "product").mkdir(parents=True)
+    for slug in ("kitchen", "audio"):
+        html = pages.listing(catalog, slug, 1, layout, BASE) or ""
+        (root / "listing" / f"{slug}.html").write_text(html)
+    for product in catalog.products[:3]:
+        html = pages.product_page(catalog, product.sku, layout, BASE) or ""
+        (root / "product" / f"{product.sku}.html").write_text(html)
+    return sites / name
+
+
+def test_new_site_directory_is_checked_without_code_changes(tmp_path: Path) -> None:
+    make_site(tmp_path)
+    assert list_sites(tmp_path) == ["shop"]
+    result = check_site("shop", sites_dir=tmp_path)
+    assert (result.passed, result.status) == (False, "no_baseline")
+
+    path = save_baseline(compute_baseline("shop", sites_dir=tmp_path), tmp_path)
+    assert path == tmp_path / "shop" / "baseline.json"
+    results = check_all(sites_dir=tmp_path)
+    assert [(r.site, r.passed) for r in results] == [("shop", True)]
+
+
+def test_baseline_file_is_reviewable_and_round_trips(tmp_path: Path) -> None:
+    make_site(tmp_path)
+    baseline = compute_baseline("shop", sites_dir=tmp_path, threshold=0.9)
+    save_baseline(baseline, tmp_path)
+    text = (tmp_path / "shop" / "baseline.json").read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert data["fingerprint_version"] == FINGERPRINT_VERSION
+    assert data["threshold"] == 0.9
+    assert sorted(data["page_types"]["product"]["fixtures"]) == [
+        "fixtures/product/DM-00001.html",
+        "fixtures/product/DM-00002.html",
+        "fixtures/product/DM-00003.html",
+    ]
+    assert data["page_types"]["product"]["schema"]["jsonld:Product"] == 1.0
+    assert load_baseline("shop", tmp_path) == baseline
+    # One token per line: a review diff shows exactly which path or type changed.
+    assert '\n        "jsonld:Product": 1.0,\n' in text
+
+
+def test_fixture_check_catches_a_changed_fixture_and_notes_edits(tmp_path: Path) -> None:
+    make_site(tmp_path)
+    save_baseline(compute_baseline("shop", sites_dir=tmp_path), tmp_path)
+    catalog = build_catalog(n_products=200)
+    fixture = tmp_path / "shop" / "fixtures" / "product" / "DM-00001.html"
+
+    # A new fixture saved from the live site (content only changed): still passes, noted.
+    other = catalog.products[50]
+    new = fixture.with_name("DM-00051.html")
+    new.write_text(pages.product_page(catalog, other.sku, "v1", BASE) or "")
+    result = check_site("shop", sites_dir=tmp_path)
+    assert result.passed, result.summary()
+    assert "new fixtures/product/DM-00051.html" in result.reason
+
+    # A fixture in the new layout fails the check and names its page type.
+    fixture.write_text(pages.product_page(catalog, "DM-00001", "v2", BASE) or "")
+    result = check_site("shop", sites_dir=tmp_path)
+    assert (result.passed, result.status) == (False, "structure_changed")
+    assert result.changed_page_types == ["product"]
+
+
+def test_block_pages_are_refused_as_fixtures(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    (site / "fixtures" / "product" / "blocked.html").write_text(
+        "<html><head><title>Access Denied</title></head><body>Reference #18</body></html>"
+        + " " * 300
+    )
+    with pytest.raises(BaselineError, match=r"not a real page .*blocked"):
+        compute_baseline("shop", sites_dir=tmp_path)
+
+
+def test_stale_and_malformed_baselines(tmp_path: Path) -> None:
+    make_site(tmp_path)
+    baseline = compute_baseline("shop", sites_dir=tmp_path)
+    data = baseline.to_dict()
+    data["fingerprint_version"] = FINGERPRINT_VERSION - 1
+    (tmp_path / "shop" / "baseline.json").write_text(json.dumps(data))
+    result = check_site("shop", sites_dir=tmp_path)
+    assert (result.passed, result.status) == (False, "no_baseline")
+    assert "fingerprint version" in result.reason
+
+    (tmp_path / "shop" / "baseline.json").write_text('{"site": "shop"}')
+    result = check_site("shop", sites_dir=tmp_path)
+    assert (result.passed, result.status) == (False, "no_baseline")
+    assert "malformed" in result.reason
+
+
+def test_profile_section_validation() -> None:
+    config = FingerprintConfig.from_mapping(
+        {
+            "threshold": 0.8,
+            "page_types": {
+                "listing": {"sample_paths": ["/a", "/b"], "selectors": {"x": "a.x"}},
+                "detail": {"sample_paths": ["/d"], "threshold": 0.7},
+            },
+        }
+    )
+    assert config.sample() == {"listing": ("/a", "/b"), "detail": ("/d",)}
+    assert config.page_types["listing"] == PageTypeConfig(("/a", "/b"), {"x": "a.x"}, None)
+    for bad, message in [
+        ({"threshold": 1.5}, "threshold"),
+        ({"page_types": {"Bad Name": {}}}, "page type names"),
+        ({"page_types": {"x": {"sample_paths": ["no-slash"]}}}, "sample_paths"),
+        ({"page_types": {"x": {"selectors": {"a": ""}}}}, "selectors"),
+        ({"page_types": {"x": {"sampel_paths": []}}}, "unknown keys"),
+        ({"treshold": 0.9}, "unknown keys"),
+    ]:
+        with pytest.raises(BaselineError, match=message):
+            FingerprintConfig.from_mapping(bad)
+
+
+def test_thresholds_profile_first_then_baseline() -> None:
+    baseline = SiteBaseline("s", 0.85, {}, {})
+    assert baseline.threshold_for("listing") == 0.85
+    profile = FingerprintConfig.from_mapping(
+        {"threshold": 0.8, "page_types": {"detail": {"threshold": 0.7}}}
+    )
+    assert baseline.threshold_for("listing", profile) == 0.8
+    assert baseline.threshold_for("detail", profile) == 0.7
+
+
+def test_demo_profile_and_committed_baseline_agree() -> None:
+    config = FingerprintConfig.for_site("demo")
+    baseline = load_baseline("demo")
+    assert baseline.stale_reasons(config) == []
+    assert set(config.page_types) == set(baseline.page_types) == {"home", "listing", "product"}
+    listing = baseline.page_types["listing"]
+    assert listing.selectors["product_links"].required
+    assert not listing.selectors["next_page"].required  # absent on the last page fixture
+    assert (SITES_DIR / "demo" / "fixtures" / "listing" / "category-garden-page-5.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [("/", "index.html"), ("/category/x?page=2", "category-x-page-2.html")],
+)
+def test_fixture_names(path: str, name: str) -> None:
+    assert fixture_name(path) == name
