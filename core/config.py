@@ -42,6 +42,8 @@ class PlatformSettings(BaseSettings):
     elasticsearch_api_key: SecretStr | None = None
 
     prefect_api_url: str | None = None
+    # The search API the daily health check probes (e.g. http://search-api:8088).
+    search_api_url: str | None = None
 
     slack_webhook_url: SecretStr | None = None
 

@@ -93,6 +93,10 @@ class ManagedProcess(ABC):
     def environment(self) -> Mapping[str, str]:
         return {}
 
+    def working_directory(self) -> Path | None:
+        """Where the process runs (None: the caller's working directory)."""
+        return None
+
     def prepare(self) -> None:  # noqa: B027 - optional hook, empty by default
         """Create data directories, config files, ... before the process starts."""
 
@@ -138,6 +142,7 @@ class ManagedProcess(ABC):
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=env,
+                cwd=self.working_directory(),
                 start_new_session=True,
             )
         self.pid_path.write_text(f"{self.process.pid}\n")

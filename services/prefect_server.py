@@ -97,3 +97,58 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+class PrefectWorker(ManagedProcess):
+    """``prefect worker start`` polling one process work pool of a Prefect server.
+
+    Flow runs execute as subprocesses of the worker, from the repository root, with the
+    worker's environment (``extra_env``: REDIS_URL, ELASTICSEARCH_URL, ...).
+    """
+
+    start_timeout = 60.0
+
+    def __init__(
+        self,
+        server: PrefectServer,
+        *,
+        pool: str,
+        run_dir: Path | None = None,
+        extra_env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        super().__init__(port=server.port, run_dir=run_dir)
+        self.server = server
+        self.pool = pool
+        self.name = f"prefect-worker-{pool}"
+        self.extra_env = dict(extra_env or {})
+        self.cwd = cwd
+
+    @property
+    def url(self) -> str:
+        return f"{self.server.url} (pool {self.pool})"
+
+    def working_directory(self) -> Path | None:
+        return self.cwd
+
+    def environment(self) -> Mapping[str, str]:
+        return {**self.server.client_environment(), **self.extra_env}
+
+    def command(self) -> Sequence[str]:
+        return [
+            sys.executable, "-m", "prefect", "worker", "start",
+            "--pool", self.pool,
+            "--type", "process",
+            "--name", f"{self.name}-{os.getpid()}",
+        ]  # fmt: skip
+
+    def ready(self) -> bool:
+        request = urllib.request.Request(  # noqa: S310 - loopback http URL built here
+            f"{self.server.url}/work_pools/{self.pool}/workers/filter",
+            data=b"{}",
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=2) as response:  # noqa: S310
+            workers = json.loads(response.read())
+        return any(worker.get("status") == "ONLINE" for worker in workers)

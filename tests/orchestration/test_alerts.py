@@ -1,0 +1,95 @@
+"""Slack alerts: the real slack-sdk client posting to a local webhook receiver."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.config import get_settings
+from orchestration.alerts import AlertDeliveryError, SlackNotifier, notify, render
+from services.slack_receiver import SlackReceiver
+
+SUMMARY = {
+    "site": "demo",
+    "status": "completed",
+    "job_id": "demo-1",
+    "items": 1200,
+    "new": 24,
+    "changed": 60,
+    "unchanged": 1116,
+    "chunks": 2400,
+    "block_rate": 0.0125,
+    "blocks": 31,
+    "responses": 2480,
+    "errors": 0,
+    "duration": "1m 12s",
+    "new_items": ["Nova Dog Bed", "Fjord Lamp"],
+    "run_url": None,
+}
+
+
+@pytest.fixture
+def receiver(tmp_path: Path) -> Iterator[SlackReceiver]:
+    with SlackReceiver(run_dir=tmp_path) as server:
+        yield server
+
+
+def test_job_summary_template_carries_the_figures() -> None:
+    text = render("job_summary", **SUMMARY)
+    assert "*1200*" in text and "new 24" in text and "changed 60" in text
+    assert "block rate: 1.2%" in text and "1m 12s" in text
+    assert "Nova Dog Bed" in text and "and 22 more" in text
+
+
+def test_notify_posts_through_the_sdk(
+    receiver: SlackReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLACK_WEBHOOK_URL", receiver.url)
+    get_settings.cache_clear()
+    try:
+        assert notify("job_summary", **SUMMARY) is True
+    finally:
+        get_settings.cache_clear()
+    (post,) = receiver.posts()
+    assert "scrape-demo* completed" in str(post["text"])
+
+
+def test_notify_without_webhook_sends_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLACK_WEBHOOK_URL", raising=False)
+    get_settings.cache_clear()
+    try:
+        assert notify("job_summary", **SUMMARY) is False
+    finally:
+        get_settings.cache_clear()
+
+
+def test_non_2xx_is_retried_then_accepted(tmp_path: Path) -> None:
+    with SlackReceiver(run_dir=tmp_path, fail_first=5, fail_status=404) as receiver:
+        SlackNotifier(receiver.url, attempts=6, backoff=0.01).send("job_summary", **SUMMARY)
+        assert len(receiver.posts()) == 1
+
+
+def test_persistent_failure_raises_without_leaking_the_url(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with SlackReceiver(run_dir=tmp_path, fail_first=100, fail_status=403) as receiver:
+        notifier = SlackNotifier(receiver.url, attempts=3, backoff=0.01)
+        with pytest.raises(AlertDeliveryError, match="HTTP 403") as failure:
+            notifier.send(
+                "error",
+                flow="scrape-demo",
+                step="llm-process",
+                site="demo",
+                job_id="j",
+                error="boom",
+                run_url=None,
+            )
+        assert receiver.posts() == []
+    secret_part = receiver.url.split("/services/")[1]
+    assert secret_part not in str(failure.value)
+    assert secret_part not in repr(notifier)
+    assert secret_part not in caplog.text
