@@ -92,6 +92,9 @@ FRONTIER_IDLE_POLL_INTERVAL = 0.2
 FRONTIER_STATS_INTERVAL = 1.0
 FRONTIER_IDLE_CLOSE_SECONDS = 30.0
 FRONTIER_ALWAYS_ON = False
+# Leases taken per round trip, and acks sent per round trip (see docs/frontier.md).
+FRONTIER_LEASE_BATCH = 4
+FRONTIER_ACK_BATCH = 32
 if _platform.redis_url:
     from redis.backoff import ExponentialBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError
@@ -113,3 +116,29 @@ if _platform.redis_url:
         "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
     }
+
+# --- Item pipelines: validate -> dedup -> store (crawlers/pipelines, docs/pipelines.md) ---
+# Validation always runs. Dedup needs REDIS_URL and store needs ELASTICSEARCH_URL: each is
+# off (NotConfigured) without its service, so `scrapy crawl <site> -O items.jsonl` still
+# works with no services at all.
+ITEM_PIPELINES = {
+    "crawlers.pipelines.validate.ValidationPipeline": 100,
+    "crawlers.pipelines.dedup.DedupPipeline": 200,
+    "crawlers.pipelines.store.StorePipeline": 300,
+}
+STORE_BULK_SIZE = 500  # documents per bulk request: a full buffer is sent at once
+# Seconds the oldest buffered item waits before a (smaller) bulk is sent. The drain step
+# must see the job's counters stable for longer than this before the LLM step runs.
+STORE_FLUSH_INTERVAL = 1.0
+STORE_MAX_BUFFER = 5000  # items held in memory; beyond, new items go to the spill
+STORE_SPILL_AFTER = 5.0  # seconds of failed retries before items go to the durable spill
+STORE_MAX_ITEM_RETRIES = 5  # per-item retries (backoff below) before the spill
+STORE_RETRY_BACKOFF = 0.5  # seconds, doubled per attempt ...
+STORE_RETRY_BACKOFF_MAX = 8.0  # ... up to this
+STORE_REQUEST_TIMEOUT = 10.0  # seconds per Elasticsearch request
+STORE_CLOSE_TIMEOUT = 30.0  # at close: retry this long, then spill what is left
+STORE_INDEX_REPLICAS = 0  # replicas of new item indices (0 suits a single node)
+STORE_SPILL_DIR = None  # without Redis: spill files here (None: PLATFORM_RUN_DIR/spill)
+# Write the job's document into the `jobs` index at spider close. None: only in local mode
+# (no frontier); with the frontier the flow writes it after the drain, for all workers.
+STORE_JOB_DOCUMENT_AT_CLOSE = None

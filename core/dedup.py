@@ -1,0 +1,271 @@
+"""Change detection: is an item new, changed or unchanged since the site was last crawled?
+
+Per site, Redis keeps each item key's content hash, when it was first seen and when its
+content last changed (``FrontierKeys.item_hashes`` / ``item_first_seen`` /
+``item_last_changed``). One Lua script classifies an item and updates that state
+atomically, so two workers racing on one key still agree.
+
+Per job it keeps the verdict of every key (``job_verdicts``), the keys of new and changed
+items (``job_new``, ``job_changed``: what the LLM step and "new products" alerts read) and
+exact counts ``items/new``, ``items/changed``, ``items/unchanged`` in the job's stats hash.
+A key keeps its strongest verdict within a job: delivery is at-least-once (a worker killed
+before its ack has its requests crawled again), and a re-delivered item must neither turn
+"new" into "unchanged" nor be counted twice.
+
+Volatile fields (``job_id``, per-schema ones) are not part of the hash: see
+``core.items_schema``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis
+import redis.asyncio
+
+from core.frontier import FrontierKeys
+from core.jobstats import STATS_TTL_SECONDS
+
+NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
+VERDICTS = (NEW, CHANGED, UNCHANGED)
+
+# KEYS: hashes, first_seen, last_changed, job verdicts, job new, job changed, job stats
+# ARGV: key, content hash, now (epoch ms), ttl of the job keys (s)
+_CLASSIFY = """
+local key, hash, now = ARGV[1], ARGV[2], ARGV[3]
+local old = redis.call('HGET', KEYS[1], key)
+local verdict
+if not old then
+  verdict = 'new'
+  redis.call('HSET', KEYS[2], key, now)
+  redis.call('HSET', KEYS[3], key, now)
+elseif old ~= hash then
+  verdict = 'changed'
+  redis.call('HSET', KEYS[3], key, now)
+else
+  verdict = 'unchanged'
+end
+if old ~= hash then
+  redis.call('HSET', KEYS[1], key, hash)
+end
+-- Within a job a key keeps its strongest verdict (new > changed > unchanged).
+local prev = redis.call('HGET', KEYS[4], key)
+if prev == 'new' or (prev == 'changed' and verdict == 'unchanged') then
+  verdict = prev
+end
+if prev ~= verdict then
+  if prev then
+    redis.call('HINCRBY', KEYS[7], 'items/' .. prev, -1)
+    if prev == 'changed' then redis.call('SREM', KEYS[6], key) end
+  end
+  redis.call('HINCRBY', KEYS[7], 'items/' .. verdict, 1)
+  if verdict == 'new' then redis.call('SADD', KEYS[5], key) end
+  if verdict == 'changed' then redis.call('SADD', KEYS[6], key) end
+  redis.call('HSET', KEYS[4], key, verdict)
+  for i = 4, 7 do redis.call('EXPIRE', KEYS[i], tonumber(ARGV[4])) end
+end
+local first = redis.call('HGET', KEYS[2], key)
+if not first then
+  -- state written before first_seen was tracked: start it now
+  first = now
+  redis.call('HSET', KEYS[2], key, now)
+end
+local changed = redis.call('HGET', KEYS[3], key) or first
+return {verdict, first, changed}
+"""
+
+
+@dataclass(frozen=True)
+class ItemState:
+    """An item's verdict in a job and the timestamps its stored document must carry."""
+
+    key: str
+    verdict: str
+    content_hash: str
+    first_seen_ms: int
+    last_changed_ms: int
+    seen_ms: int
+
+
+@dataclass(frozen=True)
+class JobChanges:
+    """What a job found: the keys of new and changed items, and exact counts."""
+
+    site: str
+    job_id: str
+    new: frozenset[str]
+    changed: frozenset[str]
+    counts: dict[str, int]
+
+    @property
+    def new_or_changed(self) -> frozenset[str]:
+        return self.new | self.changed
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def connect_async(url: str, *, max_connections: int = 16) -> redis.asyncio.Redis:
+    """An asyncio client whose pool makes callers wait for a free connection.
+
+    Hundreds of items in flight would otherwise exceed the default pool (100) and fail
+    with "Too many connections"; a few connections pipelined by Redis are just as fast.
+    """
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url,
+        max_connections=max_connections,
+        timeout=None,  # wait for a free connection: it is always handed back
+        socket_timeout=5,
+        socket_connect_timeout=2,
+        health_check_interval=15,
+    )
+    return redis.asyncio.Redis(connection_pool=pool)
+
+
+class ChangeDetector:
+    """Classifies items of one site (asyncio client: it runs inside Scrapy's event loop).
+
+    Concurrent ``classify`` calls are coalesced: calls made while a round trip is in
+    flight go together, pipelined, in the next one. Hundreds of items in flight then cost
+    a few round trips instead of one each (redis-py spends ~0.1 ms of CPU per command).
+    """
+
+    max_batch = 500
+
+    def __init__(
+        self, server: redis.asyncio.Redis, site: str, *, job_ttl: int = STATS_TTL_SECONDS
+    ) -> None:
+        self.server = server
+        self.site = site
+        self.keys = FrontierKeys(site)
+        self.job_ttl = job_ttl
+        self._script = server.register_script(_CLASSIFY)
+        self._queue: list[_Request] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    def _keys(self, job_id: str) -> list[str]:
+        k = self.keys
+        return [
+            k.item_hashes,
+            k.item_first_seen,
+            k.item_last_changed,
+            k.job_verdicts(job_id),
+            k.job_new(job_id),
+            k.job_changed(job_id),
+            k.stats(job_id),
+        ]
+
+    async def classify(
+        self, job_id: str, key: str, content_hash: str, *, seen_ms: int | None = None
+    ) -> ItemState:
+        """The item's verdict in ``job_id`` (Redis errors propagate: the caller retries)."""
+        loop = asyncio.get_running_loop()
+        request = _Request(
+            job_id,
+            key,
+            content_hash,
+            now_ms() if seen_ms is None else seen_ms,
+            loop.create_future(),
+        )
+        self._queue.append(request)
+        if self._sender is None or self._sender.done():
+            self._sender = loop.create_task(self._send_queued())
+        return await request.future
+
+    async def classify_many(
+        self, job_id: str, entries: Sequence[tuple[str, str]], *, seen_ms: int | None = None
+    ) -> list[ItemState]:
+        """Classify ``(key, content hash)`` pairs (in order)."""
+        seen = now_ms() if seen_ms is None else seen_ms
+        return list(
+            await asyncio.gather(
+                *(self.classify(job_id, key, digest, seen_ms=seen) for key, digest in entries)
+            )
+        )
+
+    async def _send_queued(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            try:
+                async with self.server.pipeline(transaction=False) as pipe:
+                    for r in batch:
+                        await self._script(
+                            keys=self._keys(r.job_id),
+                            args=[r.key, r.content_hash, r.seen_ms, self.job_ttl],
+                            client=pipe,
+                        )
+                    raws = await pipe.execute(raise_on_error=False)
+            except Exception as exc:
+                for r in batch:
+                    if not r.future.done():
+                        r.future.set_exception(exc)
+                continue
+            for r, raw in zip(batch, raws, strict=True):
+                if r.future.done():
+                    continue
+                if isinstance(raw, Exception):
+                    r.future.set_exception(raw)
+                else:
+                    r.future.set_result(_state(r.key, r.content_hash, r.seen_ms, raw))
+
+
+@dataclass
+class _Request:
+    job_id: str
+    key: str
+    content_hash: str
+    seen_ms: int
+    future: asyncio.Future[ItemState]
+
+
+def _state(key: str, digest: str, seen: int, raw: list[bytes | str | int]) -> ItemState:
+    verdict, first, changed = (_text(value) for value in raw)
+    return ItemState(
+        key=key,
+        verdict=verdict,
+        content_hash=digest,
+        first_seen_ms=int(first),
+        last_changed_ms=int(changed),
+        seen_ms=seen,
+    )
+
+
+def _text(value: bytes | str | int) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# -- reading (sync: for flows, the LLM step, alerts and tests) ------------------------------
+
+
+def job_changes(server: redis.Redis, site: str, job_id: str) -> JobChanges:
+    """The job's new and changed item keys, and its exact new/changed/unchanged counts."""
+    keys = FrontierKeys(site)
+    with server.pipeline(transaction=True) as pipe:
+        pipe.smembers(keys.job_new(job_id))
+        pipe.smembers(keys.job_changed(job_id))
+        pipe.hmget(keys.stats(job_id), [f"items/{verdict}" for verdict in VERDICTS])
+        new, changed, counts = pipe.execute()
+    return JobChanges(
+        site=site,
+        job_id=job_id,
+        new=frozenset(_text(key) for key in new),
+        changed=frozenset(_text(key) for key in changed),
+        counts={verdict: int(value or 0) for verdict, value in zip(VERDICTS, counts, strict=True)},
+    )
+
+
+def stored_state(server: redis.Redis, site: str, key: str) -> tuple[str, int, int] | None:
+    """``(content hash, first_seen ms, last_changed ms)`` of a key, None if never seen."""
+    keys = FrontierKeys(site)
+    with server.pipeline(transaction=False) as pipe:
+        pipe.hget(keys.item_hashes, key)
+        pipe.hget(keys.item_first_seen, key)
+        pipe.hget(keys.item_last_changed, key)
+        digest, first, changed = pipe.execute()
+    if digest is None:
+        return None
+    return _text(digest), int(first or 0), int(changed or first or 0)

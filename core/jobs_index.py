@@ -1,0 +1,212 @@
+"""The jobs index: one document per crawl job (site, job id, times, status, counters).
+
+Written at the end of a job, for history and Kibana dashboards. ``platform-jobs-v1``
+behind the alias ``jobs`` (template ``platform-jobs``); the document id is
+``<site>:<job id>``, so writing a job again (a retried report step) replaces it.
+
+``write_job_document(es, site, job_id, status, started_at, finished_at, counters)`` is
+what the orchestration flow calls after the drain; ``counters`` are the job's summed
+counters (``core.jobstats.JobStats.get``, or a single crawl's Scrapy stats). Headline
+numbers are lifted out of them into typed fields; all of them are kept in ``counters``
+(a ``flattened`` field: any counter name, no mapping explosion).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+import redis
+from elasticsearch import BadRequestError, Elasticsearch
+
+from core.frontier import FrontierKeys
+from core.items_schema import DATE, KEYWORD
+from core.jobstats import JobStats
+
+JOBS_ALIAS = "jobs"
+JOBS_INDEX = "platform-jobs-v1"
+JOBS_TEMPLATE = "platform-jobs"
+
+_LONG = {"type": "long"}
+JOBS_PROPERTIES: dict[str, Any] = {
+    "site": dict(KEYWORD),
+    "job_id": dict(KEYWORD),
+    "status": dict(KEYWORD),
+    "started_at": dict(DATE),
+    "finished_at": dict(DATE),
+    "duration_seconds": {"type": "double"},
+    "requests": _LONG,
+    "responses": _LONG,
+    "blocks": _LONG,
+    "block_rate": {"type": "double"},
+    "items_scraped": _LONG,
+    "items_dropped": _LONG,
+    "items_invalid": _LONG,
+    "items_new": _LONG,
+    "items_changed": _LONG,
+    "items_unchanged": _LONG,
+    "items_stored": _LONG,
+    "items_spilled": _LONG,
+    "items_dead_letter": _LONG,
+    "errors": _LONG,
+    "spill_remaining": _LONG,
+    "counters": {"type": "flattened"},
+    "extra": {"type": "flattened"},
+}
+
+When = dt.datetime | float | int | str | None
+
+
+def ensure_jobs_index(es: Elasticsearch, *, replicas: int = 0) -> None:
+    """The jobs template, index and alias; idempotent."""
+    es.indices.put_index_template(
+        name=JOBS_TEMPLATE,
+        index_patterns=["platform-jobs-v*"],
+        priority=200,
+        template={
+            "settings": {"number_of_shards": 1, "number_of_replicas": replicas},
+            "mappings": {"dynamic": "strict", "properties": JOBS_PROPERTIES},
+        },
+        meta={"managed_by": "core.jobs_index"},
+    )
+    try:
+        es.indices.create(index=JOBS_INDEX, aliases={JOBS_ALIAS: {"is_write_index": True}})
+    except BadRequestError as exc:
+        if exc.error != "resource_already_exists_exception":
+            raise
+        es.indices.put_mapping(index=JOBS_INDEX, properties=JOBS_PROPERTIES)
+
+
+def block_count(counters: Mapping[str, Any]) -> int:
+    """Blocked responses: ``blocks/total`` if counted, else the sum of ``blocks/<kind>``.
+
+    Only one level below ``blocks/`` is summed, so finer breakdowns
+    (``blocks/<kind>/<rule>``) are not counted twice. No block counters: 0.
+    """
+    if "blocks/total" in counters:
+        return int(counters["blocks/total"])
+    return sum(
+        value
+        for name, value in counters.items()
+        if name.startswith("blocks/")
+        and name.count("/") == 1
+        and isinstance(value, int)  # not gauges such as blocks/rate
+        and not isinstance(value, bool)
+    )
+
+
+def _sum_prefix(counters: Mapping[str, int], prefix: str) -> int:
+    return sum(int(v) for name, v in counters.items() if name.startswith(prefix))
+
+
+def job_document(
+    site: str,
+    job_id: str,
+    status: str,
+    started_at: When,
+    finished_at: When,
+    counters: Mapping[str, Any],
+    *,
+    spill_remaining: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The jobs-index document of a job (pure: no I/O)."""
+    # Counters are integers; gauges such as ``blocks/rate`` (a float) are not summed.
+    numbers = {
+        name: int(value)
+        for name, value in counters.items()
+        if isinstance(value, int) and not isinstance(value, bool)
+    }
+    started, finished = _as_datetime(started_at), _as_datetime(finished_at)
+    responses = numbers.get("downloader/response_count", 0)
+    blocks = block_count(numbers)
+    document: dict[str, Any] = {
+        "site": site,
+        "job_id": job_id,
+        "status": status,
+        "started_at": _iso(started),
+        "finished_at": _iso(finished),
+        "duration_seconds": (finished - started).total_seconds() if started and finished else None,
+        "requests": numbers.get("downloader/request_count", 0),
+        "responses": responses,
+        "blocks": blocks,
+        # No responses: no rate (rather than a misleading 0).
+        "block_rate": blocks / responses if responses else None,
+        "items_scraped": numbers.get("item_scraped_count", 0),
+        "items_dropped": numbers.get("item_dropped_count", 0),
+        "items_invalid": _sum_prefix(numbers, "validation/dropped/"),
+        "items_new": numbers.get("items/new", 0),
+        "items_changed": numbers.get("items/changed", 0),
+        "items_unchanged": numbers.get("items/unchanged", 0),
+        "items_stored": numbers.get("store/indexed", 0),
+        "items_spilled": numbers.get("store/spilled", 0),
+        "items_dead_letter": numbers.get("store/dead_letter", 0),
+        "errors": numbers.get("log_count/ERROR", 0),
+        "spill_remaining": spill_remaining,
+        "counters": {name: str(value) for name, value in sorted(numbers.items())},
+    }
+    if extra:
+        document["extra"] = dict(extra)
+    return document
+
+
+def write_job_document(
+    es: Elasticsearch,
+    site: str,
+    job_id: str,
+    status: str,
+    started_at: When,
+    finished_at: When,
+    counters: Mapping[str, Any],
+    *,
+    spill_remaining: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+    refresh: bool = False,
+) -> dict[str, Any]:
+    """Write (or replace) the job's document in the ``jobs`` index; returns it."""
+    ensure_jobs_index(es)
+    document = job_document(
+        site,
+        job_id,
+        status,
+        started_at,
+        finished_at,
+        counters,
+        spill_remaining=spill_remaining,
+        extra=extra,
+    )
+    es.index(
+        index=JOBS_ALIAS,
+        id=f"{site}:{job_id}",
+        document=document,
+        require_alias=True,
+        refresh="wait_for" if refresh else None,
+    )
+    return document
+
+
+def job_counters(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
+    """The job's counters summed over workers (dedup counts included)."""
+    return JobStats(server, site).get(job_id)
+
+
+def job_started_at(server: redis.Redis, site: str, job_id: str) -> dt.datetime | None:
+    """When the producer enqueued the job (its score in ``<site>:jobs``)."""
+    score = server.zscore(FrontierKeys(site).jobs, job_id)
+    return None if score is None else dt.datetime.fromtimestamp(score, tz=dt.UTC)
+
+
+def _as_datetime(value: When) -> dt.datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, int | float):
+        return dt.datetime.fromtimestamp(value, tz=dt.UTC)
+    parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="milliseconds")

@@ -1,0 +1,61 @@
+"""What the pipelines share: the site/job of an item, and notes handed between them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+
+_NOTES_ATTR = "_platform_item_notes"
+
+
+def site_of(crawler: Crawler) -> str:
+    spider = crawler.spider
+    if spider is None:
+        raise RuntimeError("the pipelines need an open spider")
+    return str(spider.name)
+
+
+def job_of(fields: dict[str, Any], crawler: Crawler) -> str | None:
+    """The item's job (JobTagMiddleware sets it), else the spider's."""
+    job_id = fields.get("job_id") or getattr(crawler.spider, "job_id", None)
+    return str(job_id) if job_id else None
+
+
+class ItemNotes:
+    """Data one pipeline leaves for a later one about an item (dedup -> store verdict).
+
+    Keyed by the item object; the entry keeps the item alive, so its id cannot be
+    reused while the note exists. Entries of items that leave the pipelines (stored,
+    dropped or failed) are discarded by Scrapy's item signals.
+    """
+
+    def __init__(self) -> None:
+        self._notes: dict[int, tuple[Any, Any]] = {}
+
+    def attach(self, item: Any, note: Any) -> None:
+        self._notes[id(item)] = (item, note)
+
+    def pop(self, item: Any) -> Any:
+        entry = self._notes.pop(id(item), None)
+        return entry[1] if entry is not None and entry[0] is item else None
+
+    def discard(self, item: Any, **_: Any) -> None:
+        entry = self._notes.get(id(item))
+        if entry is not None and entry[0] is item:
+            del self._notes[id(item)]
+
+    def __len__(self) -> int:
+        return len(self._notes)
+
+
+def item_notes(crawler: Crawler) -> ItemNotes:
+    """The crawler's notes (created, and hooked to the item signals, on first use)."""
+    notes: ItemNotes | None = getattr(crawler, _NOTES_ATTR, None)
+    if notes is None:
+        notes = ItemNotes()
+        setattr(crawler, _NOTES_ATTR, notes)
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(notes.discard, signal=signal)
+    return notes

@@ -1,0 +1,140 @@
+"""Change detection against a real Redis: verdicts, timestamps, per-job keys, races."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from core.dedup import ChangeDetector, connect_async, job_changes, stored_state
+from core.frontier import FrontierKeys
+from core.jobstats import JobStats
+from services.redis_server import RedisServer
+
+
+@pytest.fixture
+def server(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    client = redis_server.client()
+    yield client
+    client.flushdb()
+
+
+@pytest.fixture
+def site() -> str:
+    return f"site-{uuid.uuid4().hex[:8]}"
+
+
+def run_classify(url: str, site: str, job: str, entries: list[tuple[str, str, int]]) -> list[str]:
+    """Classify ``(key, hash, seen ms)`` entries concurrently; their verdicts in order."""
+
+    async def main() -> list[str]:
+        client = connect_async(url)
+        detector = ChangeDetector(client, site)
+        try:
+            states = await asyncio.gather(
+                *(detector.classify(job, key, digest, seen_ms=ms) for key, digest, ms in entries)
+            )
+        finally:
+            await client.aclose()
+        return [state.verdict for state in states]
+
+    return asyncio.run(main())
+
+
+def test_new_then_unchanged_then_changed_with_timestamps(
+    server: redis.Redis, redis_server: RedisServer, site: str
+) -> None:
+    key = f"{site}:product:A"
+    assert run_classify(redis_server.url, site, "j1", [(key, "h1", 1000)]) == ["new"]
+    assert stored_state(server, site, key) == ("h1", 1000, 1000)
+    assert run_classify(redis_server.url, site, "j2", [(key, "h1", 2000)]) == ["unchanged"]
+    assert stored_state(server, site, key) == ("h1", 1000, 1000)  # nothing moved
+    assert run_classify(redis_server.url, site, "j3", [(key, "h2", 3000)]) == ["changed"]
+    assert stored_state(server, site, key) == ("h2", 1000, 3000)  # first_seen kept
+
+    for job, verdict in (("j1", "new"), ("j2", "unchanged"), ("j3", "changed")):
+        changes = job_changes(server, site, job)
+        assert changes.counts == {v: int(v == verdict) for v in ("new", "changed", "unchanged")}
+        assert changes.new == ({key} if verdict == "new" else set())
+        assert changes.changed == ({key} if verdict == "changed" else set())
+    # The exact counts live in the job's stats hash, next to the workers' counters.
+    assert JobStats(server, site).get("j3")["items/changed"] == 1
+
+
+def test_redelivery_in_the_same_job_keeps_the_verdict_and_counts_once(
+    server: redis.Redis, redis_server: RedisServer, site: str
+) -> None:
+    key = f"{site}:product:A"
+    run_classify(redis_server.url, site, "j1", [(key, "h1", 1000)])
+    # A worker killed before its ack: the item is crawled and classified again.
+    assert run_classify(redis_server.url, site, "j1", [(key, "h1", 1500)]) == ["new"]
+    run_classify(redis_server.url, site, "j2", [(key, "h2", 2000)])
+    assert run_classify(redis_server.url, site, "j2", [(key, "h2", 2500)]) == ["changed"]
+    assert job_changes(server, site, "j1").counts["new"] == 1
+    assert job_changes(server, site, "j2").counts == {"new": 0, "changed": 1, "unchanged": 0}
+    assert stored_state(server, site, key) == ("h2", 1000, 2000)
+
+
+def test_unchanged_that_changes_later_in_the_job_moves_to_changed(
+    server: redis.Redis, redis_server: RedisServer, site: str
+) -> None:
+    key = f"{site}:product:A"
+    run_classify(redis_server.url, site, "j1", [(key, "h1", 1000)])
+    assert run_classify(redis_server.url, site, "j2", [(key, "h1", 2000)]) == ["unchanged"]
+    assert run_classify(redis_server.url, site, "j2", [(key, "h2", 2100)]) == ["changed"]
+    changes = job_changes(server, site, "j2")
+    assert changes.counts == {"new": 0, "changed": 1, "unchanged": 0}
+    assert changes.changed == {key}
+
+
+def test_racing_classifications_of_one_key_agree(
+    server: redis.Redis, redis_server: RedisServer, site: str
+) -> None:
+    key = f"{site}:product:A"
+    # 50 concurrent classifications from two "workers" (two clients, coalesced pipelines).
+    entries = [(key, "h1", 1000 + n) for n in range(50)]
+
+    async def main() -> list[str]:
+        clients = [connect_async(redis_server.url) for _ in range(2)]
+        detectors = [ChangeDetector(client, site) for client in clients]
+        try:
+            states = await asyncio.gather(
+                *(
+                    detectors[n % 2].classify("j1", k, h, seen_ms=ms)
+                    for n, (k, h, ms) in enumerate(entries)
+                )
+            )
+        finally:
+            for client in clients:
+                await client.aclose()
+        return [state.verdict for state in states]
+
+    assert set(asyncio.run(main())) == {"new"}
+    assert job_changes(server, site, "j1").counts == {"new": 1, "changed": 0, "unchanged": 0}
+    first_seen = stored_state(server, site, key)
+    assert first_seen is not None and first_seen[1] == first_seen[2]
+
+
+def test_many_keys_in_one_batch(server: redis.Redis, redis_server: RedisServer, site: str) -> None:
+    keys = [f"{site}:product:{n}" for n in range(1200)]  # more than one pipelined batch
+    verdicts = run_classify(redis_server.url, site, "j1", [(k, "h", 1000) for k in keys])
+    assert verdicts == ["new"] * len(keys)
+    changes = job_changes(server, site, "j1")
+    assert changes.new == set(keys) and changes.counts["new"] == len(keys)
+    ttl = server.ttl(FrontierKeys(site).job_new("j1"))
+    assert ttl > 24 * 3600  # per-job keys expire, like the job's stats
+
+
+def test_redis_down_raises_for_the_caller_to_retry(site: str, tmp_path: object) -> None:
+    async def main() -> None:
+        client = connect_async("redis://127.0.0.1:1/0")
+        try:
+            with pytest.raises(redis.ConnectionError):
+                await ChangeDetector(client, site).classify("j1", "k", "h")
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())

@@ -1,0 +1,1 @@
+"""Spiders for pipeline tests (``scrapy crawl ... -s SPIDER_MODULES=<this package>``)."""

@@ -1,0 +1,83 @@
+"""Helpers for tests that run real ``scrapy crawl`` workers through the item pipelines."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import redis
+from elasticsearch import Elasticsearch
+
+from core.store import IndexLayout
+from tests.crawlers.support import REPO_ROOT
+
+SITE = "demo"
+
+
+def start_store_worker(
+    *,
+    job_id: str,
+    base_url: str,
+    log_path: Path,
+    redis_url: str | None,
+    es_url: str | None,
+    settings: dict[str, object] | None = None,
+    arguments: dict[str, str] | None = None,
+    output: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """A ``scrapy crawl demo`` worker with the project's own pipelines (settings.py).
+
+    ``redis_url``/``es_url`` None: that service is not configured (its pipeline is off).
+    """
+    merged: dict[str, object] = {
+        "FRONTIER_IDLE_CLOSE_SECONDS": 2,
+        "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
+        "FRONTIER_HEARTBEAT_TTL": 3,
+        "STORE_FLUSH_INTERVAL": 0.5,
+        "LOG_FILE": str(log_path),
+        "LOG_LEVEL": "INFO",
+        **(settings or {}),
+    }
+    argv = [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", f"job_id={job_id}"]
+    argv += ["-a", f"base_url={base_url}"]
+    if output is not None:
+        argv += ["-O", str(output)]
+    for name, value in (arguments or {}).items():
+        argv += ["-a", f"{name}={value}"]
+    for name, value in merged.items():
+        argv += ["-s", f"{name}={value}"]
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    if es_url:
+        env["ELASTICSEARCH_URL"] = es_url
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=env)
+
+
+def stored_docs(es: Elasticsearch, site: str = SITE) -> list[dict[str, Any]]:
+    """Every document of the site (``_id`` included), after a refresh."""
+    alias = IndexLayout.read_alias(site)
+    es.indices.refresh(index=alias)
+    hits = es.search(index=alias, size=10_000, sort=["_doc"])["hits"]["hits"]
+    return [{"_id": hit["_id"], **hit["_source"]} for hit in hits]
+
+
+def count_docs(es: Elasticsearch, site: str = SITE) -> int:
+    alias = IndexLayout.read_alias(site)
+    if not es.indices.exists_alias(name=alias):
+        return 0
+    es.indices.refresh(index=alias)
+    return int(es.count(index=alias)["count"])
+
+
+def reset_store(es: Elasticsearch, server: redis.Redis, site: str = SITE) -> None:
+    server.flushdb()
+    es.indices.delete(index=f"items-{site}-*", ignore_unavailable=True, allow_no_indices=True)
+    es.indices.delete(index="platform-jobs-*", ignore_unavailable=True, allow_no_indices=True)
+
+
+def key_of(sku: str) -> str:
+    return f"{SITE}:demo_product:{sku}"

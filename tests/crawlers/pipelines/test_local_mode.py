@@ -1,0 +1,142 @@
+"""``scrapy crawl`` without the frontier: no services at all, and Elasticsearch only.
+
+Also a real crawl that yields invalid items: they are dropped with reasons counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from core.jobs_index import JOBS_ALIAS
+from core.store import epoch_ms
+from services.demo_site import DemoSite
+from services.es_node import ElasticsearchNode
+from tests.crawlers.pipelines.support import count_docs, start_store_worker, stored_docs
+from tests.crawlers.support import REPO_ROOT, log_excerpt, wait_all
+
+PRODUCTS = 240
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
+    run_dir = tmp_path_factory.mktemp("local-site")
+    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="local-site") as server:
+        yield server
+
+
+@pytest.fixture
+def clean_es(es: Elasticsearch) -> Iterator[Elasticsearch]:
+    def clean() -> None:
+        for pattern in ("items-demo-*", "platform-jobs-*"):
+            es.indices.delete(index=pattern, ignore_unavailable=True, allow_no_indices=True)
+
+    clean()
+    yield es
+    clean()
+
+
+def final_stats(log: Path) -> dict[str, Any]:
+    """The integer counters of Scrapy's closing stats dump in a worker's log."""
+    dump = log.read_text().split("Dumping Scrapy stats:", 1)[1]
+    return {name: int(value) for name, value in re.findall(r"'([^']+)': (\d+)[,}]", dump)}
+
+
+def test_crawl_without_any_service_still_writes_the_feed(site: DemoSite, tmp_path: Path) -> None:
+    output, log = tmp_path / "items.jsonl", tmp_path / "worker.log"
+    worker = start_store_worker(
+        job_id="local-1",
+        base_url=site.url,
+        log_path=log,
+        redis_url=None,
+        es_url=None,
+        output=output,
+    )
+    assert wait_all([worker], timeout=120) == [0], log_excerpt(log)
+    items = [json.loads(line) for line in output.read_text().splitlines()]
+    assert len(items) == PRODUCTS
+    text = log.read_text()
+    assert "Enabled item pipelines:\n['crawlers.pipelines.validate.ValidationPipeline']" in text
+    assert final_stats(log)["validation/valid/demo_product"] == PRODUCTS
+
+
+def test_crawl_with_elasticsearch_only_stores_and_writes_its_job_document(
+    site: DemoSite,
+    clean_es: Elasticsearch,
+    es_node: ElasticsearchNode,
+    tmp_path: Path,
+) -> None:
+    es = clean_es
+    settings = {"STORE_SPILL_DIR": tmp_path / "spill"}
+    runs = []
+    for job_id in ("local-a", "local-b"):
+        log = tmp_path / f"{job_id}.log"
+        worker = start_store_worker(
+            job_id=job_id,
+            base_url=site.url,
+            log_path=log,
+            redis_url=None,
+            es_url=es_node.url,
+            settings=settings,
+        )
+        assert wait_all([worker], timeout=120) == [0], log_excerpt(log)
+        runs.append({doc["_id"]: doc for doc in stored_docs(es)})
+    assert count_docs(es) == PRODUCTS
+    first, second = runs
+    for key, doc in second.items():
+        # Without Redis the timestamps come from the stored documents: same result.
+        assert doc["first_seen"] == first[key]["first_seen"] == first[key]["last_changed"]
+        assert doc["last_changed"] == first[key]["last_changed"]
+        assert epoch_ms(doc["last_seen"]) > epoch_ms(first[key]["last_seen"])
+        assert doc["job_id"] == "local-b"
+
+    es.indices.refresh(index=JOBS_ALIAS)
+    jobs = {hit["_id"]: hit["_source"] for hit in es.search(index=JOBS_ALIAS)["hits"]["hits"]}
+    assert set(jobs) == {"demo:local-a", "demo:local-b"}
+    a, b = jobs["demo:local-a"], jobs["demo:local-b"]
+    assert a["status"] == b["status"] == "completed"
+    assert (a["items_new"], a["items_unchanged"]) == (PRODUCTS, 0)
+    assert (b["items_new"], b["items_changed"], b["items_unchanged"]) == (0, 0, PRODUCTS)
+    assert b["items_stored"] == PRODUCTS and b["extra"]["mode"] == "local"
+    assert not list((tmp_path / "spill").glob("*.jsonl")) or all(
+        not path.read_text() for path in (tmp_path / "spill").glob("*.jsonl")
+    )
+
+
+def test_invalid_items_are_dropped_with_reasons_counted(tmp_path: Path) -> None:
+    output, log = tmp_path / "items.jsonl", tmp_path / "bad.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
+    argv = [
+        sys.executable, "-m", "scrapy", "crawl", "bad_items", "-O", str(output),
+        "-s", "SPIDER_MODULES=tests.crawlers.pipelines.spiders",
+        "-s", f"LOG_FILE={log}",
+    ]  # fmt: skip
+    assert subprocess.run(argv, cwd=REPO_ROOT, env=env, timeout=120).returncode == 0
+    kept = [json.loads(line) for line in output.read_text().splitlines()]
+    assert sorted(item["sku"] for item in kept) == ["OK-1", "OK-2", "OK-3"]
+    assert next(item for item in kept if item["sku"] == "OK-2")["price"] == 10.0
+    stats = final_stats(log)
+    assert stats["validation/valid/demo_product"] == 3
+    assert stats["validation/dropped/demo_product"] == 4
+    assert stats["validation/dropped/_unknown/dict"] == 1
+    assert stats["item_dropped_count"] == 5
+    reasons = {name: n for name, n in stats.items() if name.startswith("validation/invalid/")}
+    assert reasons == {
+        "validation/invalid/demo_product/name/missing": 2,
+        "validation/invalid/demo_product/price/float_type": 1,
+        "validation/invalid/demo_product/currency/string_pattern_mismatch": 1,
+        "validation/invalid/demo_product/reviews.rating/less_than_equal": 1,
+    }
+    text = log.read_text()
+    # Each drop is logged with its reasons: nothing disappears silently.
+    assert "invalid demo_product BAD-2: price: float_type" in text
+    assert text.count("Dropped:") == 5

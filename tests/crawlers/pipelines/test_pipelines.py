@@ -1,0 +1,185 @@
+"""The pipeline classes in-process: configuration, the dedup -> store hand-over, drops."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.test import get_crawler
+
+from core.config import get_settings
+from core.dedup import job_changes
+from core.items_schema import plain_fields, schema_by_type
+from core.store import IndexLayout, build_action
+from crawlers.items import DemoProduct
+from crawlers.pipelines.common import item_notes
+from crawlers.pipelines.dedup import DedupPipeline
+from crawlers.pipelines.store import StorePipeline
+from crawlers.pipelines.validate import ValidationPipeline
+from crawlers.spiders.demo import DemoSpider
+from demo_site.catalog import build_catalog
+from services.es_node import ElasticsearchNode
+from services.redis_server import RedisServer
+from tests.crawlers.support import REPO_ROOT
+
+BASE = "http://shop.example"
+
+
+@pytest.fixture
+def services_env(
+    monkeypatch: pytest.MonkeyPatch,
+    redis_server: RedisServer,
+    es_node: ElasticsearchNode,
+    es: Elasticsearch,
+) -> Iterator[None]:
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    monkeypatch.setenv("ELASTICSEARCH_URL", es_node.url)
+    get_settings.cache_clear()
+    redis_server.client().flushdb()
+    es.indices.delete(index="items-demo-*", ignore_unavailable=True, allow_no_indices=True)
+    yield
+    get_settings.cache_clear()
+    redis_server.client().flushdb()
+    es.indices.delete(index="items-demo-*", ignore_unavailable=True, allow_no_indices=True)
+
+
+@pytest.fixture
+def no_services(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("ELASTICSEARCH_URL", raising=False)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def crawler_for(job_id: str = "job-1", **settings: Any) -> Crawler:
+    crawler = get_crawler(DemoSpider, {"STORE_FLUSH_INTERVAL": 0.2, **settings})
+    crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE)
+    return crawler
+
+
+def test_dedup_and_store_are_off_without_their_services(no_services: None) -> None:
+    crawler = crawler_for()
+    with pytest.raises(NotConfigured, match="REDIS_URL"):
+        DedupPipeline.from_crawler(crawler)
+    with pytest.raises(NotConfigured, match="ELASTICSEARCH_URL"):
+        StorePipeline.from_crawler(crawler)
+    assert ValidationPipeline.from_crawler(crawler) is not None
+
+
+def test_validation_drop_names_every_field_and_counts_it(no_services: None) -> None:
+    crawler = crawler_for()
+    pipeline = ValidationPipeline.from_crawler(crawler)
+    bad = DemoProduct(sku="DM-1", url=BASE + "/p", name=None, price="1", currency="EUR")  # type: ignore[arg-type]
+    with pytest.raises(
+        DropItem, match=r"invalid demo_product DM-1: name: missing; price: float_type"
+    ):
+        pipeline.process_item(bad)
+    stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+    assert stats["validation/invalid/demo_product/name/missing"] == 1
+    assert stats["validation/invalid/demo_product/price/float_type"] == 1
+    assert stats["validation/dropped/demo_product"] == 1
+
+
+def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
+    services_env: None, es: Elasticsearch, redis_server: RedisServer
+) -> None:
+    crawler = crawler_for()
+    products = [DemoProduct(**p.to_dict(BASE)) for p in build_catalog(n_products=30).products]
+    validate = ValidationPipeline.from_crawler(crawler)
+    dedup = DedupPipeline.from_crawler(crawler)
+    store = StorePipeline.from_crawler(crawler)
+    notes = item_notes(crawler)
+
+    async def main() -> None:
+        await dedup.open_spider()
+        await store.open_spider()
+        try:
+            valid = [validate.process_item(item) for item in products]
+            for item in valid:
+                await dedup.process_item(item)
+            assert len(notes) == 30  # the store's input
+            await asyncio.gather(*(store.process_item(item) for item in valid))
+            assert len(notes) == 0  # popped by the store
+        finally:
+            await store.close_spider()
+            await dedup.close_spider()
+
+    asyncio.run(main())
+    es.indices.refresh(index=IndexLayout.read_alias("demo"))
+    assert es.count(index=IndexLayout.read_alias("demo"))["count"] == 30
+    changes = job_changes(redis_server.client(), "demo", "job-1")
+    assert changes.counts["new"] == 30
+    stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+    assert stats["store/indexed"] == 30 and stats["dedup/verdict/new"] == 30
+    assert stats["store/spill_remaining_at_close"] == 0
+
+
+def test_a_document_elasticsearch_refuses_is_dropped_and_kept(
+    services_env: None, redis_server: RedisServer
+) -> None:
+    crawler = crawler_for()
+    store = StorePipeline.from_crawler(crawler)
+    # Bypasses validation, as a spider bug in a pipeline-less path could.
+    broken = DemoProduct(sku="DM-9", url=BASE + "/p", name="N", price="cheap", currency="EUR")  # type: ignore[arg-type]
+
+    async def main() -> None:
+        await store.open_spider()
+        try:
+            with pytest.raises(DropItem, match="kept in dead letters"):
+                await store.process_item(broken)
+        finally:
+            await store.close_spider()
+
+    asyncio.run(main())
+    assert redis_server.client().llen("demo:store:dead_letters") == 1
+    assert crawler.stats.get_value("store/dead_letter") == 1  # type: ignore[union-attr]
+
+
+def test_drain_command_moves_a_spill_into_elasticsearch(
+    services_env: None,
+    es: Elasticsearch,
+    es_node: ElasticsearchNode,
+    redis_server: RedisServer,
+) -> None:
+    schema = schema_by_type("demo_product")
+    actions = []
+    for product in build_catalog(n_products=25).products:
+        fields = plain_fields(DemoProduct(**product.to_dict(BASE)))
+        actions.append(
+            build_action(
+                site="demo",
+                item_type="demo_product",
+                key=schema.key("demo", fields),
+                fields=fields,
+                content_hash=schema.content_hash(fields),
+                job_id="job-1",
+                seen_ms=2,
+                first_seen_ms=1,
+                last_changed_ms=1,
+            )
+        )
+    server = redis_server.client()
+    server.rpush("demo:store:spill", *[a.to_json() for a in actions])
+    env = {**os.environ, "REDIS_URL": redis_server.url, "ELASTICSEARCH_URL": es_node.url}
+    result = subprocess.run(
+        [sys.executable, "-m", "crawlers.pipelines.store", "drain", "demo"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "demo: drained 25 spilled items; 0 remain" in result.stdout
+    assert server.llen("demo:store:spill") == 0
+    es.indices.refresh(index=IndexLayout.read_alias("demo"))
+    assert es.count(index=IndexLayout.read_alias("demo"))["count"] == 25
