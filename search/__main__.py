@@ -1,0 +1,121 @@
+"""Operator CLI: search from a terminal, or print the search health.
+
+    .venv/bin/python -m search "waterproof head torch" --site demo -k 5
+    .venv/bin/python -m search "..." --site demo --mode bm25 --json
+    .venv/bin/python -m search --health
+
+Talks to Elasticsearch directly (``ELASTICSEARCH_URL``) with the configured embedder, the
+same code as the API. Exit status: 0 ok, 1 search error or unhealthy, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+
+from elastic_transport import TransportError
+from elasticsearch import ApiError, Elasticsearch
+from rich.console import Console
+from rich.table import Table
+
+from core.config import get_settings
+from llm.embedders import Embedder, EmbeddingError, default_embedder
+from search.core import MODES, HybridSearch, SearchError, SearchResult
+from search.health import DEFAULT_STALE_AFTER, Health, check_health
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m search", description=__doc__.splitlines()[0])
+    parser.add_argument("query", nargs="?", help="what to search for")
+    parser.add_argument("--site", help="one site (default: every site's chunks index)")
+    parser.add_argument("-k", type=int, default=10, help="how many items (default 10)")
+    parser.add_argument("--mode", choices=MODES, default="hybrid")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--health", action="store_true", help="print ES and index freshness")
+    parser.add_argument(
+        "--stale-after-hours", type=float, default=DEFAULT_STALE_AFTER.total_seconds() / 3600
+    )
+    args = parser.parse_args(argv)
+    if not args.health and not args.query:
+        parser.error("give a query, or --health")
+    console = Console(soft_wrap=False)
+    es = Elasticsearch(**get_settings().elasticsearch_client_kwargs(), request_timeout=30)  # type: ignore[arg-type]
+    try:
+        if args.health:
+            health = check_health(es, stale_after=dt.timedelta(hours=args.stale_after_hours))
+            if args.json:
+                _print_json(console, health.as_dict())
+            else:
+                _health(console, health)
+            return 0 if health.status == "ok" else 1
+        embedder: Embedder | None = None if args.mode == "bm25" else default_embedder()
+        result = HybridSearch(es, embedder).search(
+            args.query, site=args.site, k=args.k, mode=args.mode
+        )
+        if args.json:
+            _print_json(console, result.as_dict())
+        else:
+            _table(console, result)
+        return 0
+    except (SearchError, EmbeddingError) as exc:
+        console.print(f"[red]error:[/red] {exc}", markup=True)
+        return 1
+    except (TransportError, ApiError) as exc:
+        console.print(f"[red]Elasticsearch error:[/red] {type(exc).__name__}: {exc}")
+        return 1
+    finally:
+        es.close()
+
+
+def _print_json(console: Console, data: object) -> None:
+    console.print_json(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def _table(console: Console, result: SearchResult) -> None:
+    table = Table(
+        title=f"{result.mode} search {result.query!r} ({result.took_ms:.0f} ms)",
+        title_justify="left",
+    )
+    for column in ("#", "score", "bm25", "knn", "site", "name", "url"):
+        table.add_column(column, overflow="fold")
+    for rank, hit in enumerate(result.hits, start=1):
+        table.add_row(
+            str(rank),
+            f"{hit.score:.4f}",
+            str(hit.bm25.rank) if hit.bm25 else "-",
+            str(hit.knn.rank) if hit.knn else "-",
+            hit.site,
+            hit.name,
+            hit.url or "",
+        )
+    console.print(table)
+    if not result.hits:
+        console.print("no results")
+
+
+def _health(console: Console, health: Health) -> None:
+    es_state = health.elasticsearch
+    console.print(
+        f"status {health.status}; Elasticsearch "
+        + (f"{es_state.get('version')} reachable" if es_state.get("reachable") else "UNREACHABLE")
+    )
+    table = Table(title_justify="left")
+    for column in ("site", "items", "last seen", "chunks", "indexed at", "embedder", "stale"):
+        table.add_column(column, overflow="fold")
+    for site, entry in health.sites.items():
+        table.add_row(
+            site,
+            str(entry.items.documents),
+            entry.items.latest or "-",
+            str(entry.chunks.documents),
+            entry.chunks.latest or "-",
+            entry.chunks.embedder or "-",
+            "; ".join(entry.reasons) if entry.stale else "no",
+        )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""A local OpenAI-compatible embeddings endpoint for tests (aiohttp, 127.0.0.1, own thread).
+
+``POST /v1/embeddings`` as OpenAI answers it: ``float`` or ``base64`` (little-endian
+float32) ``encoding_format``, results carrying their ``index``, usage counts, and
+OpenAI's error JSON. It checks the bearer key (401 ``invalid_api_key``), can fail the next
+calls on purpose (429 with ``Retry-After``, 500), can send ``x-ratelimit-*`` headers,
+and records every call (batch size, format, status, time) for the tests to inspect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from aiohttp import web
+
+VectorFn = Callable[[Sequence[str]], list[list[float]]]
+
+
+def hashed_vectors(dims: int) -> VectorFn:
+    """Deterministic unit vectors per text (a stand-in model for protocol tests)."""
+
+    def vectors(texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+            vector = np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
+            out.append((vector / np.linalg.norm(vector)).tolist())
+        return out
+
+    return vectors
+
+
+@dataclass
+class Call:
+    at: float  # time.monotonic() when the request arrived
+    batch_size: int
+    encoding_format: str  # as sent; "float" when the request left it out
+    model: str
+    status: int
+
+
+@dataclass
+class _Failure:
+    status: int
+    retry_after: str | None
+
+
+class OpenAIStub:
+    def __init__(
+        self,
+        *,
+        api_key: str = "sk-test-key",
+        vectors: VectorFn | None = None,
+        dims: int = 8,
+    ) -> None:
+        self.api_key = api_key
+        self.vectors = vectors or hashed_vectors(dims)
+        self.calls: list[Call] = []
+        self.rate_limit_headers: dict[str, str] = {}
+        self._failures: list[_Failure] = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def fail_next(self, status: int, times: int = 1, *, retry_after: str | None = None) -> None:
+        with self._lock:
+            self._failures += [_Failure(status, retry_after) for _ in range(times)]
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+            self._failures.clear()
+            self.rate_limit_headers = {}
+
+    # -- server --------------------------------------------------------------------------------
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        arrived = time.monotonic()
+        body: dict[str, Any] = await request.json()
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        fmt = body.get("encoding_format") or "float"
+        model = str(body.get("model"))
+
+        def record(status: int) -> None:
+            with self._lock:
+                self.calls.append(Call(arrived, len(texts or []), fmt, model, status))
+
+        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            record(401)
+            given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            masked = f"{given[:3]}***{given[-2:]}" if len(given) > 6 else "***"
+            return _error(
+                401,
+                f"Incorrect API key provided: {masked}. You can find your API key at "
+                "https://platform.openai.com/account/api-keys.",
+                "invalid_request_error",
+                "invalid_api_key",
+            )
+        with self._lock:
+            failure = self._failures.pop(0) if self._failures else None
+        if failure is not None:
+            record(failure.status)
+            headers = {"Retry-After": failure.retry_after} if failure.retry_after else {}
+            if failure.status == 429:
+                return _error(
+                    429, "Rate limit reached for requests", "requests", "rate_limit_exceeded",
+                    headers,
+                )  # fmt: skip
+            return _error(failure.status, "The server had an error", "server_error", None)
+        if not isinstance(texts, list) or not texts:
+            record(400)
+            return _error(400, "'input' must be a non-empty list", "invalid_request_error", None)
+        vectors = await asyncio.get_running_loop().run_in_executor(None, self.vectors, texts)
+        data = []
+        for index, vector in enumerate(vectors):
+            if fmt == "base64":
+                packed = np.asarray(vector, dtype="<f4").tobytes()
+                embedding: Any = base64.b64encode(packed).decode()
+            else:
+                embedding = vector
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        data.reverse()  # clients must order by "index", not by position
+        tokens = sum(len(text.split()) for text in texts)
+        record(200)
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": model,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+            headers=dict(self.rate_limit_headers),
+        )
+
+    def start(self) -> OpenAIStub:
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            app = web.Application()
+            app.router.add_post("/v1/embeddings", self._embeddings)
+            self._runner = web.AppRunner(app)
+            loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="openai-stub", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the OpenAI stub did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def __enter__(self) -> OpenAIStub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _error(
+    status: int,
+    message: str,
+    kind: str,
+    code: str | None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return web.json_response(body, status=status, headers=headers)

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from demo_site.catalog import Catalog, build_catalog
+from llm.index import chunks_index
+from llm.process import ProcessReport, process_job
+from services.es_node import ElasticsearchNode
+from services.redis_server import RedisServer
+from tests.llm.support import RecordingEmbedder, product_item, shared_local_embedder, store_job
+
+SITE = "searchdemo"
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> RecordingEmbedder:
+    return shared_local_embedder()
+
+
+@dataclass
+class SearchableDemo:
+    site: str
+    es: Elasticsearch
+    catalog: Catalog
+    report: ProcessReport
+
+
+@pytest.fixture(scope="package")
+def searchable_demo(
+    es_node: ElasticsearchNode, redis_server: RedisServer, local_embedder: RecordingEmbedder
+) -> Iterator[SearchableDemo]:
+    """The demo catalog crawled by one job (real pipelines) and run through llm-process."""
+    es = Elasticsearch(es_node.url, request_timeout=120)
+    catalog = build_catalog()
+    items = [product_item(p, "job-1") for p in catalog.products]
+    store_job(es_node.url, redis_server.url, SITE, "job-1", items)
+    report = process_job(es, redis_server.client(), SITE, "job-1", local_embedder)
+    yield SearchableDemo(SITE, es, catalog, report)
+    es.indices.delete(index=f"items-{SITE}-*,{chunks_index(SITE)}", ignore_unavailable=True)
+    es.close()
