@@ -1,16 +1,22 @@
 # Operator entry points. Each target installs what it needs first (idempotent).
+# prefect-* targets use Docker Compose when a Docker engine answers, local processes otherwise.
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
+COMPOSE := docker compose -f docker/compose.yaml --env-file docker/.env
+HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
+FLOW ?= scrape-site
+PROFILE ?= demo
 
-.PHONY: bootstrap demo test lint bench demo-site services
+.PHONY: bootstrap demo test lint bench demo-site \
+	prefect-up prefect-down prefect-flow prefect-ui prefect-build prefect-logs
 
 bootstrap:
 	@scripts/bootstrap.sh
 
-## The main job on embedded defaults: demo site + Redis + ES node, crawl, show the result.
+## The main job on embedded defaults: the scrape-demo deployment end to end on the local stack.
 demo: bootstrap
-	$(PY) -m orchestration.demo_job
+	$(PY) -m orchestration.local_stack demo
 
 ## The whole test suite (real Redis, ES node, Chromium, Prefect server on loopback).
 test: bootstrap
@@ -22,6 +28,55 @@ lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+## Benchmarks: medians and same-run ratios (see bench/).
+bench: bootstrap
+	$(PY) -m bench.frontier
+
 ## Serve the demo shop on http://127.0.0.1:8000 in the foreground.
 demo-site: bootstrap
 	$(PY) -m demo_site --port 8000
+
+prefect-up: bootstrap
+ifeq ($(HAVE_DOCKER),yes)
+	@test -f docker/.env || $(PY) docker/init_env.py
+	$(COMPOSE) up -d
+else
+	$(PY) -m orchestration.local_stack up
+endif
+
+prefect-down:
+ifeq ($(HAVE_DOCKER),yes)
+	$(COMPOSE) down
+else
+	$(PY) -m orchestration.local_stack down
+endif
+
+## make prefect-flow FLOW=scrape-site PROFILE=idealista  |  FLOW=check-site-versions
+prefect-flow:
+ifeq ($(HAVE_DOCKER),yes)
+	$(COMPOSE) exec prefect-worker prefect deployment run \
+		$(if $(filter scrape-site,$(FLOW)),scrape-site/scrape-$(PROFILE),$(FLOW)/$(FLOW)) --watch
+else
+	$(PY) -m orchestration.local_stack flow $(FLOW) --site $(PROFILE)
+endif
+
+prefect-ui:
+ifeq ($(HAVE_DOCKER),yes)
+	@echo "http://localhost:4200"
+else
+	@$(PY) -m orchestration.local_stack ui
+endif
+
+## Rebuild after code changes: images with Docker, else the venv and the ES node.
+prefect-build: bootstrap
+ifeq ($(HAVE_DOCKER),yes)
+	@test -f docker/.env || $(PY) docker/init_env.py
+	$(COMPOSE) build
+endif
+
+prefect-logs:
+ifeq ($(HAVE_DOCKER),yes)
+	$(COMPOSE) logs -f --tail 100
+else
+	$(PY) -m orchestration.local_stack logs
+endif

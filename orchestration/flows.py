@@ -1,0 +1,297 @@
+"""The platform's Prefect flows. Thin: each step is a task calling a plain module.
+
+``scrape-site`` (deployed once per site as ``scrape-<site>``):
+    preflight -> verify structure (GATE) -> producer -> wait for drain -> llm-process -> report
+``check-site-versions``: the structure check of every site's fixtures against its baseline.
+``daily-health-check``: per-site job history and search health.
+
+Retrying a failed run (Prefect's "Retry", same flow run) keeps its job id, and the
+producer and drain steps are cached on (site, job id) with persisted results: the retry
+resumes at the failed step without crawling again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+from elasticsearch import Elasticsearch
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import INPUTS, RUN_ID, TASK_SOURCE
+from prefect.runtime import flow_run
+from prefect.states import Failed
+from scrapy.utils.project import get_project_settings
+
+from core.config import get_settings
+from core.dedup import job_changes
+from core.jobs_index import job_started_at, write_job_document
+from core.jobstats import JobStats
+from core.store import spill_size
+from crawlers.producer import produce
+from crawlers.profiles import SiteProfile
+from orchestration import health
+from orchestration.alerts import notify
+from orchestration.report import markdown, summary_context, table_rows
+from orchestration.steps import LocalWorkers, StepError, preflight, wait_for_drain
+
+# Cached per task, inputs and flow run: a retry of the same run (same run id) skips the
+# steps that completed; a new run never reuses an old run's results.
+RESUMABLE = TASK_SOURCE + INPUTS + RUN_ID
+
+
+class StructureGateFailed(StepError):
+    """The fingerprint gate did not pass; ``result`` is the gate's report (a dict)."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(result.get("reason") or result.get("status") or "gate failed")
+        self.result = result
+
+
+# -- connections (from the environment, one place) ----------------------------------------
+def redis_client() -> redis.Redis:
+    url = get_settings().redis_url
+    if not url:
+        raise StepError("REDIS_URL is not set: the scrape flow needs the Redis frontier")
+    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+
+
+def es_client() -> Elasticsearch:
+    return Elasticsearch(**get_settings().elasticsearch_client_kwargs(), request_timeout=30)  # type: ignore[arg-type]
+
+
+def default_job_id(site: str) -> str:
+    """Stable for a flow run, so a retry of the run continues the same job."""
+    run_id = flow_run.get_id() or dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{site}-{str(run_id).replace('-', '')[:12]}"
+
+
+def run_url() -> str | None:
+    return flow_run.get_flow_run_ui_url() if flow_run.get_id() else None
+
+
+@contextmanager
+def alert_on_failure(step: str, site: str, job_id: str | None) -> Iterator[None]:
+    """Send the error notification naming the failed step, then let the failure through."""
+    try:
+        yield
+    except Exception as exc:
+        try:
+            notify(
+                "error",
+                flow=f"scrape-{site}",
+                step=step,
+                site=site,
+                job_id=job_id,
+                error=f"{type(exc).__name__}: {exc}"[:1500],
+                run_url=run_url(),
+            )
+        except Exception as alert_exc:  # never mask the step's own failure
+            get_run_logger().error("error alert not delivered: %s", alert_exc)
+        raise
+
+
+# -- tasks --------------------------------------------------------------------------------
+@task(name="preflight", retries=2, retry_delay_seconds=5)
+def preflight_task(site: str, require_consumers: bool) -> dict[str, Any]:
+    report = preflight(
+        site, server=redis_client(), es=es_client(), require_consumers=require_consumers
+    )
+    return {"site": site, "consumers": report.consumers}
+
+
+@task(name="verify-structure", cache_policy=RESUMABLE, persist_result=True)
+def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]:
+    from fingerprints.gate import verify_site
+
+    result = verify_site(site, base_url=base_url)
+    get_run_logger().info(result.summary())
+    if not result.passed:
+        # Raising (not returning) keeps a failed gate out of the cache: a retry re-checks.
+        raise StructureGateFailed(result.to_dict() | {"summary": result.summary()})
+    return result.to_dict()
+
+
+@task(name="producer", cache_policy=RESUMABLE, persist_result=True)
+def produce_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]:
+    job = produce(redis_client(), site, job_id=job_id, base_url=base_url)
+    get_run_logger().info("enqueued %d start entries for %s", job.entries, job_id)
+    return {"site": site, "job_id": job_id, "entries": job.entries}
+
+
+@task(name="wait-for-drain", cache_policy=RESUMABLE, persist_result=True)
+def drain_task(
+    site: str, job_id: str, local_workers: int, base_url: str | None, timeout: float
+) -> dict[str, Any]:
+    logger = get_run_logger()
+    server = redis_client()
+    scrapy_settings = get_project_settings()
+    # Drained only once counters were stable past the store's flush window and a stats push.
+    window = (
+        2 * scrapy_settings.getfloat("STORE_FLUSH_INTERVAL", 1.0)
+        + scrapy_settings.getfloat("FRONTIER_STATS_INTERVAL", 1.0)
+        + 1.0
+    )
+    workers: LocalWorkers | None = None
+    if local_workers:
+        run_dir = get_settings().platform_run_dir / "jobs" / job_id
+        workers = LocalWorkers(
+            site, job_id, local_workers, run_dir=run_dir, env=dict(os.environ), base_url=base_url
+        )
+        workers.start(server)
+        logger.info("launched %d local %s workers (logs in %s)", local_workers, site, run_dir)
+    try:
+        state = wait_for_drain(
+            server,
+            site,
+            job_id,
+            stable_window=window,
+            timeout=timeout,
+            on_poll=lambda s: logger.debug(s.describe()),
+            check=workers.check_alive if workers else None,
+            pending_store=lambda: spill_size(server, site),
+        )
+    finally:
+        if workers is not None:
+            codes = workers.stop()
+            logger.info("local workers stopped: exit codes %s", codes)
+    logger.info(state.describe())
+    return {"queued": state.queued, "leased": state.leased, "counters": state.counters}
+
+
+@task(name="llm-process", retries=1, retry_delay_seconds=10)
+def llm_process_task(site: str, job_id: str) -> dict[str, Any]:
+    from llm.embedders import default_embedder
+    from llm.process import process_job
+
+    report = process_job(es_client(), redis_client(), site, job_id, default_embedder())
+    get_run_logger().info("llm-process: %s", report.as_dict())
+    if report.errors:
+        raise StepError(f"llm-process: {len(report.errors)} errors, e.g. {report.errors[0]}")
+    return report.as_dict()
+
+
+@task(name="report")
+def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
+    server, es = redis_client(), es_client()
+    counters = JobStats(server, site).get(job_id)
+    document = write_job_document(
+        es,
+        site,
+        job_id,
+        "completed",
+        job_started_at(server, site, job_id),
+        dt.datetime.now(dt.UTC),
+        counters,
+        refresh=True,
+    )
+    chunks = int(llm.get("chunks_written", 0))
+    create_markdown_artifact(
+        markdown(document, chunks=chunks), key=f"scrape-{site.replace('_', '-')}-report"
+    )
+    create_table_artifact(
+        table_rows(document, chunks=chunks), key=f"scrape-{site.replace('_', '-')}-stats"
+    )
+    new_names = health.item_names(es, site, sorted(job_changes(server, site, job_id).new)[:10])
+    notify(
+        "job_summary",
+        **summary_context(document, chunks=chunks, new_items=new_names, run_url=run_url()),
+    )
+    return document
+
+
+# -- flows --------------------------------------------------------------------------------
+@flow(name="scrape-site", log_prints=True, persist_result=True)
+def scrape_site(
+    site: str,
+    job_id: str | None = None,
+    local_workers: int = 0,
+    base_url: str | None = None,
+) -> Any:
+    """Scrape one site: gate on structure, crawl through the frontier, embed, report.
+
+    ``local_workers``: 0 when always-on workers serve the frontier (compose); N > 0 to
+    launch N ``scrapy crawl`` worker processes for this run (local mode).
+    """
+    job_id = job_id or default_job_id(site)
+    logger = get_run_logger()
+    logger.info("scrape-%s job %s (local workers: %d)", site, job_id, local_workers)
+
+    with alert_on_failure("preflight", site, job_id):
+        preflight_task(site, require_consumers=local_workers == 0)
+
+    gate = verify_structure_task(site, job_id, base_url, return_state=True)
+    if gate.is_failed():
+        error = gate.result(raise_on_failure=False)
+        result = (
+            error.result
+            if isinstance(error, StructureGateFailed)
+            else {"status": "error", "reason": str(error), "page_types": {}}
+        )
+        alert_structure_change(site, result)
+        return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
+    profile = SiteProfile.load(site)  # the gate passed, so the site has a profile
+
+    with alert_on_failure("producer", site, job_id):
+        produce_task.with_options(timeout_seconds=profile.timeouts.producer)(site, job_id, base_url)
+    with alert_on_failure("wait-for-drain", site, job_id):
+        drain_task(site, job_id, local_workers, base_url, float(profile.timeouts.drain))
+    with alert_on_failure("llm-process", site, job_id):
+        llm = llm_process_task(site, job_id)
+    with alert_on_failure("report", site, job_id):
+        document = report_task(site, job_id, llm)
+    return {"site": site, "job_id": job_id, "items": document["items_scraped"]}
+
+
+def alert_structure_change(site: str, result: dict[str, Any]) -> None:
+    page_types = [
+        {
+            "name": name,
+            "similarity": detail.get("similarity"),
+            "threshold": detail.get("threshold"),
+            "changed": detail.get("changed_features", []),
+        }
+        for name, detail in (result.get("page_types") or {}).items()
+        if not detail.get("passed", False)
+    ]
+    notify(
+        "structure_change",
+        site=site,
+        status_label=str(result.get("status", "failed")).replace("_", " "),
+        reason=result.get("reason", ""),
+        page_types=page_types,
+        run_url=run_url(),
+    )
+
+
+@flow(name="check-site-versions", log_prints=True)
+def check_site_versions(sites: list[str] | None = None) -> Any:
+    """Every site's fixtures against its baseline (daily, before the first scrape)."""
+    from fingerprints.gate import check_all
+
+    results = check_all(sites)
+    lines = ["| site | status | reason |", "|---|---|---|"]
+    for result in results:
+        lines.append(f"| {result.site} | {result.status} | {result.reason} |")
+        if not result.passed:
+            alert_structure_change(result.site, result.to_dict())
+    create_markdown_artifact("\n".join(lines), key="check-site-versions")
+    failed = [result.site for result in results if not result.passed]
+    if failed:
+        return Failed(name="StructureChanged", message=f"structure changed: {', '.join(failed)}")
+    return {result.site: result.status for result in results}
+
+
+@flow(name="daily-health-check", log_prints=True)
+def daily_health_check() -> Any:
+    """Per-site job history (last success, items, block-rate trend) and search health."""
+    report = health.check(es_client())
+    create_markdown_artifact(report.markdown(), key="daily-health-check")
+    if not report.healthy:
+        notify("health", **report.template_context())
+        return Failed(name="Unhealthy", message="; ".join(report.problems))
+    return report.template_context()

@@ -1,0 +1,236 @@
+"""The Prefect stack as local processes, for machines without Docker (``make prefect-*``).
+
+    python -m orchestration.local_stack up     # Redis, ES, demo site, Prefect server + worker
+    python -m orchestration.local_stack flow scrape-site --site demo
+    python -m orchestration.local_stack status | ui | logs | down
+    python -m orchestration.local_stack demo      # up + the scrape-demo deployment, end to end
+
+Every process runs in its own session with its PID and log under one run directory
+(``$PLATFORM_RUN_DIR/stack``); ``down`` stops them by PID. Deployments are registered in
+local mode: each scrape run launches its own ``scrapy crawl`` workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.config import REPO_ROOT, get_settings
+from services.base import ManagedProcess, port_open
+from services.demo_site import DemoSite
+from services.es_node import ElasticsearchNode
+from services.prefect_server import PrefectServer, PrefectWorker
+from services.redis_server import RedisServer
+
+PORTS = {"redis": 16379, "elasticsearch": 19200, "prefect": 4200, "demo": 8000}
+LOCAL_WORKERS = 2
+POOL = "scraping"
+
+
+def stack_dir() -> Path:
+    return get_settings().platform_run_dir / "stack"
+
+
+def state_path() -> Path:
+    return stack_dir() / "stack.json"
+
+
+def read_state() -> dict[str, str]:
+    try:
+        return dict(json.loads(state_path().read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def client_env(state: dict[str, str]) -> dict[str, str]:
+    """The environment of everything that talks to this stack."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(
+        {
+            "REDIS_URL": state["redis_url"],
+            "ELASTICSEARCH_URL": state["elasticsearch_url"],
+            "DEMO_SITE_URL": state["demo_site_url"],
+            "PREFECT_API_URL": state["prefect_api_url"],
+            "PREFECT_HOME": state["prefect_home"],
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true",
+            "PLATFORM_RUN_DIR": str(get_settings().platform_run_dir),
+        }
+    )
+    return env
+
+
+def up() -> dict[str, str]:
+    state = read_state()
+    if state and port_open("127.0.0.1", PORTS["prefect"]):
+        print(f"stack already up: Prefect UI {state['prefect_ui']}")
+        return state
+    run_dir = stack_dir()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    redis_server = RedisServer(
+        port=PORTS["redis"], run_dir=run_dir, persistent=True, data_dir=run_dir / "redis-data"
+    )
+    es_node = ElasticsearchNode(
+        port=PORTS["elasticsearch"], run_dir=run_dir, data_dir=run_dir / "es-home"
+    )
+    site = DemoSite(port=PORTS["demo"], run_dir=run_dir)
+    server = PrefectServer(
+        port=PORTS["prefect"], run_dir=run_dir, ui=True, home=run_dir / "prefect"
+    )
+    services: list[ManagedProcess] = [redis_server, es_node, site, server]
+    for service in services:
+        service.start()
+        print(f"  {service.name:<22} {service.url}  (pid {service.pid})")
+    state = {
+        "redis_url": redis_server.url,
+        "elasticsearch_url": es_node.url,
+        "demo_site_url": site.url,
+        "prefect_api_url": server.url,
+        "prefect_ui": server.ui_url,
+        "prefect_home": str(server.home),
+    }
+    state_path().write_text(json.dumps(state, indent=2))
+    env = client_env(state)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestration.register_flows",
+            "--local-workers",
+            str(LOCAL_WORKERS),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        check=True,
+    )
+    worker_env = {
+        k: env[k] for k in ("REDIS_URL", "ELASTICSEARCH_URL", "DEMO_SITE_URL", "PLATFORM_RUN_DIR")
+    }
+    worker = PrefectWorker(server, pool=POOL, run_dir=run_dir, extra_env=worker_env, cwd=REPO_ROOT)
+    worker.start()
+    print(f"  {worker.name:<22} {worker.url}  (pid {worker.pid})")
+    print(f"\nPrefect UI: {server.ui_url}   (stop everything: make prefect-down)")
+    return state
+
+
+def down() -> None:
+    run_dir = stack_dir()
+    pid_files = sorted(run_dir.glob("*.pid")) + sorted(
+        (get_settings().platform_run_dir / "jobs").glob("*/*.pid")
+    )
+    stopped = []
+    for pid_file in pid_files:
+        with contextlib.suppress(ValueError, OSError):
+            pid = int(pid_file.read_text().strip())
+            os.killpg(pid, signal.SIGTERM)
+            stopped.append((pid_file, pid))
+    deadline = time.monotonic() + 30
+    for pid_file, pid in stopped:
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _alive(pid):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        pid_file.unlink(missing_ok=True)
+        print(f"  stopped {pid_file.stem} (pid {pid})")
+    state_path().unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours counts as gone.
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return False
+    return True
+
+
+def run_flow(flow: str, site: str | None, parameters: Sequence[str] = ()) -> int:
+    state = read_state()
+    if not state:
+        print("the stack is not up: run `make prefect-up` first", file=sys.stderr)
+        return 2
+    if flow in ("scrape-site", "scrape"):
+        if not site:
+            print("scrape-site needs PROFILE=<site>", file=sys.stderr)
+            return 2
+        name = f"scrape-site/scrape-{site}"
+    else:
+        name = f"{flow}/{flow}"
+    argv = [sys.executable, "-m", "prefect", "deployment", "run", name, "--watch"]
+    for parameter in parameters:
+        argv += ["--param", parameter]
+    return subprocess.run(argv, cwd=REPO_ROOT, env=client_env(state), check=False).returncode
+
+
+def demo() -> int:
+    state = up()
+    code = run_flow("scrape-site", "demo")
+    print(
+        "\nWhere to look:\n"
+        f"  Prefect UI         {state['prefect_ui']}  (flow runs, artifacts: scrape-demo-report)\n"
+        f"  Elasticsearch      {state['elasticsearch_url']}  "
+        "indices: items-demo, chunks-demo, jobs\n"
+        f"  demo shop          {state['demo_site_url']}\n"
+        f"  search             ELASTICSEARCH_URL={state['elasticsearch_url']} "
+        '.venv/bin/python -m search "waterproof dog bed" --site demo -k 5\n'
+        "  stop the stack     make prefect-down"
+    )
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("up")
+    commands.add_parser("down")
+    commands.add_parser("status")
+    commands.add_parser("ui")
+    commands.add_parser("logs")
+    commands.add_parser("demo")
+    flow = commands.add_parser("flow")
+    flow.add_argument("flow")
+    flow.add_argument("--site")
+    flow.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    if args.command == "up":
+        up()
+    elif args.command == "down":
+        down()
+    elif args.command == "demo":
+        return demo()
+    elif args.command == "flow":
+        return run_flow(args.flow, args.site, args.param)
+    elif args.command == "ui":
+        state = read_state()
+        print(state.get("prefect_ui", "the stack is not up: make prefect-up"))
+    elif args.command == "status":
+        state = read_state()
+        print(json.dumps(state, indent=2) if state else "the stack is not up")
+        for pid_file in sorted(stack_dir().glob("*.pid")):
+            pid = int(pid_file.read_text().strip())
+            print(f"  {pid_file.stem:<28} pid {pid} {'up' if _alive(pid) else 'DOWN'}")
+    elif args.command == "logs":
+        logs = sorted(str(path) for path in stack_dir().glob("*.log"))
+        if not logs:
+            print("no logs yet")
+            return 1
+        os.execvp("tail", ["tail", "-n", "50", "-F", *logs])  # noqa: S606
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Deployments register on a real Prefect server with exactly the seed's schedules."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from services.prefect_server import PrefectServer
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+EXPECTED = {
+    "scrape-idealista": "0 3 * * *",
+    "scrape-g2": "0 4 * * 1",
+    "scrape-hermes": "0 4 * * 2",
+    "scrape-trustpilot": "0 4 * * 3",
+    "scrape-booking_com": None,
+    "scrape-facebook_marketplace": None,
+    "scrape-demo": None,
+    "check-site-versions": "30 2 * * *",
+    "daily-health-check": "0 9 * * *",
+}
+
+
+def api(server: PrefectServer, path: str, body: dict[str, object] | None = None) -> object:
+    request = urllib.request.Request(
+        f"{server.url}{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Content-Type": "application/json"},
+        method="POST" if body is not None else "GET",
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def test_deployments_pool_and_schedules(prefect_server: PrefectServer) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(prefect_server.client_environment())
+    for _ in range(2):  # idempotent: registering twice changes nothing
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestration.register_flows", "--local-workers", "2"],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    pool = api(prefect_server, "/work_pools/scraping")
+    assert isinstance(pool, dict)
+    assert pool["type"] == "process" and pool["concurrency_limit"] == 1
+
+    deployments = api(prefect_server, "/deployments/filter", {})
+    assert isinstance(deployments, list)
+    by_name = {d["name"]: d for d in deployments}
+    assert set(by_name) == set(EXPECTED)
+    for name, cron in EXPECTED.items():
+        deployment = by_name[name]
+        assert deployment["work_pool_name"] == "scraping"
+        crons = [s["schedule"].get("cron") for s in deployment["schedules"]]
+        assert crons == ([cron] if cron else []), name
+        if name.startswith("scrape-"):
+            assert deployment["parameters"]["site"] == name.removeprefix("scrape-")
+            assert deployment["parameters"]["local_workers"] == 2
+            assert deployment["global_concurrency_limit"]["limit"] == 1
+            assert deployment["concurrency_options"]["collision_strategy"] == "ENQUEUE"

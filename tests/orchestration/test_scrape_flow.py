@@ -1,0 +1,298 @@
+"""The scrape flow end to end: real Prefect server and worker, Redis, ES, demo site, Slack.
+
+Deployments are registered in local mode (each run launches its own `scrapy crawl`
+workers) except where a test needs compose semantics (always-on workers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from demo_site.catalog import build_catalog
+from services.demo_site import DemoSite
+from services.es_node import ElasticsearchNode
+from services.prefect_server import PrefectServer, PrefectWorker
+from services.redis_server import RedisServer
+from services.slack_receiver import SlackReceiver
+from tests.llm.openai_stub import OpenAIStub
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PRODUCTS = 1200  # the demo profile's gate samples pages of the default catalog
+FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def api(server: PrefectServer, path: str, body: dict[str, Any] | None = None) -> Any:
+    """Prefect's REST API; 502/503 (SQLite busy under load) are retried, as Prefect's own
+    client does."""
+    for attempt in range(6):
+        request = urllib.request.Request(
+            f"{server.url}{path}",
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Content-Type": "application/json"},
+            method="POST" if body is not None else "GET",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                raw = answer.read()
+            return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            if exc.code not in (502, 503) or attempt == 5:
+                raise
+            time.sleep(0.5 * 2**attempt)
+    return None
+
+
+class Stack:
+    """What the tests drive: the services, the worker and helpers over Prefect's API."""
+
+    def __init__(
+        self,
+        prefect: PrefectServer,
+        site: DemoSite,
+        redis_server: RedisServer,
+        es_node: ElasticsearchNode,
+        slack: SlackReceiver,
+        openai: OpenAIStub,
+    ) -> None:
+        self.prefect, self.site, self.redis = prefect, site, redis_server
+        self.es_node, self.slack, self.openai = es_node, slack, openai
+
+    def deployment_id(self, name: str) -> str:
+        deployments = api(self.prefect, "/deployments/filter", {})
+        return next(d["id"] for d in deployments if d["name"] == name)
+
+    def trigger(self, name: str, **parameters: Any) -> str:
+        run = api(
+            self.prefect,
+            f"/deployments/{self.deployment_id(name)}/create_flow_run",
+            {"parameters": parameters},
+        )
+        return str(run["id"])
+
+    def flow_run(self, run_id: str) -> dict[str, Any]:
+        return dict(api(self.prefect, f"/flow_runs/{run_id}"))
+
+    def wait(self, run_id: str, timeout: float = 300) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = self.flow_run(run_id)
+            if run["state"]["type"] in FINAL:
+                return run
+            time.sleep(1)
+        raise AssertionError(f"flow run {run_id} not finished after {timeout}s")
+
+    def task_states(self, run_id: str) -> dict[str, str]:
+        """Task name (without Prefect's ``-<n>`` suffix) -> latest state type."""
+        tasks = api(self.prefect, "/task_runs/filter", {"flow_runs": {"id": {"any_": [run_id]}}})
+        return {t["name"].rsplit("-", 1)[0]: t["state"]["type"] for t in tasks}
+
+    def artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        return list(
+            api(
+                self.prefect,
+                "/artifacts/filter",
+                {"artifacts": {"flow_run_id": {"any_": [run_id]}}},
+            )
+        )
+
+    def es(self) -> Elasticsearch:
+        return Elasticsearch(self.es_node.url, request_timeout=60)
+
+
+@pytest.fixture(scope="module")
+def stack(
+    tmp_path_factory: pytest.TempPathFactory,
+    prefect_server: PrefectServer,
+    redis_server: RedisServer,
+    es_node: ElasticsearchNode,
+) -> Iterator[Stack]:
+    run_dir = tmp_path_factory.mktemp("flow-stack")
+    # Other modules share the session's Redis and ES: start from a clean slate.
+    redis_server.client().flushdb()
+    Elasticsearch(es_node.url).indices.delete(
+        index="items-demo*,chunks-demo*,platform-jobs*", ignore_unavailable=True
+    )
+    openai = OpenAIStub(dims=16)
+    openai.start()
+    with (
+        DemoSite(run_dir=run_dir, products=PRODUCTS, name="flow-site") as site,
+        SlackReceiver(run_dir=run_dir) as slack,
+    ):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+        env.update(prefect_server.client_environment())
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestration.register_flows", "--local-workers", "2"],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        worker_env = {
+            "REDIS_URL": redis_server.url,
+            "ELASTICSEARCH_URL": es_node.url,
+            "DEMO_SITE_URL": site.url,
+            "SLACK_WEBHOOK_URL": slack.url,
+            "OPENAI_BASE_URL": openai.base_url,
+            "OPENAI_API_KEY": openai.api_key,
+            "EMBEDDING_MODEL": "stub-embedding",
+            "PLATFORM_RUN_DIR": str(run_dir),
+        }
+        with PrefectWorker(
+            prefect_server, pool="scraping", run_dir=run_dir, extra_env=worker_env, cwd=REPO_ROOT
+        ):
+            yield Stack(prefect_server, site, redis_server, es_node, slack, openai)
+    openai.stop()
+
+
+def job_id_of(run_id: str) -> str:
+    return f"demo-{run_id.replace('-', '')[:12]}"
+
+
+def slack_texts(stack: Stack) -> list[str]:
+    return [str(post.get("text", "")) for post in stack.slack.posts()]
+
+
+def product_fetches(stack: Stack) -> int:
+    return sum(1 for e in stack.site.access_log() if e["path"].startswith("/product/"))
+
+
+def test_triggered_deployment_runs_end_to_end(stack: Stack) -> None:
+    run_id = stack.trigger("scrape-demo")
+    run = stack.wait(run_id)
+    assert run["state"]["type"] == "COMPLETED", run["state"]
+    job_id = job_id_of(run_id)
+    es = stack.es()
+    es.indices.refresh(index="items-demo,chunks-demo")
+    assert es.count(index="items-demo")["count"] == PRODUCTS
+    products = es.search(
+        index="chunks-demo",
+        size=0,
+        aggs={"items": {"cardinality": {"field": "item_key"}}},
+    )["aggregations"]["items"]["value"]
+    assert products == PRODUCTS
+    job = es.get(index="jobs", id=f"demo:{job_id}")["_source"]
+    assert job["status"] == "completed" and job["items_scraped"] == PRODUCTS
+    assert job["items_new"] == PRODUCTS
+    keys = {artifact["key"] for artifact in stack.artifacts(run_id)}
+    assert {"scrape-demo-report", "scrape-demo-stats"} <= keys
+    summary = [text for text in slack_texts(stack) if job_id in text and "completed" in text]
+    assert summary, slack_texts(stack)
+    assert f"items scraped: *{PRODUCTS}* (new {PRODUCTS}, changed 0, unchanged 0)" in summary[-1]
+    assert "block rate: 0.0%" in summary[-1]
+
+
+def test_two_runs_at_once_never_overlap(stack: Stack) -> None:
+    es = stack.es()
+    first, second = stack.trigger("scrape-demo"), stack.trigger("scrape-demo")
+    overlaps = 0
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        states = [stack.flow_run(run)["state"]["type"] for run in (first, second)]
+        overlaps += states == ["RUNNING", "RUNNING"]
+        if all(state in FINAL for state in states):
+            break
+        time.sleep(0.5)
+    assert overlaps == 0
+    assert [stack.flow_run(run)["state"]["type"] for run in (first, second)] == [
+        "COMPLETED",
+        "COMPLETED",
+    ]
+    es.indices.refresh(index="items-demo")
+    assert es.count(index="items-demo")["count"] == PRODUCTS  # deterministic ids: no dupes
+
+
+def test_gate_failure_skips_the_scrape_fail_closed(stack: Stack) -> None:
+    es = stack.es()
+    es.indices.refresh(index="items-demo,jobs")
+    before = (es.count(index="items-demo")["count"], es.count(index="jobs")["count"])
+    stack.site.control(layout="v2")
+    try:
+        run_id = stack.trigger("scrape-demo")
+        run = stack.wait(run_id)
+    finally:
+        stack.site.control(layout="v1")
+    assert run["state"]["type"] == "FAILED" and run["state"]["name"] == "FailedClosed"
+    job_id = job_id_of(run_id)
+    server = stack.redis.client()
+    assert server.llen("demo:start_urls") == 0 and server.zcard("demo:requests") == 0
+    assert not server.exists(f"demo:job:{job_id}:stats")
+    es.indices.refresh(index="items-demo,jobs")
+    assert (es.count(index="items-demo")["count"], es.count(index="jobs")["count"]) == before
+    assert "producer" not in stack.task_states(run_id)
+    assert any("skipped (fail-closed)" in text for text in slack_texts(stack))
+
+
+def test_preflight_fails_fast_when_workers_were_killed(stack: Stack, tmp_path: Path) -> None:
+    env = {**os.environ, "REDIS_URL": stack.redis.url, "ELASTICSEARCH_URL": stack.es_node.url}
+    settings = ["-s", "FRONTIER_HEARTBEAT_TTL=2", "-s", f"LOG_FILE={tmp_path / 'w.log'}"]
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", "always_on=true", *settings],
+        cwd=REPO_ROOT,
+        env=env,
+    )
+    server = stack.redis.client()
+    deadline = time.monotonic() + 60
+    while not server.smembers("demo:workers") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    worker.kill()  # the always-on worker dies before the scheduled run
+    worker.wait()
+    time.sleep(3)  # its heartbeat expires
+    started = time.monotonic()
+    run_id = stack.trigger("scrape-demo", local_workers=0)
+    run = stack.wait(run_id, timeout=120)
+    assert run["state"]["type"] == "FAILED"
+    assert time.monotonic() - started < 90
+    assert "no live consumers for demo:start_urls, demo:requests" in run["state"]["message"]
+    assert any("failed at step *preflight*" in text for text in slack_texts(stack))
+
+
+def test_llm_failure_is_retried_without_recrawling(stack: Stack) -> None:
+    # A new revision of the shop: changed and new products give the LLM step work to do
+    # (unchanged items are never re-embedded, so it would not call the backend at all).
+    stack.site.control(revision=1)
+    stack.openai.fail_next(500, times=100_000)
+    run_id = stack.trigger("scrape-demo")
+    run = stack.wait(run_id, timeout=600)
+    assert run["state"]["type"] == "FAILED", run["state"]
+    assert stack.task_states(run_id)["llm-process"] == "FAILED"
+    assert any("failed at step *llm-process*" in text for text in slack_texts(stack))
+    fetched = product_fetches(stack)
+
+    stack.openai.reset()
+    api(
+        stack.prefect,
+        f"/flow_runs/{run_id}/set_state",
+        {"state": {"type": "SCHEDULED", "name": "AwaitingRetry"}, "force": True},
+    )
+    run = stack.wait(run_id, timeout=600)
+    assert run["state"]["type"] == "COMPLETED", run["state"]
+    assert product_fetches(stack) == fetched  # nothing crawled again
+    es = stack.es()
+    es.indices.refresh(index="jobs")
+    job = es.get(index="jobs", id=f"demo:{job_id_of(run_id)}")["_source"]
+    assert job["status"] == "completed"
+    assert job["items_scraped"] == len(build_catalog().revised(1).products)
+    touched = job["items_new"] + job["items_changed"]
+    assert touched > 0
+    es.indices.refresh(index="chunks-demo")
+    chunked = es.search(
+        index="chunks-demo",
+        size=0,
+        query={"term": {"job_id": job_id_of(run_id)}},
+        aggs={"items": {"cardinality": {"field": "item_key"}}},
+    )["aggregations"]["items"]["value"]
+    assert chunked == touched  # the retried step embedded exactly the job's new/changed items
