@@ -47,6 +47,10 @@ class PlatformSettings(BaseSettings):
 
     slack_webhook_url: SecretStr | None = None
 
+    # A logged-in facebook.com session for the facebook_marketplace spider: a Cookie header
+    # ("c_user=...; xs=...") or JSON (a name -> value object, or a browser export list).
+    facebook_session_cookies: SecretStr | None = None
+
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
     embedding_model: str = "all-MiniLM-L6-v2"

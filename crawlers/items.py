@@ -154,8 +154,8 @@ class ReviewSubject:
     "review",
     id_field="review_id",
     required=("url", "subject", "rating"),
-    # Votes move daily without the review changing.
-    volatile=("helpful_count",),
+    # Votes and the subject's aggregate move daily without the review changing.
+    volatile=("helpful_count", "subject_rating", "subject_review_count"),
 )
 @dataclass
 class Review:
@@ -178,6 +178,10 @@ class Review:
     verified: bool | None = None
     reply: LongText | None = None  # the business's answer
     helpful_count: Count | None = None
+    # The subject's aggregate on the page (trustpilot's TrustScore, g2's star rating), on
+    # the review's scale; kept per review so a search hit carries it.
+    subject_rating: TenPoints | None = None
+    subject_review_count: Count | None = None
     job_id: Keyword | None = None
 
 

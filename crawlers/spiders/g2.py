@@ -1,0 +1,227 @@
+"""g2.com: the reviews of monitored software products, page by page.
+
+``scrapy crawl g2 -O reviews.jsonl [-a base_url=http://127.0.0.1:8013]``
+
+Start entries are product review pages (``/products/<slug>/reviews``). The page marks
+up the product as schema.org microdata (``SoftwareApplication`` / ``Product`` with
+``aggregateRating``) and every review as a nested ``Review`` (rating, author, date,
+title, body). G2's review body is a questionnaire ("What do you like best about X?",
+"What do you dislike ...?"): the answers become ``pros``, ``cons`` and ``body``. The
+microdata is read first; the review blocks' markup (``div#survey-response-<id>``,
+``.stars-N``, ``time``) fills what it lacks. Pagination: ``a.pagination__named-link``
+("Next"), up to ``MAX_LISTING_PAGES``.
+
+G2 is behind DataDome (real pages load its ``tags.js``, which is not a block); its
+CAPTCHA answer is classified by the fetch middleware and retried through another proxy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import scrapy
+from parsel import Selector
+from scrapy.http import Response, TextResponse
+
+from crawlers.items import Review, ReviewSubject
+from crawlers.spiders.common import (
+    ProductionSpider,
+    css_text,
+    first,
+    long_text,
+    microdata_item,
+    microdata_items,
+    text,
+    to_float,
+    to_int,
+)
+
+REVIEW_FIELDS = ("author", "rating", "title", "published_at", "pros", "cons")
+_BLOCK_ID = re.compile(r"survey-response-(\d+)")
+_LINK_ID = re.compile(r"-review-(\d+)")
+_STARS = re.compile(r"\bstars-(\d+)\b")
+_PRODUCT_SLUG = re.compile(r"/products/([^/?#]+)")
+_BOILERPLATE = "Review collected by and hosted on G2.com."
+_VERIFIED_TAGS = ("validated reviewer", "verified current user")
+# Microdata review blocks, and blocks that lost their microdata (the markup fallback).
+_REVIEW_BLOCKS = (
+    '//*[@itemprop="review"][@itemscope]'
+    ' | //div[starts-with(@id, "survey-response-")][not(@itemscope)]'
+)
+_SECTIONS = './/div[div[contains(@class, "l5")] and .//p[contains(@class, "formatted-text")]]'
+# An answer's text without G2's "Review collected by and hosted on G2.com." stamp.
+_ANSWER_TEXT = (
+    './/p[contains(@class, "formatted-text")]'
+    '//text()[not(ancestor::span[contains(@class, "spht")])]'
+)
+
+
+@dataclass
+class ProductPage:
+    subject: ReviewSubject | None
+    rating: float | None = None
+    review_count: int | None = None
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    next_url: str | None = None
+
+
+class G2Spider(ProductionSpider):
+    name = "g2"
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Review | scrapy.Request]:
+        """A product reviews page: its reviews, then the next page."""
+        if not isinstance(response, TextResponse):
+            self.fail(response, "product_reviews", "not a text response")
+            return
+        page = extract_product_page(response)
+        if page.subject is None:
+            self.fail(response, "product_reviews", "no product on the page")
+            return
+        if not page.reviews:
+            self.logger.warning("%s: a product page without reviews", response.url)
+            self.count("pages_without_reviews")
+        for fields in page.reviews:
+            self.note_missing(response.url, fields, REVIEW_FIELDS)
+            self.count("reviews")
+            yield Review(
+                **fields,
+                subject=page.subject,
+                subject_rating=page.rating,
+                subject_review_count=page.review_count,
+            )
+        number = int(response.meta.get("listing_page", 1))
+        if page.next_url and number < self.max_pages:
+            yield response.follow(
+                page.next_url,
+                callback=self.parse,
+                errback=self.on_error,
+                meta={"listing_page": number + 1},
+            )
+
+
+# -- extraction (pure functions: tests feed them saved pages) ------------------------------
+
+
+def extract_product_page(response: TextResponse) -> ProductPage:
+    products = microdata_items(response, "SoftwareApplication") or microdata_items(
+        response, "Product"
+    )
+    product = products[0] if products else {}
+    rating = first(product.get("aggregateRating"))
+    rating = rating if isinstance(rating, dict) else {}
+    name = text(first(product.get("name"))) or css_text(
+        response, ".product-head__title [itemprop=name] ::text"
+    )
+    slug_match = _PRODUCT_SLUG.search(urlparse(response.url).path)
+    crumbs = [
+        text(t) for t in response.css('[itemtype$="BreadcrumbList"] [itemprop=name]::text').getall()
+    ]
+    crumbs = [c for c in crumbs if c]
+    subject = None
+    if name:
+        slug = slug_match.group(1) if slug_match else None
+        subject = ReviewSubject(
+            kind="product",
+            name=name,
+            subject_id=slug,
+            url=response.urljoin(f"/products/{slug}/reviews") if slug else response.url,
+            # The breadcrumb's category (Home > Software > <category> > product).
+            category=crumbs[2]
+            if len(crumbs) > 3
+            else text(first(product.get("applicationCategory"))),
+        )
+    language = text(response.xpath("/html/@lang").get())
+    reviews = [
+        fields
+        for element in response.xpath(_REVIEW_BLOCKS)
+        if (fields := _review(element, response, language))
+    ]
+    return ProductPage(
+        subject=subject,
+        rating=to_float(first(rating.get("ratingValue"))),
+        review_count=to_int(first(rating.get("reviewCount"))),
+        reviews=reviews,
+        next_url=_next_url(response),
+    )
+
+
+def _review(element: Selector, response: TextResponse, language: str | None) -> dict[str, Any]:
+    root = element.root
+    item = microdata_item(root) if "itemscope" in root.attrib else {}
+    block_id = _BLOCK_ID.search(root.get("id") or "")
+    link = element.css('a.pjax[href*="-review-"]::attr(href)').get()
+    link_id = _LINK_ID.search(link or "")
+    review_id = (block_id or link_id).group(1) if (block_id or link_id) else None
+    if not review_id:
+        return {}
+    rating = first(item.get("reviewRating"))
+    rating = rating if isinstance(rating, dict) else {}
+    author = first(item.get("author"))
+    author = author if isinstance(author, dict) else {}
+    stars = _STARS.search(" ".join(element.css(".stars::attr(class)").getall()))
+    sections = _sections(element)
+    questions = list(sections)
+    tags = " ".join(element.css(".tags--teal ::text").getall()).lower()
+    votes = element.css("[data-voting-options]::attr(data-voting-options)").get()
+    title = text(first(item.get("name"))) or css_text(element, "a.pjax .l2 ::text")
+    return {
+        "url": response.urljoin(link) if link else f"{response.url}#survey-response-{review_id}",
+        "review_id": review_id,
+        "author": text(first(author.get("name")))
+        or css_text(element, "a.link--header-color::text"),
+        "rating": to_float(first(rating.get("ratingValue")))
+        if rating
+        else (int(stars.group(1)) / 2 if stars else None),  # stars-9 = 4.5 of 5
+        "rating_scale": to_float(first(rating.get("bestRating"))) or 5.0,
+        "title": title.strip('"“”') if title else None,
+        "body": long_text("\n\n".join(f"{q}\n{a}" for q, a in sections.items()))
+        or long_text(_strip_boilerplate(text(first(item.get("reviewBody"))))),
+        "pros": sections.get(questions[0]) if questions else None,
+        "cons": sections.get(questions[1]) if len(questions) > 1 else None,
+        "language": language,
+        "published_at": text(first(item.get("datePublished")))
+        or text(element.css("time::attr(datetime)").get()),
+        "verified": any(tag in tags for tag in _VERIFIED_TAGS),
+        "helpful_count": _votes(votes),
+    }
+
+
+def _sections(element: Selector) -> dict[str, str]:
+    """The questionnaire: question -> answer, in page order."""
+    sections: dict[str, str] = {}
+    # A section: a question (.l5) and its answer (p.formatted-text), with or without the
+    # reviewBody microdata around them.
+    for section in element.xpath(_SECTIONS):
+        question = css_text(section, ".l5::text")
+        answer = text(" ".join(section.xpath(_ANSWER_TEXT).getall()))
+        if question and answer:
+            sections[question] = answer
+    return sections
+
+
+def _strip_boilerplate(value: str | None) -> str | None:
+    return text(value.replace(_BOILERPLATE, " ")) if value else None
+
+
+def _votes(raw: str | None) -> int | None:
+    if not raw:
+        return None
+    try:
+        return to_int(json.loads(raw).get("up"))
+    except (ValueError, AttributeError):
+        return None
+
+
+def _next_url(response: TextResponse) -> str | None:
+    for link in response.css("a.pagination__named-link"):
+        if "next" in " ".join(link.css("::text").getall()).lower():
+            href = link.attrib.get("href")
+            if href:
+                return response.urljoin(href)
+    href = response.css('link[rel="next"]::attr(href)').get()
+    return response.urljoin(href) if href else None

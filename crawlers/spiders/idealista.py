@@ -1,0 +1,332 @@
+"""idealista: property listings from search result pages and their detail pages.
+
+``scrapy crawl idealista -O listings.jsonl [-a base_url=http://127.0.0.1:8012]``
+
+Start entries are search result pages (the profile's ``start_paths``: an operation, a
+property kind and an area, e.g. ``/en/venta-viviendas/madrid/barrio-de-salamanca/``).
+Each result card links a detail page (``/inmueble/<id>/``, ``/imovel/<id>/`` on .pt);
+the card's own fields (price, rooms, size, title) travel with the request and fill what
+the detail page lacks. Pagination: ``.pagination li.next a`` up to ``MAX_LISTING_PAGES``.
+
+Detail pages carry their data in inline scripts, not JSON-LD: ``var config`` (property
+id, operation, typology), ``var adDetail.headerFeatures`` (price, area, rooms, floor),
+``var adMultimediasInfo`` (photos) and ``var mapConfig`` (coordinates, often hidden).
+The visible markup (``.info-data-price``, ``.info-features``, ``.details-property_features``,
+``#headerMap``, ``.professional-name``, ``.comment``) is the fallback, field by field.
+
+idealista is behind DataDome: a plain client gets its CAPTCHA page (``captcha-delivery.com``),
+which the fetch middleware classifies and retries through another proxy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlparse
+
+import scrapy
+from scrapy.http import Response, TextResponse
+
+from crawlers.items import GeoPoint, PropertyListing
+from crawlers.spiders.common import (
+    ProductionSpider,
+    css_text,
+    long_text,
+    text,
+    to_float,
+    to_int,
+    unique,
+)
+
+LISTING_FIELDS = ("price", "area_m2", "rooms", "address", "city", "description")
+_ID_IN_PATH = re.compile(r"/(?:inmueble|imovel|immobile)/(\d+)")
+_CONFIG = {
+    "listing_id": re.compile(r"\bpropertyId:\s*'?(\d+)"),
+    "operation": re.compile(r"\boperation:\s*'(\w+)'"),
+    "typology": re.compile(r"\btypology:\s*'(\w+)'"),
+    "latitude": re.compile(r"\blatitude:\s*'(-?[\d.]+)'"),
+    "longitude": re.compile(r"\blongitude:\s*'(-?[\d.]+)'"),
+}
+_IMAGE = re.compile(r"""["']?imageDataService["']?\s*:\s*"(https?:[^"]+)\"""")
+_FEATURES = re.compile(r"\bheaderFeatures:\s*")
+# Country of each idealista domain (listings carry no country field).
+_COUNTRY = {"com": "ES", "pt": "PT", "it": "IT"}
+_RENT_WORDS = ("for rent", "alquiler", "arrendar", "affitto", "to let")
+_SALE_WORDS = ("for sale", "venta", "à venda", "venda", "vendita")
+# Feature lines -> keywords (English, Spanish, Portuguese, Italian UIs).
+_FEATURE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("lift", ("with lift", "con ascensor", "com elevador", "ascensore", "lift")),
+    ("terrace", ("terrace", "terraza", "terraço", "terrazzo")),
+    ("balcony", ("balcony", "balcón", "varanda", "balcone")),
+    ("air_conditioning", ("air conditioning", "aire acondicionado", "ar condicionado")),
+    ("swimming_pool", ("swimming pool", "piscina")),
+    ("garden", ("garden", "jardín", "jardim", "giardino")),
+    ("parking", ("parking", "garaje", "garagem", "garage", "box auto")),
+    ("storage_room", ("storage room", "trastero", "arrecadação", "cantina")),
+    ("fitted_wardrobes", ("fitted wardrobes", "armarios empotrados", "roupeiros")),
+    ("heating", ("heating", "calefacción", "aquecimento", "riscaldamento")),
+    ("furnished", ("furnished", "amueblado", "mobilado", "arredato")),
+    ("new_development", ("new development", "obra nueva", "empreendimento")),
+)
+
+
+class IdealistaSpider(ProductionSpider):
+    name = "idealista"
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
+        """A search result page: every listing's detail page, then the next page."""
+        if not isinstance(response, TextResponse):
+            self.fail(response, "search", "not a text response")
+            return
+        cards = extract_search_cards(response)
+        if not cards:
+            self.fail(response, "search", "no listing cards")
+        for card in cards:
+            yield response.follow(
+                card["url"],
+                callback=self.parse_listing,
+                errback=self.on_error,
+                cb_kwargs={"card": card},
+            )
+        number = int(response.meta.get("listing_page", 1))
+        next_url = next_page_url(response)
+        if next_url and number < self.max_pages:
+            yield response.follow(
+                next_url,
+                callback=self.parse,
+                errback=self.on_error,
+                meta={"listing_page": number + 1},
+            )
+
+    def parse_listing(
+        self, response: Response, card: dict[str, Any] | None = None
+    ) -> Iterator[PropertyListing]:
+        if not isinstance(response, TextResponse):
+            self.fail(response, "detail", "not a text response")
+            return
+        fields = extract_listing(response, self.settings.get("SITE_COUNTRY"))
+        if fields["price"] is None and fields["title"] is None:
+            self.fail(response, "detail", "no listing data on the page")
+            return
+        for name, value in (card or {}).items():
+            if fields.get(name) in (None, "", []) and name in fields:
+                fields[name] = value  # the search card knew it
+        self.note_missing(response.url, fields, LISTING_FIELDS)
+        self.count("listings")
+        yield PropertyListing(**fields)
+
+
+# -- extraction (pure functions: tests feed them saved pages) ------------------------------
+
+
+def extract_search_cards(response: TextResponse) -> list[dict[str, Any]]:
+    """One dict per result card: its detail URL, id and what the card shows."""
+    cards = []
+    for article in response.css("article.item"):
+        href = article.css("a.item-link::attr(href)").get()
+        if not href:
+            continue  # advertising slots share the article markup
+        url = response.urljoin(href)
+        match = _ID_IN_PATH.search(urlparse(url).path)
+        listing_id = article.attrib.get("data-element-id") or (match.group(1) if match else None)
+        price_text = css_text(article, ".item-price ::text")
+        details = [text(t) for t in article.css(".item-detail::text").getall()]
+        title = text(article.css("a.item-link::attr(title)").get()) or css_text(
+            article, "a.item-link::text"
+        )
+        cards.append(
+            {
+                "url": url,
+                "listing_id": listing_id,
+                "title": title,
+                "price": to_float(price_text),
+                "currency": "EUR" if price_text and "€" in price_text else None,
+                "area_m2": _area(details),
+                "rooms": _rooms(details),
+                "description": long_text(css_text(article, ".item-description ::text")),
+                "agency": text(article.css(".logo-branding a::attr(title)").get()),
+            }
+        )
+    return cards
+
+
+def next_page_url(response: TextResponse) -> str | None:
+    href = response.css(".pagination li.next a::attr(href)").get()
+    href = href or response.css('link[rel="next"]::attr(href)').get()
+    return response.urljoin(href) if href else None
+
+
+def extract_listing(response: TextResponse, default_country: str | None = None) -> dict[str, Any]:
+    """A detail page's fields: inline scripts first, then the visible markup.
+
+    The country comes from the domain (idealista.com is Spain); ``default_country``
+    answers for a host that says nothing (a replay on loopback).
+    """
+    scripts = "\n".join(response.xpath("//script[not(@src)]/text()").getall())
+    config = {name: _match(pattern, scripts) for name, pattern in _CONFIG.items()}
+    header = _header_features(scripts)
+    title = css_text(response, ".main-info__title-main::text") or _script_title(scripts)
+    minor = css_text(response, ".main-info__title-minor::text")
+    places = [text(t) for t in response.css("#headerMap li::text").getall()]
+    places = [p for p in places if p]
+    price_text = header.get("PRICE") or css_text(response, ".info-data-price ::text")
+    info = [text(t) for t in response.css(".info-features span::text").getall()]
+    lines = [text(t) for t in response.css(".details-property_features li ::text").getall()]
+    lines = [line for line in lines if line]
+    listing_id = config["listing_id"] or _id_from(response)
+    host = urlparse(response.url).hostname or ""
+    latitude, longitude = to_float(config["latitude"]), to_float(config["longitude"])
+    fields: dict[str, Any] = {
+        "url": _canonical(response, listing_id),
+        "listing_id": listing_id,
+        "title": title,
+        "operation": _operation(config["operation"], title),
+        "property_type": _property_type(config["typology"], title),
+        "price": to_float(price_text),
+        "currency": "EUR" if price_text else None,
+        "price_per_m2": to_float(
+            css_text(response, ".squaredmeterprice .flex-feature-details::text")
+        ),
+        "area_m2": to_float(header.get("CONSTRUCTED_AREA")) or _area(info + lines),
+        "rooms": to_int(header.get("ROOM_NUMBER")) if "ROOM_NUMBER" in header else _rooms(info),
+        "bathrooms": _bathrooms(lines),
+        "floor": header.get("FLOOR_NUMBER") or _floor(info),
+        "address": places[0] if places else _street(title),
+        "neighbourhood": minor.split(",")[0].strip() if minor else None,
+        "city": minor.split(",")[-1].strip() if minor and "," in minor else None,
+        "region": places[-1].split(",")[-1].strip() if len(places) > 1 else None,
+        "country": next(
+            (c for tld, c in _COUNTRY.items() if host.endswith(f"idealista.{tld}")),
+            default_country,
+        ),
+        "location": GeoPoint(lat=latitude, lon=longitude)
+        if latitude is not None and longitude is not None
+        else None,
+        "description": long_text("\n".join(response.css(".comment p ::text").getall())),
+        "features": _features(lines) or None,
+        "images": unique(_IMAGE.findall(scripts))
+        or unique(
+            response.urljoin(u) for u in response.css("#main-multimedia img::attr(src)").getall()
+        )
+        or None,
+        "agency": text(response.css('input[name="user-name"]::attr(value)').get())
+        or css_text(response, ".professional-name span::text")
+        or css_text(response, ".advertiser-name::text"),
+    }
+    return fields
+
+
+def _match(pattern: re.Pattern[str], source: str) -> str | None:
+    found = pattern.search(source)
+    return found.group(1) if found else None
+
+
+def _header_features(scripts: str) -> dict[str, str]:
+    """``adDetail.headerFeatures``: a JSON array inside the script, by feature name."""
+    found = _FEATURES.search(scripts)
+    if not found:
+        return {}
+    try:
+        entries, _ = json.JSONDecoder().raw_decode(scripts, found.end())
+    except ValueError:
+        return {}
+    features = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("featureName") and entry.get("text"):
+            features[str(entry["featureName"])] = str(entry["text"])
+    return features
+
+
+def _script_title(scripts: str) -> str | None:
+    found = re.search(r"\bheaderTitle:\s*'((?:[^'\\]|\\.)*)'", scripts)
+    return text(found.group(1).replace("\\'", "'")) if found else None
+
+
+def _id_from(response: TextResponse) -> str | None:
+    for url in (response.url, response.css('link[rel="canonical"]::attr(href)').get() or ""):
+        match = _ID_IN_PATH.search(urlparse(url).path)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _canonical(response: TextResponse, listing_id: str | None) -> str:
+    canonical = response.css('link[rel="canonical"]::attr(href)').get()
+    return response.urljoin(canonical) if canonical else response.url
+
+
+def _operation(value: str | None, title: str | None) -> str | None:
+    if value in ("sale", "rent"):
+        return value
+    lowered = (title or "").lower()
+    if any(word in lowered for word in _RENT_WORDS):
+        return "rent"
+    if any(word in lowered for word in _SALE_WORDS):
+        return "sale"
+    return None
+
+
+def _property_type(typology: str | None, title: str | None) -> str | None:
+    # typology is coarse ("home" covers flats, duplexes, houses): the title's first word
+    # names the kind ("Duplex for sale in ...", "Apartamento t3 à venda ...").
+    kind = (title or "").split(" ")[0].lower() if title else None
+    if typology and typology != "home":
+        return typology
+    return kind or typology
+
+
+def _street(title: str | None) -> str | None:
+    for marker in (" in ", " en ", " na ", " no ", " in via "):
+        if title and marker in title:
+            return title.rsplit(marker, 1)[1].strip()
+    return None
+
+
+def _area(values: list[str | None]) -> float | None:
+    for value in values:
+        if value and "m²" in value:
+            return to_float(value)
+    return None
+
+
+def _rooms(values: list[str | None]) -> int | None:
+    for value in values:
+        if not value:
+            continue
+        lowered = value.lower()
+        if re.fullmatch(r"t\d+", lowered):  # Portugal: T3 = three bedrooms
+            return int(lowered[1:])
+        if any(w in lowered for w in ("bed", "hab", "quarto", "locali", "room")):
+            return to_int(value)
+    return None
+
+
+def _bathrooms(lines: list[str]) -> int | None:
+    for line in lines:
+        lowered = line.lower()
+        if any(
+            w in lowered for w in ("bathroom", "baño", "casa de banho", "casas de banho", "bagn")
+        ):
+            return to_int(line)
+    return None
+
+
+def _floor(values: list[str | None]) -> str | None:
+    for value in values:
+        if value and any(w in value.lower() for w in ("floor", "planta", "andar", "piano")):
+            return value.split(" exterior")[0].split(" interior")[0].split(" com ")[0].strip()
+    return None
+
+
+def _features(lines: list[str]) -> list[str]:
+    found = []
+    for line in lines:
+        lowered = line.lower()
+        if lowered.startswith(("without", "sin ", "sem ", "senza")):
+            continue
+        for keyword, words in _FEATURE_WORDS:
+            if any(word in lowered for word in words) and keyword not in found:
+                found.append(keyword)
+    return found

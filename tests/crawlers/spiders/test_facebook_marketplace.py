@@ -1,0 +1,195 @@
+"""facebook_marketplace: Relay data of the saved logged-in pages, the session secret,
+the login wall, and a replay crawl that pages through the GraphQL endpoint."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scrapy.exceptions import CloseSpider
+from scrapy.utils.test import get_crawler
+
+from core.config import get_settings
+from crawlers.items import GeoPoint
+from crawlers.spiders.facebook_marketplace import (
+    FacebookMarketplaceSpider,
+    FacebookSessionMissing,
+    extract_item,
+    extract_search,
+    pagination_query,
+    parse_session_cookies,
+    session_cookies,
+)
+from services.replay_site import ReplaySite
+from tests.sites.support import REPO_ROOT, crawl, fixture, real_page, response, verdict
+
+SITE = "facebook_marketplace"
+HOST = "https://www.facebook.com"
+SESSION = "c_user=100000000000001; xs=replay-test-session"
+
+
+@pytest.fixture
+def session(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("FACEBOOK_SESSION_COOKIES", SESSION)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_real_item_page_from_its_relay_data() -> None:
+    url = f"{HOST}/marketplace/item/977215177594648/"
+    item = extract_item(response(real_page("facebook_marketplace/item_regular.html"), url))
+    expected = {
+        "listing_id": "977215177594648",
+        "title": "Smoke Detector",
+        "price": 10.0,
+        "currency": "USD",
+        "condition": "new",
+        "location_name": "MS",
+        "location": GeoPoint(lat=34.076843261719, lon=-88.445434570312),
+        "seller_id": "61556688665315",
+        "seller_name": "Austin Ewing",
+        "description": "New in box 10$",
+        "listed_at": "2025-01-10T03:11:29+00:00",
+        "is_sold": False,
+    }
+    assert {k: item[k] for k in expected} == expected
+    assert item["images"][0].startswith("https://scontent-hou1-1.xx.fbcdn.net/")
+
+
+def test_real_search_page_listings_and_continuation() -> None:
+    url = f"{HOST}/marketplace/houston/search?query=dji%20drone"
+    page = response(real_page("facebook_marketplace/search.html"), url)
+    listings, page_info = extract_search(page)
+    assert len(listings) == 14
+    first = listings[0]
+    expected = {
+        "url": f"{HOST}/marketplace/item/628088039705732/",
+        "listing_id": "628088039705732",
+        "title": "DJI Mavic Mini",
+        "price": 200.0,
+        "location_name": "Houston, TX",
+        "seller_id": "100001490007767",
+        "seller_name": "Jose Sanchez",
+        "is_sold": False,
+    }
+    assert {k: first[k] for k in expected} == expected
+    assert page_info["has_next_page"] is True and page_info["end_cursor"]
+    query = pagination_query(page)
+    assert query is not None
+    assert query["doc_id"] == "6978471575593570"
+    assert query["fb_dtsg"]  # the session's token, needed by the POST
+    assert "buyLocation" in query["variables"]
+
+
+# -- the session secret ----------------------------------------------------------------------------
+
+
+def test_session_cookie_formats() -> None:
+    expected = {"c_user": "1", "xs": "2"}
+    assert parse_session_cookies("c_user=1; xs=2") == expected
+    assert parse_session_cookies('{"c_user": "1", "xs": "2"}') == expected
+    exported = (
+        '[{"name": "c_user", "value": "1", "domain": ".facebook.com"},'
+        ' {"name": "xs", "value": "2"}]'
+    )
+    assert parse_session_cookies(exported) == expected
+
+
+def test_a_missing_or_incomplete_session_is_refused_clearly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("FACEBOOK_SESSION_COOKIES", raising=False)
+    get_settings.cache_clear()
+    with pytest.raises(FacebookSessionMissing, match="set FACEBOOK_SESSION_COOKIES"):
+        session_cookies()
+    monkeypatch.setenv("FACEBOOK_SESSION_COOKIES", "c_user=1; datr=secret-value")
+    get_settings.cache_clear()
+    with pytest.raises(FacebookSessionMissing, match=r"lacks the session cookie\(s\) xs") as info:
+        session_cookies()
+    assert "secret-value" not in str(info.value)
+    get_settings.cache_clear()
+
+
+def test_the_crawl_fails_at_start_without_a_session(replay: ReplaySite) -> None:
+    replay.clear_log()
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "FACEBOOK_SESSION_COOKIES")
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", SITE, "-a", f"base_url={replay.url}"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "FacebookSessionMissing" in result.stderr
+    assert "set FACEBOOK_SESSION_COOKIES" in result.stderr
+    assert replay.access_log() == []  # nothing was fetched
+
+
+def test_requests_carry_the_session_and_a_login_page_stops_the_crawl(session: None) -> None:
+    crawler = get_crawler(FacebookMarketplaceSpider)
+    spider = FacebookMarketplaceSpider.from_crawler(crawler, base_url=HOST)
+    assert isinstance(spider, FacebookMarketplaceSpider)
+    (entry,) = spider.start_entries()
+    request = spider.make_request_from_entry(entry)
+    assert request.cookies == {"c_user": "100000000000001", "xs": "replay-test-session"}
+    login = response(fixture(SITE, "blocked/login.html"), f"{HOST}/marketplace/houston/search/")
+    with pytest.raises(CloseSpider) as info:
+        list(spider.parse(login))
+    assert info.value.reason == "facebook_session_rejected"
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("facebook_marketplace/session_rejected") == 1
+
+
+def test_login_wall_and_rate_limit_pages_are_blocks_and_real_pages_are_not() -> None:
+    login = verdict(SITE, fixture(SITE, "blocked/login.html").read_bytes())
+    assert (login.kind, login.reason) == ("blocked", "facebook login wall in <title>")
+    limited = verdict(SITE, fixture(SITE, "blocked/temporarily-blocked.html").read_bytes())
+    assert (limited.kind, limited.reason) == ("blocked", "facebook temporarily blocked")
+    for name in ("item_regular.html", "search.html"):
+        assert verdict(SITE, real_page(f"facebook_marketplace/{name}").read_bytes()).ok, name
+    for page in sorted(fixture(SITE, "fixtures").glob("*/*.html")):
+        assert verdict(SITE, page.read_bytes()).ok, page.name
+
+
+# -- the replay crawl ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplaySite]:
+    with ReplaySite(SITE, run_dir=tmp_path_factory.mktemp("replay")) as site:
+        yield site
+
+
+def test_crawl_of_the_replay_pages_through_graphql(replay: ReplaySite, tmp_path: Path) -> None:
+    replay.clear_log()
+    result = crawl(SITE, replay, tmp_path)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.errors() == []
+    assert SESSION.split("xs=")[1] not in result.log  # the secret never reaches the log
+    by_id = {item["listing_id"]: item for item in result.items}
+    assert sorted(by_id) == ["700000000000001", "700000000000002", "700000000000003"]
+    assert result.stat("validation/valid/marketplace_listing") == 3
+    from_page_two = by_id["700000000000003"]  # only in the GraphQL continuation
+    expected = {
+        "title": "Bike repair stand",
+        "price": 60.0,
+        "currency": "USD",
+        "condition": "new",
+        "seller_name": "Priya Shah",
+        "is_sold": True,
+        "url": f"{replay.url}/marketplace/item/700000000000003/",
+    }
+    assert {k: from_page_two[k] for k in expected} == expected
+    log = replay.access_log()
+    assert ("POST", "/api/graphql/") in [(e["method"], e["path"]) for e in log]
+    # Every page was served to the session (none got the login page).
+    assert [e for e in log if e.get("session") is False] == []

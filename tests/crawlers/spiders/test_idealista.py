@@ -1,0 +1,214 @@
+"""idealista: extraction from saved real pages and fixtures, block pages, a replay crawl."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from crawlers.spiders.idealista import (
+    IdealistaSpider,
+    extract_listing,
+    extract_search_cards,
+    next_page_url,
+)
+from fingerprints.gate import verify_site
+from services.replay_site import ReplaySite
+from tests.sites.support import (
+    crawl,
+    fixture,
+    fixture_response,
+    real_page,
+    real_response,
+    response,
+    verdict,
+)
+
+SITE = "idealista"
+COM = "https://www.idealista.com"
+PT = "https://www.idealista.pt"
+
+
+# -- saved real pages ---------------------------------------------------------------------------
+
+
+def test_real_detail_page_of_idealista_com() -> None:
+    url = f"{COM}/en/inmueble/106387165/"
+    fields = extract_listing(real_response("idealista/detail_es_2026.html", url))
+    expected = {
+        "url": url,
+        "listing_id": "106387165",
+        "title": "Duplex for sale in Calle de Alcalá",
+        "operation": "sale",
+        "property_type": "duplex",
+        "price": 3_600_000.0,
+        "currency": "EUR",
+        "price_per_m2": 13_187.0,
+        "area_m2": 273.0,
+        "rooms": 4,
+        "bathrooms": 5,
+        "floor": "5th floor",
+        "address": "Calle de Alcalá",
+        "neighbourhood": "Goya",
+        "city": "Madrid",
+        "region": "Madrid",
+        "country": "ES",
+        "location": None,  # the advertiser hid the exact address
+        "agency": "Walter Haus Salamanca",
+    }
+    assert {k: fields[k] for k in expected} == expected
+    assert {"terrace", "balcony", "lift", "air_conditioning"} <= set(fields["features"])
+    assert fields["description"].startswith("We present to you EXCLUSIVELY a unique property")
+    assert fields["images"][0].endswith("/c0/ac/cc/1382500227.jpg")
+
+
+def test_real_detail_page_of_idealista_pt() -> None:
+    url = f"{PT}/imovel/33492587/"
+    fields = extract_listing(real_response("idealista/detail_pt_2025.html", url))
+    got = {k: fields[k] for k in ("listing_id", "operation", "price", "area_m2", "rooms")}
+    assert got == {
+        "listing_id": "33492587",
+        "operation": "sale",
+        "price": 2_700_000.0,
+        "area_m2": 254.0,
+        "rooms": 3,  # "T3"
+    }
+    assert (fields["title"], fields["floor"], fields["country"]) == (
+        "Apartamento t3 à venda na Rua da Junqueira",
+        "1º andar",
+        "PT",
+    )
+
+
+def test_real_search_page_cards_and_next_page() -> None:
+    url = f"{PT}/comprar-casas/cascais/?ordem=precos-desc"
+    page = real_response("idealista/search_pt_2025.html", url)
+    cards = extract_search_cards(page)
+    assert len(cards) == 30
+    first = cards[0]
+    assert first["url"] == f"{PT}/imovel/34609275/"
+    assert (first["listing_id"], first["price"], first["area_m2"], first["rooms"]) == (
+        "34609275",
+        36_500_000.0,
+        2_500.0,
+        8,
+    )
+    assert first["agency"] == "Atlantic Houses Luxury Real Estate ®"
+    assert next_page_url(page) == f"{PT}/comprar-casas/cascais/pagina-2?ordem=precos-desc"
+
+
+def _without_scripts(body: bytes) -> bytes:
+    return re.sub(rb"<script(?![^>]*\bsrc=).*?</script>", b"", body, flags=re.S)
+
+
+@pytest.mark.parametrize(
+    ("path", "url"),
+    [
+        pytest.param("real", f"{COM}/en/inmueble/106387165/", id="real"),
+        pytest.param("fixture", f"{COM}/en/inmueble/98124560/", id="fixture"),
+    ],
+)
+def test_the_markup_alone_gives_the_same_core_fields(path: str, url: str) -> None:
+    source = (
+        real_page("idealista/detail_es_2026.html")
+        if path == "real"
+        else fixture(SITE, "fixtures/detail/inmueble-98124560.html")
+    )
+    full = extract_listing(response(source, url))
+    markup = extract_listing(response(source, url, _without_scripts(source.read_bytes())))
+    core = ("listing_id", "title", "operation", "price", "area_m2", "rooms", "floor", "city")
+    assert {k: markup[k] for k in core} == {k: full[k] for k in core}
+
+
+# -- fixtures and the spider ---------------------------------------------------------------------
+
+
+def test_search_fixture_links_details_and_the_next_page() -> None:
+    path = "/en/venta-viviendas/madrid/barrio-de-salamanca/"
+    page = fixture_response(SITE, "fixtures/search/venta-barrio-de-salamanca.html", COM + path)
+    assert [c["listing_id"] for c in extract_search_cards(page)] == ["98130077", "98124560"]
+    assert next_page_url(page) == f"{COM}{path}pagina-2.htm"
+    last = fixture_response(
+        SITE, "fixtures/search/venta-barrio-de-salamanca-pagina-2.html", f"{COM}{path}pagina-2.htm"
+    )
+    assert next_page_url(last) is None
+
+
+def test_a_detail_without_data_is_counted(caplog: pytest.LogCaptureFixture) -> None:
+    crawler = get_crawler(IdealistaSpider)
+    spider = IdealistaSpider.from_crawler(crawler, base_url=COM)
+    blank = response(Path("x.html"), f"{COM}/en/inmueble/1/", b"<html><body><p>?</p></body></html>")
+    assert list(spider.parse_listing(blank)) == []
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("idealista/detail_unparsed") == 1
+
+
+# -- block pages --------------------------------------------------------------------------------
+
+
+def test_datadome_and_idealista_block_pages_are_recognised() -> None:
+    real_block = real_page("idealista/datadome_block_page.html").read_bytes()
+    for status in (403, 200):
+        assert verdict(SITE, real_block, status).kind == "captcha"
+    ours = fixture(SITE, "blocked/datadome-captcha.html").read_bytes()
+    assert verdict(SITE, ours, 403).kind == "captcha"
+    own = verdict(SITE, fixture(SITE, "blocked/uso-indebido.html").read_bytes(), 200)
+    assert (own.kind, own.reason) == ("blocked", "idealista block page on a thin page")
+    for name in ("detail_es_2026.html", "detail_pt_2025.html", "search_pt_2025.html"):
+        # Real pages load DataDome's tags.js and carry login-form CAPTCHAs: still ok.
+        assert verdict(SITE, real_page(f"idealista/{name}").read_bytes()).ok, name
+    for page in sorted(fixture(SITE, "fixtures").glob("*/*.html")):
+        assert verdict(SITE, page.read_bytes()).ok, page.name
+
+
+# -- the replay: a crawl through the replay as proxy, and the gate on a block page ----------------
+
+
+@pytest.fixture(scope="module")
+def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplaySite]:
+    with ReplaySite(SITE, run_dir=tmp_path_factory.mktemp("replay")) as site:
+        yield site
+
+
+def test_crawl_of_the_replay_follows_pagination_to_every_detail(
+    replay: ReplaySite, tmp_path: Path
+) -> None:
+    replay.clear_log()
+    result = crawl(SITE, replay, tmp_path)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.errors() == []
+    by_id = {item["listing_id"]: item for item in result.items}
+    assert sorted(by_id) == ["98124560", "98130077", "98177312", "98201845"]
+    assert result.stat("validation/valid/property_listing") == 4
+    from_page_two = by_id["98177312"]  # linked from the second result page only
+    assert from_page_two["url"] == f"{replay.url}/en/inmueble/98177312/"
+    assert (from_page_two["price"], from_page_two["rooms"], from_page_two["country"]) == (
+        315_000.0,
+        0,
+        "ES",
+    )
+    rent = by_id["98201845"]
+    assert (rent["operation"], rent["price"], rent["location"]) == (
+        "rent",
+        1350.0,
+        {"lat": 39.4613, "lon": -0.3731},
+    )
+    log = replay.access_log()
+    assert log[0]["path"] == "/robots.txt"
+    assert "/en/venta-viviendas/madrid/barrio-de-salamanca/pagina-2.htm" in [e["path"] for e in log]
+    assert all(entry["proxied"] for entry in log)  # needs_proxies: every request via a proxy
+
+
+def test_the_gate_reports_a_datadome_answer_as_blocked(
+    replay: ReplaySite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in replay.crawl_environment().items():
+        monkeypatch.setenv(name, value)
+    sample = {"search": ["/blocked/datadome"], "detail": ["/en/inmueble/98124560/"]}
+    result = verify_site(SITE, base_url=replay.url, sample=sample, timeout=120)
+    assert (result.passed, result.status) == (False, "blocked"), result.summary()
+    assert "datadome challenge" in result.reason
+    assert result.changed_page_types == []
