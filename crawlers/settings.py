@@ -142,3 +142,51 @@ STORE_SPILL_DIR = None  # without Redis: spill files here (None: PLATFORM_RUN_DI
 # Write the job's document into the `jobs` index at spider close. None: only in local mode
 # (no frontier); with the frontier the flow writes it after the drain, for all workers.
 STORE_JOB_DOCUMENT_AT_CLOSE = None
+
+# --- Fetching: proxies, block pages, retries, rendering (crawlers/fetch, docs/fetching.md) ---
+DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's retry and redirect are replaced by subclasses: retries back off, change
+    # proxy and drop block pages; abandoned redirect loops are counted.
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "crawlers.fetch.retry.CountingRedirectMiddleware": 600,
+    # Responses pass high -> low: decompressed (590) -> ban verdict (588) -> proxy marked
+    # (587) -> counted, retried or dropped (585) -> meta refresh (580) -> callbacks.
+    "crawlers.fetch.proxies.BanDetection": 588,
+    "crawlers.fetch.proxies.RotatingProxies": 587,
+    "crawlers.fetch.retry.BlockRetryMiddleware": 585,
+    "crawlers.fetch.encoding.EncodingRepairMiddleware": 584,  # cp1252 labelled UTF-8
+    # Requests pass low -> high: proxy chosen (587) -> render flag (740) -> proxy auth (750).
+    "crawlers.fetch.rendering.RenderMiddleware": 740,
+}
+# Proxies (off without a list): PROXY_LIST / PROXY_LIST_FILE for every site, or a site's
+# own ROTATING_PROXY_LIST / ROTATING_PROXY_LIST_PATH in its profile's [settings].
+ROTATING_PROXY_LIST = _platform.proxies()
+ROTATING_PROXY_BAN_POLICY = "crawlers.fetch.proxies.BlockBanPolicy"  # core.blocks verdicts
+ROTATING_PROXY_BACKOFF_BASE = 300  # a banned proxy rests up to 5 min at first, doubling ...
+ROTATING_PROXY_BACKOFF_CAP = 3600  # ... up to an hour
+ROTATING_PROXY_CLOSE_SPIDER = False  # every proxy dead: check them all again, do not stop
+ROTATING_PROXY_LOGSTATS_INTERVAL = 60
+# Block pages (blocked/captcha/throttled) are retried this often, then dropped; network
+# errors and RETRY_HTTP_CODES get RETRY_TIMES. Each retry waits an exponential backoff with
+# jitter (base doubling per attempt, capped; at least a 429's Retry-After, capped).
+BLOCK_RETRY_TIMES = 3
+RETRY_BACKOFF_BASE = 0.5
+RETRY_BACKOFF_MAX = 30.0
+# Rendering: RENDER_MODE is the profile's `render` (never | always | per_request). The
+# handler starts Chromium only when a request is rendered, so it serves every site.
+RENDER_MODE = "never"
+DOWNLOAD_HANDLERS = {
+    "http": "crawlers.fetch.rendering.ResilientPlaywrightHandler",
+    "https": "crawlers.fetch.rendering.ResilientPlaywrightHandler",
+}
+RENDER_HARD_TIMEOUT = 90.0  # wall-clock seconds per browser request, everything included
+RENDER_RESTART_AFTER_TIMEOUTS = 3  # hard timeouts in a row that recycle a hung browser
+RENDER_ABORT_RESOURCE_TYPES = ["image", "font", "media"]  # [] in a profile keeps them
+# Pages stay open for the next request of their context (about 1.5x the pages/s); each
+# is closed after this many pages, which bounds the memory a long-lived page gathers.
+RENDER_REUSE_PAGES = True
+RENDER_PAGE_MAX_USES = 20
+# HTTP cache (debugging only: HTTPCACHE_ENABLED above stays off in production).
+HTTPCACHE_POLICY = "crawlers.fetch.cache.BlockAwareCachePolicy"  # never stores block pages
+HTTPCACHE_IGNORE_HTTP_CODES = [401, 403, 407, 429, 451, 500, 502, 503, 504]

@@ -75,7 +75,11 @@ class SiteSpider(RedisSpider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        settings.setdict(cls.load_profile().scrapy_settings(), priority="spider")
+        profile = cls.load_profile()
+        settings.setdict(profile.scrapy_settings(), priority="spider")
+        # The profile's render mode, for crawlers.fetch.rendering.RenderMiddleware;
+        # `-s RENDER_MODE=...` (command line priority) still wins, e.g. for debugging.
+        settings.set("RENDER_MODE", profile.render, priority="spider")
 
     def default_base_url(self) -> str:
         return self.profile.base_url
@@ -121,6 +125,8 @@ class SiteSpider(RedisSpider):
     def make_request_from_entry(self, entry: dict[str, Any]) -> Request:
         meta = dict(entry.get("meta") or {})
         meta.setdefault(JOB_META, entry.get("job_id") or self.job_id)
+        if "render" in entry:  # per_request rendering: the entry asks for a browser (or not)
+            meta.setdefault("render", bool(entry["render"]))
         errback = entry.get("errback")
         return Request(
             entry["url"],

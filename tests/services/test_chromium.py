@@ -31,6 +31,8 @@ RENDER_SPIDER = textwrap.dedent(
                 "https": "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler",
             },
             "ROBOTSTXT_OBEY": False,
+            # Plain dicts are not platform items: keep the validation pipeline out of it.
+            "ITEM_PIPELINES": {},
         }
 
         def __init__(self, url, *args, **kwargs):

@@ -1,0 +1,373 @@
+"""Rendered pages/s: one shared browser with contexts vs a browser per page; browser memory.
+
+    .venv/bin/python -m bench.rendering [--runs 3] [--pages 200] [--baseline-pages 15] \\
+        [--memory-pages 1000]
+
+Every page is a demo-shop product page whose reviews appear only after its script ran;
+both sides wait for them (``#reviews[data-loaded=true]``) and read the DOM.
+
+- **shared**: a Scrapy crawl through the platform's fetch stack (``RENDER_MODE=always``,
+  ``crawlers.fetch.rendering.ResilientPlaywrightHandler``): one Debian Chromium for the
+  whole crawl, pages spread over 4 contexts (PLAYWRIGHT_MAX_CONTEXTS x
+  PLAYWRIGHT_MAX_PAGES_PER_CONTEXT as configured), images/fonts/media aborted.
+- **per page**: seed 000's ``scrape_js_page`` pattern: for each URL start Playwright,
+  launch Chromium, open a page, go, read the content, close everything.
+
+Each side runs in a fresh subprocess; pages/s is pages over the wall time from the first
+page's start to the last page's end (process start-up excluded, browser launch
+included). The report gives the median of ``--runs`` runs per side, interleaved, and
+their ratio from this run.
+
+Memory: a shared crawl of ``--memory-pages`` pages, sampling every 0.25 s the resident
+memory of the whole process tree (Scrapy + Playwright's driver + every Chromium
+process): peak RSS, and its growth between the first and the last 100 pages (mean of the
+samples taken while those pages were rendered). RSS sums count pages shared between
+Chromium processes once per process; PSS (proportional) is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from core.config import REPO_ROOT, get_settings
+from services.demo_site import DemoSite
+
+REVIEWS_READY = (
+    "() => { const box = document.getElementById('reviews');"
+    " return !box || box.dataset.loaded === 'true'; }"
+)
+CONTEXTS = 4
+
+
+# -- the workers (run as subprocesses of the driver) ---------------------------------------
+
+
+def run_shared(urls: list[str], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Render ``urls`` with one Scrapy crawl through the platform's fetch stack."""
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.utils.project import get_project_settings
+    from scrapy_playwright.page import PageMethod
+
+    timings: dict[str, float] = {}
+    rendered: list[int] = []
+
+    class RenderBench(scrapy.Spider):
+        name = "render_bench"
+
+        async def start(self) -> AsyncIterator[scrapy.Request]:
+            timings["start"] = time.monotonic()
+            for index, url in enumerate(urls):
+                yield scrapy.Request(
+                    url,
+                    meta={
+                        "playwright_context": f"bench-{index % CONTEXTS}",
+                        "playwright_page_methods": [PageMethod("wait_for_function", REVIEWS_READY)],
+                    },
+                    dont_filter=True,
+                )
+
+        def parse(self, response: Any) -> Iterator[dict[str, Any]]:
+            rendered.append(len(response.css("#reviews .review")))
+            timings["end"] = time.monotonic()
+            return iter(())
+
+    settings = get_project_settings()
+    settings.setdict(
+        {
+            "RENDER_MODE": "always",
+            "ROBOTSTXT_OBEY": False,
+            "LOG_LEVEL": "WARNING",
+            "ITEM_PIPELINES": {},
+            "AUTOTHROTTLE_ENABLED": False,
+            "ROTATING_PROXY_LIST": [],
+            "CONCURRENT_REQUESTS": 16,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+            **(overrides or {}),
+        },
+        priority="cmdline",
+    )
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler(RenderBench)
+    process.crawl(crawler)
+    process.start()
+    stats = crawler.stats.get_stats() if crawler.stats else {}
+    return {
+        "pages": len(rendered),
+        "seconds": timings["end"] - timings["start"],
+        "failed": len(urls) - len(rendered),
+        "hard_timeouts": stats.get("render/hard_timeouts", 0),
+    }
+
+
+def run_per_page(urls: list[str], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Seed 000's scrape_js_page, once per URL: a Playwright and a browser per page."""
+    from playwright.sync_api import sync_playwright
+
+    executable = get_settings().chromium_executable()
+    options = {"executable_path": executable, "args": ["--no-sandbox", "--disable-gpu"]}
+    started = time.monotonic()
+    pages = 0
+    for url in urls:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(**options)
+            try:
+                page = browser.new_page()
+                page.goto(url, timeout=30000)
+                page.wait_for_function(REVIEWS_READY)
+                content = page.content()
+                pages += 'data-loaded="true"' in content
+            finally:
+                browser.close()
+    return {"pages": pages, "seconds": time.monotonic() - started, "failed": len(urls) - pages}
+
+
+# -- the driver -------------------------------------------------------------------------------
+
+
+def worker(
+    kind: str, urls: list[str], out: Path, overrides: dict[str, Any]
+) -> subprocess.Popen[bytes]:
+    spec = json.dumps({"kind": kind, "urls": urls, "out": str(out), "settings": overrides})
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
+    env.pop("PROXY_LIST", None)
+    env.pop("PROXY_LIST_FILE", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.rendering", "--worker"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None
+    process.stdin.write(spec.encode())
+    process.stdin.close()
+    return process
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_worker(kind: str, urls: list[str], overrides: dict[str, Any]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        cpu_before = children_cpu()
+        process = worker(kind, urls, out, overrides)
+        if process.wait(timeout=1800) != 0 or not out.exists():
+            raise RuntimeError(f"{kind} worker failed (exit {process.returncode})")
+        # The worker and every process it reaped (driver, Chromium): immune to other
+        # load on the machine, unlike wall time.
+        cpu = children_cpu() - cpu_before
+        result: dict[str, Any] = json.loads(out.read_text())
+    if result["failed"]:
+        raise RuntimeError(f"{kind}: {result['failed']} pages were not rendered")
+    result["pages_per_s"] = result["pages"] / result["seconds"]
+    result["cpu_per_page"] = cpu / result["pages"]
+    return result
+
+
+def tree(pid: int) -> list[int]:
+    found, todo = [pid], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+
+
+def memory_kb(pids: list[int]) -> tuple[int, int]:
+    """(RSS, PSS) of ``pids`` in kB."""
+    rss = pss = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+        except (OSError, ValueError):
+            continue  # it exited between listing and reading
+    return rss, pss
+
+
+def measure_memory(site: DemoSite, urls: list[str], overrides: dict[str, Any]) -> dict[str, Any]:
+    samples: list[tuple[int, int, int, int]] = []  # (pages done, rss kB, pss kB, processes)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        site.reset()
+        process = worker("shared", urls, out, overrides)
+        done = 0
+        seen = 0
+
+        def sample() -> None:
+            pids = tree(process.pid)
+            rss, pss = memory_kb(pids)
+            samples.append((done, rss, pss, len(pids)))
+
+        stop = threading.Event()
+
+        def sampler() -> None:
+            while not stop.wait(0.25):
+                sample()
+
+        thread = threading.Thread(target=sampler, daemon=True)
+        thread.start()
+        while process.poll() is None:
+            entries = site.access_log(since=seen)
+            seen += len(entries)
+            done += sum(1 for e in entries if e["path"].startswith("/product/"))
+            time.sleep(0.25)
+        stop.set()
+        thread.join()
+        if process.returncode != 0:
+            raise RuntimeError("memory run failed")
+        result = json.loads(out.read_text())
+    live = [s for s in samples if s[3] > 1]
+    # Pages rendered so far when sampled: 0 is start-up (no browser yet), not "first 100".
+    first = [s for s in live if 0 < s[0] <= 100]
+    last = [s for s in live if s[0] >= len(urls) - 100]
+    peak = max(live, key=lambda s: s[1])
+    peak_pss = max(s[2] for s in live)
+    first_rss = statistics.mean(s[1] for s in first)
+    last_rss = statistics.mean(s[1] for s in last)
+    first_pss = statistics.mean(s[2] for s in first)
+    last_pss = statistics.mean(s[2] for s in last)
+    checkpoints = []
+    for mark in range(100, len(urls) + 1, 100):
+        window = [x for x in live if mark - 100 < x[0] <= mark]
+        if window:
+            checkpoints.append(
+                (mark, statistics.mean(x[1] for x in window), statistics.mean(x[2] for x in window))
+            )
+    return {
+        "checkpoints": checkpoints,
+        "pages": result["pages"],
+        "seconds": result["seconds"],
+        "peak_rss_mb": peak[1] / 1024,
+        "peak_pss_mb": peak_pss / 1024,
+        "processes_at_peak": peak[3],
+        "first100_rss_mb": first_rss / 1024,
+        "last100_rss_mb": last_rss / 1024,
+        "growth_rss_mb": (last_rss - first_rss) / 1024,
+        "growth_rss_pct": 100 * (last_rss - first_rss) / first_rss,
+        "first100_pss_mb": first_pss / 1024,
+        "last100_pss_mb": last_pss / 1024,
+        "growth_pss_mb": (last_pss - first_pss) / 1024,
+        "samples": len(live),
+    }
+
+
+def product_urls(site: DemoSite, count: int) -> list[str]:
+    products = site.catalog().products
+    return [f"{site.url}{products[i % len(products)].url}" for i in range(count)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--pages", type=int, default=200, help="per shared run")
+    parser.add_argument("--baseline-pages", type=int, default=15, help="per browser-per-page run")
+    parser.add_argument("--memory-pages", type=int, default=1000)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="a Scrapy setting for the shared side, e.g. --set RENDER_REUSE_PAGES=false",
+    )
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        spec = json.loads(sys.stdin.read())
+        run = run_shared if spec["kind"] == "shared" else run_per_page
+        Path(spec["out"]).write_text(json.dumps(run(spec["urls"], spec["settings"])))
+        return 0
+    overrides = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        overrides[name] = json.loads(value)
+
+    with tempfile.TemporaryDirectory() as tmp, DemoSite(run_dir=Path(tmp)) as site:
+        shared: list[float] = []
+        per_page: list[float] = []
+        shared_cpu: list[float] = []
+        per_page_cpu: list[float] = []
+        print(f"chromium: {get_settings().chromium_executable()}; cores: {os.cpu_count()}")
+        if overrides:
+            print(f"shared side settings: {overrides}")
+        for run in range(1, (0 if args.skip_throughput else args.runs) + 1):
+            a = run_worker("shared", product_urls(site, args.pages), overrides)
+            b = run_worker("per_page", product_urls(site, args.baseline_pages), {})
+            shared.append(a["pages_per_s"])
+            per_page.append(b["pages_per_s"])
+            shared_cpu.append(a["cpu_per_page"])
+            per_page_cpu.append(b["cpu_per_page"])
+            print(
+                f"run {run}: shared {a['pages']} pages in {a['seconds']:.1f}s = "
+                f"{a['pages_per_s']:.2f} pages/s ({a['cpu_per_page']:.3f} CPU s/page); "
+                f"per page {b['pages']} pages in {b['seconds']:.1f}s = "
+                f"{b['pages_per_s']:.2f} pages/s ({b['cpu_per_page']:.3f} CPU s/page)",
+                flush=True,
+            )
+        if shared:
+            shared_median = statistics.median(shared)
+            per_page_median = statistics.median(per_page)
+            print(
+                f"median rendered pages/s: shared browser + contexts {shared_median:.2f}, "
+                f"browser per page {per_page_median:.2f}; "
+                f"ratio {shared_median / per_page_median:.1f}x"
+            )
+            shared_cost = statistics.median(shared_cpu)
+            per_page_cost = statistics.median(per_page_cpu)
+            print(
+                f"median CPU seconds per rendered page (all processes): shared "
+                f"{shared_cost:.3f}, browser per page {per_page_cost:.3f}; "
+                f"ratio {per_page_cost / shared_cost:.1f}x"
+            )
+        if args.skip_memory:
+            return 0
+        memory = measure_memory(site, product_urls(site, args.memory_pages), overrides)
+        print(
+            f"memory over {memory['pages']} rendered pages ({memory['seconds']:.0f}s, "
+            f"{memory['samples']} samples, Scrapy + driver + Chromium, "
+            f"{memory['processes_at_peak']} processes at peak): "
+            f"peak RSS {memory['peak_rss_mb']:.0f} MB (PSS {memory['peak_pss_mb']:.0f} MB); "
+            f"first 100 pages {memory['first100_rss_mb']:.0f} MB, last 100 "
+            f"{memory['last100_rss_mb']:.0f} MB: growth {memory['growth_rss_mb']:+.0f} MB "
+            f"({memory['growth_rss_pct']:+.1f}%); PSS {memory['first100_pss_mb']:.0f} -> "
+            f"{memory['last100_pss_mb']:.0f} MB ({memory['growth_pss_mb']:+.0f} MB)"
+        )
+        series = ", ".join(
+            f"{mark}: {rss / 1024:.0f}/{pss / 1024:.0f}" for mark, rss, pss in memory["checkpoints"]
+        )
+        print(f"mean RSS/PSS MB by pages rendered (window of 100): {series}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

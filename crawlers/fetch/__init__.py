@@ -1,0 +1,10 @@
+"""Fetching that survives production sites: Scrapy glue, see docs/fetching.md.
+
+- ``proxies``: scrapy-rotating-proxies, with the site's block classifier as ban policy
+- ``classify``: one verdict per response (``core.blocks``), block-rate stats
+- ``retry``: block pages dropped, retries with backoff + jitter through another proxy
+- ``rendering``: scrapy-playwright with a hard time limit, crash recovery, a context
+  per proxy, resource blocking
+- ``cache``: an HTTP cache policy that never stores block pages (local debugging)
+- ``redact``: proxy names without credentials
+"""

@@ -1,0 +1,265 @@
+"""Rotating proxies: scrapy-rotating-proxies, with the site's block classifier as ban policy.
+
+Subclasses of the library's two middlewares, because 0.6.2 on Scrapy 2.19:
+
+- takes a ``spider`` argument in ``process_request/response/exception`` (a
+  ScrapyDeprecationWarning per method at start-up; the argument goes away in a future
+  Scrapy): ours take none and keep the crawler from ``from_crawler``;
+- calls ``logger.warn`` (a DeprecationWarning) when every proxy is dead: ours log with
+  ``warning``;
+- logs whole proxy URLs, credentials included, at DEBUG: ours name proxies by
+  ``host:port`` and the library's ``rotating_proxies.expire`` logger is kept at INFO;
+- uses one download slot per proxy *host* (all loopback proxies would share one): ours
+  use ``host:port``;
+- retries a banned request itself, at once: ours leave every retry to
+  ``crawlers.fetch.retry.BlockRetryMiddleware`` (backoff, and a different proxy).
+
+Proxies come from ``ROTATING_PROXY_LIST_PATH`` (a file) or ``ROTATING_PROXY_LIST``, which
+the settings fill from ``PROXY_LIST`` / ``PROXY_LIST_FILE``; a site profile may set
+either in its ``[settings]`` table. Without proxies both middlewares are off
+(NotConfigured), unless the profile says ``needs_proxies = true``: then the crawl refuses
+to start rather than burn the server's own address.
+
+Stats: the library's ``proxies/good|dead|unchecked|reanimated`` gauges and
+``bans/status/<code>``, ``bans/error/<exception>``, plus ``proxies/total``,
+``proxies/marked_dead`` and per proxy ``proxies/requests/<host:port>``,
+``proxies/ok/<host:port>``, ``proxies/bans/<host:port>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+from rotating_proxies.expire import Proxies
+from rotating_proxies.middlewares import BanDetectionMiddleware, RotatingProxyMiddleware
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
+from scrapy.http import Request, Response
+from scrapy.settings import BaseSettings
+
+from crawlers.fetch.classify import ResponseClassifier
+from crawlers.fetch.redact import install_redaction, normalize_proxy, proxy_id
+from crawlers.fetch.retry import PROXY_EXCLUDE_META
+
+logger = logging.getLogger(__name__)
+
+
+class ProxyConfigError(RuntimeError):
+    """The site needs proxies and none are configured."""
+
+
+def configured_proxies(settings: BaseSettings) -> list[str]:
+    """The proxy list: the file in ROTATING_PROXY_LIST_PATH, else ROTATING_PROXY_LIST."""
+    path = settings.get("ROTATING_PROXY_LIST_PATH")
+    if path:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    else:
+        lines = settings.getlist("ROTATING_PROXY_LIST")
+    return list(
+        dict.fromkeys(
+            normalize_proxy(line)
+            for line in lines
+            if line.strip() and not line.strip().startswith("#")
+        )
+    )
+
+
+def _site_needs_proxies(crawler: Crawler) -> bool:
+    load_profile = getattr(crawler.spidercls, "load_profile", None)
+    if load_profile is None:
+        return False
+    try:
+        return bool(load_profile().needs_proxies)
+    except Exception:  # a spider without a profile file: nothing to enforce
+        return False
+
+
+def _proxy_list_or_off(crawler: Crawler) -> list[str]:
+    proxies = configured_proxies(crawler.settings)
+    if proxies:
+        return proxies
+    if _site_needs_proxies(crawler):
+        raise ProxyConfigError(
+            f"site {crawler.spidercls.name!r} needs proxies (profile: needs_proxies = true) "
+            "but none are configured: set PROXY_LIST / PROXY_LIST_FILE or the profile's "
+            "ROTATING_PROXY_LIST(_PATH)"
+        )
+    raise NotConfigured("no proxies configured: direct connections")
+
+
+class RedactedProxies(Proxies):
+    """The library's pool; transitions logged by ``host:port``, unknown proxies ignored."""
+
+    def mark_dead(self, proxy: str, _time: float | None = None) -> None:
+        if proxy not in self.proxies:
+            return  # the library would logger.warn (deprecated) and return
+        was_good = proxy in self.good
+        super().mark_dead(proxy, _time)
+        logger.debug(
+            "proxy %s is dead (%s), rests %.0fs",
+            proxy_id(proxy),
+            "was good" if was_good else "unchecked",
+            self.proxies[proxy].backoff_time or 0.0,
+        )
+
+    def mark_good(self, proxy: str) -> None:
+        if proxy not in self.proxies:
+            return
+        if proxy not in self.good:
+            logger.debug("proxy %s is good", proxy_id(proxy))
+        super().mark_good(proxy)
+
+
+class RotatingProxies(RotatingProxyMiddleware):
+    def __init__(self, crawler: Crawler, proxy_list: list[str]) -> None:
+        settings = crawler.settings
+        super().__init__(
+            proxy_list=proxy_list,
+            logstats_interval=settings.getfloat("ROTATING_PROXY_LOGSTATS_INTERVAL", 30),
+            stop_if_no_proxies=settings.getbool("ROTATING_PROXY_CLOSE_SPIDER", False),
+            max_proxies_to_try=settings.getint("ROTATING_PROXY_PAGE_RETRY_TIMES", 5),
+            backoff_base=settings.getfloat("ROTATING_PROXY_BACKOFF_BASE", 300),
+            backoff_cap=settings.getfloat("ROTATING_PROXY_BACKOFF_CAP", 3600),
+            crawler=crawler,
+        )
+        self.crawler = crawler
+        self.proxies = RedactedProxies(list(self.proxies.proxies), backoff=self.proxies.backoff)
+        # Its DEBUG lines print proxy URLs with their credentials.
+        logging.getLogger("rotating_proxies.expire").setLevel(logging.INFO)
+        install_redaction()
+        self.stats.set_value("proxies/total", len(self.proxies.proxies))
+        self.stats.set_value("proxies/unchecked", len(self.proxies.unchecked))
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RotatingProxies:
+        middleware = cls(crawler, _proxy_list_or_off(crawler))
+        crawler.signals.connect(middleware.engine_started, signal=signals.engine_started)
+        crawler.signals.connect(middleware.engine_stopped, signal=signals.engine_stopped)
+        logger.info(
+            "rotating %d proxies: %s",
+            len(middleware.proxies.proxies),
+            ", ".join(sorted(proxy_id(p) for p in middleware.proxies.proxies)),
+        )
+        return middleware
+
+    def get_proxy_slot(self, proxy: str) -> str:
+        # host:port, so proxies on one host keep their own concurrency and delay.
+        return proxy_id(proxy)
+
+    def process_request(self, request: Request) -> None:
+        if "proxy" in request.meta and not request.meta.get("_rotating_proxy"):
+            return  # the spider chose a proxy (or None = direct) for this request itself
+        proxy = self._choose(set(request.meta.get(PROXY_EXCLUDE_META) or ()))
+        request.meta["proxy"] = proxy
+        request.meta["download_slot"] = self.get_proxy_slot(proxy)
+        request.meta["_rotating_proxy"] = True
+        self.stats.inc_value(f"proxies/requests/{proxy_id(proxy)}")
+
+    def _choose(self, excluded: set[str]) -> str:
+        available = list(self.proxies.unchecked | self.proxies.good)
+        if not available:
+            if self.stop_if_no_proxies:
+                raise CloseSpider("no_proxies")
+            logger.warning("no live proxies: every dead proxy is checked again")
+            self.proxies.reset()
+            available = list(self.proxies.unchecked | self.proxies.good)
+            if not available:
+                raise CloseSpider("no_proxies_after_reset")
+        # A retry goes through a proxy this request has not failed on, if there is one.
+        fresh = [p for p in available if proxy_id(p) not in excluded]
+        return random.choice(fresh or available)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        self._record(request)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        self._record(request)
+
+    def _record(self, request: Request) -> None:
+        """Mark the proxy by the ban verdict; retrying is BlockRetryMiddleware's job."""
+        proxy = self.proxies.get_proxy(request.meta.get("proxy"))
+        if not (proxy and request.meta.get("_rotating_proxy")):
+            return
+        ban = request.meta.get("_ban")
+        name = proxy_id(proxy)
+        if ban is True:
+            self.proxies.mark_dead(proxy)
+            self.stats.inc_value("proxies/marked_dead")
+            self.stats.inc_value(f"proxies/bans/{name}")
+        elif ban is False:
+            self.proxies.mark_good(proxy)
+            self.stats.inc_value(f"proxies/ok/{name}")
+        pool = self.proxies
+        self.stats.set_value("proxies/good", len(pool.good))
+        self.stats.set_value("proxies/dead", len(pool.dead))
+        self.stats.set_value("proxies/unchecked", len(pool.unchecked) - len(pool.reanimated))
+        self.stats.set_value("proxies/reanimated", len(pool.reanimated))
+        self.stats.set_value("proxies/mean_backoff", pool.mean_backoff_time)
+
+
+class BlockBanPolicy:
+    """A proxy is banned when the site answers it with a block page, by the site's rules.
+
+    Responses: blocked/CAPTCHA/throttled -> ban; ok -> not a ban; other errors (404, 5xx)
+    -> unknown (the site's trouble, not the proxy's). Exceptions: connection-level
+    failures and timeouts -> ban (a page that never loads through a proxy is most often
+    the proxy: a wrong guess only rests it); a browser crash, and browser errors that are
+    not network errors -> unknown.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.classifier = ResponseClassifier.of(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BlockBanPolicy:
+        return cls(crawler)
+
+    def response_is_ban(self, request: Request, response: Response) -> bool | None:
+        verdict = self.classifier.verdict(request, response)
+        if verdict.is_block:
+            return True
+        return False if verdict.ok else None
+
+    def exception_is_ban(self, request: Request, exception: Exception) -> bool | None:
+        from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError
+
+        if isinstance(exception, IgnoreRequest | BrowserCrashedError):
+            return None
+        if isinstance(exception, RenderFailedError):
+            return True if exception.network else None
+        return True
+
+
+class BanDetection(BanDetectionMiddleware):
+    def __init__(self, crawler: Crawler, policy: Any) -> None:
+        super().__init__(crawler.stats, policy)
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BanDetection:
+        if not configured_proxies(crawler.settings):
+            raise NotConfigured("no proxies: nothing to ban")
+        return cls(crawler, cls._load_policy(crawler))
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        is_ban = getattr(self.crawler.spider, "response_is_ban", self.policy.response_is_ban)
+        ban = is_ban(request, response)
+        request.meta["_ban"] = ban
+        if ban:
+            self.stats.inc_value(f"bans/status/{response.status}")
+            if not response.body:
+                self.stats.inc_value("bans/empty")
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        is_ban = getattr(self.crawler.spider, "exception_is_ban", self.policy.exception_is_ban)
+        ban = is_ban(request, exception)
+        if ban:
+            kind = type(exception)
+            self.stats.inc_value(f"bans/error/{kind.__module__}.{kind.__name__}")
+        request.meta["_ban"] = ban

@@ -1,0 +1,231 @@
+"""Block handling and retries: classify, back off, change proxy, give up with a reason.
+
+``BlockRetryMiddleware`` replaces Scrapy's ``RetryMiddleware`` (a subclass: same settings,
+same ``retry/*`` stats, same ``get_retry_request``). Differences:
+
+- every response is classified (``crawlers.fetch.classify``); blocked/CAPTCHA/throttled
+  responses are retried up to ``BLOCK_RETRY_TIMES`` and, when retries run out, dropped
+  with ``PageBlocked``: a block page never reaches a callback, so it never yields items;
+- retries of blocks, 5xx (``RETRY_HTTP_CODES``) and network errors (``RETRY_EXCEPTIONS``)
+  wait an exponential backoff with jitter first (``RETRY_BACKOFF_BASE`` doubling per
+  attempt up to ``RETRY_BACKOFF_MAX``, at least a 429's ``Retry-After``), asleep on the
+  event loop: other requests go on meanwhile;
+- the retry leaves through another proxy: the proxy that failed is excluded for this
+  request (``proxy_exclude`` meta, read by ``crawlers.fetch.proxies.RotatingProxies``).
+
+Stats: ``fetch/retry/<kind>``, ``fetch/gave_up/<kind>`` (kind: blocked, captcha,
+throttled, error, network), ``fetch/backoff_ms``, ``fetch/redirect_loop``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+from scrapy.downloadermiddlewares.retry import RetryMiddleware, get_retry_request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Request, Response
+from scrapy.utils.asyncio import sleep
+
+from core.blocks import Verdict
+from crawlers.fetch.classify import ResponseClassifier
+from crawlers.fetch.redact import proxy_id, redact
+
+logger = logging.getLogger(__name__)
+
+PROXY_EXCLUDE_META = "proxy_exclude"
+
+
+class PageBlocked(IgnoreRequest):
+    """Retries ran out on a block page. Carries the response (for the structure gate's
+    sampler, which reports *why*), never passes it to a callback."""
+
+    def __init__(self, verdict: Verdict, response: Response) -> None:
+        super().__init__(f"{verdict.kind}: {verdict.reason} ({response.url})")
+        self.verdict = verdict
+        self.response = response
+
+
+def forget_rotated_proxy(request: Request) -> None:
+    """Drop the rotating proxy of a previous attempt from a retry/redirect copy.
+
+    The next pass picks a proxy afresh anyway; meanwhile the copy may be stored (in the
+    Redis frontier) and must not carry the old proxy's credentials header with it.
+    """
+    if not request.meta.get("_rotating_proxy"):
+        return  # a proxy the spider chose itself stays
+    request.meta.pop("proxy", None)
+    request.meta.pop("_auth_proxy", None)
+    request.meta.pop("download_slot", None)
+    request.headers.pop(b"Proxy-Authorization", None)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
+    """Equal-jitter exponential backoff: half of ``min(cap, base * 2**(attempt-1))`` fixed,
+    half random, so delays grow with the attempt but retries of a burst spread out."""
+    if base <= 0:
+        return 0.0
+    ceiling = min(cap, base * 2 ** max(0, attempt - 1))
+    return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
+
+
+def retry_after_seconds(response: Response) -> float | None:
+    raw = response.headers.get(b"Retry-After")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw.decode("latin-1").strip()))
+    except ValueError:
+        return None  # an HTTP date: rare from throttling sites; the backoff applies
+
+
+class BlockRetryMiddleware(RetryMiddleware):
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler.settings)
+        self.crawler = crawler
+        settings = crawler.settings
+        self.classifier = ResponseClassifier.of(crawler)
+        self.block_retry_times = settings.getint("BLOCK_RETRY_TIMES", 3)
+        self.backoff_base = settings.getfloat("RETRY_BACKOFF_BASE", 0.5)
+        self.backoff_max = settings.getfloat("RETRY_BACKOFF_MAX", 30.0)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BlockRetryMiddleware:
+        middleware = cls(crawler)
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        return middleware
+
+    def spider_closed(self) -> None:
+        """One line an operator can read: the job's block rate and what became of blocks."""
+        stats = self.stats
+        classified = stats.get_value("responses/classified", 0)
+        blocks = stats.get_value("blocks/total", 0)
+        kinds = ("blocked", "captcha", "throttled")
+        logger.info(
+            "fetch summary: %d responses classified, %d blocks (%s), block rate %.2f%%; "
+            "%d errors; gave up on %d block pages, %d errors, %d network failures",
+            classified,
+            blocks,
+            ", ".join(f"{kind} {stats.get_value(f'blocks/{kind}', 0)}" for kind in kinds),
+            100.0 * blocks / classified if classified else 0.0,
+            stats.get_value("responses/error", 0),
+            sum(stats.get_value(f"fetch/gave_up/{kind}", 0) for kind in kinds),
+            stats.get_value("fetch/gave_up/error", 0),
+            stats.get_value("fetch/gave_up/network", 0),
+        )
+
+    @property
+    def stats(self) -> Any:
+        return self.crawler.stats
+
+    async def process_response(self, request: Request, response: Response) -> Request | Response:
+        verdict = self.classifier.verdict(request, response)
+        if verdict.ok:
+            return response
+        if verdict.is_block:
+            if request.meta.get("dont_retry"):
+                return self._give_up(request, response, verdict)
+            retry = self._retry_request(
+                request, f"{verdict.kind}: {verdict.reason}", self.block_retry_times
+            )
+            if retry is None:
+                return self._give_up(request, response, verdict)
+            return await self._after_backoff(retry, verdict.kind, response)
+        # An error: 5xx and the other RETRY_HTTP_CODES are retried; a 404 is an answer.
+        if request.meta.get("dont_retry") or response.status not in self.retry_http_codes:
+            return response
+        retry = self._retry_request(request, f"HTTP {response.status}", None)
+        if retry is None:
+            self.stats.inc_value("fetch/gave_up/error")
+            return response  # HttpErrorMiddleware hands it to the errback, as Scrapy does
+        return await self._after_backoff(retry, "error", response)
+
+    async def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        if not isinstance(exception, self.exceptions_to_retry) or request.meta.get("dont_retry"):
+            return None
+        retry = self._retry_request(request, exception, None)
+        if retry is None:
+            self.stats.inc_value("fetch/gave_up/network")
+            return None
+        return await self._after_backoff(retry, "network", None)
+
+    # -- helpers ----------------------------------------------------------------------
+    def _retry_request(
+        self, request: Request, reason: str | Exception, max_times: int | None
+    ) -> Request | None:
+        if max_times is None:
+            max_times = request.meta.get("max_retry_times", self.max_retry_times)
+        if isinstance(reason, Exception):
+            # Scrapy's stat name is the class; the message may name a proxy: redact it.
+            reason = type(reason)
+        retry = get_retry_request(
+            request,
+            spider=self.crawler.spider,  # type: ignore[arg-type]
+            reason=redact(reason) if isinstance(reason, str) else reason,
+            max_retry_times=max_times,
+            priority_adjust=request.meta.get("priority_adjust", self.priority_adjust),
+            give_up_log_level=request.meta.get("give_up_log_level", self.give_up_log_level),
+        )
+        if retry is not None:
+            proxy = request.meta.get("proxy")
+            if proxy:
+                excluded = [*retry.meta.get(PROXY_EXCLUDE_META, ()), proxy_id(proxy)]
+                retry.meta[PROXY_EXCLUDE_META] = list(dict.fromkeys(excluded))
+            forget_rotated_proxy(retry)
+        return retry
+
+    async def _after_backoff(self, retry: Request, kind: str, response: Response | None) -> Request:
+        attempt = int(retry.meta.get("retry_times", 1))
+        delay = backoff_delay(attempt, self.backoff_base, self.backoff_max)
+        if response is not None and response.status in (429, 503):
+            hinted = retry_after_seconds(response)
+            if hinted is not None:
+                delay = max(delay, min(hinted, self.backoff_max))
+        self.stats.inc_value(f"fetch/retry/{kind}")
+        self.stats.inc_value("fetch/backoff_ms", int(delay * 1000))
+        if delay > 0:
+            await sleep(delay)
+        return retry
+
+    def _give_up(self, request: Request, response: Response, verdict: Verdict) -> Response:
+        self.stats.inc_value(f"fetch/gave_up/{verdict.kind}")
+        logger.warning(
+            "dropped %s after %d retries: %s (%s), via %s",
+            request.url,
+            int(request.meta.get("retry_times", 0)),
+            verdict.kind,
+            verdict.reason,
+            proxy_id(request.meta.get("proxy")),
+        )
+        raise PageBlocked(verdict, response)
+
+
+class CountingRedirectMiddleware(RedirectMiddleware):
+    """Scrapy's RedirectMiddleware, which also ends redirect loops at once, counted.
+
+    A redirect back to a URL already visited in the same chain is a loop (with cookies
+    on, one revisit is allowed: "set a cookie and come back" is a common pattern). A
+    loop would otherwise run to REDIRECT_MAX_TIMES, or vanish silently in the dupefilter.
+    """
+
+    def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:
+        chain = [*request.meta.get("redirect_urls", ()), request.url]
+        allowed = 1 if self.crawler.settings.getbool("COOKIES_ENABLED") else 0
+        if chain.count(redirected.url) > allowed:
+            self._count_loop(request, f"redirect loop back to {redirected.url}")
+        try:
+            redirected = super()._redirect(redirected, request, reason)
+        except IgnoreRequest:
+            self._count_loop(request, f"more than {self.max_redirect_times} redirects")
+        forget_rotated_proxy(redirected)
+        return redirected
+
+    def _count_loop(self, request: Request, why: str) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value("fetch/redirect_loop")
+        logger.warning("dropped %s: %s", request.url, why)
+        raise IgnoreRequest(f"redirect loop: {why}")

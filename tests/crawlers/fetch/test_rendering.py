@@ -1,0 +1,164 @@
+"""Rendering with real Chromium (Debian's) through loopback proxies, and crash recovery."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from services.demo_site import DemoSite
+from services.loopback_proxy import LoopbackProxy
+from tests.crawlers.fetch.support import (
+    REPO_ROOT,
+    assert_no_secret,
+    browser_pids,
+    expected_products,
+    mismatches,
+    run_crawl,
+    start_crawl,
+)
+
+SPIDER = REPO_ROOT / "tests" / "crawlers" / "fetch" / "render_spider.py"
+SECRET = "br0wser-s3cret"
+RENDERING = {"RENDER_MODE": "per_request", "RETRY_BACKOFF_BASE": 0.05, "RETRY_BACKOFF_MAX": 0.5}
+
+
+def product_hits(site: DemoSite) -> int:
+    return sum(1 for entry in site.access_log() if entry["path"].startswith("/product/"))
+
+
+def test_js_only_reviews_are_rendered_through_rotating_proxies(
+    start_site: Callable[..., DemoSite],
+    start_proxy: Callable[..., LoopbackProxy],
+    tmp_path: Path,
+) -> None:
+    site = start_site(products=24)
+    banned = start_proxy("banned")
+    goods = [start_proxy("good-a", auth=f"crawler:{SECRET}"), start_proxy("good-b")]
+    goods.append(start_proxy("good-c"))
+    # Product pages (the rendered ones) through the banned proxy get a CAPTCHA.
+    site.control(client="banned", captcha={"rate": 1.0, "attempts": None, "paths": ["/product/"]})
+
+    result = run_crawl(
+        tmp_path,
+        spider_file=SPIDER,
+        base_url=site.url,
+        proxies=[banned.url, *(p.url for p in goods)],
+        # Four proxies, a context each, two contexts at most: idle ones are closed.
+        settings={**RENDERING, "PLAYWRIGHT_MAX_CONTEXTS": 2},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+
+    # Reviews exist only in the rendered DOM: each product has exactly the catalog's.
+    expected = expected_products(site.catalog(), site.url)
+    assert sorted(item["sku"] for item in result.items) == sorted(expected)
+    assert mismatches(result.items, expected) == {}
+    assert sum(len(item["reviews"]) for item in result.items) > 24
+
+    stats = result.stats
+    assert stats["demo/rendered_products"] == 24
+    assert (
+        stats["render/ok"] == 24 + stats["blocks/captcha"]
+    )  # a rendered CAPTCHA is ok to the browser
+    assert stats["playwright/context_count/max_concurrent"] <= 2
+    assert stats["render/contexts_evicted"] >= 1
+    assert stats["playwright/request_count/aborted"] >= 24  # product images
+    # Every page (and the reviews API call its script makes) went through a proxy.
+    log = site.access_log()
+    by_client = Counter(entry["client"] for entry in log)
+    assert None not in by_client
+    assert by_client["good-a"] and by_client["good-b"] and by_client["good-c"]
+    # The CAPTCHAs Chromium got through the banned proxy were classified and banned it.
+    captchas = sum(1 for entry in log if entry["behaviour"] == "captcha")
+    assert captchas >= 1 and stats["blocks/captcha"] == captchas
+    assert stats[f"proxies/bans/127.0.0.1:{banned.port}"] >= 1
+    # Chromium authenticated with the context's credentials; none leaked.
+    assert goods[0].stats()["requests"] > 0
+    assert_no_secret(SECRET, result.log, result.stats, result.items)
+
+
+def test_a_hung_page_ends_at_the_hard_limit_and_is_rendered_elsewhere(
+    start_site: Callable[..., DemoSite],
+    start_proxy: Callable[..., LoopbackProxy],
+    tmp_path: Path,
+) -> None:
+    site = start_site(products=12)
+    stuck, good = start_proxy("stuck"), start_proxy("good")
+    # Through the "stuck" proxy, product pages answer after 2 minutes; navigation's own
+    # timeout is set longer still, so only the hard limit can end them.
+    site.control(client="stuck", slow={"ms": 120_000, "paths": ["/product/"]})
+    started = time.monotonic()
+    result = run_crawl(
+        tmp_path,
+        spider_file=SPIDER,
+        base_url=site.url,
+        proxies=[stuck.url, good.url],
+        settings={
+            **RENDERING,
+            "RENDER_HARD_TIMEOUT": 4,
+            "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": 900_000,
+        },
+        timeout=120,
+    )
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.log[-3000:]
+    expected = expected_products(site.catalog(), site.url)
+    assert sorted(item["sku"] for item in result.items) == sorted(expected)
+    assert mismatches(result.items, expected) == {}
+    stats = result.stats
+    assert stats["render/hard_timeouts"] >= 1
+    assert stats[f"proxies/bans/127.0.0.1:{stuck.port}"] >= 1
+    assert stats["retry/reason_count/crawlers.fetch.rendering.RenderTimeout"] >= 1
+    assert elapsed < 60
+    site.kill()  # its abandoned slow answers would hold a graceful stop for minutes
+
+
+def test_chromium_killed_twice_mid_crawl_the_crawl_finishes_every_page_rendered(
+    start_site: Callable[..., DemoSite],
+    start_proxy: Callable[..., LoopbackProxy],
+    tmp_path: Path,
+) -> None:
+    products = 60
+    site = start_site(products=products)
+    proxy = start_proxy("good")
+    hard_limit = 20
+    crawl = start_crawl(
+        tmp_path,
+        spider_file=SPIDER,
+        base_url=site.url,
+        proxies=[proxy.url],
+        settings={**RENDERING, "RENDER_HARD_TIMEOUT": hard_limit},
+    )
+    killed: list[int] = []
+    for progress in (products // 4, products // 2):
+        deadline = time.monotonic() + 60
+        while True:
+            assert crawl.process.poll() is None, crawl.log_tail()
+            assert time.monotonic() < deadline, f"no progress to {progress}:\n{crawl.log_tail()}"
+            browsers = [pid for pid in browser_pids(crawl.pid) if pid not in killed]
+            if browsers and product_hits(site) >= progress:
+                break
+            time.sleep(0.05)
+        for pid in browsers:  # kill -9 of Chromium's browser process, mid-crawl
+            os.kill(pid, signal.SIGKILL)
+        killed += browsers
+    # Two crashes can cost a request at most two hard limits plus its retries' backoff.
+    result = crawl.wait(timeout=6 * hard_limit)
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(killed) == 2
+
+    expected = expected_products(site.catalog(), site.url)
+    assert sorted(item["sku"] for item in result.items) == sorted(expected)
+    assert mismatches(result.items, expected) == {}
+    stats = result.stats
+    assert stats["demo/rendered_products"] == products
+    assert stats["render/browser_crashes"] == 2
+    assert stats["playwright/browser_count"] == 3  # the first, and one relaunch per kill
+    # The requests inside the dead browser failed at once and were retried, rather than
+    # waiting for anything (scrapy-playwright alone left some hanging forever).
+    assert stats["render/cancelled_by_crash"] >= 1
+    assert stats.get("render/hard_timeouts", 0) == 0
+    assert len(result.log_lines("browser disconnected: relaunching")) == 2
