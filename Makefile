@@ -28,9 +28,10 @@ lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-## Benchmarks: medians and same-run ratios (see bench/).
+## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
+BENCH ?= frontier pipelines embedding rendering
 bench: bootstrap
-	$(PY) -m bench.frontier
+	for name in $(BENCH); do $(PY) -m bench.$$name || exit 1; done
 
 ## Serve the demo shop on http://127.0.0.1:8000 in the foreground.
 demo-site: bootstrap
