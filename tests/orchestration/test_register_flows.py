@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 from services.prefect_server import PrefectServer
+from tests.orchestration.prefect_api import api
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,17 +23,6 @@ EXPECTED = {
     "check-site-versions": "30 2 * * *",
     "daily-health-check": "0 9 * * *",
 }
-
-
-def api(server: PrefectServer, path: str, body: dict[str, object] | None = None) -> object:
-    request = urllib.request.Request(
-        f"{server.url}{path}",
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={"Content-Type": "application/json"},
-        method="POST" if body is not None else "GET",
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
 
 
 def test_deployments_pool_and_schedules(prefect_server: PrefectServer) -> None:

@@ -6,13 +6,10 @@ workers) except where a test needs compose semantics (always-on workers).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,31 +24,11 @@ from services.prefect_server import PrefectServer, PrefectWorker
 from services.redis_server import RedisServer
 from services.slack_receiver import SlackReceiver
 from tests.llm.openai_stub import OpenAIStub
+from tests.orchestration.prefect_api import api
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRODUCTS = 1200  # the demo profile's gate samples pages of the default catalog
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-
-
-def api(server: PrefectServer, path: str, body: dict[str, Any] | None = None) -> Any:
-    """Prefect's REST API; 502/503 (SQLite busy under load) are retried, as Prefect's own
-    client does."""
-    for attempt in range(6):
-        request = urllib.request.Request(
-            f"{server.url}{path}",
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={"Content-Type": "application/json"},
-            method="POST" if body is not None else "GET",
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                raw = answer.read()
-            return json.loads(raw) if raw else None
-        except urllib.error.HTTPError as exc:
-            if exc.code not in (502, 503) or attempt == 5:
-                raise
-            time.sleep(0.5 * 2**attempt)
-    return None
 
 
 class Stack:
