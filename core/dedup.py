@@ -1,7 +1,7 @@
 """Change detection: is an item new, changed or unchanged since the site was last crawled?
 
 Per site, Redis keeps each item key's content hash, when it was first seen and when its
-content last changed (``FrontierKeys.item_hashes`` / ``item_first_seen`` /
+content last changed (``SiteKeys.item_hashes`` / ``item_first_seen`` /
 ``item_last_changed``). One Lua script classifies an item and updates that state
 atomically, so two workers racing on one key still agree.
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import redis
 import redis.asyncio
 
-from core.frontier import FrontierKeys
 from core.jobstats import STATS_TTL_SECONDS
+from core.keys import SiteKeys
 
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 VERDICTS = (NEW, CHANGED, UNCHANGED)
@@ -141,7 +141,7 @@ class ChangeDetector:
     ) -> None:
         self.server = server
         self.site = site
-        self.keys = FrontierKeys(site)
+        self.keys = SiteKeys(site)
         self.job_ttl = job_ttl
         self._script = server.register_script(_CLASSIFY)
         self._queue: list[_Request] = []
@@ -243,7 +243,7 @@ def _text(value: bytes | str | int) -> str:
 
 def job_changes(server: redis.Redis, site: str, job_id: str) -> JobChanges:
     """The job's new and changed item keys, and its exact new/changed/unchanged counts."""
-    keys = FrontierKeys(site)
+    keys = SiteKeys(site)
     with server.pipeline(transaction=True) as pipe:
         pipe.smembers(keys.job_new(job_id))
         pipe.smembers(keys.job_changed(job_id))
@@ -260,7 +260,7 @@ def job_changes(server: redis.Redis, site: str, job_id: str) -> JobChanges:
 
 def stored_state(server: redis.Redis, site: str, key: str) -> tuple[str, int, int] | None:
     """``(content hash, first_seen ms, last_changed ms)`` of a key, None if never seen."""
-    keys = FrontierKeys(site)
+    keys = SiteKeys(site)
     with server.pipeline(transaction=False) as pipe:
         pipe.hget(keys.item_hashes, key)
         pipe.hget(keys.item_first_seen, key)

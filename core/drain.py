@@ -16,6 +16,7 @@ import redis
 
 from core.frontier import RedisFrontier
 from core.jobstats import JobStats
+from core.keys import SiteKeys
 from core.workers import WorkerInfo, WorkerRegistry
 
 
@@ -76,7 +77,7 @@ def drain_state(
     digest = hashlib.sha256(
         json.dumps([sorted(counters.items()), queued, leased]).encode()
     ).hexdigest()
-    probe_key = f"{site}:job:{job_id}:drain_probe"
+    probe_key = SiteKeys(site).drain_probe(job_id)
     now = time.time()
     with server.pipeline(transaction=True) as pipe:
         pipe.hget(probe_key, "digest")

@@ -20,9 +20,9 @@ from typing import Any
 import redis
 from elasticsearch import BadRequestError, Elasticsearch
 
-from core.frontier import FrontierKeys
 from core.items_schema import DATE, KEYWORD
 from core.jobstats import JobStats
+from core.keys import SiteKeys
 
 JOBS_ALIAS = "jobs"
 JOBS_INDEX = "platform-jobs-v1"
@@ -193,7 +193,7 @@ def job_counters(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
 
 def job_started_at(server: redis.Redis, site: str, job_id: str) -> dt.datetime | None:
     """When the producer enqueued the job (its score in ``<site>:jobs``)."""
-    score = server.zscore(FrontierKeys(site).jobs, job_id)
+    score = server.zscore(SiteKeys(site).jobs, job_id)
     return None if score is None else dt.datetime.fromtimestamp(score, tz=dt.UTC)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import redis
 
-from core.frontier import FrontierKeys
+from core.keys import SiteKeys
 
 # Job counters expire a while after the last write; the jobs index keeps the history.
 STATS_TTL_SECONDS = 14 * 24 * 3600
@@ -20,7 +20,7 @@ STATS_TTL_SECONDS = 14 * 24 * 3600
 class JobStats:
     def __init__(self, server: redis.Redis, site: str) -> None:
         self.server = server
-        self.keys = FrontierKeys(site)
+        self.keys = SiteKeys(site)
 
     def add(self, job_id: str, deltas: Mapping[str, int]) -> None:
         changed = {name: int(value) for name, value in deltas.items() if int(value) != 0}

@@ -63,8 +63,8 @@ from elasticsearch import (
 )
 from elasticsearch.helpers import async_streaming_bulk
 
-from core.frontier import FrontierKeys
 from core.items_schema import DATE, KEYWORD, UnknownItemType, schema_by_type
+from core.keys import REDIS_ERRORS, SiteKeys
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,6 @@ PERMANENT_ERRORS = frozenset(
     }
 )
 DEAD_LETTER_CAP = 100_000
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 SPILL_ERRORS = (*REDIS_ERRORS, OSError)  # Redis spill, file spill
 
 _E = TypeVar("_E")
@@ -351,7 +350,7 @@ class RedisSpill:
         self, server: redis.asyncio.Redis, site: str, *, lock_timeout: float = 120.0
     ) -> None:
         self.server = server
-        self.keys = FrontierKeys(site)
+        self.keys = SiteKeys(site)
         self.lock_timeout = lock_timeout
         self.description = f"redis list {self.keys.store_spill}"
         self._trim = server.register_script(_TRIM_IF_OWNER)
@@ -1067,12 +1066,12 @@ def get_items(es: Elasticsearch, keys: Iterable[str]) -> dict[str, dict[str, Any
 
 def spill_size(server: redis.Redis, site: str) -> int:
     """Items of ``site`` waiting in the Redis spill (the drain step waits for 0)."""
-    return int(server.llen(FrontierKeys(site).store_spill))
+    return int(server.llen(SiteKeys(site).store_spill))
 
 
 def dead_letters(server: redis.Redis, site: str, limit: int = 100) -> list[dict[str, Any]]:
     """The newest ``limit`` dead letters of ``site`` (action + error + time)."""
-    raws = server.lrange(FrontierKeys(site).store_dead_letters, -limit, -1)
+    raws = server.lrange(SiteKeys(site).store_dead_letters, -limit, -1)
     return [json.loads(raw) for raw in raws]
 
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 import redis
 
-from core.frontier import FrontierKeys
+from core.keys import SiteKeys
 
 
 @dataclass
@@ -42,7 +42,7 @@ class WorkerRegistry:
 
     def __init__(self, server: redis.Redis, site: str, *, ttl: float = 15.0) -> None:
         self.server = server
-        self.keys = FrontierKeys(site)
+        self.keys = SiteKeys(site)
         self.ttl = ttl
 
     def heartbeat(self, info: WorkerInfo) -> None:
@@ -97,7 +97,7 @@ class ConsumerCheck:
 def check_consumers(server: redis.Redis, site: str) -> ConsumerCheck:
     """Live workers of ``site``. One pool of workers serves both of the site's queues
     (the start list and the request queue), so any live worker consumes each of them."""
-    keys = FrontierKeys(site)
+    keys = SiteKeys(site)
     return ConsumerCheck(
         site=site,
         queues=(keys.start_urls, keys.queue),

@@ -29,7 +29,8 @@ from scrapy_redis.queue import Base as RedisQueueBase
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 from twisted.internet.defer import Deferred
 
-from core.frontier import FrontierKeys, Lease, RedisFrontier
+from core.frontier import Lease, RedisFrontier
+from core.keys import REDIS_ERRORS, SiteKeys
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,6 @@ JOB_META = "job_id"
 # Set on a request that this worker already leased and hands to its own engine.
 HANDOFF_META = "frontier_handoff"
 
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 
 # Seen-sets of finished jobs are not needed for long; the jobs index keeps the history.
 SEEN_TTL_SECONDS = 7 * 24 * 3600
@@ -141,13 +141,13 @@ class JobDupeFilter(RFPDupeFilter):
     @classmethod
     def from_spider(cls, spider: Spider) -> JobDupeFilter:
         instance = cls.from_settings(spider.crawler.settings)
-        instance.key = FrontierKeys(spider.name).seen("unassigned")
+        instance.key = SiteKeys(spider.name).seen("unassigned")
         instance.spider = spider
         return instance
 
     def seen_key(self, request: Request) -> str:
         job_id = request.meta.get(JOB_META) or getattr(self.spider, "job_id", None) or "unassigned"
-        return FrontierKeys(self.spider.name if self.spider else "default").seen(str(job_id))
+        return SiteKeys(self.spider.name if self.spider else "default").seen(str(job_id))
 
     def request_seen(self, request: Request) -> bool:
         key = self.seen_key(request)

@@ -20,7 +20,8 @@ from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
 from core.config import get_settings
-from core.frontier import FrontierKeys, RedisFrontier
+from core.frontier import RedisFrontier
+from core.keys import SiteKeys
 from crawlers.spiders.base import SiteSpider, new_job_id
 
 
@@ -46,7 +47,7 @@ def produce(
     job_id = job_id or new_job_id(site)
     spider = spider_class(site)(job_id=job_id, base_url=base_url)
     entries = [{**entry, "job_id": job_id} for entry in spider.start_entries()]
-    keys = FrontierKeys(site)
+    keys = SiteKeys(site)
     with server.pipeline(transaction=True) as pipe:
         pipe.set(keys.current_job, job_id)
         pipe.zadd(keys.jobs, {job_id: time.time()})

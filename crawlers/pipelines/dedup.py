@@ -27,11 +27,10 @@ from scrapy.exceptions import NotConfigured
 from core.config import get_settings
 from core.dedup import ChangeDetector, ItemState, connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
+from core.keys import REDIS_ERRORS
 from crawlers.pipelines.common import item_notes, job_of, site_of
 
 logger = logging.getLogger(__name__)
-
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 
 
 @dataclass(frozen=True)

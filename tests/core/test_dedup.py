@@ -10,8 +10,8 @@ import pytest
 import redis
 
 from core.dedup import ChangeDetector, connect_async, job_changes, stored_state
-from core.frontier import FrontierKeys
 from core.jobstats import JobStats
+from core.keys import SiteKeys
 from services.redis_server import RedisServer
 
 
@@ -124,7 +124,7 @@ def test_many_keys_in_one_batch(server: redis.Redis, redis_server: RedisServer, 
     assert verdicts == ["new"] * len(keys)
     changes = job_changes(server, site, "j1")
     assert changes.new == set(keys) and changes.counts["new"] == len(keys)
-    ttl = server.ttl(FrontierKeys(site).job_new("j1"))
+    ttl = server.ttl(SiteKeys(site).job_new("j1"))
     assert ttl > 24 * 3600  # per-job keys expire, like the job's stats
 
 

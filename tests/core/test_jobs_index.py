@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import pytest
 from elasticsearch import Elasticsearch
 
-from core.frontier import FrontierKeys
 from core.jobs_index import (
     JOBS_ALIAS,
     JOBS_INDEX,
@@ -17,6 +16,7 @@ from core.jobs_index import (
     job_started_at,
     write_job_document,
 )
+from core.keys import SiteKeys
 from services.redis_server import RedisServer
 
 COUNTERS = {
@@ -96,7 +96,7 @@ def test_write_job_document_one_document_per_job(es: Elasticsearch, clean_jobs: 
 def test_job_started_at_comes_from_the_producer(redis_server: RedisServer) -> None:
     client = redis_server.client()
     try:
-        client.zadd(FrontierKeys("demo").jobs, {"j1": 1_700_000_000.5})
+        client.zadd(SiteKeys("demo").jobs, {"j1": 1_700_000_000.5})
         assert job_started_at(client, "demo", "j1") == dt.datetime.fromtimestamp(
             1_700_000_000.5, tz=dt.UTC
         )

@@ -20,8 +20,8 @@ from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 import crawlers.items  # noqa: F401  (registers the item types)
 from core.dedup import connect_async
-from core.frontier import FrontierKeys
 from core.items_schema import plain_fields, schema_by_type
+from core.keys import SiteKeys
 from core.store import (
     DeadLettered,
     FileSpill,
@@ -396,7 +396,7 @@ def test_two_drainers_at_once_lose_nothing(
     assert run(es_node, redis_server, body) == len(products)
     assert spill_size(server, site) == 0
     assert len(docs(es, site)) == len(products)
-    assert not server.exists(FrontierKeys(site).store_spill_lock)
+    assert not server.exists(SiteKeys(site).store_spill_lock)
 
 
 def test_close_spills_what_elasticsearch_did_not_take(

@@ -1,0 +1,128 @@
+"""The one registry of Redis key names (``SiteKeys``) and the Redis errors we ride out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+# Errors that mean "Redis is unreachable or not ready right now": retried or buffered by
+# callers, never treated as a verdict about the data.
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+
+
+@dataclass(frozen=True)
+class SiteKeys:
+    """Every Redis key of one site, named ``<site>:<what>``: the one key registry.
+
+    Frontier, worker registry, job stats, drain, dedup state and the store's spill all
+    take their key names from here; no other module spells a key.
+    """
+
+    site: str
+
+    @property
+    def queue(self) -> str:
+        return f"{self.site}:requests"
+
+    @property
+    def start_urls(self) -> str:
+        return f"{self.site}:start_urls"
+
+    @property
+    def leases(self) -> str:
+        return f"{self.site}:leases"
+
+    @property
+    def lease_scores(self) -> str:
+        return f"{self.site}:lease_scores"
+
+    @property
+    def lease_owners(self) -> str:
+        return f"{self.site}:lease_owners"
+
+    @property
+    def push_seq(self) -> str:
+        return f"{self.site}:push_seq"
+
+    @property
+    def lease_seq(self) -> str:
+        return f"{self.site}:lease_seq"
+
+    @property
+    def worker_prefix(self) -> str:
+        """Prefix of each worker's heartbeat key (``<prefix><worker id>``)."""
+        return f"{self.site}:worker:"
+
+    @property
+    def workers(self) -> str:
+        return f"{self.site}:workers"
+
+    def seen(self, job_id: str) -> str:
+        return f"{self.site}:job:{job_id}:seen"
+
+    def stats(self, job_id: str) -> str:
+        return f"{self.site}:job:{job_id}:stats"
+
+    @property
+    def current_job(self) -> str:
+        return f"{self.site}:current_job"
+
+    @property
+    def jobs(self) -> str:
+        return f"{self.site}:jobs"
+
+    def drain_probe(self, job_id: str) -> str:
+        """Hash: digest of the job's counters/queues and since when it has been stable."""
+        return f"{self.site}:job:{job_id}:drain_probe"
+
+    # -- item pipelines (core.dedup, core.store) -------------------------------------
+    @property
+    def item_hashes(self) -> str:
+        """Hash: item key -> content hash of its last stored version."""
+        return f"{self.site}:item_hashes"
+
+    @property
+    def item_first_seen(self) -> str:
+        """Hash: item key -> epoch ms it was first seen."""
+        return f"{self.site}:item_first_seen"
+
+    @property
+    def item_last_changed(self) -> str:
+        """Hash: item key -> epoch ms its content last changed."""
+        return f"{self.site}:item_last_changed"
+
+    def job_verdicts(self, job_id: str) -> str:
+        """Hash: item key -> new | changed | unchanged, for one job."""
+        return f"{self.site}:job:{job_id}:verdicts"
+
+    def job_new(self, job_id: str) -> str:
+        """Set: keys of the job's new items (for the LLM step and alerts)."""
+        return f"{self.site}:job:{job_id}:new"
+
+    def job_changed(self, job_id: str) -> str:
+        """Set: keys of the job's changed items."""
+        return f"{self.site}:job:{job_id}:changed"
+
+    @property
+    def store_spill(self) -> str:
+        """List: store actions not yet accepted by Elasticsearch (JSON)."""
+        return f"{self.site}:store:spill"
+
+    @property
+    def store_spill_lock(self) -> str:
+        return f"{self.site}:store:spill_lock"
+
+    @property
+    def store_dead_letters(self) -> str:
+        """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
+        return f"{self.site}:store:dead_letters"
+
+    def all_frontier_keys(self) -> list[str]:
+        return [
+            self.queue,
+            self.start_urls,
+            self.leases,
+            self.lease_scores,
+            self.lease_owners,
+        ]
