@@ -87,16 +87,41 @@ class PlatformSettings(BaseSettings):
         return shutil.which("chromium")
 
     def elasticsearch_client_kwargs(self) -> dict[str, object]:
-        """Arguments for ``elasticsearch.Elasticsearch``; the only place secrets are unwrapped."""
-        kwargs: dict[str, object] = {"hosts": [self.elasticsearch_url or "http://127.0.0.1:9200"]}
-        if self.elasticsearch_api_key is not None:
-            kwargs["api_key"] = self.elasticsearch_api_key.get_secret_value()
-        elif self.elasticsearch_username and self.elasticsearch_password is not None:
-            kwargs["basic_auth"] = (
-                self.elasticsearch_username,
-                self.elasticsearch_password.get_secret_value(),
-            )
-        return kwargs
+        """Arguments for ``elasticsearch.Elasticsearch``."""
+        return elasticsearch_client_kwargs(
+            self.elasticsearch_url,
+            username=self.elasticsearch_username,
+            password=self.elasticsearch_password,
+            api_key=self.elasticsearch_api_key,
+        )
+
+
+def secret_value(value: object) -> str | None:
+    """A secret as plain text, whether it came as ``SecretStr`` (environment) or ``str``
+    (``scrapy crawl -s NAME=...``); None when unset. Unwrap only where the secret is used."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, SecretStr):
+        return value.get_secret_value() or None
+    return str(value)
+
+
+def elasticsearch_client_kwargs(
+    url: str | None,
+    *,
+    username: str | None = None,
+    password: object = None,
+    api_key: object = None,
+) -> dict[str, object]:
+    """Arguments for ``elasticsearch.Elasticsearch`` / ``AsyncElasticsearch``: the one place
+    the store's credentials are unwrapped (API key first, else basic auth)."""
+    kwargs: dict[str, object] = {"hosts": [url or "http://127.0.0.1:9200"]}
+    key, secret = secret_value(api_key), secret_value(password)
+    if key is not None:
+        kwargs["api_key"] = key
+    elif username and secret is not None:
+        kwargs["basic_auth"] = (username, secret)
+    return kwargs
 
 
 @lru_cache(maxsize=1)
