@@ -40,13 +40,15 @@ from crawlers.items import GeoPoint, Hotel
 from crawlers.spiders.common import (
     ProductionSpider,
     absolute,
+    coordinate,
     css_text,
     find_key,
     first,
     has_type,
-    jsonld_nodes,
     long_text,
+    money,
     script_json,
+    structured_nodes,
     text,
     to_float,
     to_int,
@@ -207,7 +209,7 @@ def _from_store(
     price = ((result.get("priceDisplayInfoIrene") or {}).get("displayPrice") or {}).get(
         "amountPerStay"
     ) or {}
-    lat, lon = to_float(location.get("latitude")), to_float(location.get("longitude"))
+    lat, lon = coordinate(location.get("latitude")), coordinate(location.get("longitude"))
     photo = first(list(find_key(data.get("photos") or {}, "relativeUrl")))
     return {
         "url": hotel_url(response, f"/hotel/{country}/{page_name}.html", checkin, checkout),
@@ -249,7 +251,7 @@ def _from_cards(
             '[data-testid="rating-stars"] > div, [data-testid="rating-stars"] > span,'
             ' [data-testid="rating-squares"] > div, [data-testid="rating-squares"] > span'
         )
-        price = css_text(card, '[data-testid="price-and-discounted-price"] ::text')
+        price = money(css_text(card, '[data-testid="price-and-discounted-price"] ::text'))
         image = re.search(
             r'url\("?([^")]+)',
             card.css('[data-testid="lazy-image-image"]::attr(style)').get() or "",
@@ -265,24 +267,14 @@ def _from_cards(
                 "star_rating": float(len(stars)) if stars else None,
                 "review_score": to_float(numbers[0]) if numbers else None,
                 "review_count": to_int(numbers[-1]) if len(numbers) > 1 else None,
-                "price": to_float(price),
-                "currency": _currency(price),
+                "price": price.amount,
+                "currency": price.currency,
                 "checkin": checkin,
                 "checkout": checkout,
                 "images": [image.group(1).replace("&amp;", "&")] if image else None,
             }
         )
     return hotels
-
-
-def _currency(price: str | None) -> str | None:
-    if not price:
-        return None
-    for symbol, code in (("MX$", "MXN"), ("US$", "USD"), ("€", "EUR"), ("£", "GBP"), ("R$", "BRL")):
-        if symbol in price:
-            return code
-    match = re.search(r"\b([A-Z]{3})\b", price)
-    return match.group(1) if match else None
 
 
 def _next_url(response: TextResponse, pagination: dict[str, Any], count: int) -> str | None:
@@ -303,16 +295,17 @@ def _next_url(response: TextResponse, pagination: dict[str, Any], count: int) ->
 def extract_hotel(response: TextResponse) -> dict[str, Any]:
     """A hotel page: JSON-LD Hotel, inline variables, data-testid blocks, the old layout."""
     scripts = "\n".join(response.xpath("//script[not(@src)]/text()").getall())
-    hotel = next((n for n in jsonld_nodes(response) if has_type(n, "Hotel", "LodgingBusiness")), {})
+    nodes = structured_nodes(response, "json-ld")
+    hotel = next((n for n in nodes if has_type(n, "Hotel", "LodgingBusiness")), {})
     address = hotel.get("address") if isinstance(hotel.get("address"), dict) else {}
     rating = hotel.get("aggregateRating") if isinstance(hotel.get("aggregateRating"), dict) else {}
     hotel_id = re.search(_HOTEL_ID, scripts)
     latlng = response.css("[data-atlas-latlng]::attr(data-atlas-latlng)").get()
     lat = lon = None
     if latlng and "," in latlng:
-        lat, lon = (to_float(v) for v in latlng.split(",", 1))
+        lat, lon = (coordinate(v) for v in latlng.split(",", 1))
     if lat is None and (m_lat := _LAT.search(scripts)) and (m_lon := _LON.search(scripts)):
-        lat, lon = to_float(m_lat.group(1)), to_float(m_lon.group(1))
+        lat, lon = coordinate(m_lat.group(1)), coordinate(m_lon.group(1))
     stars = response.css('.property-header [data-testid="rating-stars"] > span')
     old_stars = _STARS.search(" ".join(response.css("i.stars::attr(class)").getall()))
     score_box = response.css('[data-testid="review-score-component"], #js--hp-gallery-scorecard')

@@ -5,29 +5,50 @@ filtering on the base URL's host, a page limit for pagination (``MAX_LISTING_PAG
 in the profile's ``[settings]``), and counted, logged failures (``<site>/<what>`` stats),
 so nothing is dropped silently.
 
-The helpers read structured data the way the sites embed it: JSON-LD nodes (``@graph``
-included), schema.org microdata items, JSON inside ``<script>`` tags, and numbers as
-sites print them ("1.234,50 €", "3,498", "4.5/5").
+The helpers read what pages embed through the kept libraries: extruct for JSON-LD and
+schema.org microdata (``structured_nodes``), price-parser for numbers and prices as sites
+print them ("1.234,50 €", "3,498", "4.5/5", "CA$6,250"), plus JSON inside ``<script>``
+tags.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import logging
+import math
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlparse
 
+import extruct
 from lxml import etree
+from price_parser import Price
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from crawlers.spiders.base import SiteSpider
 
+logger = logging.getLogger(__name__)
+
 _SCHEMA_PREFIXES = ("https://schema.org/", "http://schema.org/")
-_NUMBER = re.compile(r"-?\d[\d.,\u00a0\u202f' ]*")
+# The blocks extruct reads as JSON-LD (its own selection), handed to it one at a time.
+_JSONLD_SCRIPTS = etree.XPath('//script[@type="application/ld+json"]')
+# ISO 4217 codes of the signs price-parser finds next to amounts. A bare "$" or "¥"
+# names several currencies and stays unread; three-letter codes are taken as printed.
+_CURRENCY_SIGNS = {
+    "€": "EUR",
+    "£": "GBP",
+    "US$": "USD",
+    "CA$": "CAD",
+    "C$": "CAD",
+    "MX$": "MXN",
+    "R$": "BRL",
+    "A$": "AUD",
+    "AU$": "AUD",
+}
 
 
 class ProductionSpider(SiteSpider):
@@ -98,22 +119,92 @@ def script_json(response: TextResponse, xpath: str) -> Any:
     """The JSON of the first script matching ``xpath``; None when absent or unreadable."""
     for raw in response.xpath(xpath).getall():
         try:
-            return json.loads(raw.strip().removeprefix("<!--").removesuffix("-->"), strict=False)
+            return _loads(raw)
         except ValueError:
             continue
     return None
 
 
-def jsonld_nodes(response: TextResponse) -> list[dict[str, Any]]:
-    """Every JSON-LD node of the page, ``@graph`` members included; broken blocks skipped."""
+def _loads(raw: str) -> Any:
+    # Old pages wrap script JSON in an HTML comment to hide it from pre-HTML4 browsers.
+    return json.loads(raw.strip().removeprefix("<!--").removesuffix("-->"), strict=False)
+
+
+def find_key(data: Any, key: str, *, limit: int = 50_000) -> Iterator[Any]:
+    """Every value stored under ``key`` anywhere in a JSON document (depth first)."""
+    stack = [data]
+    seen = 0
+    while stack and seen < limit:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, dict):
+            if key in node:
+                yield node[key]
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
+
+
+# -- structured data (extruct) -----------------------------------------------------------------
+
+
+def structured_nodes(
+    response: TextResponse, *syntaxes: str, html_nodes: bool = False
+) -> list[dict[str, Any]]:
+    """The page's schema.org nodes in the given extruct syntaxes (``json-ld``, ``microdata``).
+
+    Uniform dicts (``@type``, properties; a repeated property is a list), syntaxes in the
+    order given, each in document order. JSON-LD: every top-level node and ``@graph``
+    member. Microdata: every item, nested ones included (a product's reviews), each with
+    its element under ``htmlNode`` when ``html_nodes``.
+
+    extruct drops a whole syntax when one part fails, so JSON-LD is handed to it one
+    block at a time: a broken block is skipped (logged with the URL, and counted in the
+    message), the others are read.
+    """
+    root = response.selector.root
+    if not isinstance(root, etree._Element):
+        return []
     nodes: list[dict[str, Any]] = []
-    for raw in response.xpath('//script[contains(@type, "ld+json")]/text()').getall():
-        try:
-            data = json.loads(raw.strip().removeprefix("<!--").removesuffix("-->"), strict=False)
-        except ValueError:
-            continue  # one broken block must not hide the others
-        nodes.extend(_walk_jsonld(data))
+    skipped = []
+    for syntax in syntaxes:
+        documents = _JSONLD_SCRIPTS(root) if syntax == "json-ld" else [root]
+        for document in documents:
+            try:
+                found = extruct.extract(
+                    document,
+                    base_url=response.url,
+                    syntaxes=[syntax],
+                    uniform=True,
+                    return_html_node=html_nodes,
+                )[syntax]
+            except Exception as exc:  # as wide as extruct's own errors="log"
+                found = _commented_jsonld(document) if syntax == "json-ld" else None
+                if found is None:
+                    skipped.append(f"{syntax}: {type(exc).__name__}: {exc}")
+                    continue
+            walk = _walk_jsonld if syntax == "json-ld" else _walk_microdata
+            nodes.extend(node for entry in found for node in walk(entry))
+    if skipped:
+        logger.warning(
+            "%s: skipped %d unreadable structured data block(s): %s",
+            response.url,
+            len(skipped),
+            "; ".join(skipped),
+        )
     return nodes
+
+
+def _commented_jsonld(script: etree._Element) -> list[Any] | None:
+    """A JSON-LD block wrapped in ``<!-- -->`` over several lines, which extruct cannot read."""
+    raw = script.xpath("string()")
+    if not raw.strip():
+        return []  # an empty block: nothing to read, nothing lost
+    try:
+        data = _loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, list) else [data]
 
 
 def _walk_jsonld(data: Any) -> Iterator[dict[str, Any]]:
@@ -124,6 +215,17 @@ def _walk_jsonld(data: Any) -> Iterator[dict[str, Any]]:
         yield data
         if "@graph" in data:
             yield from _walk_jsonld(data["@graph"])
+
+
+def _walk_microdata(item: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(item, list):
+        for entry in item:
+            yield from _walk_microdata(entry)
+    elif isinstance(item, dict) and "@type" in item:
+        yield item
+        for name, value in item.items():
+            if name != "htmlNode":
+                yield from _walk_microdata(value)
 
 
 def has_type(node: dict[str, Any], *wanted: str) -> bool:
@@ -143,78 +245,6 @@ def schema_name(value: Any) -> str | None:
     for prefix in _SCHEMA_PREFIXES:
         value = value.removeprefix(prefix)
     return value.strip()
-
-
-def find_key(data: Any, key: str, *, limit: int = 50_000) -> Iterator[Any]:
-    """Every value stored under ``key`` anywhere in a JSON document (depth first)."""
-    stack = [data]
-    seen = 0
-    while stack and seen < limit:
-        node = stack.pop()
-        seen += 1
-        if isinstance(node, dict):
-            if key in node:
-                yield node[key]
-            stack.extend(reversed(list(node.values())))
-        elif isinstance(node, list):
-            stack.extend(reversed(node))
-
-
-# -- microdata ---------------------------------------------------------------------------------
-
-
-def microdata_items(response: TextResponse, itemtype: str) -> list[dict[str, Any]]:
-    """Top-level or nested microdata items of ``itemtype``, as JSON-LD-like dicts.
-
-    Each property keeps every value (a list), in document order, since a product has
-    many ``review`` properties.
-    """
-    root = response.selector.root
-    if not isinstance(root, etree._Element):
-        return []
-    items = []
-    for element in root.iter():
-        if not isinstance(element.tag, str) or "itemscope" not in element.attrib:
-            continue
-        if has_type({"@type": (element.get("itemtype") or "").split()}, itemtype):
-            items.append(microdata_item(element))
-    return items
-
-
-def microdata_item(element: etree._Element) -> dict[str, Any]:
-    item: dict[str, Any] = {"@type": element.get("itemtype", "")}
-
-    def walk(node: etree._Element) -> None:
-        for child in node:
-            if not isinstance(child.tag, str):
-                continue
-            scoped = "itemscope" in child.attrib
-            if prop := child.get("itemprop"):
-                value = microdata_item(child) if scoped else microdata_value(child)
-                for name in prop.split():
-                    item.setdefault(name, []).append(value)
-            if not scoped:  # a nested item's properties are its own
-                walk(child)
-
-    walk(element)
-    return item
-
-
-def microdata_value(element: etree._Element) -> str:
-    tag = element.tag.lower() if isinstance(element.tag, str) else ""
-    if tag == "meta":
-        return element.get("content", "")
-    if tag in ("a", "link", "area"):
-        return element.get("href", "")
-    if tag in ("img", "audio", "video", "source", "iframe", "embed"):
-        return element.get("src", "")
-    if tag == "time" and element.get("datetime"):
-        return element.get("datetime", "")
-    if tag in ("data", "meter") and element.get("value") is not None:
-        return element.get("value", "")
-    if element.get("content") is not None:
-        return element.get("content", "")
-    return " ".join("".join(element.itertext()).split())
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -249,42 +279,54 @@ def css_text(response: TextResponse | Any, query: str) -> str | None:
 
 
 def to_float(value: Any) -> float | None:
-    """A number as sites print it: ``1.234,50``, ``3,498``, ``4.5/5``, ``€ 1 200``."""
+    """A number as data holds it or a site prints it: ``7``, ``1.234,50``, ``3,498``,
+    ``4.5/5``, ``€ 1 200``. price-parser reads the printed ones (separators of any locale,
+    currency signs and units around the number); amounts have no sign there, so signed
+    values such as coordinates go through ``coordinate``.
+    """
     value = first(value)
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int | float):
         return float(value)
-    match = _NUMBER.search(str(value).replace("\u00a0", " "))
-    if not match:
-        return None
-    number = re.sub(r"[\s\u202f']", "", match.group(0)).rstrip(".,")
-    if "," in number and "." in number:
-        # The later separator is the decimal one: 1.234,50 or 1,234.50.
-        if number.rfind(",") > number.rfind("."):
-            number = number.replace(".", "").replace(",", ".")
-        else:
-            number = number.replace(",", "")
-    elif "," in number:
-        head, _, tail = number.rpartition(",")
-        # 3,498 / 1,200,000 are thousands; 4,5 / 12,50 are decimals.
-        if len(tail) == 3 and number.count(",") >= 1 and head.replace(",", "").isdigit():
-            number = number.replace(",", "")
-        else:
-            number = head.replace(",", "") + "." + tail
-    elif number.count(".") > 1 or (
-        "." in number and len(number.rpartition(".")[2]) == 3 and number[0] != "0"
-    ):
-        number = number.replace(".", "")  # 1.200.000 / 450.000 (European thousands)
-    try:
-        return float(number)
-    except ValueError:
-        return None
+    return Price.fromstring(str(value)).amount_float
 
 
 def to_int(value: Any) -> int | None:
     number = to_float(value)
     return None if number is None else int(number)
+
+
+def coordinate(value: Any) -> float | None:
+    """A latitude or longitude as data states it (``-3.6851``): signed, decimals as written."""
+    value = first(value)
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+class Money(NamedTuple):
+    amount: float | None
+    currency: str | None  # ISO 4217
+
+
+def money(value: Any, currency: Any = None) -> Money:
+    """An amount and its currency code: ``currency`` as structured data states it wins
+    over the sign printed with the amount (``€``, ``CA$``, ``MXN``)."""
+    sign = None
+    if isinstance(value, str):
+        price = Price.fromstring(value)
+        amount, sign = price.amount_float, price.currency
+    else:
+        amount = to_float(value)
+    code = text(currency)
+    if code is None and sign:
+        code = _CURRENCY_SIGNS.get(sign) or (sign if re.fullmatch(r"[A-Z]{3}", sign) else None)
+    return Money(amount, code)
 
 
 def absolute(response: Response, url: Any) -> str | None:

@@ -14,18 +14,28 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
 import scrapy
-from lxml import etree
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from core.config import get_settings
 from crawlers.items import DemoProduct
 from crawlers.spiders.base import SiteSpider
+from crawlers.spiders.common import (
+    css_text,
+    first,
+    has_type,
+    money,
+    schema_name,
+    structured_nodes,
+    text,
+    to_float,
+    to_int,
+)
 
 PRODUCT_FIELDS = (
     "name",
@@ -40,7 +50,6 @@ PRODUCT_FIELDS = (
     "description",
     "image",
 )
-_SCHEMA_PREFIXES = ("https://schema.org/", "http://schema.org/")
 _CATEGORY_SLUG = re.compile(r"/category/([^/?#]+)")
 _PRODUCT_SKU = re.compile(r"/product/([^/?#]+)")
 
@@ -189,151 +198,78 @@ def extract_product(response: TextResponse) -> dict[str, Any]:
 def from_jsonld(response: TextResponse) -> dict[str, Any]:
     product: dict[str, Any] = {}
     slug = None
-    for raw in response.xpath('//script[@type="application/ld+json"]/text()').getall():
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            continue  # a broken block must not hide the others
-        for node in _jsonld_nodes(data):
-            if _has_type(node, "Product") and not product:
-                product = _from_schema(node, response)
-            elif _has_type(node, "BreadcrumbList"):
-                for element in node.get("itemListElement") or []:
-                    item = element.get("item") if isinstance(element, dict) else None
-                    url = item.get("@id") if isinstance(item, dict) else item
-                    if isinstance(url, str) and (match := _CATEGORY_SLUG.search(url)):
-                        slug = match.group(1)
+    for node in structured_nodes(response, "json-ld"):
+        if has_type(node, "Product") and not product:
+            product = _from_schema(node, response)
+        elif has_type(node, "BreadcrumbList"):
+            for element in node.get("itemListElement") or []:
+                item = element.get("item") if isinstance(element, dict) else None
+                url = item.get("@id") if isinstance(item, dict) else item
+                if isinstance(url, str) and (match := _CATEGORY_SLUG.search(url)):
+                    slug = match.group(1)
     if slug is not None:
         product["category_slug"] = slug
     return product
 
 
 def from_microdata(response: TextResponse) -> dict[str, Any]:
-    root = response.selector.root
-    if not isinstance(root, etree._Element):
-        return {}
-    for element in root.iter():
-        if (
-            isinstance(element.tag, str)
-            and "itemscope" in element.attrib
-            and element.get("itemprop") is None
-            and _has_type({"@type": element.get("itemtype", "")}, "Product")
-        ):
-            return _from_schema(_microdata_item(element), response)
+    for item in structured_nodes(response, "microdata", html_nodes=True):
+        # The page's own product, not one named as a property of another item.
+        if has_type(item, "Product") and item["htmlNode"].get("itemprop") is None:
+            return _from_schema(item, response)
     return {}
 
 
 def from_css(response: TextResponse) -> dict[str, Any]:
     """The visible markup of the current (v1) layout, without any schema attributes."""
-
-    def text(query: str) -> str | None:
-        value = " ".join(" ".join(response.css(query).getall()).split())
-        return value or None
-
     slug_link = response.css(
         'nav.breadcrumbs a[href*="/category/"]::attr(href), '
         '.product-category a[href*="/category/"]::attr(href)'
     ).get()
     slug_match = _CATEGORY_SLUG.search(slug_link or "")
     image = response.css("img.product-image::attr(src)").get()
+    price = money(
+        css_text(response, ".product-price .price-value::text"),
+        response.css(".product-price::attr(data-currency)").get(),
+    )
     return {
-        "name": text("h1.product-title::text") or text("h1::text"),
-        "sku": text(".product-sku .sku-value::text"),
-        "brand": text(".product-brand .brand-name::text"),
-        "category": text(".product-category .category-name::text"),
+        "name": css_text(response, "h1.product-title::text") or css_text(response, "h1::text"),
+        "sku": css_text(response, ".product-sku .sku-value::text"),
+        "brand": css_text(response, ".product-brand .brand-name::text"),
+        "category": css_text(response, ".product-category .category-name::text"),
         "category_slug": slug_match.group(1) if slug_match else None,
-        "price": _to_float(text(".product-price .price-value::text")),
-        "currency": response.css(".product-price::attr(data-currency)").get(),
+        "price": price.amount,
+        "currency": price.currency,
         "availability": response.css(".availability::attr(data-availability)").get(),
-        "rating": _to_float(text(".product-rating .rating-value::text")),
-        "review_count": _to_int(text(".product-rating .review-count::text")),
-        "description": text(".product-description ::text"),
+        "rating": to_float(css_text(response, ".product-rating .rating-value::text")),
+        "review_count": to_int(css_text(response, ".product-rating .review-count::text")),
+        "description": css_text(response, ".product-description ::text"),
         "image": response.urljoin(image) if image else None,
     }
 
 
-def _jsonld_nodes(data: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(data, list):
-        for entry in data:
-            yield from _jsonld_nodes(entry)
-    elif isinstance(data, dict):
-        yield data
-        if "@graph" in data:
-            yield from _jsonld_nodes(data["@graph"])
-
-
-def _has_type(node: dict[str, Any], wanted: str) -> bool:
-    types = node.get("@type")
-    names: Iterable[Any] = types if isinstance(types, list) else [types]
-    return any(
-        isinstance(name, str) and (name == wanted or name.endswith(f"schema.org/{wanted}"))
-        for name in names
-    )
-
-
 def _from_schema(node: dict[str, Any], response: TextResponse) -> dict[str, Any]:
-    """Product fields from a schema.org Product, given as JSON-LD or parsed microdata."""
-    offer = _first(node.get("offers"))
+    """Product fields from a schema.org Product, as JSON-LD or microdata (extruct, uniform)."""
+    offer = first(node.get("offers"))
     offer = offer if isinstance(offer, dict) else {}
-    rating = _first(node.get("aggregateRating"))
+    rating = first(node.get("aggregateRating"))
     rating = rating if isinstance(rating, dict) else {}
-    image = _first(node.get("image"))
+    image = first(node.get("image"))
     if isinstance(image, dict):
         image = image.get("url") or image.get("contentUrl")
-    availability = _first(offer.get("availability"))
-    if isinstance(availability, str):
-        for prefix in _SCHEMA_PREFIXES:
-            availability = availability.removeprefix(prefix)
     return {
-        "name": _text(node.get("name")),
-        "sku": _text(node.get("sku")),
+        "name": text(node.get("name")),
+        "sku": text(node.get("sku")),
         "brand": _name_of(node.get("brand")),
         "category": _name_of(node.get("category")),
-        "price": _to_float(_first(offer.get("price"))),
-        "currency": _text(offer.get("priceCurrency")),
-        "availability": availability if isinstance(availability, str) else None,
-        "rating": _to_float(_first(rating.get("ratingValue"))),
-        "review_count": _to_int(_first(rating.get("reviewCount") or rating.get("ratingCount"))),
-        "description": _text(node.get("description")),
+        "price": to_float(offer.get("price")),
+        "currency": text(offer.get("priceCurrency")),
+        "availability": schema_name(offer.get("availability")),
+        "rating": to_float(rating.get("ratingValue")),
+        "review_count": to_int(rating.get("reviewCount") or rating.get("ratingCount")),
+        "description": text(node.get("description")),
         "image": response.urljoin(image) if isinstance(image, str) and image else None,
     }
-
-
-def _microdata_item(element: etree._Element) -> dict[str, Any]:
-    """One microdata item as a JSON-LD-like dict (first value of each property)."""
-    item: dict[str, Any] = {"@type": element.get("itemtype", "")}
-
-    def walk(node: etree._Element) -> None:
-        for child in node:
-            if not isinstance(child.tag, str):
-                continue  # comments and processing instructions
-            scoped = "itemscope" in child.attrib
-            if prop := child.get("itemprop"):
-                value = _microdata_item(child) if scoped else _microdata_value(child)
-                for name in prop.split():
-                    item.setdefault(name, value)
-            if not scoped:  # a nested item's properties are its own
-                walk(child)
-
-    walk(element)
-    return item
-
-
-def _microdata_value(element: etree._Element) -> str:
-    tag = element.tag.lower() if isinstance(element.tag, str) else ""
-    if tag == "meta":
-        return element.get("content", "")
-    if tag in ("a", "link", "area"):
-        return element.get("href", "")
-    if tag in ("img", "audio", "video", "source", "iframe", "embed"):
-        return element.get("src", "")
-    if tag == "time" and element.get("datetime"):
-        return element.get("datetime", "")
-    if tag in ("data", "meter") and element.get("value") is not None:
-        return element.get("value", "")
-    if element.get("content") is not None:  # widely used outside <meta>, and honoured
-        return element.get("content", "")
-    return " ".join("".join(element.itertext()).split())
 
 
 def _review(entry: dict[str, Any]) -> dict[str, Any]:
@@ -346,40 +282,8 @@ def _review(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _first(value: Any) -> Any:
-    return value[0] if isinstance(value, list) and value else value
-
-
-def _text(value: Any) -> str | None:
-    value = _first(value)
-    if value is None:
-        return None
-    text = " ".join(str(value).split())
-    return text or None
-
-
 def _name_of(value: Any) -> str | None:
-    value = _first(value)
+    value = first(value)
     if isinstance(value, dict):
-        return _text(value.get("name"))
-    return _text(value)
-
-
-def _to_float(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    text = str(value).strip().replace("\u00a0", "")
-    if "," in text and "." not in text:
-        text = text.replace(",", ".")  # a decimal comma
-    text = re.sub(r"[^0-9.\-]", "", text)
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _to_int(value: Any) -> int | None:
-    number = _to_float(value)
-    return None if number is None else int(number)
+        return text(value.get("name"))
+    return text(value)

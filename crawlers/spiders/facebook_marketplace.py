@@ -42,6 +42,7 @@ from core.config import get_settings
 from crawlers.items import GeoPoint, MarketplaceListing
 from crawlers.spiders.common import (
     ProductionSpider,
+    coordinate,
     find_key,
     first,
     long_text,
@@ -359,7 +360,7 @@ def extract_item(response: TextResponse) -> dict[str, Any]:
         }
     price = target.get("listing_price") or {}
     location = target.get("location") or target.get("item_location") or {}
-    lat, lon = to_float(location.get("latitude")), to_float(location.get("longitude"))
+    lat, lon = coordinate(location.get("latitude")), coordinate(location.get("longitude"))
     seller = target.get("marketplace_listing_seller") or {}
     actor = first(((target.get("story") or {}).get("actors")) or []) or {}
     condition = next(

@@ -33,9 +33,9 @@ from crawlers.spiders.common import (
     ProductionSpider,
     css_text,
     first,
+    has_type,
     long_text,
-    microdata_item,
-    microdata_items,
+    structured_nodes,
     text,
     to_float,
     to_int,
@@ -108,10 +108,12 @@ class G2Spider(ProductionSpider):
 
 
 def extract_product_page(response: TextResponse) -> ProductPage:
-    products = microdata_items(response, "SoftwareApplication") or microdata_items(
-        response, "Product"
+    items = structured_nodes(response, "microdata", html_nodes=True)
+    product = next((i for i in items if has_type(i, "SoftwareApplication")), None) or next(
+        (i for i in items if has_type(i, "Product")), {}
     )
-    product = products[0] if products else {}
+    # A review block's microdata item, found by its element (blocks without one: markup only).
+    by_element = {item["htmlNode"]: item for item in items}
     rating = first(product.get("aggregateRating"))
     rating = rating if isinstance(rating, dict) else {}
     name = text(first(product.get("name"))) or css_text(
@@ -139,7 +141,7 @@ def extract_product_page(response: TextResponse) -> ProductPage:
     reviews = [
         fields
         for element in response.xpath(_REVIEW_BLOCKS)
-        if (fields := _review(element, response, language))
+        if (fields := _review(element, by_element.get(element.root, {}), response, language))
     ]
     return ProductPage(
         subject=subject,
@@ -150,10 +152,11 @@ def extract_product_page(response: TextResponse) -> ProductPage:
     )
 
 
-def _review(element: Selector, response: TextResponse, language: str | None) -> dict[str, Any]:
-    root = element.root
-    item = microdata_item(root) if "itemscope" in root.attrib else {}
-    block_id = _BLOCK_ID.search(root.get("id") or "")
+def _review(
+    element: Selector, item: dict[str, Any], response: TextResponse, language: str | None
+) -> dict[str, Any]:
+    """One review block: its microdata ``item`` (empty when the block lost it), then markup."""
+    block_id = _BLOCK_ID.search(element.root.get("id") or "")
     link = element.css('a.pjax[href*="-review-"]::attr(href)').get()
     link_id = _LINK_ID.search(link or "")
     review_id = (block_id or link_id).group(1) if (block_id or link_id) else None

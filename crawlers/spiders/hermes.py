@@ -41,10 +41,10 @@ from crawlers.spiders.common import (
     css_text,
     first,
     has_type,
-    jsonld_nodes,
     long_text,
     schema_name,
     script_json,
+    structured_nodes,
     text,
     to_float,
     unique,
@@ -275,7 +275,7 @@ def extract_product(response: TextResponse, sku: str | None = None) -> dict[str,
         )
         if body.get("dimensions"):
             attributes["dimensions"] = text(body["dimensions"])
-    for node in jsonld_nodes(response):
+    for node in structured_nodes(response, "json-ld"):
         if not has_type(node, "Product"):
             continue
         offer = first(node.get("offers"))

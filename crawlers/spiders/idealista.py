@@ -32,8 +32,10 @@ from scrapy.http import Response, TextResponse
 from crawlers.items import GeoPoint, PropertyListing
 from crawlers.spiders.common import (
     ProductionSpider,
+    coordinate,
     css_text,
     long_text,
+    money,
     text,
     to_float,
     to_int,
@@ -131,7 +133,7 @@ def extract_search_cards(response: TextResponse) -> list[dict[str, Any]]:
         url = response.urljoin(href)
         match = _ID_IN_PATH.search(urlparse(url).path)
         listing_id = article.attrib.get("data-element-id") or (match.group(1) if match else None)
-        price_text = css_text(article, ".item-price ::text")
+        price = money(css_text(article, ".item-price ::text"))
         details = [text(t) for t in article.css(".item-detail::text").getall()]
         title = text(article.css("a.item-link::attr(title)").get()) or css_text(
             article, "a.item-link::text"
@@ -141,8 +143,8 @@ def extract_search_cards(response: TextResponse) -> list[dict[str, Any]]:
                 "url": url,
                 "listing_id": listing_id,
                 "title": title,
-                "price": to_float(price_text),
-                "currency": "EUR" if price_text and "€" in price_text else None,
+                "price": price.amount,
+                "currency": price.currency,
                 "area_m2": _area(details),
                 "rooms": _rooms(details),
                 "description": long_text(css_text(article, ".item-description ::text")),
@@ -177,7 +179,7 @@ def extract_listing(response: TextResponse, default_country: str | None = None) 
     lines = [line for line in lines if line]
     listing_id = config["listing_id"] or _id_from(response)
     host = urlparse(response.url).hostname or ""
-    latitude, longitude = to_float(config["latitude"]), to_float(config["longitude"])
+    latitude, longitude = coordinate(config["latitude"]), coordinate(config["longitude"])
     fields: dict[str, Any] = {
         "url": _canonical(response, listing_id),
         "listing_id": listing_id,

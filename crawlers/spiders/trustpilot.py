@@ -27,9 +27,9 @@ from crawlers.spiders.common import (
     ProductionSpider,
     css_text,
     has_type,
-    jsonld_nodes,
     long_text,
     script_json,
+    structured_nodes,
     text,
     to_float,
     to_int,
@@ -236,7 +236,7 @@ def _review_from_state(entry: dict[str, Any], response: TextResponse) -> dict[st
 def _from_jsonld(
     response: TextResponse,
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    nodes = jsonld_nodes(response)
+    nodes = structured_nodes(response, "json-ld")
     business = None
     for node in nodes:
         if has_type(node, "LocalBusiness", "Organization") and node.get("aggregateRating"):
