@@ -19,7 +19,7 @@ import logging
 import math
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlparse
 
 import extruct
@@ -149,9 +149,9 @@ def find_key(data: Any, key: str, *, limit: int = 50_000) -> Iterator[Any]:
 
 
 def structured_nodes(
-    response: TextResponse, *syntaxes: str, html_nodes: bool = False
+    response: TextResponse, *syntaxes: Literal["json-ld", "microdata"], html_nodes: bool = False
 ) -> list[dict[str, Any]]:
-    """The page's schema.org nodes in the given extruct syntaxes (``json-ld``, ``microdata``).
+    """The page's schema.org nodes in the given extruct syntaxes.
 
     Uniform dicts (``@type``, properties; a repeated property is a list), syntaxes in the
     order given, each in document order. JSON-LD: every top-level node and ``@graph``
@@ -178,7 +178,7 @@ def structured_nodes(
                     uniform=True,
                     return_html_node=html_nodes,
                 )[syntax]
-            except Exception as exc:  # as wide as extruct's own errors="log"
+            except Exception as exc:  # whatever its parsers raise, as extruct's errors="log"
                 found = _commented_jsonld(document) if syntax == "json-ld" else None
                 if found is None:
                     skipped.append(f"{syntax}: {type(exc).__name__}: {exc}")
