@@ -59,17 +59,23 @@ class ResourceBlocker:
         # Service-worker requests belong to no page: they get the crawl's types. One crawl
         # per process (Scrapy's way), so the last handler configured is that crawl's.
         self.frameless: frozenset[str] = frozenset()
+        self._assigned: frozenset[str] = frozenset()  # every type some page aborts
 
     def assign(self, page: Page, types: frozenset[str]) -> None:
         """``page`` aborts ``types`` until the next request it serves says otherwise."""
         self._by_page[page] = types
+        if not types <= self._assigned:
+            self._assigned |= types
 
     def __call__(self, request: PlaywrightRequest) -> bool:
+        resource_type = request.resource_type
+        if resource_type not in self._assigned and resource_type not in self.frameless:
+            return False  # most requests (documents, scripts, XHR): no page lookup
         try:
             types = self._by_page.get(request.frame.page, frozenset())
         except PlaywrightError:  # service-worker requests have no frame
             types = self.frameless
-        return request.resource_type in types
+        return resource_type in types
 
 
 abort_request = ResourceBlocker()

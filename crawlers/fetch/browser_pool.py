@@ -47,8 +47,12 @@ class BrowserPool:
         max_contexts: int,
         max_pages_per_context: int,
         page_max_uses: int,
+        close_strays: bool = True,
     ) -> None:
         self.stats = stats
+        # False with PLAYWRIGHT_CONTEXTS: a startup context has no page until a request
+        # uses it, and is no stray.
+        self.close_strays = close_strays
         self.max_contexts = max_contexts  # 0: no limit
         self.max_pages_per_context = max_pages_per_context
         self.page_max_uses = page_max_uses
@@ -100,7 +104,7 @@ class BrowserPool:
                 self._users[name] -= 1
                 if not self._users[name]:
                     del self._users[name]
-                    if name not in self._contexts:
+                    if name not in self._contexts and self.close_strays:
                         await self._close_strays()
             self._released.set()
             self._released = asyncio.Event()

@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 from playwright.async_api import Browser, Page
 from playwright.async_api import Error as PlaywrightError
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError
+from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError, NotConfigured
 from scrapy.http import Request, Response
 from scrapy.utils.misc import load_object
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
@@ -107,7 +107,10 @@ class RenderMiddleware:
     """Sets ``meta["playwright"]`` on the requests the site's render mode says to render."""
 
     def __init__(self, crawler: Crawler) -> None:
-        self.mode = str(crawler.settings.get("RENDER_MODE"))
+        mode = crawler.settings.get("RENDER_MODE")
+        if not mode:  # a project without the platform's settings renders what it asks for
+            raise NotConfigured("RENDER_MODE is not set")
+        self.mode = str(mode)
         if self.mode not in RENDER_MODES:
             raise ValueError(f"RENDER_MODE must be one of {RENDER_MODES}, got {self.mode!r}")
 
@@ -142,7 +145,8 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         settings = crawler.settings
-        self.hard_timeout = settings.getfloat("RENDER_HARD_TIMEOUT")
+        # 0 (or unset) disables the limit rather than failing every request at once.
+        self.hard_timeout = settings.getfloat("RENDER_HARD_TIMEOUT") or None
         self.restart_after_timeouts = settings.getint("RENDER_RESTART_AFTER_TIMEOUTS")
         # Pages stay open between requests of a context: a new page costs Chromium a
         # renderer process, navigating an open one does not.
@@ -156,6 +160,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             max_pages_per_context=settings.getint("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT")
             or settings.getint("CONCURRENT_REQUESTS"),
             page_max_uses=settings.getint("RENDER_PAGE_MAX_USES"),
+            close_strays=not settings.getdict("PLAYWRIGHT_CONTEXTS"),
         )
         self._inflight: dict[asyncio.Task[Response], Request] = {}
         self._crash_cancelled: set[asyncio.Task[Response]] = set()
@@ -276,7 +281,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         self.crawler.stats.inc_value("render/hard_timeouts")
         self._consecutive_timeouts += 1
         logger.warning(
-            "browser request passed the hard limit of %.0fs: %s (context %s)",
+            "browser request passed the hard limit of %gs: %s (context %s)",
             self.hard_timeout,
             request.url,
             request.meta.get(CONTEXT_META),
@@ -285,7 +290,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         if limit and self._consecutive_timeouts >= limit:
             self._consecutive_timeouts = 0
             await self._recycle_browser("hard timeouts in a row")
-        raise RenderTimeout(f"rendering {request.url} took over {self.hard_timeout:.0f}s")
+        raise RenderTimeout(f"rendering {request.url} took over {self.hard_timeout:g}s")
 
     def _failure(self, exc: PlaywrightError) -> RenderFailedError:
         message = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
