@@ -7,7 +7,8 @@ Every page is a demo-shop product page whose reviews appear only after its scrip
 both sides wait for them (``#reviews[data-loaded=true]``) and read the DOM.
 
 - **shared**: a Scrapy crawl through the platform's fetch stack (``RENDER_MODE=always``,
-  ``crawlers.fetch.rendering.ResilientPlaywrightHandler``): one Debian Chromium for the
+  ``crawlers.fetch.rendering.ResilientPlaywrightHandler`` with its browser provider and
+  abort predicate from the project settings): one Debian Chromium for the
   whole crawl, pages spread over 4 contexts (PLAYWRIGHT_MAX_CONTEXTS x
   PLAYWRIGHT_MAX_PAGES_PER_CONTEXT as configured), images/fonts/media aborted.
 - **per page**: seed 000's ``scrape_js_page`` pattern: for each URL start Playwright,
@@ -56,6 +57,7 @@ CONTEXTS = 4
 
 def run_shared(urls: list[str], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Render ``urls`` with one Scrapy crawl through the platform's fetch stack."""
+    # Heavy third-party imports in the worker only: the driver process never needs them.
     import scrapy
     from scrapy.crawler import CrawlerProcess
     from scrapy.utils.project import get_project_settings
@@ -114,6 +116,7 @@ def run_shared(urls: list[str], overrides: dict[str, Any] | None = None) -> dict
 
 def run_per_page(urls: list[str], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Seed 000's scrape_js_page, once per URL: a Playwright and a browser per page."""
+    # In the worker only, like run_shared's imports.
     from playwright.sync_api import sync_playwright
 
     executable = get_settings().chromium_executable()

@@ -187,6 +187,13 @@ RENDER_ABORT_RESOURCE_TYPES = ["image", "font", "media"]  # [] in a profile keep
 # is closed after this many pages, which bounds the memory a long-lived page gathers.
 RENDER_REUSE_PAGES = True
 RENDER_PAGE_MAX_USES = 20
+# scrapy-playwright's public extension points the rendering handler relies on:
+# Chromium and the Playwright driver start with the first rendered request ...
+PLAYWRIGHT_BROWSER_PROVIDER = "crawlers.fetch.browser.LazyBrowserProvider"
+# ... RENDER_ABORT_RESOURCE_TYPES are aborted per page (a site may set its own function) ...
+PLAYWRIGHT_ABORT_REQUEST = "crawlers.fetch.browser.abort_request"
+# ... and a crashed browser is relaunched on the next request (crash recovery).
+PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER = True
 # HTTP cache (debugging only: HTTPCACHE_ENABLED above stays off in production).
 HTTPCACHE_POLICY = "crawlers.fetch.cache.BlockAwareCachePolicy"  # never stores block pages
 HTTPCACHE_IGNORE_HTTP_CODES = [401, 403, 407, 429, 451, 500, 502, 503, 504]

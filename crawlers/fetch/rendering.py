@@ -3,34 +3,32 @@
 ``RenderMiddleware`` decides which requests a browser renders, from ``RENDER_MODE`` (the
 site profile's ``render``: ``never`` | ``always`` | ``per_request``) and a request's
 ``render`` meta (True/False). ``ResilientPlaywrightHandler`` is scrapy-playwright's
-download handler with what production needs on top:
+download handler with what production needs around its public ``download_request``; it
+overrides no private method and reads no undocumented attribute of scrapy-playwright:
 
 - **a hard wall-clock limit** (``RENDER_HARD_TIMEOUT`` seconds) on every browser request,
   from waiting for a context to the page's content: past it the request fails with
   ``RenderTimeout`` (a ``DownloadTimeoutError``, so it is retried) and its page is
   closed. Scrapy's DOWNLOAD_TIMEOUT does not apply to Playwright requests.
-- **crash recovery**: when Chromium dies (OOM killer, ``kill -9``), scrapy-playwright
-  relaunches it but requests in flight could wait forever on the dead browser's context
-  semaphore, and late close events of dead contexts could drop the new ones. Here the
-  in-flight requests fail at once with ``BrowserCrashedError`` (retried), the context
-  bookkeeping starts afresh, and only a context's own close event releases its slot.
+- **crash recovery**: when Chromium dies (OOM killer, ``kill -9``) the browser's public
+  ``disconnected`` event fails the requests in it at once with ``BrowserCrashedError``
+  (retried) instead of leaving them on the dead browser; scrapy-playwright relaunches it
+  on the next request (``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
   ``RENDER_RESTART_AFTER_TIMEOUTS`` hard timeouts in a row recycle a hung browser.
 - **one context per proxy**: scrapy-playwright ignores ``meta["proxy"]``; a proxied
-  browser request goes to a context named after its proxy (``proxy:host:port``) created
-  with Playwright's ``proxy`` option. The credentials are taken from the request's
+  browser request goes to a context named after its proxy (``proxy:host:port``, meta
+  ``playwright_context``) created with Playwright's ``proxy`` option (meta
+  ``playwright_context_kwargs``). The credentials are taken from the request's
   ``Proxy-Authorization`` header (which is removed: the target site never sees it) and
   are not left in the request's meta.
-- **bounded contexts**: at ``PLAYWRIGHT_MAX_CONTEXTS`` a new context first closes the
-  least recently used idle one (scrapy-playwright never closes contexts, so more proxies
-  than contexts used to wait forever).
-- **page reuse**: a finished page goes back to its context's pool and the next request
-  navigates it (``RENDER_REUSE_PAGES``); pages are closed after ``RENDER_PAGE_MAX_USES``
-  uses or any failure. A new page costs Chromium a renderer process.
+- **bounded contexts and page reuse**: ``crawlers.fetch.browser_pool.BrowserPool``.
 - **resource blocking**: ``RENDER_ABORT_RESOURCE_TYPES`` (image, font, media by default)
-  are aborted, unless the site sets ``PLAYWRIGHT_ABORT_REQUEST`` itself or a request
-  has ``render_keep_resources`` meta.
-- **lazy start**: the Playwright driver and Chromium start with the first rendered
-  request, so the handler can be installed for every site at no cost.
+  through ``PLAYWRIGHT_ABORT_REQUEST = crawlers.fetch.browser.abort_request``, unless a
+  request has ``render_keep_resources`` meta.
+- **lazy start**: ``PLAYWRIGHT_BROWSER_PROVIDER = crawlers.fetch.browser.LazyBrowserProvider``.
+
+Pages and contexts are learnt through the public ``playwright_page_init_callback`` meta
+(a spider's own callback still runs after it).
 
 Stats: ``render/requests``, ``render/ok``, ``render/hard_timeouts``,
 ``render/browser_crashes``, ``render/cancelled_by_crash``, ``render/browser_recycled``,
@@ -41,26 +39,21 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
-import time
 import weakref
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
-from playwright.async_api import BrowserContext, Page
+from playwright.async_api import Browser, Page
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Request as PlaywrightRequest
-from scrapy import Spider
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError
+from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError, NotConfigured
 from scrapy.http import Request, Response
-from scrapy_playwright.handler import (
-    DEFAULT_CONTEXT_NAME,
-    ScrapyPlaywrightDownloadHandler,
-)
+from scrapy.utils.misc import load_object
+from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
+from crawlers.fetch.browser import abort_request
+from crawlers.fetch.browser_pool import CLOSE_TIMEOUT, BrowserPool, close_quietly
 from crawlers.fetch.redact import credential_tag, proxy_for_playwright, proxy_id, redact
 
 logger = logging.getLogger(__name__)
@@ -68,7 +61,16 @@ logger = logging.getLogger(__name__)
 RENDER_MODES = ("never", "always", "per_request")
 RENDER_META = "render"
 KEEP_RESOURCES_META = "render_keep_resources"
-_CLOSE_TIMEOUT = 5.0
+# scrapy-playwright's documented request meta keys.
+CONTEXT_META = "playwright_context"
+CONTEXT_KWARGS_META = "playwright_context_kwargs"
+PAGE_META = "playwright_page"
+INCLUDE_PAGE_META = "playwright_include_page"
+PAGE_INIT_META = "playwright_page_init_callback"
+DEFAULT_CONTEXT = "default"  # the context of a request without playwright_context
+SHUTDOWN_TIMEOUT = 30.0  # seconds for scrapy-playwright to close the browser at the end
+
+PageInit = Callable[[Page, Request], Awaitable[Any]]
 
 
 class RenderTimeout(DownloadTimeoutError):
@@ -82,7 +84,9 @@ class BrowserCrashedError(DownloadFailedError):
 class RenderFailedError(DownloadFailedError):
     """Playwright failed the request; ``network`` when navigation hit a network error."""
 
-    def __init__(self, message: str, *, network: bool) -> None:
+    # Constructible without arguments: Scrapy's get_retry_request instantiates a reason
+    # given as a class (BlockRetryMiddleware passes the class, for the stat's name).
+    def __init__(self, message: str = "", *, network: bool = False) -> None:
         super().__init__(message)
         self.network = network
 
@@ -103,7 +107,10 @@ class RenderMiddleware:
     """Sets ``meta["playwright"]`` on the requests the site's render mode says to render."""
 
     def __init__(self, crawler: Crawler) -> None:
-        self.mode = str(crawler.settings.get("RENDER_MODE") or "never")
+        mode = crawler.settings.get("RENDER_MODE")
+        if not mode:  # a project without the platform's settings renders what it asks for
+            raise NotConfigured("RENDER_MODE is not set")
+        self.mode = str(mode)
         if self.mode not in RENDER_MODES:
             raise ValueError(f"RENDER_MODE must be one of {RENDER_MODES}, got {self.mode!r}")
 
@@ -138,61 +145,52 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         settings = crawler.settings
-        self.hard_timeout = settings.getfloat("RENDER_HARD_TIMEOUT", 90.0)
-        self.restart_after_timeouts = settings.getint("RENDER_RESTART_AFTER_TIMEOUTS", 3)
+        # 0 (or unset) disables the limit rather than failing every request at once.
+        self.hard_timeout = settings.getfloat("RENDER_HARD_TIMEOUT") or None
+        self.restart_after_timeouts = settings.getint("RENDER_RESTART_AFTER_TIMEOUTS")
         # Pages stay open between requests of a context: a new page costs Chromium a
         # renderer process, navigating an open one does not.
-        self.reuse_pages = settings.getbool("RENDER_REUSE_PAGES", True)
-        self.page_max_uses = settings.getint("RENDER_PAGE_MAX_USES", 20)
-        if not settings.get("PLAYWRIGHT_ABORT_REQUEST"):
-            self.abort_types = frozenset(settings.getlist("RENDER_ABORT_RESOURCE_TYPES"))
-            if self.abort_types:
-                self.abort_request = self._abort_by_type
-        self._launch_lock = asyncio.Lock()
-        self._launched = False
+        self.reuse_pages = settings.getbool("RENDER_REUSE_PAGES")
+        self.abort_types = frozenset(settings.getlist("RENDER_ABORT_RESOURCE_TYPES"))
+        abort_request.frameless = self.abort_types
+        self.pool = BrowserPool(
+            crawler.stats,
+            max_contexts=settings.getint("PLAYWRIGHT_MAX_CONTEXTS"),
+            # scrapy-playwright's own fallback for an unset limit
+            max_pages_per_context=settings.getint("PLAYWRIGHT_MAX_PAGES_PER_CONTEXT")
+            or settings.getint("CONCURRENT_REQUESTS"),
+            page_max_uses=settings.getint("RENDER_PAGE_MAX_USES"),
+            close_strays=not settings.getdict("PLAYWRIGHT_CONTEXTS"),
+        )
         self._inflight: dict[asyncio.Task[Response], Request] = {}
         self._crash_cancelled: set[asyncio.Task[Response]] = set()
         self._pages: dict[int, Page] = {}  # by id(request): the page it renders in
-        self._keep_resources: weakref.WeakSet[Page] = weakref.WeakSet()
-        self._last_used: dict[str, float] = {}
-        self._users: Counter[str] = Counter()  # browser requests admitted, per context
-        self._released = asyncio.Event()  # set (and replaced) when a request ends
-        # Per context: PLAYWRIGHT_MAX_PAGES_PER_CONTEXT slots, held by requests (a pooled
-        # idle page holds none), and the idle pages with their use counts.
-        self._page_slots: dict[str, asyncio.Semaphore] = {}
-        self._idle_pages: dict[str, list[tuple[Page, int]]] = {}
+        self._browsers: weakref.WeakSet[Browser] = weakref.WeakSet()  # disconnect watched
+        self._recycled: weakref.WeakSet[Browser] = weakref.WeakSet()
         self._consecutive_timeouts = 0
         self._closing = False
+        # Cleared while a hung browser is being closed: new requests wait for the next one.
+        self._not_recycling = asyncio.Event()
+        self._not_recycling.set()
         self._primary.setdefault(crawler, self)
-
-    # -- lazy start ---------------------------------------------------------------------
-    async def _maybe_launch_in_thread(self) -> None:
-        """Not at engine start: a site that renders nothing never starts a browser."""
-
-    async def _ensure_launched(self) -> None:
-        async with self._launch_lock:
-            if not self._launched:
-                await self._launch()
-                self._launched = True
 
     # -- the guarded download -----------------------------------------------------------
     async def download_request(self, request: Request) -> Response:
         if not request.meta.get("playwright"):
             return await super().download_request(request)
-        primary = self._primary.get(self._crawler, self)
+        primary = self._primary.get(self.crawler, self)
         if primary is not self:
             return await primary.download_request(request)
-        await self._ensure_launched()
-        stats = self.stats
+        stats = self.crawler.stats
         stats.inc_value("render/requests")
         self._route_through_proxy(request)
         meta = request.meta
         # Pool pages unless the spider manages the request's page itself.
-        reuse = self.reuse_pages and not (
-            meta.get("playwright_include_page") or meta.get("playwright_page")
-        )
+        reuse = self.reuse_pages and not (meta.get(INCLUDE_PAGE_META) or meta.get(PAGE_META))
         if reuse:
-            meta["playwright_include_page"] = True  # scrapy-playwright leaves it open
+            meta[INCLUDE_PAGE_META] = True  # scrapy-playwright leaves it open
+        spider_init = meta.get(PAGE_INIT_META)
+        meta[PAGE_INIT_META] = self._page_init(spider_init)
         task = asyncio.ensure_future(self._admitted_download(request, reuse))
         self._inflight[task] = request
         try:
@@ -216,150 +214,89 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             self._inflight.pop(task, None)
             self._crash_cancelled.discard(task)
             self._pages.pop(id(request), None)
+            # Nothing of this attempt stays in the meta a retry (or a disk queue) gets.
+            if spider_init is None:
+                meta.pop(PAGE_INIT_META, None)
+            else:
+                meta[PAGE_INIT_META] = spider_init
             if reuse:
-                # The page never reaches the spider, nor a queue in a retry's meta.
-                meta.pop("playwright_page", None)
-                meta.pop("playwright_include_page", None)
+                meta.pop(PAGE_META, None)
+                meta.pop(INCLUDE_PAGE_META, None)
             # The credentials were for this attempt only; a retry gets its own proxy.
-            kwargs = meta.get("playwright_context_kwargs")
+            kwargs = meta.get(CONTEXT_KWARGS_META)
             if isinstance(kwargs, dict) and "proxy" in kwargs:
-                meta["playwright_context_kwargs"] = {
-                    k: v for k, v in kwargs.items() if k != "proxy"
-                }
+                meta[CONTEXT_KWARGS_META] = {k: v for k, v in kwargs.items() if k != "proxy"}
 
     async def _admitted_download(self, request: Request, reuse: bool) -> Response:
-        name = request.meta.setdefault("playwright_context", DEFAULT_CONTEXT_NAME)
-        admitted = False
-        try:
-            await self._admit(name)
-            admitted = True
-            slots = self._page_slots.setdefault(
-                name, asyncio.Semaphore(self.config.max_pages_per_context)
-            )
-            async with slots:
-                if not reuse:
-                    return await self._download_request(request)
-                return await self._download_in_pooled_page(request, name)
-        finally:
-            if admitted:
-                self._users[name] -= 1
-                if not self._users[name]:
-                    del self._users[name]
-            self._released.set()
-            self._released = asyncio.Event()
+        name = request.meta.setdefault(CONTEXT_META, DEFAULT_CONTEXT)
+        await self._not_recycling.wait()
+        async with self.pool.admitted(name):
+            if not reuse:
+                return await super().download_request(request)
+            return await self._download_in_pooled_page(request, name)
 
     async def _download_in_pooled_page(self, request: Request, name: str) -> Response:
         meta = request.meta
-        pooled = self._take_page(name)
+        pooled = self.pool.take_page(name)
         if pooled is not None:
-            meta["playwright_page"] = pooled[0]
-            self._pages[id(request)] = pooled[0]
-            if meta.get(KEEP_RESOURCES_META):
-                self._keep_resources.add(pooled[0])
+            meta[PAGE_META] = pooled[0]
         done = False
         try:
-            response = await self._download_request(request)
+            response = await super().download_request(request)
             done = True
             return response
         finally:
-            page = meta.pop("playwright_page", None)
+            page = meta.pop(PAGE_META, None)
             if page is not None:
                 uses = pooled[1] + 1 if pooled is not None and pooled[0] is page else 1
-                await self._release_page(name, page, uses, keep=done)
+                await self.pool.release_page(name, page, uses, keep=done)
 
-    def _take_page(self, name: str) -> tuple[Page, int] | None:
-        pool = self._idle_pages.get(name)
-        while pool:
-            page, uses = pool.pop()
-            if not page.is_closed():
-                self.stats.inc_value("render/pages_reused")
-                return page, uses
-        return None
+    def _page_init(self, spider_init: PageInit | str | None) -> PageInit:
+        """The request's page init callback: scrapy-playwright calls it with the page that
+        serves the request (a new one or the pooled one), before navigating."""
 
-    async def _release_page(self, name: str, page: Page, uses: int, *, keep: bool) -> None:
-        """Back to the context's pool after a success; closed after a failure (its state is
-        unknown), after RENDER_PAGE_MAX_USES, or when its context is gone."""
-        self._keep_resources.discard(page)
-        wrapper = self.context_wrappers.get(name)
-        if (
-            keep
-            and uses < self.page_max_uses
-            and not page.is_closed()
-            and wrapper is not None
-            and page.context is wrapper.context
-        ):
-            self._idle_pages.setdefault(name, []).append((page, uses))
-            return
-        if not page.is_closed():
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(page.close(), _CLOSE_TIMEOUT)
-            self.stats.inc_value("playwright/page_count/closed")
+        async def page_init(page: Page, request: Request) -> None:
+            self._pages[id(request)] = page
+            keep = request.meta.get(KEEP_RESOURCES_META)
+            abort_request.assign(page, frozenset() if keep else self.abort_types)
+            self.pool.learn(request.meta.get(CONTEXT_META, DEFAULT_CONTEXT), page)
+            self._watch(page.context.browser)
+            if spider_init is not None:
+                await load_object(spider_init)(page, request)
 
-    async def _admit(self, name: str) -> None:
-        """Reserve the request's context within PLAYWRIGHT_MAX_CONTEXTS.
+        return page_init
 
-        A context is taken from the moment a request is admitted to it, not only once it
-        has pages (scrapy-playwright creates the page after the context). At the limit,
-        the least recently used context without requests is closed; if every context is
-        busy, the request waits for one to free up, holding no lock meanwhile (the hard
-        limit bounds the wait). scrapy-playwright never closes a context itself: more
-        proxies than contexts used to block its context semaphore for good.
-        """
-        limit = self.config.max_contexts
-        while True:
-            occupied = set(self.context_wrappers) | set(self._users)
-            if name in occupied or not limit or len(occupied) < limit:
-                self._users[name] += 1
-                self._last_used[name] = time.monotonic()
-                return
-            idle = [
-                (self._last_used.get(other, 0.0), other)
-                for other, wrapper in self.context_wrappers.items()
-                if other not in self._users
-                and not wrapper.persistent
-                # open pages are the pool's only (a spider-held page keeps its context)
-                and len(wrapper.context.pages) <= len(self._idle_pages.get(other, ()))
-            ]
-            if not idle:
-                await self._released.wait()
-                continue
-            _, victim = min(idle)
-            wrapper = self.context_wrappers.pop(victim)
-            self._idle_pages.pop(victim, None)
-            self._page_slots.pop(victim, None)
-            self.stats.inc_value("render/contexts_evicted")
-            logger.debug("closing idle browser context %s to make room for %s", victim, name)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(wrapper.context.close(), _CLOSE_TIMEOUT)
+    def _watch(self, browser: Browser | None) -> None:
+        if browser is not None and browser not in self._browsers:
+            self._browsers.add(browser)
+            browser.on("disconnected", self._browser_disconnected)
 
     async def _abandon(self, task: asyncio.Task[Response], request: Request) -> None:
         """The hard limit passed: cancel, close the page, maybe recycle the browser; raise."""
         task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, _CLOSE_TIMEOUT)
+        await asyncio.wait({task}, timeout=CLOSE_TIMEOUT)
         page = self._pages.pop(id(request), None)
         if page is not None and not page.is_closed():
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(page.close(), _CLOSE_TIMEOUT)
-        self.stats.inc_value("render/hard_timeouts")
+            await close_quietly(page)
+        self.crawler.stats.inc_value("render/hard_timeouts")
         self._consecutive_timeouts += 1
         logger.warning(
-            "browser request passed the hard limit of %.0fs: %s (context %s)",
+            "browser request passed the hard limit of %gs: %s (context %s)",
             self.hard_timeout,
             request.url,
-            request.meta.get("playwright_context"),
+            request.meta.get(CONTEXT_META),
         )
         limit = self.restart_after_timeouts
         if limit and self._consecutive_timeouts >= limit:
             self._consecutive_timeouts = 0
             await self._recycle_browser("hard timeouts in a row")
-        raise RenderTimeout(f"rendering {request.url} took over {self.hard_timeout:.0f}s")
+        raise RenderTimeout(f"rendering {request.url} took over {self.hard_timeout:g}s")
 
     def _failure(self, exc: PlaywrightError) -> RenderFailedError:
         message = redact(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         network = "net::ERR_" in message
         name = type(exc).__name__ if not network else "network"
-        self.stats.inc_value(f"render/failed/{name}")
+        self.crawler.stats.inc_value(f"render/failed/{name}")
         return RenderFailedError(message, network=network)
 
     def _route_through_proxy(self, request: Request) -> None:
@@ -377,109 +314,57 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             option["username"], option["password"] = credentials
             # Two accounts on one gateway must not share a context (cookies, session).
             name += f"~{credential_tag(*credentials)}"
-        kwargs = dict(request.meta.get("playwright_context_kwargs") or {})
+        kwargs = dict(request.meta.get(CONTEXT_KWARGS_META) or {})
         kwargs["proxy"] = option
-        request.meta["playwright_context"] = name
-        request.meta["playwright_context_kwargs"] = kwargs
-
-    # -- pages and contexts ---------------------------------------------------------------
-    async def _create_page(self, request: Request, spider: Spider) -> Page:
-        page = await super()._create_page(request, spider)
-        self._pages[id(request)] = page
-        if request.meta.get(KEEP_RESOURCES_META):
-            self._keep_resources.add(page)
-        return page
-
-    async def _abort_by_type(self, playwright_request: PlaywrightRequest) -> bool:
-        if playwright_request.resource_type not in self.abort_types:
-            return False
-        try:
-            return playwright_request.frame.page not in self._keep_resources
-        except PlaywrightError:  # service-worker requests have no frame
-            return True
-
-    def _make_close_browser_context_callback(
-        self, name: str, persistent: bool, remote: bool, spider: Spider | None = None
-    ) -> Callable[..., None]:
-        # Bound to the semaphore of the browser the context was made in: a dead browser's
-        # late close events must not release slots of (or unregister) the new one's.
-        semaphore = getattr(self, "context_semaphore", None)
-        released = False
-
-        def close_browser_context_callback(context: BrowserContext | None = None) -> None:
-            nonlocal released
-            wrapper = self.context_wrappers.get(name)
-            if wrapper is not None and (context is None or wrapper.context is context):
-                self.context_wrappers.pop(name, None)
-                self._idle_pages.pop(name, None)
-            if semaphore is not None and not released:
-                released = True
-                semaphore.release()
-            logger.debug("browser context closed: %s", name)
-
-        return close_browser_context_callback
-
-    def _make_close_page_callback(self, context_name: str) -> Callable[..., None]:
-        # Called right after the page's context wrapper is chosen: release that wrapper's
-        # slot, once, though both "crash" and "close" fire for a crashed page.
-        wrapper = self.context_wrappers.get(context_name)
-        released = False
-
-        def close_page_callback() -> None:
-            nonlocal released
-            if wrapper is not None and not released:
-                released = True
-                wrapper.semaphore.release()
-
-        return close_page_callback
+        request.meta[CONTEXT_META] = name
+        request.meta[CONTEXT_KWARGS_META] = kwargs
 
     # -- browser death ----------------------------------------------------------------------
-    async def _browser_disconnected_callback(self, browser: Any = None) -> None:
+    def _browser_disconnected(self, browser: Browser) -> None:
+        """Playwright's ``disconnected`` event. Synchronous, so it runs before
+        scrapy-playwright's own listener lets a new browser start: no request can slip
+        from the dead browser into the new one's bookkeeping."""
         if self._closing:
             return  # our own shutdown
-        if browser is not None and browser is not getattr(self, "browser", None):
-            return  # a browser we already replaced (recycled) has finished closing
-        self.stats.inc_value("render/browser_crashes")
+        if browser in self._recycled:
+            return  # _recycle_browser closed it, and forgot it already
+        self.crawler.stats.inc_value("render/browser_crashes")
         logger.warning(
             "browser disconnected: relaunching; %d browser requests in flight are retried",
             len(self._inflight),
         )
-        await self._forget_browser()
+        self._forget_browser()
 
     async def _recycle_browser(self, reason: str) -> None:
-        browser = getattr(self, "browser", None)
-        if browser is None:
+        browser = self.pool.browser
+        if browser is None or not browser.is_connected():
             return
-        self.stats.inc_value("render/browser_recycled")
+        self.crawler.stats.inc_value("render/browser_recycled")
         logger.warning("recycling the browser: %s", reason)
-        await self._forget_browser()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(browser.close(), _CLOSE_TIMEOUT)
+        self._recycled.add(browser)
+        self._not_recycling.clear()
+        try:
+            self._forget_browser()
+            # Its disconnected event makes scrapy-playwright launch a new one when needed.
+            await close_quietly(browser)
+        finally:
+            self._not_recycling.set()
 
-    async def _forget_browser(self) -> None:
-        """Fail the requests in the browser, start context bookkeeping afresh, relaunch
-        on the next request. Synchronous up to the first await, so no new request can
-        slip into the old browser's state."""
-        dead = list(self.context_wrappers.values())
-        self.context_wrappers.clear()
+    def _forget_browser(self) -> None:
+        """Fail the requests in the browser and start the pool afresh; scrapy-playwright
+        relaunches the browser on the next request."""
+        self.pool.forget()
         self._pages.clear()
-        self._idle_pages.clear()
-        self._page_slots.clear()  # holders in the dead browser release the old ones
-        if self.config.max_contexts:
-            self.context_semaphore = asyncio.Semaphore(self.config.max_contexts)
-        if hasattr(self, "browser") and self.config.restart_disconnected_browser:
-            del self.browser
         for task in list(self._inflight):
             if not task.done():
                 self._crash_cancelled.add(task)
                 task.cancel()
-        for wrapper in dead:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(wrapper.context.close(), _CLOSE_TIMEOUT)
 
-    async def _close(self) -> None:
+    async def close(self) -> None:
         self._closing = True
         for task in list(self._inflight):
             task.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(super()._close(), 30)
+        try:
+            await asyncio.wait_for(super().close(), SHUTDOWN_TIMEOUT)
+        except Exception:  # a dead or hung browser must not fail the crawl's shutdown
+            logger.warning("the browser did not close cleanly", exc_info=True)

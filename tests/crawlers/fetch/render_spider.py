@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import scrapy
+from playwright.async_api import Page
 from scrapy.http import Response, TextResponse
 from scrapy_playwright.page import PageMethod
 
@@ -26,6 +27,15 @@ REVIEWS_READY = (
 )
 
 
+PAGE_INIT_RAN = "render_spider_page_init"
+
+
+async def mark_page_init(page: Page, request: scrapy.Request) -> None:
+    """A spider's own ``playwright_page_init_callback``: the rendering handler learns the
+    page through the same meta key, and must still run this one."""
+    request.meta[PAGE_INIT_RAN] = True
+
+
 class RenderedDemoSpider(DemoSpider):
     name = "demo"  # the demo site's profile, politeness and block markers
 
@@ -36,11 +46,15 @@ class RenderedDemoSpider(DemoSpider):
                 request.meta["playwright_page_methods"] = [
                     PageMethod("wait_for_function", REVIEWS_READY, timeout=15_000)
                 ]
+                request.meta["playwright_page_init_callback"] = mark_page_init
             yield request
 
     def parse_product(self, response: Response) -> Iterator[Any]:
         if not isinstance(response, TextResponse) or "playwright" not in response.flags:
             self._fail(response.url, "product", "not rendered by the browser")
+            return
+        if not response.meta.get(PAGE_INIT_RAN):
+            self._fail(response.url, "product", "the spider's page init callback did not run")
             return
         fields = extract_product(response)
         if fields["name"] is None:

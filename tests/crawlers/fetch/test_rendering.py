@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import inspect
 import os
 import signal
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
+from playwright.async_api import Error as PlaywrightError
+from scrapy.settings import Settings
+from scrapy_playwright import handler as playwright_handler
+from scrapy_playwright import provider as playwright_provider
+from scrapy_playwright.handler import Config, ScrapyPlaywrightDownloadHandler
+
+from crawlers.fetch import browser, browser_pool, rendering
+from crawlers.fetch.browser import LazyBrowserProvider, ResourceBlocker
+from crawlers.fetch.rendering import ResilientPlaywrightHandler
 from services.demo_site import DemoSite
 from services.loopback_proxy import LoopbackProxy
 from tests.crawlers.fetch.support import (
@@ -162,3 +177,101 @@ def test_chromium_killed_twice_mid_crawl_the_crawl_finishes_every_page_rendered(
     assert stats["render/cancelled_by_crash"] >= 1
     assert stats.get("render/hard_timeouts", 0) == 0
     assert len(result.log_lines("browser disconnected: relaunching")) == 2
+
+
+# -- public extension points only (no browser needed) -------------------------------------
+
+
+def test_the_handler_overrides_no_private_scrapy_playwright_method() -> None:
+    """Everything is done around the public download_request/close: a scrapy-playwright
+    upgrade that renames its internals cannot silently bypass the handler."""
+    overridden = [
+        name
+        for name in vars(ResilientPlaywrightHandler)
+        if name.startswith("_")
+        and not name.startswith("__")
+        and name != "_abc_impl"  # abc's bookkeeping of every ABC subclass
+        and hasattr(ScrapyPlaywrightDownloadHandler, name)
+    ]
+    assert overridden == []
+    assert [
+        name
+        for name in vars(LazyBrowserProvider)
+        if name.startswith("_")
+        and not name.startswith("__")
+        and hasattr(playwright_provider.PlaywrightBrowserProvider, name)
+    ] == []
+
+
+def test_rendering_imports_only_public_scrapy_playwright_names() -> None:
+    public = {
+        "scrapy_playwright.handler": set(playwright_handler.__all__),
+        "scrapy_playwright.provider": set(playwright_provider.__all__),
+        "scrapy_playwright.page": {"PageMethod"},
+    }
+    for module in (rendering, browser, browser_pool):
+        tree = ast.parse(inspect.getsource(module))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "scrapy_playwright"
+            ):
+                names = {alias.name for alias in node.names}
+                assert names <= public.get(node.module or "", set()), (module, node.module)
+
+
+def test_the_provider_starts_nothing_until_a_browser_is_needed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lazy start: engine start awaits start(); the Playwright driver (and Chromium) start
+    with the first browser asked for, once."""
+    calls: list[str] = []
+
+    async def start(self: object) -> None:
+        calls.append("start")
+
+    async def launch_browser(self: object) -> Any:
+        calls.append("launch")
+        return object()
+
+    parent = playwright_provider.PlaywrightBrowserProvider
+    monkeypatch.setattr(parent, "start", start)
+    monkeypatch.setattr(parent, "launch_browser", launch_browser)
+    provider = LazyBrowserProvider(Config.from_settings(Settings({"CONCURRENT_REQUESTS": 4})))
+
+    async def crawl() -> None:
+        await provider.start()  # what the handler does at engine start
+        assert calls == []
+        await provider.launch_browser()
+        await provider.launch_browser()  # a relaunch after a crash starts no second driver
+
+    asyncio.run(crawl())
+    assert calls == ["start", "launch", "launch"]
+
+
+def test_resource_types_are_aborted_per_page() -> None:
+    blocker = ResourceBlocker()
+    blocker.frameless = frozenset({"image"})
+
+    class FakePage:  # weakly referenced, like Playwright's pages
+        pass
+
+    lean: Any = FakePage()
+    keeping: Any = FakePage()
+    blocker.assign(lean, frozenset({"image", "font"}))
+    blocker.assign(keeping, frozenset())  # meta["render_keep_resources"]
+
+    def request(page: object, resource_type: str) -> Any:
+        return SimpleNamespace(frame=SimpleNamespace(page=page), resource_type=resource_type)
+
+    class ServiceWorkerRequest:
+        resource_type = "image"
+
+        @property
+        def frame(self) -> object:
+            raise PlaywrightError("Service Worker requests do not have an associated frame.")
+
+    assert blocker(request(lean, "image")) and blocker(request(lean, "font"))
+    assert not blocker(request(lean, "script"))
+    assert not blocker(request(keeping, "image"))
+    assert not blocker(request(FakePage(), "image"))  # a page of another handler
+    assert blocker(ServiceWorkerRequest())  # type: ignore[arg-type]
