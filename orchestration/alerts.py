@@ -1,25 +1,28 @@
 """Slack alerts through slack-sdk's incoming-webhook client.
 
 Message texts are Jinja templates in ``orchestration/templates/slack/`` (edit wording
-there, not here). The SDK does not raise on a non-2xx answer, so every answer is checked
-and retried with backoff; a message that still fails raises ``AlertDeliveryError``. The
-webhook URL is a secret: it is never logged, and no error message contains it.
+there, not here). Retries are the SDK's own, one layer: its retry handlers on the
+``WebhookClient`` share one attempt counter and back off exponentially (a 429's
+Retry-After is honoured). The SDK does not raise on a non-2xx answer, so one handler here
+retries those too, and the final answer is checked: a message still refused after every
+attempt is logged with the attempt count and raises ``AlertDeliveryError``. The webhook
+URL is a secret: it is never logged, and no error message contains it.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from slack_sdk.http_retry import HttpRequest, HttpResponse, RetryHandler, RetryState
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
     RateLimitErrorRetryHandler,
-    ServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
 from slack_sdk.webhook import WebhookClient
 
 from core.config import get_settings
@@ -45,6 +48,20 @@ class AlertDeliveryError(RuntimeError):
     """Slack did not accept a message after retries (the URL is deliberately not named)."""
 
 
+class UnacceptedAnswerRetryHandler(RetryHandler):
+    """Retries any answer that is not a 2xx (the SDK's own handlers cover only 5xx/429)."""
+
+    def _can_retry(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        return response is not None and not 200 <= response.status_code < 300
+
+
 def render(template: str, **context: Any) -> str:
     return _templates.get_template(f"{template}.j2").render(**context).strip()
 
@@ -54,8 +71,8 @@ class SlackNotifier:
     """Sends rendered templates to one incoming webhook."""
 
     webhook_url: str
-    attempts: int = 4
-    backoff: float = 0.5
+    attempts: int = 4  # in all: the first try and up to attempts - 1 retries
+    backoff: float = 0.5  # seconds, doubled each retry (plus the SDK's jitter, up to 1 s)
     timeout: int = 10
 
     @classmethod
@@ -68,34 +85,35 @@ class SlackNotifier:
         return "SlackNotifier(webhook_url='**********')"
 
     def _client(self) -> WebhookClient:
+        retries = self.attempts - 1  # the handlers share one counter: this bounds them all
+        backoff = BackoffRetryIntervalCalculator(backoff_factor=self.backoff)
         return WebhookClient(
             self.webhook_url,
             timeout=self.timeout,
             logger=_sdk_logger,
             retry_handlers=[
-                ConnectionErrorRetryHandler(max_retry_count=2),
-                RateLimitErrorRetryHandler(max_retry_count=2),
-                ServerErrorRetryHandler(max_retry_count=2),
+                ConnectionErrorRetryHandler(max_retry_count=retries, interval_calculator=backoff),
+                RateLimitErrorRetryHandler(max_retry_count=retries),
+                UnacceptedAnswerRetryHandler(max_retry_count=retries, interval_calculator=backoff),
             ],
         )
 
     def send(self, template: str, **context: Any) -> None:
         text = render(template, **context)
-        client = self._client()
-        last = "no attempt"
-        for attempt in range(1, self.attempts + 1):
-            try:
-                response = client.send(text=text)
-            except Exception as exc:
-                last = type(exc).__name__
-            else:
-                if 200 <= response.status_code < 300:
-                    return
-                last = f"HTTP {response.status_code}"
-            logger.warning("Slack %s alert attempt %d failed: %s", template, attempt, last)
-            if attempt < self.attempts:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-        raise AlertDeliveryError(f"Slack rejected the {template} alert: {last}")
+        try:
+            response = self._client().send(text=text)
+        except Exception as exc:  # the SDK re-raises a connection error once retries end
+            last = type(exc).__name__
+        else:
+            if 200 <= response.status_code < 300:
+                return
+            last = f"HTTP {response.status_code}"
+        logger.error(
+            "Slack %s alert not delivered after %d attempts: %s", template, self.attempts, last
+        )
+        raise AlertDeliveryError(
+            f"Slack rejected the {template} alert after {self.attempts} attempts: {last}"
+        )
 
 
 def notify(template: str, **context: Any) -> bool:

@@ -8,15 +8,18 @@
 Retrying a failed run (Prefect's "Retry", same flow run) keeps its job id, and the
 producer and drain steps are cached on (site, job id) with persisted results: the retry
 resumes at the failed step without crawling again.
+
+Alerts are Prefect state hooks (``orchestration/hooks.py``): each step's ``on_failure``
+names the failed step, the flows' ``on_failure`` / ``on_crashed`` cover the rest, and the
+report's ``on_completion`` sends the job summary.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 from elasticsearch import Elasticsearch
@@ -25,19 +28,25 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import INPUTS, RUN_ID, TASK_SOURCE
 from prefect.runtime import flow_run
 from prefect.states import Failed
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
 from scrapy.utils.project import get_project_settings
 
-from core.config import get_settings
+from core.config import PlatformSettings, get_settings
 from core.dedup import job_changes
 from core.jobs_index import job_started_at, write_job_document
 from core.jobstats import JobStats
 from core.store import spill_size
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
+from fingerprints.gate import check_all, verify_site
+from llm.embedders import default_embedder
+from llm.process import process_job
 from orchestration import health
 from orchestration.alerts import notify
+from orchestration.hooks import alert_failed_run, alert_failed_step, send_job_summary
 from orchestration.report import markdown, summary_context, table_rows
-from orchestration.steps import LocalWorkers, StepError, preflight, wait_for_drain
+from orchestration.steps import LocalWorkers, StepError, job_id_for, preflight, wait_for_drain
 
 # Cached per task, inputs and flow run: a retry of the same run (same run id) skips the
 # steps that completed; a new run never reuses an old run's results.
@@ -53,50 +62,67 @@ class StructureGateFailed(StepError):
 
 
 # -- connections (from the environment, one place) ----------------------------------------
+# One retry layer per hop: the clients retry transient connection errors and timeouts,
+# bounded and with backoff; a call that still fails fails its step (which alerts). The
+# tasks themselves are not retried by Prefect (that would stack a second layer); a
+# failed run is resumed with Prefect's "Retry" instead.
+REDIS_RETRIES = 3
+ES_RETRIES = 3
+
+
 def redis_client() -> redis.Redis:
     url = get_settings().redis_url
     if not url:
         raise StepError("REDIS_URL is not set: the scrape flow needs the Redis frontier")
-    return redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=10,
+        socket_connect_timeout=5,
+        retry=Retry(ExponentialWithJitterBackoff(base=0.5, cap=4.0), REDIS_RETRIES),
+    )
 
 
 def es_client() -> Elasticsearch:
-    return Elasticsearch(**get_settings().elasticsearch_client_kwargs(), request_timeout=30)  # type: ignore[arg-type]
+    return Elasticsearch(
+        **get_settings().elasticsearch_client_kwargs(),  # type: ignore[arg-type]
+        request_timeout=30,
+        max_retries=ES_RETRIES,
+        retry_on_timeout=True,
+        retry_backoff_base=0.5,
+        retry_backoff_cap=4.0,
+    )
+
+
+def crawl_settings(config: PlatformSettings | None = None) -> dict[str, str]:
+    """What local ``scrapy crawl`` workers are told as ``-s NAME=value``: the connections
+    and run directory, never a secret (argv is visible in ``ps``). A URL embedding a
+    password stays in the workers' environment, like every other secret."""
+    config = config or get_settings()
+    settings = {
+        "REDIS_URL": config.redis_url,
+        "ELASTICSEARCH_URL": config.elasticsearch_url,
+        "PLATFORM_RUN_DIR": str(config.platform_run_dir),
+        "DEMO_SITE_URL": config.demo_site_url,
+    }
+    return {
+        name: value
+        for name, value in settings.items()
+        if value and urlsplit(value).password is None
+    }
 
 
 def default_job_id(site: str) -> str:
     """Stable for a flow run, so a retry of the run continues the same job."""
     run_id = flow_run.get_id() or dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
-    return f"{site}-{str(run_id).replace('-', '')[:12]}"
+    return job_id_for(site, run_id)
 
 
 def run_url() -> str | None:
     return flow_run.get_flow_run_ui_url() if flow_run.get_id() else None
 
 
-@contextmanager
-def alert_on_failure(step: str, site: str, job_id: str | None) -> Iterator[None]:
-    """Send the error notification naming the failed step, then let the failure through."""
-    try:
-        yield
-    except Exception as exc:
-        try:
-            notify(
-                "error",
-                flow=f"scrape-{site}",
-                step=step,
-                site=site,
-                job_id=job_id,
-                error=f"{type(exc).__name__}: {exc}"[:1500],
-                run_url=run_url(),
-            )
-        except Exception as alert_exc:  # never mask the step's own failure
-            get_run_logger().error("error alert not delivered: %s", alert_exc)
-        raise
-
-
 # -- tasks --------------------------------------------------------------------------------
-@task(name="preflight", retries=2, retry_delay_seconds=5)
+@task(name="preflight", on_failure=[alert_failed_step])
 def preflight_task(site: str, require_consumers: bool) -> dict[str, Any]:
     report = preflight(
         site, server=redis_client(), es=es_client(), require_consumers=require_consumers
@@ -106,8 +132,6 @@ def preflight_task(site: str, require_consumers: bool) -> dict[str, Any]:
 
 @task(name="verify-structure", cache_policy=RESUMABLE, persist_result=True)
 def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]:
-    from fingerprints.gate import verify_site
-
     result = verify_site(site, base_url=base_url)
     get_run_logger().info(result.summary())
     if not result.passed:
@@ -116,31 +140,48 @@ def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[
     return result.to_dict()
 
 
-@task(name="producer", cache_policy=RESUMABLE, persist_result=True)
+@task(
+    name="producer",
+    cache_policy=RESUMABLE,
+    persist_result=True,
+    on_failure=[alert_failed_step],
+)
 def produce_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]:
     job = produce(redis_client(), site, job_id=job_id, base_url=base_url)
     get_run_logger().info("enqueued %d start entries for %s", job.entries, job_id)
     return {"site": site, "job_id": job_id, "entries": job.entries}
 
 
-@task(name="wait-for-drain", cache_policy=RESUMABLE, persist_result=True)
+@task(
+    name="wait-for-drain",
+    cache_policy=RESUMABLE,
+    persist_result=True,
+    on_failure=[alert_failed_step],
+)
 def drain_task(
     site: str, job_id: str, local_workers: int, base_url: str | None, timeout: float
 ) -> dict[str, Any]:
     logger = get_run_logger()
     server = redis_client()
     scrapy_settings = get_project_settings()
-    # Drained only once counters were stable past the store's flush window and a stats push.
+    # Drained only once counters were stable past the store's flush window and a stats push
+    # (the platform's defaults for both are project settings).
     window = (
-        2 * scrapy_settings.getfloat("STORE_FLUSH_INTERVAL", 1.0)
-        + scrapy_settings.getfloat("FRONTIER_STATS_INTERVAL", 1.0)
+        2 * scrapy_settings.getfloat("STORE_FLUSH_INTERVAL")
+        + scrapy_settings.getfloat("FRONTIER_STATS_INTERVAL")
         + 1.0
     )
     workers: LocalWorkers | None = None
     if local_workers:
         run_dir = get_settings().platform_run_dir / "jobs" / job_id
         workers = LocalWorkers(
-            site, job_id, local_workers, run_dir=run_dir, env=dict(os.environ), base_url=base_url
+            site,
+            job_id,
+            local_workers,
+            run_dir=run_dir,
+            env=os.environ,  # secrets (credentials, session cookies, proxies) travel here
+            settings=crawl_settings(),
+            base_url=base_url,
         )
         workers.start(server)
         logger.info("launched %d local %s workers (logs in %s)", local_workers, site, run_dir)
@@ -163,11 +204,8 @@ def drain_task(
     return {"queued": state.queued, "leased": state.leased, "counters": state.counters}
 
 
-@task(name="llm-process", retries=1, retry_delay_seconds=10)
+@task(name="llm-process", on_failure=[alert_failed_step])
 def llm_process_task(site: str, job_id: str) -> dict[str, Any]:
-    from llm.embedders import default_embedder
-    from llm.process import process_job
-
     report = process_job(es_client(), redis_client(), site, job_id, default_embedder())
     get_run_logger().info("llm-process: %s", report.as_dict())
     if report.errors:
@@ -175,8 +213,10 @@ def llm_process_task(site: str, job_id: str) -> dict[str, Any]:
     return report.as_dict()
 
 
-@task(name="report")
+@task(name="report", on_failure=[alert_failed_step], on_completion=[send_job_summary])
 def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
+    """The job document, the run's artifacts; returns the job summary's template context
+    (sent to Slack by the ``on_completion`` hook)."""
     server, es = redis_client(), es_client()
     counters = JobStats(server, site).get(job_id)
     document = write_job_document(
@@ -197,15 +237,17 @@ def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
         table_rows(document, chunks=chunks), key=f"scrape-{site.replace('_', '-')}-stats"
     )
     new_names = health.item_names(es, site, sorted(job_changes(server, site, job_id).new)[:10])
-    notify(
-        "job_summary",
-        **summary_context(document, chunks=chunks, new_items=new_names, run_url=run_url()),
-    )
-    return document
+    return summary_context(document, chunks=chunks, new_items=new_names, run_url=run_url())
 
 
 # -- flows --------------------------------------------------------------------------------
-@flow(name="scrape-site", log_prints=True, persist_result=True)
+@flow(
+    name="scrape-site",
+    log_prints=True,
+    persist_result=True,
+    on_failure=[alert_failed_run],
+    on_crashed=[alert_failed_run],
+)
 def scrape_site(
     site: str,
     job_id: str | None = None,
@@ -221,8 +263,7 @@ def scrape_site(
     logger = get_run_logger()
     logger.info("scrape-%s job %s (local workers: %d)", site, job_id, local_workers)
 
-    with alert_on_failure("preflight", site, job_id):
-        preflight_task(site, require_consumers=local_workers == 0)
+    preflight_task(site, require_consumers=local_workers == 0)
 
     gate = verify_structure_task(site, job_id, base_url, return_state=True)
     if gate.is_failed():
@@ -236,15 +277,11 @@ def scrape_site(
         return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
     profile = SiteProfile.load(site)  # the gate passed, so the site has a profile
 
-    with alert_on_failure("producer", site, job_id):
-        produce_task.with_options(timeout_seconds=profile.timeouts.producer)(site, job_id, base_url)
-    with alert_on_failure("wait-for-drain", site, job_id):
-        drain_task(site, job_id, local_workers, base_url, float(profile.timeouts.drain))
-    with alert_on_failure("llm-process", site, job_id):
-        llm = llm_process_task(site, job_id)
-    with alert_on_failure("report", site, job_id):
-        document = report_task(site, job_id, llm)
-    return {"site": site, "job_id": job_id, "items": document["items_scraped"]}
+    produce_task.with_options(timeout_seconds=profile.timeouts.producer)(site, job_id, base_url)
+    drain_task(site, job_id, local_workers, base_url, float(profile.timeouts.drain))
+    llm = llm_process_task(site, job_id)
+    summary = report_task(site, job_id, llm)
+    return {"site": site, "job_id": job_id, "items": summary["items"]}
 
 
 def alert_structure_change(site: str, result: dict[str, Any]) -> None:
@@ -268,11 +305,14 @@ def alert_structure_change(site: str, result: dict[str, Any]) -> None:
     )
 
 
-@flow(name="check-site-versions", log_prints=True)
+@flow(
+    name="check-site-versions",
+    log_prints=True,
+    on_failure=[alert_failed_run],
+    on_crashed=[alert_failed_run],
+)
 def check_site_versions(sites: list[str] | None = None) -> Any:
     """Every site's fixtures against its baseline (daily, before the first scrape)."""
-    from fingerprints.gate import check_all
-
     results = check_all(sites)
     lines = ["| site | status | reason |", "|---|---|---|"]
     for result in results:
@@ -286,7 +326,12 @@ def check_site_versions(sites: list[str] | None = None) -> Any:
     return {result.site: result.status for result in results}
 
 
-@flow(name="daily-health-check", log_prints=True)
+@flow(
+    name="daily-health-check",
+    log_prints=True,
+    on_failure=[alert_failed_run],
+    on_crashed=[alert_failed_run],
+)
 def daily_health_check() -> Any:
     """Per-site job history (last success, items, block-rate trend) and search health."""
     report = health.check(es_client())

@@ -18,6 +18,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from core.config import get_settings
 from core.jobs_index import JOBS_ALIAS
+from crawlers.profiles import site_schedules
 
 HIGH_BLOCK_RATE = 0.2
 RISING_FACTOR = 2.0  # latest block rate vs the median of the earlier ones
@@ -139,9 +140,7 @@ def check(
     now: dt.datetime | None = None,
 ) -> HealthReport:
     if schedules is None:
-        from orchestration.register_flows import SCRAPE_SCHEDULES  # deployments' one source
-
-        schedules = SCRAPE_SCHEDULES
+        schedules = site_schedules()  # the same profiles the deployments are built from
     now = now or dt.datetime.now(dt.UTC)
     problems: list[str] = []
     try:

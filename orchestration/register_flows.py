@@ -1,6 +1,9 @@
-"""Deployments and schedules: the single source of truth.
+"""Deployments: every site profile's ``scrape-<site>`` and the maintenance flows.
 
-    python -m orchestration.register_flows [--local-workers N] [--pool scraping]
+    python -m orchestration.register_flows [--local-workers N]
+
+A site's schedule (cron, UTC) and description live in its profile
+(``crawlers/profiles/<site>.toml``); the maintenance flows' live in ``MAINTENANCE`` here.
 
 Creates (or updates) the process work pool with concurrency limit 1, so scheduled
 scrapes queue instead of fighting over the browser fleet and proxy budget, and applies
@@ -14,9 +17,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from prefect import Flow
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import WorkPoolCreate, WorkPoolUpdate
 from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
@@ -24,63 +28,57 @@ from prefect.deployments.runner import RunnerDeployment
 from prefect.exceptions import ObjectNotFound
 
 from core.config import REPO_ROOT
-from crawlers.profiles import PROFILES_DIR
+from crawlers.profiles import load_profiles
 from orchestration.flows import check_site_versions, daily_health_check, scrape_site
 
 WORK_POOL = "scraping"
 WORK_POOL_CONCURRENCY = 1
 TIMEZONE = "UTC"
 
-# scrape-<site>: cron (None = manual only). From the seed's deployment table.
-SCRAPE_SCHEDULES: dict[str, str | None] = {
-    "idealista": "0 3 * * *",  # daily 03:00
-    "g2": "0 4 * * 1",  # Monday 04:00
-    "hermes": "0 4 * * 2",  # Tuesday 04:00
-    "trustpilot": "0 4 * * 3",  # Wednesday 04:00
-    "booking_com": None,  # manual only
-    "facebook_marketplace": None,  # manual only
-    "demo": None,  # the platform's own demo shop, manual
-}
-MAINTENANCE_SCHEDULES: dict[str, str] = {
-    "check-site-versions": "30 2 * * *",  # daily 02:30, before the earliest scrape
-    "daily-health-check": "0 9 * * *",  # daily 09:00
-}
-DESCRIPTIONS = {
-    "idealista": "Idealista property scrape",
-    "g2": "G2 reviews",
-    "hermes": "Hermès products",
-    "trustpilot": "Trustpilot reviews",
-    "booking_com": "Booking.com hotels",
-    "facebook_marketplace": "Facebook Marketplace",
-    "demo": "The demo shop (demo_site)",
-    "check-site-versions": "Structure fingerprint check of every site's fixtures",
-    "daily-health-check": "Site metrics and search API health",
-}
-
 
 @dataclass(frozen=True)
 class DeploymentSpec:
     name: str
-    cron: str | None
-    parameters: dict[str, Any]
+    flow: Flow[..., Any]
+    cron: str | None  # UTC; None = manual runs only
+    description: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    scrape: bool = False  # a scrape-<site> deployment (one run at a time, queued)
 
 
-def scrape_sites() -> dict[str, str | None]:
-    """Every site with a schedule here, plus every profile (a new site's deployment exists,
-    manual only, as soon as its profile does; scheduling it is one line above)."""
-    sites = dict(SCRAPE_SCHEDULES)
-    for profile in sorted(PROFILES_DIR.glob("*.toml")):
-        sites.setdefault(profile.stem, None)
-    return sites
+# The maintenance flows' deployments. The scrape-<site> ones come from the site profiles
+# (crawlers/profiles/<site>.toml: schedule, description), one per profile.
+MAINTENANCE = (
+    DeploymentSpec(
+        "check-site-versions",
+        check_site_versions,
+        "30 2 * * *",  # daily 02:30, before the earliest scrape
+        "Structure fingerprint check of every site's fixtures",
+    ),
+    DeploymentSpec(
+        "daily-health-check",
+        daily_health_check,
+        "0 9 * * *",  # daily 09:00
+        "Site metrics and search API health",
+    ),
+)
 
 
 def specs(local_workers: int = 0) -> list[DeploymentSpec]:
+    """Every profile's ``scrape-<site>`` (manual unless the profile has a ``schedule``),
+    then the maintenance deployments."""
     scrapes = [
-        DeploymentSpec(f"scrape-{site}", cron, {"site": site, "local_workers": local_workers})
-        for site, cron in scrape_sites().items()
+        DeploymentSpec(
+            f"scrape-{profile.site}",
+            scrape_site,
+            profile.schedule,
+            profile.deployment_description,
+            {"site": profile.site, "local_workers": local_workers},
+            scrape=True,
+        )
+        for profile in load_profiles()
     ]
-    maintenance = [DeploymentSpec(name, cron, {}) for name, cron in MAINTENANCE_SCHEDULES.items()]
-    return scrapes + maintenance
+    return scrapes + list(MAINTENANCE)
 
 
 def build_deployments(local_workers: int = 0) -> list[RunnerDeployment]:
@@ -89,22 +87,14 @@ def build_deployments(local_workers: int = 0) -> list[RunnerDeployment]:
         limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE
     )
     for spec in specs(local_workers):
-        if spec.name.startswith("scrape-"):
-            flow, concurrency = scrape_site, one_at_a_time
-        elif spec.name == "check-site-versions":
-            flow, concurrency = check_site_versions, None
-        else:
-            flow, concurrency = daily_health_check, None
-        key = spec.name.removeprefix("scrape-")
-        default = f"Scrape {key}" if spec.name.startswith("scrape-") else spec.name
         deployments.append(
-            flow.to_deployment(
+            spec.flow.to_deployment(
                 name=spec.name,
                 cron=spec.cron,
                 parameters=spec.parameters,
-                concurrency_limit=concurrency,
-                description=DESCRIPTIONS.get(key, DESCRIPTIONS.get(spec.name, default)),
-                tags=["scrape" if spec.name.startswith("scrape-") else "maintenance"],
+                concurrency_limit=one_at_a_time if spec.scrape else None,
+                description=spec.description,
+                tags=["scrape" if spec.scrape else "maintenance"],
                 work_pool_name=WORK_POOL,
                 # The process worker runs flows from here (else a fresh temp dir, where
                 # the entrypoint orchestration/flows.py does not exist).

@@ -23,6 +23,12 @@ from core.drain import DrainState, drain_state
 from core.workers import WorkerRegistry, check_consumers
 
 
+def job_id_for(site: str, run_id: object) -> str:
+    """A scrape's job id from its flow run id: stable, so a retry of the run (same run id)
+    continues the same job."""
+    return f"{site}-{str(run_id).replace('-', '')[:12]}"
+
+
 class StepError(RuntimeError):
     """A step failed in a way an operator can act on; the message says how."""
 
@@ -91,6 +97,10 @@ class LocalWorkers:
     Scrapy's reactor cannot be restarted in one process, so each worker is its own
     process; PIDs and logs live under ``run_dir``. They run always-on and are stopped
     (SIGTERM, graceful: leases released) by ``stop()``.
+
+    Configuration travels the Scrapy way: ``settings`` become ``-s NAME=value`` on the
+    command line. Secrets must not (argv is visible in ``ps``): they stay in ``env``, the
+    subprocess environment the crawl maps into the same settings.
     """
 
     def __init__(
@@ -101,6 +111,7 @@ class LocalWorkers:
         *,
         run_dir: Path,
         env: Mapping[str, str],
+        settings: Mapping[str, str] | None = None,
         base_url: str | None = None,
     ) -> None:
         self.site = site
@@ -108,23 +119,31 @@ class LocalWorkers:
         self.count = count
         self.run_dir = run_dir
         self.env = dict(env)
+        self.settings = dict(settings or {})
         self.base_url = base_url
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def log_path(self, n: int) -> Path:
         return self.run_dir / f"worker-{self.site}-{n}.log"
 
+    def argv(self, n: int) -> list[str]:
+        """Worker ``n``'s command line (no secret on it)."""
+        argv = [
+            sys.executable, "-m", "scrapy", "crawl", self.site,
+            "-a", f"job_id={self.job_id}",
+            "-a", "always_on=true",
+        ]  # fmt: skip
+        if self.base_url:
+            argv += ["-a", f"base_url={self.base_url}"]
+        settings = {**self.settings, "LOG_FILE": str(self.log_path(n))}
+        for name, value in settings.items():
+            argv += ["-s", f"{name}={value}"]
+        return argv
+
     def start(self, server: redis.Redis, *, timeout: float = 60.0) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for n in range(1, self.count + 1):
-            argv = [
-                sys.executable, "-m", "scrapy", "crawl", self.site,
-                "-a", f"job_id={self.job_id}",
-                "-a", "always_on=true",
-                "-s", f"LOG_FILE={self.log_path(n)}",
-            ]  # fmt: skip
-            if self.base_url:
-                argv += ["-a", f"base_url={self.base_url}"]
+            argv = self.argv(n)
             process = subprocess.Popen(argv, cwd=REPO_ROOT, env=self.env, start_new_session=True)
             (self.run_dir / f"worker-{self.site}-{n}.pid").write_text(f"{process.pid}\n")
             self.processes.append(process)

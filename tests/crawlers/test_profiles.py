@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from scrapy.utils.test import get_crawler
 
-from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile
+from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, load_profiles, profile_sites
 from crawlers.spiders.demo import DemoSpider
 
 
@@ -39,12 +39,28 @@ def test_profile_politeness_becomes_scrapy_settings(tmp_path: Path) -> None:
         ('item_type = "p"\nbase_url = "x"\nrender = "sometimes"\n', "render"),
         ('item_type = "p"\nbase_url = "x"\nunknown_key = 1\n', "unknown_key"),
         ('site = "other"\nitem_type = "p"\nbase_url = "x"\n', "declares site"),
+        ('item_type = "p"\nbase_url = "x"\nschedule = "61 3 * * *"\n', "shop.toml: schedule"),
+        ('item_type = "p"\nbase_url = "x"\nschedule = "0 3 * *"\n', "shop.toml: schedule"),
+        ('item_type = "p"\nbase_url = "x"\nschedule = "@daily"\n', "shop.toml: schedule"),
+        ('item_type = "p"\nbase_url = "x"\nschedule = 3\n', "shop.toml: schedule"),
+        ('item_type = "p"\nbase_url = "x"\ndescription = 3\n', "shop.toml: description"),
     ],
 )
 def test_invalid_profiles_fail_clearly(tmp_path: Path, body: str, error: str) -> None:
     (tmp_path / "shop.toml").write_text(body)
     with pytest.raises(ProfileError, match=error):
         SiteProfile.load("shop", tmp_path)
+
+
+def test_schedule_and_description_are_the_deployment_facts(tmp_path: Path) -> None:
+    (tmp_path / "shop.toml").write_text(
+        'item_type = "p"\nbase_url = "x"\nschedule = "0 4 * * 1"\ndescription = "Shop"\n'
+    )
+    (tmp_path / "manual.toml").write_text('item_type = "p"\nbase_url = "x"\n')
+    assert profile_sites(tmp_path) == ["manual", "shop"]
+    manual, shop = load_profiles(tmp_path)
+    assert (shop.schedule, shop.deployment_description) == ("0 4 * * 1", "Shop")
+    assert (manual.schedule, manual.deployment_description) == (None, "Scrape manual")
 
 
 def test_missing_profile_names_the_expected_file(tmp_path: Path) -> None:

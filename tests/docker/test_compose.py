@@ -18,8 +18,9 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
+from crawlers.profiles import profile_sites
 from orchestration import local_stack
-from orchestration.register_flows import SCRAPE_SCHEDULES, WORK_POOL
+from orchestration.register_flows import WORK_POOL
 from tests.docker.support import (
     COMPOSE_SCHEMA,
     DOCKERFILE,
@@ -180,7 +181,7 @@ def test_services_the_code_expects_exist(compose: dict[str, Any], resolved: dict
 def test_an_always_on_worker_per_scheduled_site(compose: dict[str, Any]) -> None:
     services = compose["services"]
     spiders = {path.stem for path in (REPO_ROOT / "crawlers" / "spiders").glob("*.py")}
-    for site in SCRAPE_SCHEDULES:
+    for site in profile_sites():
         worker = services[f"worker-{site}"]
         assert worker["command"] == ["scrapy", "crawl", site, "-a", "always_on=true"]
         assert worker["build"]["target"] == "worker"
@@ -192,7 +193,7 @@ def test_an_always_on_worker_per_scheduled_site(compose: dict[str, Any]) -> None
     assert "COMPOSE_PROFILES=demo" in ENV_EXAMPLE.read_text()
     # No worker for a site the flows do not know.
     workers = {name.removeprefix("worker-") for name in services if name.startswith("worker-")}
-    assert workers == set(SCRAPE_SCHEDULES)
+    assert workers == set(profile_sites())
 
 
 def test_prefect_worker_registers_deployments_and_serves_the_pool(

@@ -32,9 +32,9 @@ from core.items_schema import schema_by_type
 from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import ensure_item_index
 from crawlers.producer import produce
+from crawlers.profiles import profile_sites
 from llm.chunking import Chunker
 from llm.process import process_job
-from orchestration.register_flows import SCRAPE_SCHEDULES
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
@@ -221,7 +221,7 @@ def test_what_the_issue_asks_for_is_there(objects: list[dict[str, Any]]) -> None
     views = {o["attributes"]["title"]: o for o in objects if o["type"] == "index-pattern"}
     assert set(views) == {"items-*", "chunks-*", JOBS_ALIAS}
     searches = {o["id"] for o in objects if o["type"] == "search"}
-    assert searches == {f"platform-items-{site}" for site in SCRAPE_SCHEDULES}
+    assert searches == {f"platform-items-{site}" for site in profile_sites()}
     [board] = [o for o in objects if o["type"] == "dashboard"]
     titles = {
         by_id(objects)[("lens", ref["id"])]["attributes"]["title"] for ref in board["references"]

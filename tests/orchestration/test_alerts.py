@@ -93,3 +93,17 @@ def test_persistent_failure_raises_without_leaking_the_url(
     assert secret_part not in str(failure.value)
     assert secret_part not in repr(notifier)
     assert secret_part not in caplog.text
+
+
+def test_one_bounded_retry_layer_and_a_logged_final_failure(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with SlackReceiver(run_dir=tmp_path, fail_first=3, fail_status=503) as receiver:
+        # Three attempts in all: had anything retried on top, the fourth would be accepted.
+        with pytest.raises(AlertDeliveryError, match="after 3 attempts: HTTP 503"):
+            SlackNotifier(receiver.url, attempts=3, backoff=0.01).send("job_summary", **SUMMARY)
+        assert receiver.posts() == []
+        # ...and no fewer: the receiver's three failures are spent.
+        SlackNotifier(receiver.url, attempts=1).send("job_summary", **SUMMARY)
+        assert len(receiver.posts()) == 1
+    assert "job_summary alert not delivered after 3 attempts: HTTP 503" in caplog.text

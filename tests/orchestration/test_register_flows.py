@@ -24,6 +24,19 @@ EXPECTED = {
     "daily-health-check": "0 9 * * *",
 }
 
+# The seed's deployment descriptions (now in the profiles and MAINTENANCE).
+DESCRIPTIONS = {
+    "scrape-idealista": "Idealista property scrape",
+    "scrape-g2": "G2 reviews",
+    "scrape-hermes": "Hermès products",
+    "scrape-trustpilot": "Trustpilot reviews",
+    "scrape-booking_com": "Booking.com hotels",
+    "scrape-facebook_marketplace": "Facebook Marketplace",
+    "scrape-demo": "The demo shop (demo_site)",
+    "check-site-versions": "Structure fingerprint check of every site's fixtures",
+    "daily-health-check": "Site metrics and search API health",
+}
+
 
 def test_deployments_pool_and_schedules(prefect_server: PrefectServer) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
@@ -52,6 +65,8 @@ def test_deployments_pool_and_schedules(prefect_server: PrefectServer) -> None:
         assert deployment["work_pool_name"] == "scraping"
         crons = [s["schedule"].get("cron") for s in deployment["schedules"]]
         assert crons == ([cron] if cron else []), name
+        assert all(s["schedule"].get("timezone") == "UTC" for s in deployment["schedules"])
+        assert deployment["description"] == DESCRIPTIONS[name]
         if name.startswith("scrape-"):
             assert deployment["parameters"]["site"] == name.removeprefix("scrape-")
             assert deployment["parameters"]["local_workers"] == 2

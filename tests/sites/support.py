@@ -14,14 +14,15 @@ import pytest
 from scrapy.http import HtmlResponse
 
 from core.blocks import BlockRules, Verdict, classify
-from crawlers.profiles import SiteProfile
+from crawlers.profiles import SiteProfile, profile_sites
 from services.replay_site import ReplaySite
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
 SITES_DIR = REPO_ROOT / "fingerprints" / "sites"
-# The six production sites, in the order the issue lists their implementation.
-SITES = ("trustpilot", "idealista", "g2", "hermes", "booking_com", "facebook_marketplace")
+# The production sites: every profile whose fixtures are replayed (fingerprints/sites/
+# <site>/replay.json). The demo shop is served by demo_site, not replayed.
+SITES = tuple(site for site in profile_sites() if (SITES_DIR / site / "replay.json").is_file())
 
 
 def real_page(name: str) -> Path:

@@ -15,7 +15,7 @@ from crawlers.profiles import SiteProfile
 from crawlers.spiders.base import SiteSpider
 from fingerprints.baseline import FingerprintConfig, load_baseline
 from fingerprints.gate import Page, check_all, check_page, verify_site
-from orchestration.register_flows import SCRAPE_SCHEDULES
+from orchestration.register_flows import specs
 from services.replay_site import ReplayManifest, ReplaySite
 from tests.sites.support import SITES, real_page, site_rules
 
@@ -63,7 +63,7 @@ def test_site_is_wired_everywhere_it_must_be(site: str) -> None:
     assert issubclass(spider, SiteSpider) and spider.name == site
     profile = SiteProfile.load(site)
     schema_by_type(profile.item_type)  # a declared item type
-    assert site in SCRAPE_SCHEDULES  # its deployment
+    assert f"scrape-{site}" in {spec.name for spec in specs()}  # its deployment
     config = FingerprintConfig.for_site(site)
     baseline = load_baseline(site)
     assert set(baseline.page_types) == set(config.page_types)

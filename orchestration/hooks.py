@@ -1,0 +1,179 @@
+"""Prefect state hooks: the flows' Slack alerts, declared on the flows and their tasks.
+
+- A step task's ``on_failure`` (after its last retry) sends the error alert naming the
+  step, with its error and its last log lines. Prefect runs it before the failure reaches
+  the flow, so the alert is out by the time the run is Failed.
+- The flows' ``on_failure`` / ``on_crashed`` alert what no step did: a failure in the flow
+  itself, or a crash (naming the step that was running, when Prefect recorded it).
+  A run attempt whose step already alerted, or whose flow sent its own alert (the gate's
+  ``FailedClosed``, ``StructureChanged``, ``Unhealthy``), is not alerted again: one
+  error alert per failed run attempt.
+- The report task's ``on_completion`` sends the job summary (its result is the summary's
+  template context).
+
+Prefect logs a hook's exception (e.g. ``AlertDeliveryError`` once Slack's retries are
+spent) in the run's log; a hook never changes the run's state.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID
+
+from prefect import Flow, Task
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (
+    FlowRunFilter,
+    FlowRunFilterId,
+    LogFilter,
+    LogFilterFlowRunId,
+    LogFilterTaskRunId,
+)
+from prefect.client.schemas.objects import FlowRun, StateType, TaskRun
+from prefect.client.schemas.sorting import LogSort
+from prefect.context import FlowRunContext
+from prefect.logging.handlers import APILogHandler
+from prefect.states import State
+from prefect.utilities.urls import url_for
+
+from orchestration.alerts import notify
+from orchestration.steps import job_id_for
+
+logger = logging.getLogger(__name__)
+
+LOG_LINES = 8
+LOG_LINE_CHARS = 200
+ERROR_CHARS = 1500
+# Failed states whose flow sent its own alert (structure change, health report).
+SELF_ALERTED = frozenset({"FailedClosed", "StructureChanged", "Unhealthy"})
+UNFINISHED = (StateType.RUNNING, StateType.FAILED, StateType.CRASHED)
+
+# Run attempts (flow run id, run count) whose failed step alerted. Process memory on
+# purpose: task states reach the API asynchronously (as events), so when the flow's hook
+# runs, in the same process, the API may not show the failed step yet.
+_step_alerted: set[tuple[UUID, int]] = set()
+
+
+def alert_failed_step(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> None:
+    """``on_failure`` of a step task: the error alert naming the step."""
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context else None
+    if flow_run is not None:
+        _step_alerted.add((flow_run.id, flow_run.run_count))
+    send_error_alert(
+        context.flow.name if context else task.name,
+        flow_run,
+        step=task.name,
+        error=error_text(state),
+        log_lines=last_log_lines(task_run.flow_run_id, task_run.id),
+    )
+
+
+def alert_failed_run(flow: Flow[..., Any], flow_run: FlowRun, state: State[Any]) -> None:
+    """``on_failure`` / ``on_crashed`` of a flow: the error alert no step sent."""
+    if state.name in SELF_ALERTED:
+        return
+    attempt = (flow_run.id, flow_run.run_count)
+    if attempt in _step_alerted:
+        _step_alerted.discard(attempt)
+        return
+    step_run = running_step(flow_run) if state.is_crashed() else None
+    send_error_alert(
+        flow.name,
+        flow_run,
+        step=step_name(step_run) if step_run else "flow",
+        error=error_text(state),
+        log_lines=last_log_lines(flow_run.id, step_run.id if step_run else None),
+    )
+
+
+def send_job_summary(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> None:
+    """``on_completion`` of the report task: its result is the job_summary context."""
+    notify("job_summary", **state.result())
+
+
+def send_error_alert(
+    flow_name: str,
+    flow_run: FlowRun | None,
+    *,
+    step: str,
+    error: str,
+    log_lines: list[str],
+) -> None:
+    parameters = flow_run.parameters if flow_run else {}
+    site = parameters.get("site")
+    job_id = parameters.get("job_id") or (
+        job_id_for(site, flow_run.id) if flow_run and site else None
+    )
+    notify(
+        "error",
+        flow=f"scrape-{site}" if site else flow_name,
+        step=step,
+        site=site,
+        job_id=job_id,
+        error=error,
+        log_lines=log_lines,
+        run_url=url_for("flow-run", obj_id=flow_run.id) if flow_run else None,
+    )
+
+
+def error_text(state: State[Any]) -> str:
+    """The exception as ``Type: message`` when the state holds it, else the state message."""
+    exc = None
+    if state.data is not None:  # a crash recorded by the runner holds no result
+        try:
+            exc = state.result(raise_on_failure=False)
+        except Exception as lookup_error:  # the state message still says what failed
+            logger.warning("could not read the failed state's exception: %s", lookup_error)
+    if isinstance(exc, BaseException):
+        return f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+    return (state.message or state.name or "failed")[:ERROR_CHARS]
+
+
+def step_name(task_run: TaskRun) -> str:
+    """The task's name: Prefect names its runs ``<task name>-<suffix>``."""
+    return task_run.name.rsplit("-", 1)[0]
+
+
+def running_step(flow_run: FlowRun) -> TaskRun | None:
+    """The task run of this attempt that was last running or failing (for a crash)."""
+    try:
+        with get_client(sync_client=True) as client:
+            task_runs = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id]))
+            )
+    except Exception as exc:  # context for the alert only: never block the alert
+        logger.warning("could not read the task runs of %s: %s", flow_run.id, exc)
+        return None
+    candidates = [
+        run
+        for run in task_runs
+        if run.flow_run_run_count == flow_run.run_count and run.state_type in UNFINISHED
+    ]
+    return max(candidates, key=lambda run: run.start_time or run.created, default=None)
+
+
+def last_log_lines(flow_run_id: UUID | None, task_run_id: UUID | None = None) -> list[str]:
+    """The last lines Prefect recorded for a task run (or the whole flow run), oldest
+    first, one line per record; none when the API cannot be read."""
+    if flow_run_id is None:
+        return []
+    try:
+        APILogHandler().flush()  # this process's queued lines reach the API first
+        log_filter = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+        if task_run_id is not None:
+            log_filter.task_run_id = LogFilterTaskRunId(any_=[task_run_id])
+        with get_client(sync_client=True) as client:
+            logs = client.read_logs(
+                log_filter=log_filter, limit=LOG_LINES + 2, sort=LogSort.TIMESTAMP_DESC
+            )
+    except Exception as exc:  # context for the alert only: never block the alert
+        logger.warning("could not read the logs of %s: %s", flow_run_id, exc)
+        return []
+    lines = [
+        f"{logging.getLevelName(log.level)} {log.message.splitlines()[0][:LOG_LINE_CHARS]}"
+        for log in reversed(logs)
+        if log.message and not log.message.startswith("Running hook")  # the hook's own
+    ]
+    return lines[-LOG_LINES:]
