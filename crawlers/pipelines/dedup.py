@@ -14,7 +14,7 @@ up to ``DEDUP_RETRY_BACKOFF_MAX``), at most ``DEDUP_RETRY_TIMES`` times; the cli
 itself does not retry. Then it fails (``DedupUnavailable``, counted
 ``dedup/failed``): Scrapy's ``item_error``, never passed on without a verdict, never
 dropped as if handled. Its request's lease is not acked, so the request is crawled
-again (see docs/pipelines.md, "Durability").
+again (docs/pipelines.md, "Durability").
 """
 
 from __future__ import annotations
