@@ -22,11 +22,12 @@ from core.items_schema import plain_fields, schema_by_type
 from core.store import IndexLayout, build_action
 from crawlers.items import DemoProduct
 from crawlers.pipelines.common import item_notes
-from crawlers.pipelines.dedup import DedupPipeline
+from crawlers.pipelines.dedup import DedupPipeline, DedupUnavailable
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import build_catalog
+from services.base import free_port
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT
@@ -83,6 +84,32 @@ def test_the_store_needs_dedup_before_it_and_clients_do_not_retry(
     store = StorePipeline.from_crawler(crawler)
     # One retry layer per hop: the writer's; the client's are off.
     assert (store.es_kwargs["max_retries"], store.es_kwargs["retry_on_timeout"]) == (0, False)
+
+
+def test_dedup_retries_a_bounded_number_of_times_then_fails_the_item_counted() -> None:
+    # Redis refuses connections: a few quick retries, then the item fails (item_error),
+    # neither passed on without a verdict nor dropped as if handled.
+    crawler = crawler_for(
+        REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+        DEDUP_RETRY_TIMES=2,
+        DEDUP_RETRY_BACKOFF=0.01,
+        DEDUP_RETRY_BACKOFF_MAX=0.02,
+    )
+    dedup = DedupPipeline.from_crawler(crawler)
+    item = DemoProduct(**build_catalog(n_products=1).products[0].to_dict(BASE))
+
+    async def main() -> None:
+        await dedup.open_spider()
+        try:
+            with pytest.raises(DedupUnavailable, match="after 2 retries"):
+                await dedup.process_item(item)
+        finally:
+            await dedup.close_spider()
+
+    asyncio.run(main())
+    stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+    assert (stats["dedup/retries"], stats["dedup/failed"]) == (3, 1)
+    assert len(item_notes(crawler)) == 0
 
 
 def test_validation_drop_names_every_field_and_counts_it() -> None:
