@@ -42,15 +42,15 @@ class StoreSettings:
     def from_settings(cls, settings: SettingsReader, **overrides: Any) -> StoreSettings:
         """The store's settings from ``STORE_*`` (``overrides`` win, e.g. in tests)."""
         built = cls(
-            bulk_size=int(_required(settings, "STORE_BULK_SIZE")),
-            flush_interval=float(_required(settings, "STORE_FLUSH_INTERVAL")),
-            max_buffer=int(_required(settings, "STORE_MAX_BUFFER")),
-            spill_after=float(_required(settings, "STORE_SPILL_AFTER")),
-            max_item_retries=int(_required(settings, "STORE_MAX_ITEM_RETRIES")),
-            retry_backoff=float(_required(settings, "STORE_RETRY_BACKOFF")),
-            retry_backoff_max=float(_required(settings, "STORE_RETRY_BACKOFF_MAX")),
-            close_timeout=float(_required(settings, "STORE_CLOSE_TIMEOUT")),
-            replicas=int(_required(settings, "STORE_INDEX_REPLICAS")),
+            bulk_size=int(required(settings, "STORE_BULK_SIZE")),
+            flush_interval=float(required(settings, "STORE_FLUSH_INTERVAL")),
+            max_buffer=int(required(settings, "STORE_MAX_BUFFER")),
+            spill_after=float(required(settings, "STORE_SPILL_AFTER")),
+            max_item_retries=int(required(settings, "STORE_MAX_ITEM_RETRIES")),
+            retry_backoff=float(required(settings, "STORE_RETRY_BACKOFF")),
+            retry_backoff_max=float(required(settings, "STORE_RETRY_BACKOFF_MAX")),
+            close_timeout=float(required(settings, "STORE_CLOSE_TIMEOUT")),
+            replicas=int(required(settings, "STORE_INDEX_REPLICAS")),
         )
         return replace(built, **overrides)
 
@@ -59,7 +59,8 @@ class StoreSettings:
         return float(min(self.retry_backoff_max, self.retry_backoff * 2 ** (attempts - 1)))
 
 
-def _required(settings: SettingsReader, name: str) -> Any:
+def required(settings: SettingsReader, name: str) -> Any:
+    """The value of ``name``; ``MissingSetting`` rather than a silent 0 when unset."""
     value = settings.get(name)
     if value is None:
         raise MissingSetting(f"{name} is not set (the platform's default settings are not loaded)")

@@ -10,6 +10,7 @@ from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
 from core.config import elasticsearch_client_kwargs
+from core.store.settings import required
 
 _NOTES_ATTR = "_platform_item_notes"
 
@@ -40,7 +41,7 @@ def es_client_kwargs(settings: BaseSettings) -> dict[str, Any]:
             password=settings.get("ELASTICSEARCH_PASSWORD"),
             api_key=settings.get("ELASTICSEARCH_API_KEY"),
         ),
-        "request_timeout": settings.getfloat("STORE_REQUEST_TIMEOUT"),
+        "request_timeout": float(required(settings, "STORE_REQUEST_TIMEOUT")),
         "max_retries": 0,
         "retry_on_timeout": False,
     }

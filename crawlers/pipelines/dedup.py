@@ -33,7 +33,7 @@ from scrapy.exceptions import NotConfigured
 from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
-from core.store.settings import MissingSetting
+from core.store.settings import required
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 
 logger = logging.getLogger(__name__)
@@ -79,14 +79,10 @@ class DedupPipeline:
         s = crawler.settings
         if not s.get("REDIS_URL") and not s.get("ELASTICSEARCH_URL"):
             raise NotConfigured("DedupPipeline needs REDIS_URL or ELASTICSEARCH_URL")
-        names = ("DEDUP_RETRY_TIMES", "DEDUP_RETRY_BACKOFF", "DEDUP_RETRY_BACKOFF_MAX")
-        missing = [name for name in names if s.get(name) is None]
-        if missing:
-            raise MissingSetting(f"{', '.join(missing)} not set (platform defaults not loaded)")
         retry = RetryPolicy(
-            s.getint("DEDUP_RETRY_TIMES"),
-            s.getfloat("DEDUP_RETRY_BACKOFF"),
-            s.getfloat("DEDUP_RETRY_BACKOFF_MAX"),
+            int(required(s, "DEDUP_RETRY_TIMES")),
+            float(required(s, "DEDUP_RETRY_BACKOFF")),
+            float(required(s, "DEDUP_RETRY_BACKOFF_MAX")),
         )
         return cls(crawler, retry)
 
