@@ -35,7 +35,6 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 from itemadapter import ItemAdapter
-from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
@@ -83,14 +82,13 @@ def make_items(n: int) -> list[DemoProduct]:
     return [DemoProduct(**p.to_dict(BASE_URL)) for p in build_catalog(n_products=n).products]
 
 
+PIPELINE_PREFIXES = ("STORE_", "DEDUP_")
+
+
 def project_settings() -> dict[str, Any]:
-    """The project's own settings (the pipelines' defaults); get_crawler picks the reactor."""
+    """The project's pipeline settings (``STORE_*``, ``DEDUP_*``: their defaults)."""
     project = get_project_settings()
-    return {
-        name: value
-        for name, value in project.items()
-        if project.getpriority(name) == SETTINGS_PRIORITIES["project"] and "REACTOR" not in name
-    }
+    return {name: value for name, value in project.items() if name.startswith(PIPELINE_PREFIXES)}
 
 
 async def push(
