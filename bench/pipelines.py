@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import tempfile
 import time
@@ -36,9 +35,10 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 from itemadapter import ItemAdapter
+from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from core.config import get_settings
+from core.items_schema import schema_for
 from core.store import ensure_item_index
 from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
@@ -75,8 +75,6 @@ class PerItemStorePipeline(StorePipeline):
 
 
 def _properties() -> dict[str, Any]:
-    from core.items_schema import schema_for
-
     return schema_for(DemoProduct).es_properties
 
 
@@ -84,11 +82,31 @@ def make_items(n: int) -> list[DemoProduct]:
     return [DemoProduct(**p.to_dict(BASE_URL)) for p in build_catalog(n_products=n).products]
 
 
-async def push(items: list[DemoProduct], store_cls: type[StorePipeline], concurrency: int) -> float:
+PIPELINE_PREFIXES = ("STORE_", "DEDUP_")
+
+
+def project_settings() -> dict[str, Any]:
+    """The project's pipeline settings (``STORE_*``, ``DEDUP_*``: their defaults)."""
+    project = get_project_settings()
+    return {name: value for name, value in project.items() if name.startswith(PIPELINE_PREFIXES)}
+
+
+async def push(
+    items: list[DemoProduct],
+    store_cls: type[StorePipeline],
+    concurrency: int,
+    services: dict[str, str],
+) -> float:
     """Items/s through validate -> dedup -> store (open/close of the pipelines excluded)."""
     # A generous timeout: with many items in flight, per-item requests queue for the
     # client's connections, and that wait counts towards the request timeout.
-    crawler = get_crawler(DemoSpider, {"LOG_LEVEL": "WARNING", "STORE_REQUEST_TIMEOUT": 300})
+    settings = {
+        **project_settings(),
+        "LOG_LEVEL": "WARNING",
+        "STORE_REQUEST_TIMEOUT": 300,
+        **services,
+    }
+    crawler = get_crawler(DemoSpider, settings)
     crawler.spider = crawler._create_spider(job_id="bench", base_url=BASE_URL)
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)
@@ -143,15 +161,13 @@ def main() -> int:
             RedisServer(run_dir=run_dir) as redis_server,
             ElasticsearchNode(run_dir=run_dir, settings=settings) as node,
         ):
-            os.environ["REDIS_URL"] = redis_server.url
-            os.environ["ELASTICSEARCH_URL"] = node.url
-            get_settings.cache_clear()
+            services = {"REDIS_URL": redis_server.url, "ELASTICSEARCH_URL": node.url}
             es = Elasticsearch(node.url, request_timeout=60)
             # The JVM compiles its indexing paths during the first thousands of documents:
             # a round that is not counted keeps that out of every mode's figures.
             for _, store_cls, concurrency, n in modes:
                 reset(es, redis_server)
-                asyncio.run(push(items[: min(n, 3000)], store_cls, concurrency))
+                asyncio.run(push(items[: min(n, 3000)], store_cls, concurrency, services))
             print(
                 f"demo products with reviews, {args.rounds} rounds (+1 warm-up); "
                 f"Redis {redis_server.url}, ES {node.url}"
@@ -159,7 +175,7 @@ def main() -> int:
             for round_no in range(1, args.rounds + 1):
                 for mode, store_cls, concurrency, n in modes:
                     reset(es, redis_server)
-                    rate = asyncio.run(push(items[:n], store_cls, concurrency))
+                    rate = asyncio.run(push(items[:n], store_cls, concurrency, services))
                     es.indices.refresh(index="items-demo")
                     count = es.count(index="items-demo")["count"]
                     if count != n:

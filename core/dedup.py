@@ -1,5 +1,10 @@
 """Change detection: is an item new, changed or unchanged since the site was last crawled?
 
+The one place verdicts are made. ``ChangeState`` is the backend interface (coalesced
+batches, a rule in ``decide``); ``ChangeDetector`` keeps the state in Redis, shared by
+every worker. Without Redis, ``core.store.state.DocumentState`` reads it back from the
+stored documents (local mode).
+
 Per site, Redis keeps each item key's content hash, when it was first seen and when its
 content last changed (``SiteKeys.item_hashes`` / ``item_first_seen`` /
 ``item_last_changed``). One Lua script classifies an item and updates that state
@@ -20,14 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 import redis.asyncio
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from core.jobstats import STATS_TTL_SECONDS
-from core.keys import SiteKeys
+from core.keys import REDIS_ERRORS, SiteKeys
 
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 VERDICTS = (NEW, CHANGED, UNCHANGED)
@@ -91,6 +100,15 @@ class ItemState:
 
 
 @dataclass(frozen=True)
+class Known:
+    """What is known of an item key from earlier crawls."""
+
+    content_hash: str
+    first_seen_ms: int
+    last_changed_ms: int
+
+
+@dataclass(frozen=True)
 class JobChanges:
     """What a job found: the keys of new and changed items, and exact counts."""
 
@@ -109,68 +127,77 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def connect_async(url: str, *, max_connections: int = 16) -> redis.asyncio.Redis:
+def decide(
+    key: str, known: Known | None, digest: str, seen_ms: int, prior: str | None = None
+) -> ItemState:
+    """The rule: no earlier hash -> new; another hash -> changed (``last_changed`` moves);
+    the same -> unchanged. ``prior``: the key's verdict earlier in the same job, which it
+    keeps if stronger (new > changed > unchanged): a re-delivered item is not demoted.
+    (``_CLASSIFY`` is this rule in Lua, atomic in Redis.)"""
+    if known is None:
+        verdict, first, changed = NEW, seen_ms, seen_ms
+    elif known.content_hash != digest:
+        verdict, first, changed = CHANGED, known.first_seen_ms, seen_ms
+    else:
+        verdict, first, changed = UNCHANGED, known.first_seen_ms, known.last_changed_ms
+    if prior is not None and _STRENGTH[prior] > _STRENGTH[verdict]:
+        verdict = prior
+    return ItemState(key, verdict, digest, first, changed, seen_ms)
+
+
+_STRENGTH = {UNCHANGED: 0, CHANGED: 1, NEW: 2}
+
+
+def connect_async(
+    url: str, *, max_connections: int = 16, params: Mapping[str, Any] | None = None
+) -> redis.asyncio.Redis:
     """An asyncio client whose pool makes callers wait for a free connection.
 
     Hundreds of items in flight would otherwise exceed the default pool (100) and fail
     with "Too many connections"; a few connections pipelined by Redis are just as fast.
+    ``params``: the crawl's ``REDIS_PARAMS``, of which the socket options apply. The
+    client never retries: its caller is the one retry layer of the hop.
     """
+    options: dict[str, Any] = {
+        "socket_timeout": 5,
+        "socket_connect_timeout": 2,
+        "health_check_interval": 15,
+    }
+    options.update({k: v for k, v in (params or {}).items() if k in options})
     pool = redis.asyncio.BlockingConnectionPool.from_url(
         url,
         max_connections=max_connections,
         timeout=None,  # wait for a free connection: it is always handed back
-        socket_timeout=5,
-        socket_connect_timeout=2,
-        health_check_interval=15,
+        retry=Retry(NoBackoff(), 0),
+        **options,
     )
     return redis.asyncio.Redis(connection_pool=pool)
 
 
-class ChangeDetector:
-    """Classifies items of one site (asyncio client: it runs inside Scrapy's event loop).
+class ChangeState(ABC):
+    """Where dedup's knowledge of item keys lives, and the one place verdicts are made.
 
-    Concurrent ``classify`` calls are coalesced: calls made while a round trip is in
-    flight go together, pipelined, in the next one. Hundreds of items in flight then cost
-    a few round trips instead of one each (redis-py spends ~0.1 ms of CPU per command).
+    ``classify`` calls made while a batch is in flight are coalesced into the next
+    batch (``classify_batch``): hundreds of items in flight cost a few round trips
+    instead of one each. ``transient_errors``: what the caller retries (the backend is
+    unreachable), not a verdict about the data.
     """
 
     max_batch = 500
+    transient_errors: tuple[type[BaseException], ...] = ()
+    description = ""
 
-    def __init__(
-        self, server: redis.asyncio.Redis, site: str, *, job_ttl: int = STATS_TTL_SECONDS
-    ) -> None:
-        self.server = server
-        self.site = site
-        self.keys = SiteKeys(site)
-        self.job_ttl = job_ttl
-        self._script = server.register_script(_CLASSIFY)
-        self._queue: list[_Request] = []
+    def __init__(self) -> None:
+        self._queue: list[Request] = []
         self._sender: asyncio.Task[None] | None = None
-
-    def _keys(self, job_id: str) -> list[str]:
-        k = self.keys
-        return [
-            k.item_hashes,
-            k.item_first_seen,
-            k.item_last_changed,
-            k.job_verdicts(job_id),
-            k.job_new(job_id),
-            k.job_changed(job_id),
-            k.stats(job_id),
-        ]
 
     async def classify(
         self, job_id: str, key: str, content_hash: str, *, seen_ms: int | None = None
     ) -> ItemState:
-        """The item's verdict in ``job_id`` (Redis errors propagate: the caller retries)."""
+        """The item's verdict in ``job_id`` (backend errors propagate: the caller retries)."""
         loop = asyncio.get_running_loop()
-        request = _Request(
-            job_id,
-            key,
-            content_hash,
-            now_ms() if seen_ms is None else seen_ms,
-            loop.create_future(),
-        )
+        seen = now_ms() if seen_ms is None else seen_ms
+        request = Request(job_id, key, content_hash, seen, loop.create_future())
         self._queue.append(request)
         if self._sender is None or self._sender.done():
             self._sender = loop.create_task(self._send_queued())
@@ -187,39 +214,82 @@ class ChangeDetector:
             )
         )
 
+    @abstractmethod
+    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
+        """Verdicts of ``batch`` in order (an exception per request that failed)."""
+
     async def _send_queued(self) -> None:
         while self._queue:
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
             try:
-                async with self.server.pipeline(transaction=False) as pipe:
-                    for r in batch:
-                        await self._script(
-                            keys=self._keys(r.job_id),
-                            args=[r.key, r.content_hash, r.seen_ms, self.job_ttl],
-                            client=pipe,
-                        )
-                    raws = await pipe.execute(raise_on_error=False)
+                results = await self.classify_batch(batch)
             except Exception as exc:
-                for r in batch:
-                    if not r.future.done():
-                        r.future.set_exception(exc)
-                continue
-            for r, raw in zip(batch, raws, strict=True):
-                if r.future.done():
+                results = [exc] * len(batch)
+            for request, result in zip(batch, results, strict=True):
+                if request.future.done():
                     continue
-                if isinstance(raw, Exception):
-                    r.future.set_exception(raw)
+                if isinstance(result, Exception):
+                    request.future.set_exception(result)
                 else:
-                    r.future.set_result(_state(r.key, r.content_hash, r.seen_ms, raw))
+                    request.future.set_result(result)
 
 
 @dataclass
-class _Request:
+class Request:
+    """One queued classification."""
+
     job_id: str
     key: str
     content_hash: str
     seen_ms: int
     future: asyncio.Future[ItemState]
+
+
+class ChangeDetector(ChangeState):
+    """Dedup state in Redis (asyncio client: it runs inside Scrapy's event loop).
+
+    Shared by every worker of the site; the Lua script updates the per-site state, the
+    job's verdicts, new/changed sets and exact counts atomically.
+    """
+
+    transient_errors = REDIS_ERRORS
+
+    def __init__(
+        self, server: redis.asyncio.Redis, site: str, *, job_ttl: int = STATS_TTL_SECONDS
+    ) -> None:
+        super().__init__()
+        self.server = server
+        self.site = site
+        self.keys = SiteKeys(site)
+        self.job_ttl = job_ttl
+        self.description = f"redis {self.keys.item_hashes}"
+        self._script = server.register_script(_CLASSIFY)
+
+    def _keys(self, job_id: str) -> list[str]:
+        k = self.keys
+        return [
+            k.item_hashes,
+            k.item_first_seen,
+            k.item_last_changed,
+            k.job_verdicts(job_id),
+            k.job_new(job_id),
+            k.job_changed(job_id),
+            k.stats(job_id),
+        ]
+
+    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
+        async with self.server.pipeline(transaction=False) as pipe:
+            for r in batch:
+                await self._script(
+                    keys=self._keys(r.job_id),
+                    args=[r.key, r.content_hash, r.seen_ms, self.job_ttl],
+                    client=pipe,
+                )
+            raws = await pipe.execute(raise_on_error=False)
+        return [
+            raw if isinstance(raw, Exception) else _state(r.key, r.content_hash, r.seen_ms, raw)
+            for r, raw in zip(batch, raws, strict=True)
+        ]
 
 
 def _state(key: str, digest: str, seen: int, raw: list[bytes | str | int]) -> ItemState:

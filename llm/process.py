@@ -33,7 +33,7 @@ from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan, streaming_bulk
 
 from core.dedup import job_changes
-from core.store import IndexLayout, doc_id_for
+from core.store import IndexLayout, get_items
 from llm.chunking import Chunk, Chunker
 from llm.embedders import Embedder
 from llm.index import ensure_chunks_index
@@ -204,22 +204,10 @@ def _process_batch(
 
 
 def _load_items(es: Elasticsearch, site: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The item documents of ``keys``, by id from each type's write alias.
-
-    A real-time ``mget``, not a search: the store's last bulk may not be refreshed yet
-    when the step starts right after the drain.
-    """
-    docs = []
-    for key in keys:
-        # Item keys are ``<site>:<item type>:<stable id>`` (core.items_schema).
-        parts = key.split(":", 2)
-        if len(parts) == 3 and parts[0] == site:
-            docs.append({"_index": IndexLayout.write_alias(site, parts[1]), "_id": doc_id_for(key)})
-    if not docs:
-        return {}
-    response = es.mget(docs=docs)
-    found = (doc["_source"] for doc in response["docs"] if doc.get("found"))
-    return {str(doc["item_key"]): doc for doc in found}
+    """The item documents of ``keys`` (``core.store.get_items``: a real-time ``mget``, not
+    a search, since the store's last bulk may not be refreshed yet when the step starts
+    right after the drain)."""
+    return get_items(es, keys, site=site)
 
 
 def _existing_chunks(

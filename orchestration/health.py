@@ -18,6 +18,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from core.config import get_settings
 from core.jobs_index import JOBS_ALIAS
+from core.store import get_items
 from crawlers.profiles import site_schedules
 
 HIGH_BLOCK_RATE = 0.2
@@ -160,7 +161,5 @@ def check(
 
 def item_names(es: Elasticsearch, site: str, keys: Sequence[str] | Iterable[str]) -> list[str]:
     """Display names of items by key (for the "new products" part of the summary)."""
-    from core.store import get_items
-
-    found = get_items(es, list(keys))
+    found = get_items(es, keys, site=site)
     return [str(doc.get("name") or doc.get("title") or key) for key, doc in found.items()]

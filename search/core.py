@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from elasticsearch import Elasticsearch
 
-from core.store import doc_id_for
+from core.store import doc_id_for, items_index
 from llm.embedders import Embedder
 from llm.index import CHUNKS_PREFIX, chunks_index, index_embedder
 
@@ -235,7 +235,7 @@ class HybridSearch:
         if not keys:
             return {}
         response = self.es.search(
-            index="items-*",
+            index=items_index(),
             query={"ids": {"values": [doc_id_for(key) for key in keys]}},
             size=len(keys),
             ignore_unavailable=True,

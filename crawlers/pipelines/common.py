@@ -1,4 +1,5 @@
-"""What the pipelines share: the site/job of an item, and notes handed between them."""
+"""What the pipelines share: the site/job of an item, service clients' arguments from the
+crawl's settings, and notes handed between pipelines."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ from typing import Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
+
+from core.config import elasticsearch_client_kwargs
+from core.store.settings import required
 
 _NOTES_ATTR = "_platform_item_notes"
 
@@ -23,16 +28,37 @@ def job_of(fields: dict[str, Any], crawler: Crawler) -> str | None:
     return str(job_id) if job_id else None
 
 
+def es_client_kwargs(settings: BaseSettings) -> dict[str, Any]:
+    """Arguments of the pipelines' Elasticsearch clients, from ``ELASTICSEARCH_*``.
+
+    The client never retries (``max_retries=0``): each pipeline is the one retry layer
+    of its hop (the store's writer, dedup's bounded retries).
+    """
+    return {
+        **elasticsearch_client_kwargs(
+            settings.get("ELASTICSEARCH_URL"),
+            username=settings.get("ELASTICSEARCH_USERNAME"),
+            password=settings.get("ELASTICSEARCH_PASSWORD"),
+            api_key=settings.get("ELASTICSEARCH_API_KEY"),
+        ),
+        "request_timeout": float(required(settings, "STORE_REQUEST_TIMEOUT")),
+        "max_retries": 0,
+        "retry_on_timeout": False,
+    }
+
+
 class ItemNotes:
     """Data one pipeline leaves for a later one about an item (dedup -> store verdict).
 
     Keyed by the item object; the entry keeps the item alive, so its id cannot be
     reused while the note exists. Entries of items that leave the pipelines (stored,
-    dropped or failed) are discarded by Scrapy's item signals.
+    dropped or failed) are discarded by Scrapy's item signals. ``verdicts`` is set by
+    the pipeline that leaves verdicts (dedup), so the store knows it has a source.
     """
 
     def __init__(self) -> None:
         self._notes: dict[int, tuple[Any, Any]] = {}
+        self.verdicts = False
 
     def attach(self, item: Any, note: Any) -> None:
         self._notes[id(item)] = (item, note)

@@ -1,14 +1,20 @@
 """Dedup / change detection: each item is new, changed or unchanged (``core.dedup``).
 
-Needs ``REDIS_URL`` (off otherwise). The verdict and the timestamps the stored document
-must carry are handed to the store pipeline as an item note. Exact per-job counts
-(``items/new|changed|unchanged``) and the job's new/changed key sets are written by the
-Lua script itself; the Scrapy stats ``dedup/verdict/<verdict>`` count this worker's
-classifications (re-deliveries included), for diagnostics.
+The one place verdicts are made. The state lives in Redis with ``REDIS_URL``
+(``core.dedup.ChangeDetector``: shared by the workers, exact per-job counts and the
+job's new/changed key sets written by its Lua script); without Redis but with
+``ELASTICSEARCH_URL`` it is read back from the stored documents
+(``core.store.DocumentState``, local mode: counts ``items/<verdict>`` in the crawl's
+stats). Off without either. The verdict and the timestamps the stored document must carry
+are handed to the store pipeline as an item note. Scrapy stats ``dedup/verdict/<verdict>``
+count this worker's classifications (re-deliveries included), for diagnostics.
 
-Redis unreachable: the item waits and is retried with backoff (never passed on without a
-verdict, never dropped). Its request stays leased meanwhile, exactly as the frontier
-itself behaves during a Redis outage.
+Backend unreachable: the item is retried with backoff (``DEDUP_RETRY_BACKOFF`` doubling
+up to ``DEDUP_RETRY_BACKOFF_MAX``), at most ``DEDUP_RETRY_TIMES`` times; the client
+itself does not retry. Then it fails (``DedupUnavailable``, counted
+``dedup/failed``): Scrapy's ``item_error``, never passed on without a verdict, never
+dropped as if handled. Its request's lease is not acked, so the request is crawled
+again (docs/pipelines.md, "Durability").
 """
 
 from __future__ import annotations
@@ -19,16 +25,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import redis
 import redis.asyncio
+from elasticsearch import AsyncElasticsearch
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from core.config import get_settings
-from core.dedup import ChangeDetector, ItemState, connect_async
+from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
-from core.keys import REDIS_ERRORS
-from crawlers.pipelines.common import item_notes, job_of, site_of
+from core.store import DocumentState
+from core.store.settings import required
+from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 
 logger = logging.getLogger(__name__)
 
@@ -42,37 +48,67 @@ class DedupNote:
     fields: dict[str, Any]
 
 
+class DedupUnavailable(RuntimeError):
+    """The dedup state stayed unreachable through every retry: the item fails."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    times: int
+    backoff: float
+    backoff_max: float
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.backoff_max, self.backoff * 2 ** (attempt - 1)))
+
+
 class DedupPipeline:
-    def __init__(self, crawler: Crawler, redis_url: str) -> None:
+    def __init__(self, crawler: Crawler, retry: RetryPolicy) -> None:
         self.crawler = crawler
-        self.redis_url = redis_url
+        self.retry = retry
+        self.redis_url: str | None = crawler.settings.get("REDIS_URL")
         self.notes = item_notes(crawler)
+        self.notes.verdicts = True
         self.server: redis.asyncio.Redis | None = None
-        self.detector: ChangeDetector | None = None
+        self.es: AsyncElasticsearch | None = None
+        self.state: ChangeState | None = None
         self._last_warning = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DedupPipeline:
-        redis_url = get_settings().redis_url
-        if not redis_url:
-            raise NotConfigured("DedupPipeline needs REDIS_URL")
-        return cls(crawler, redis_url)
+        s = crawler.settings
+        if not s.get("REDIS_URL") and not s.get("ELASTICSEARCH_URL"):
+            raise NotConfigured("DedupPipeline needs REDIS_URL or ELASTICSEARCH_URL")
+        retry = RetryPolicy(
+            int(required(s, "DEDUP_RETRY_TIMES")),
+            float(required(s, "DEDUP_RETRY_BACKOFF")),
+            float(required(s, "DEDUP_RETRY_BACKOFF_MAX")),
+        )
+        return cls(crawler, retry)
 
     async def open_spider(self) -> None:
-        # Created here, inside the running event loop the asyncio client binds to.
-        self.server = connect_async(self.redis_url)
-        self.detector = ChangeDetector(self.server, site_of(self.crawler))
+        # Clients are created here, inside the running event loop they bind to.
+        if self.redis_url:
+            params = self.crawler.settings.getdict("REDIS_PARAMS")
+            self.server = connect_async(self.redis_url, params=params)
+            self.state = ChangeDetector(self.server, site_of(self.crawler))
+        else:
+            self.es = AsyncElasticsearch(**es_client_kwargs(self.crawler.settings))
+            self.state = DocumentState(self.es, on_count=self._count)
+        logger.info("dedup state: %s", self.state.description)
 
     async def close_spider(self) -> None:
         if self.server is not None:
             await self.server.aclose()
+        if self.es is not None:
+            await self.es.close()
 
     async def process_item(self, item: Any) -> Any:
         try:
             schema = schema_for(item)
         except UnknownItemType:
             # Only reachable with validation switched off; nothing to key it on.
-            self._inc("dedup/skipped_unknown_type")
+            self._count("dedup/skipped_unknown_type")
             return item
         fields = plain_fields(item)
         key = schema.key(site_of(self.crawler), fields)
@@ -80,27 +116,35 @@ class DedupPipeline:
         state = await self._classify(job_id, key, schema.content_hash(fields))
         # The store reuses the fields and key instead of extracting them again.
         self.notes.attach(item, DedupNote(state, key, fields))
-        self._inc(f"dedup/verdict/{state.verdict}")
+        self._count(f"dedup/verdict/{state.verdict}")
         return item
 
     async def _classify(self, job_id: str, key: str, digest: str) -> ItemState:
-        assert self.detector is not None, "open_spider() creates the detector"
+        assert self.state is not None, "open_spider() creates the state backend"
         attempt = 0
         while True:
             try:
-                return await self.detector.classify(job_id, key, digest)
-            except REDIS_ERRORS as exc:
+                return await self.state.classify(job_id, key, digest)
+            except self.state.transient_errors as exc:
                 attempt += 1
-                self._inc("dedup/redis_errors")
+                self._count("dedup/retries")
+                if attempt > self.retry.times:
+                    self._count("dedup/failed")
+                    raise DedupUnavailable(
+                        f"no verdict for {key} after {self.retry.times} retries "
+                        f"({self.state.description}: {type(exc).__name__}: {exc}); "
+                        "its request is crawled again"
+                    ) from exc
                 now = time.monotonic()
                 if now - self._last_warning > 10:
                     self._last_warning = now
                     logger.warning(
-                        "Redis unreachable for dedup (%s); items wait and are retried",
+                        "dedup state unreachable (%s: %s); items wait and are retried",
+                        self.state.description,
                         type(exc).__name__,
                     )
-                await asyncio.sleep(min(5.0, 0.1 * 2**attempt))
+                await asyncio.sleep(self.retry.delay(attempt))
 
-    def _inc(self, name: str) -> None:
+    def _count(self, name: str, n: int = 1) -> None:
         if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(name)
+            self.crawler.stats.inc_value(name, n)

@@ -1,10 +1,12 @@
 """Store: items into Elasticsearch through ``core.store.ItemStore`` (bulk, durable).
 
-Needs ``ELASTICSEARCH_URL`` (off otherwise). ``process_item`` returns only when the item
-is durable: accepted by Elasticsearch or written to the spill (Redis list
-``<site>:store:spill`` with ``REDIS_URL``, else a file under ``PLATFORM_RUN_DIR/spill``).
-That is the frontier's contract: a request's lease is acked only after its items went
-through the pipelines, so a worker killed at any moment loses nothing.
+Needs ``ELASTICSEARCH_URL`` (off otherwise) and the dedup pipeline before it: the store
+writes the verdict and timestamps dedup decided, and never works them out itself.
+``process_item`` returns only when the item is durable: accepted by Elasticsearch or
+written to the spill (Redis list ``<site>:store:spill`` with ``REDIS_URL``, else a file
+under ``STORE_SPILL_DIR``, by default ``PLATFORM_RUN_DIR/spill``). That is the frontier's
+contract: a request's lease is acked only after its items went through the pipelines, so
+a worker killed at any moment loses nothing.
 
 An item Elasticsearch rejects for good (mapping error) is dropped here with the error
 (DropItem, logged and counted) and kept in the dead-letter list for replay.
@@ -13,7 +15,10 @@ Local mode (no leasing frontier): at spider close this pipeline also writes the 
 document into the ``jobs`` index from the crawl's Scrapy stats. With the frontier, the
 orchestration flow writes it after the drain, from the counters of all workers.
 
-    python -m crawlers.pipelines.store drain <site>   # move a site's spill into ES
+    python -m crawlers.pipelines.store drain <site> [--redis-url URL] [--elasticsearch-url URL]
+
+moves a site's spill into ES (URLs default to the project's ``REDIS_URL`` and
+``ELASTICSEARCH_URL`` settings).
 """
 
 from __future__ import annotations
@@ -25,22 +30,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import redis
 import redis.asyncio
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.settings import BaseSettings
+from scrapy.utils.project import get_project_settings
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
-from core.config import get_settings
-from core.dedup import connect_async, now_ms
-from core.items_schema import UnknownItemType, plain_fields, schema_for
+from core.dedup import connect_async
+from core.items_schema import UnknownItemType, schema_for
 from core.jobs_index import write_job_document
 from core.store import (
     DeadLettered,
     FileSpill,
     ItemStore,
+    MissingSetting,
     RedisSpill,
     Spill,
     StoreAction,
@@ -48,60 +54,52 @@ from core.store import (
     build_action,
     drain_spill_sync,
 )
-from crawlers.pipelines.common import item_notes, job_of, site_of
+from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 from crawlers.pipelines.dedup import DedupNote
 from crawlers.spiders.base import frontier_enabled
 
 logger = logging.getLogger(__name__)
 
 
-def store_settings(crawler: Crawler) -> StoreSettings:
-    s = crawler.settings
-    defaults = StoreSettings()
-    return StoreSettings(
-        bulk_size=s.getint("STORE_BULK_SIZE", defaults.bulk_size),
-        flush_interval=s.getfloat("STORE_FLUSH_INTERVAL", defaults.flush_interval),
-        max_buffer=s.getint("STORE_MAX_BUFFER", defaults.max_buffer),
-        spill_after=s.getfloat("STORE_SPILL_AFTER", defaults.spill_after),
-        max_item_retries=s.getint("STORE_MAX_ITEM_RETRIES", defaults.max_item_retries),
-        retry_backoff=s.getfloat("STORE_RETRY_BACKOFF", defaults.retry_backoff),
-        retry_backoff_max=s.getfloat("STORE_RETRY_BACKOFF_MAX", defaults.retry_backoff_max),
-        close_timeout=s.getfloat("STORE_CLOSE_TIMEOUT", defaults.close_timeout),
-        replicas=s.getint("STORE_INDEX_REPLICAS", defaults.replicas),
-    )
+def spill_dir(settings: BaseSettings) -> Path:
+    """Where a worker without Redis spills: ``STORE_SPILL_DIR``, else under the run dir."""
+    configured = settings.get("STORE_SPILL_DIR")
+    if configured:
+        return Path(configured)
+    run_dir = settings.get("PLATFORM_RUN_DIR")
+    if not run_dir:
+        raise MissingSetting("STORE_SPILL_DIR or PLATFORM_RUN_DIR must be set (file spill)")
+    return Path(run_dir) / "spill"
 
 
 class StorePipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        platform = get_settings()
-        self.es_kwargs: dict[str, Any] = {
-            **platform.elasticsearch_client_kwargs(),
-            "request_timeout": crawler.settings.getfloat("STORE_REQUEST_TIMEOUT", 10.0),
-            # One quick retry of a refused connection; a hung node is not waited on twice.
-            # Longer outages are the store's job (retry per item, then spill).
-            "max_retries": 1,
-            "retry_on_timeout": False,
-        }
-        self.redis_url = platform.redis_url
-        spill_dir = crawler.settings.get("STORE_SPILL_DIR") or platform.platform_run_dir / "spill"
-        self.spill_dir = Path(spill_dir)
-        self.settings = store_settings(crawler)
+        s = crawler.settings
+        self.es_kwargs = es_client_kwargs(s)
+        self.redis_url: str | None = s.get("REDIS_URL")
+        self.redis_params = s.getdict("REDIS_PARAMS")
+        self.spill_dir = None if self.redis_url else spill_dir(s)
+        self.settings = StoreSettings.from_settings(s)
         self.notes = item_notes(crawler)
         self.es: AsyncElasticsearch | None = None
         self.server: redis.asyncio.Redis | None = None
         self.store: ItemStore | None = None
-        job_doc = crawler.settings.get("STORE_JOB_DOCUMENT_AT_CLOSE")
+        job_doc = s.get("STORE_JOB_DOCUMENT_AT_CLOSE")
         self.job_document_at_close = (
-            not frontier_enabled(crawler.settings)
-            if job_doc is None
-            else crawler.settings.getbool("STORE_JOB_DOCUMENT_AT_CLOSE")
+            not frontier_enabled(s) if job_doc is None else s.getbool("STORE_JOB_DOCUMENT_AT_CLOSE")
         )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StorePipeline:
-        if not get_settings().elasticsearch_url:
+        if not crawler.settings.get("ELASTICSEARCH_URL"):
             raise NotConfigured("StorePipeline needs ELASTICSEARCH_URL")
+        if not item_notes(crawler).verdicts:
+            # Configuration error, not an optional feature: fail the crawl loudly.
+            raise RuntimeError(
+                "StorePipeline stores dedup's verdicts: enable "
+                "crawlers.pipelines.dedup.DedupPipeline before it in ITEM_PIPELINES"
+            )
         pipeline = cls(crawler)
         crawler.signals.connect(pipeline.spider_closed, signal=signals.spider_closed)
         return pipeline
@@ -112,9 +110,10 @@ class StorePipeline:
         self.es = AsyncElasticsearch(**self.es_kwargs)
         spill: Spill
         if self.redis_url:
-            self.server = connect_async(self.redis_url, max_connections=4)
+            self.server = connect_async(self.redis_url, max_connections=4, params=self.redis_params)
             spill = RedisSpill(self.server, site)
         else:
+            assert self.spill_dir is not None
             spill = FileSpill(self.spill_dir / f"{site}.jsonl")
         self.store = ItemStore(self.es, spill, settings=self.settings, on_count=self._count)
         await self.store.start()
@@ -141,24 +140,17 @@ class StorePipeline:
             schema = schema_for(item)
         except UnknownItemType as exc:
             raise DropItem(f"cannot store: {exc}") from None
-        site = site_of(self.crawler)
         note: DedupNote | None = self.notes.pop(item)
-        fields = note.fields if note is not None else plain_fields(item)
-        key = note.key if note is not None else schema.key(site, fields)
-        common: dict[str, Any] = {
-            "site": site,
-            "item_type": schema.item_type,
-            "key": key,
-            "fields": fields,
-            "job_id": job_of(fields, self.crawler),
-        }
-        if note is None:  # no dedup (no Redis): the store derives the timestamps
-            return build_action(
-                **common, content_hash=schema.content_hash(fields), seen_ms=now_ms()
-            )
+        if note is None:
+            # Dedup passes every item of a known type on with a note, or fails it.
+            raise RuntimeError(f"no dedup verdict for a {schema.item_type} item")
         state = note.state
         return build_action(
-            **common,
+            site=site_of(self.crawler),
+            item_type=schema.item_type,
+            key=note.key,
+            fields=note.fields,
+            job_id=job_of(note.fields, self.crawler),
             content_hash=state.content_hash,
             seen_ms=state.seen_ms,
             first_seen_ms=state.first_seen_ms,
@@ -223,12 +215,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Drain a site's store spill into Elasticsearch.")
     parser.add_argument("command", choices=["drain"])
     parser.add_argument("site")
+    parser.add_argument("--redis-url", help="default: the project's REDIS_URL setting")
+    parser.add_argument(
+        "--elasticsearch-url", help="default: the project's ELASTICSEARCH_URL setting"
+    )
     args = parser.parse_args(argv)
-    platform = get_settings()
-    if not platform.redis_url or not platform.elasticsearch_url:
-        parser.error("REDIS_URL and ELASTICSEARCH_URL must be set")
+    settings = get_project_settings()
+    if args.redis_url:
+        settings.set("REDIS_URL", args.redis_url, priority="cmdline")
+    if args.elasticsearch_url:
+        settings.set("ELASTICSEARCH_URL", args.elasticsearch_url, priority="cmdline")
+    redis_url = settings.get("REDIS_URL")
+    if not redis_url or not settings.get("ELASTICSEARCH_URL"):
+        parser.error("a Redis URL and an Elasticsearch URL are needed (options or settings)")
     drained, remaining = drain_spill_sync(
-        args.site, redis_url=platform.redis_url, es_kwargs=platform.elasticsearch_client_kwargs()
+        args.site,
+        redis_url=redis_url,
+        es_kwargs=es_client_kwargs(settings),
+        settings=StoreSettings.from_settings(settings),
     )
     print(f"{args.site}: drained {drained} spilled items; {remaining} remain")
     return 0 if remaining == 0 else 1

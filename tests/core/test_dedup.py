@@ -9,7 +9,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from core.dedup import ChangeDetector, connect_async, job_changes, stored_state
+from core.dedup import (
+    ChangeDetector,
+    Known,
+    connect_async,
+    decide,
+    job_changes,
+    stored_state,
+)
 from core.jobstats import JobStats
 from core.keys import SiteKeys
 from services.redis_server import RedisServer
@@ -138,3 +145,33 @@ def test_redis_down_raises_for_the_caller_to_retry(site: str, tmp_path: object) 
             await client.aclose()
 
     asyncio.run(main())
+
+
+def test_the_rule_without_redis_matches_the_script() -> None:
+    """``decide`` (the rule the stored-documents backend uses) gives the script's answers."""
+    first = decide("k", None, "h1", 1000)
+    assert (first.verdict, first.first_seen_ms, first.last_changed_ms) == ("new", 1000, 1000)
+    known = Known("h1", 1000, 1000)
+    same = decide("k", known, "h1", 2000)
+    assert (same.verdict, same.first_seen_ms, same.last_changed_ms) == ("unchanged", 1000, 1000)
+    moved = decide("k", known, "h2", 3000)
+    assert (moved.verdict, moved.first_seen_ms, moved.last_changed_ms) == ("changed", 1000, 3000)
+    # Within a job the strongest verdict stays; a weaker earlier one is replaced.
+    assert decide("k", known, "h1", 2500, prior="new").verdict == "new"
+    assert decide("k", known, "h1", 2500, prior="changed").verdict == "changed"
+    assert decide("k", known, "h2", 2500, prior="unchanged").verdict == "changed"
+
+
+def test_the_async_client_does_not_retry_and_takes_the_socket_params() -> None:
+    async def main() -> tuple[int, float | None]:
+        client = connect_async(
+            "redis://127.0.0.1:1/0", params={"socket_timeout": 1.5, "retry_on_timeout": True}
+        )
+        try:
+            connection = client.connection_pool.make_connection()
+            return connection.retry.get_retries(), connection.socket_timeout
+        finally:
+            await client.aclose()
+
+    # The caller (the dedup pipeline) is the one retry layer of the hop.
+    assert asyncio.run(main()) == (0, 1.5)

@@ -15,11 +15,11 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import pytest
 from itemadapter import ItemAdapter
+from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from core.config import get_settings
 from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import StorePipeline
@@ -40,18 +40,24 @@ def store_job(
     es_url: str, redis_url: str, site: str, job_id: str, items: Iterable[DemoProduct]
 ) -> dict[str, Any]:
     """Run ``items`` through the real pipelines as job ``job_id`` of ``site``; the stats."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("REDIS_URL", redis_url)
-        patch.setenv("ELASTICSEARCH_URL", es_url)
-        get_settings.cache_clear()
-        try:
-            return asyncio.run(_push(site, job_id, list(items)))
-        finally:
-            get_settings.cache_clear()
+    services = {"REDIS_URL": redis_url, "ELASTICSEARCH_URL": es_url}
+    return asyncio.run(_push(site, job_id, list(items), services))
 
 
-async def _push(site: str, job_id: str, items: list[DemoProduct]) -> dict[str, Any]:
-    crawler = get_crawler(DemoSpider, {"LOG_LEVEL": "WARNING"})
+def _project_settings() -> dict[str, Any]:
+    """The project's own settings (the pipelines' defaults); get_crawler picks the reactor."""
+    project = get_project_settings()
+    return {
+        name: value
+        for name, value in project.items()
+        if project.getpriority(name) == SETTINGS_PRIORITIES["project"] and "REACTOR" not in name
+    }
+
+
+async def _push(
+    site: str, job_id: str, items: list[DemoProduct], services: dict[str, Any]
+) -> dict[str, Any]:
+    crawler = get_crawler(DemoSpider, {**_project_settings(), "LOG_LEVEL": "WARNING", **services})
     crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE_URL)
     crawler.spider.name = site  # the pipelines key everything by the spider's name
     validate = ValidationPipeline.from_crawler(crawler)

@@ -73,8 +73,9 @@ def test_elasticsearch_stopped_mid_crawl_every_item_is_indexed_once(
     port = node.port
     es = Elasticsearch(node.url, request_timeout=5, max_retries=0)
     try:
-        # Items are yielded from the reviews API: slow it, so they trickle in.
-        site.control(slow={"rate": 1.0, "ms": 300, "paths": ["/api/products/"]})
+        # Items are yielded from the reviews API: slow it, so they trickle in for longer
+        # than the node takes to stop (at 300 ms a loaded machine finished the crawl first).
+        site.control(slow={"rate": 1.0, "ms": 1000, "paths": ["/api/products/"]})
         job = produce(server, "demo", base_url=site.url)
         log = tmp_path / "worker.log"
         # Always-on: the worker outlives the outage, however fast the crawl goes.

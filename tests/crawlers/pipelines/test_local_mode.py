@@ -19,9 +19,10 @@ from elasticsearch import Elasticsearch
 
 from core.jobs_index import JOBS_ALIAS
 from core.store import epoch_ms
+from demo_site.catalog import build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
-from tests.crawlers.pipelines.support import count_docs, start_store_worker, stored_docs
+from tests.crawlers.pipelines.support import count_docs, key_of, start_store_worker, stored_docs
 from tests.crawlers.support import REPO_ROOT, log_excerpt, wait_all
 
 PRODUCTS = 240
@@ -110,6 +111,42 @@ def test_crawl_with_elasticsearch_only_stores_and_writes_its_job_document(
     assert not list((tmp_path / "spill").glob("*.jsonl")) or all(
         not path.read_text() for path in (tmp_path / "spill").glob("*.jsonl")
     )
+
+    # Revision 1 (5% of products changed, 2% added): dedup reads the stored documents
+    # and reports exactly those, with the same timestamps rules as with Redis.
+    revised = build_catalog(n_products=PRODUCTS).revised(1)
+    changed = {key_of(sku) for sku in revised.changed_skus}
+    added = {key_of(sku) for sku in revised.added_skus}
+    assert (len(changed), len(added)) == (12, 5)
+    site.control(revision=1)
+    try:
+        log = tmp_path / "local-c.log"
+        worker = start_store_worker(
+            job_id="local-c",
+            base_url=site.url,
+            log_path=log,
+            redis_url=None,
+            es_url=es_node.url,
+            settings=settings,
+        )
+        assert wait_all([worker], timeout=120) == [0], log_excerpt(log)
+    finally:
+        site.control(revision=0)
+    third = {doc["_id"]: doc for doc in stored_docs(es)}
+    assert set(third) == set(second) | added
+    for key, doc in third.items():
+        assert doc["job_id"] == "local-c"
+        if key in added:
+            assert doc["first_seen"] == doc["last_changed"] == doc["last_seen"]
+            continue
+        assert doc["first_seen"] == second[key]["first_seen"]
+        if key in changed:
+            assert doc["last_changed"] == doc["last_seen"] != second[key]["last_changed"]
+        else:
+            assert doc["last_changed"] == second[key]["last_changed"]
+    es.indices.refresh(index=JOBS_ALIAS)
+    c = es.get(index=JOBS_ALIAS, id="demo:local-c")["_source"]
+    assert (c["items_new"], c["items_changed"], c["items_unchanged"]) == (5, 12, PRODUCTS - 12)
 
 
 def test_invalid_items_are_dropped_with_reasons_counted(tmp_path: Path) -> None:

@@ -13,19 +13,21 @@ import pytest
 from elasticsearch import Elasticsearch
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from core.config import get_settings
 from core.dedup import job_changes
 from core.items_schema import plain_fields, schema_by_type
 from core.store import IndexLayout, build_action
 from crawlers.items import DemoProduct
 from crawlers.pipelines.common import item_notes
-from crawlers.pipelines.dedup import DedupPipeline
+from crawlers.pipelines.dedup import DedupPipeline, DedupUnavailable
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import build_catalog
+from services.base import free_port
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT
@@ -34,40 +36,36 @@ BASE = "http://shop.example"
 
 
 @pytest.fixture
-def services_env(
-    monkeypatch: pytest.MonkeyPatch,
-    redis_server: RedisServer,
-    es_node: ElasticsearchNode,
-    es: Elasticsearch,
-) -> Iterator[None]:
-    monkeypatch.setenv("REDIS_URL", redis_server.url)
-    monkeypatch.setenv("ELASTICSEARCH_URL", es_node.url)
-    get_settings.cache_clear()
+def services(
+    redis_server: RedisServer, es_node: ElasticsearchNode, es: Elasticsearch
+) -> Iterator[dict[str, Any]]:
+    """Settings naming the test's Redis and Elasticsearch (nothing in the environment)."""
     redis_server.client().flushdb()
     es.indices.delete(index="items-demo-*", ignore_unavailable=True, allow_no_indices=True)
-    yield
-    get_settings.cache_clear()
+    yield {"REDIS_URL": redis_server.url, "ELASTICSEARCH_URL": es_node.url}
     redis_server.client().flushdb()
     es.indices.delete(index="items-demo-*", ignore_unavailable=True, allow_no_indices=True)
 
 
-@pytest.fixture
-def no_services(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.delenv("ELASTICSEARCH_URL", raising=False)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
+NO_SERVICES: dict[str, Any] = {"REDIS_URL": None, "ELASTICSEARCH_URL": None}
 
 
 def crawler_for(job_id: str = "job-1", **settings: Any) -> Crawler:
-    crawler = get_crawler(DemoSpider, {"STORE_FLUSH_INTERVAL": 0.2, **settings})
+    """A crawler with the project's settings, ``settings`` on top (as ``-s`` would)."""
+    project = get_project_settings()
+    own = {
+        name: value
+        for name, value in project.items()
+        # The project's own settings; get_crawler picks the reactor settings itself.
+        if project.getpriority(name) == SETTINGS_PRIORITIES["project"] and "REACTOR" not in name
+    }
+    crawler = get_crawler(DemoSpider, {**own, "STORE_FLUSH_INTERVAL": 0.2, **settings})
     crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE)
     return crawler
 
 
-def test_dedup_and_store_are_off_without_their_services(no_services: None) -> None:
-    crawler = crawler_for()
+def test_dedup_and_store_are_off_without_their_services() -> None:
+    crawler = crawler_for(**NO_SERVICES)
     with pytest.raises(NotConfigured, match="REDIS_URL"):
         DedupPipeline.from_crawler(crawler)
     with pytest.raises(NotConfigured, match="ELASTICSEARCH_URL"):
@@ -75,8 +73,47 @@ def test_dedup_and_store_are_off_without_their_services(no_services: None) -> No
     assert ValidationPipeline.from_crawler(crawler) is not None
 
 
-def test_validation_drop_names_every_field_and_counts_it(no_services: None) -> None:
-    crawler = crawler_for()
+def test_the_store_needs_dedup_before_it_and_clients_do_not_retry(
+    es_node: ElasticsearchNode,
+) -> None:
+    crawler = crawler_for(REDIS_URL=None, ELASTICSEARCH_URL=es_node.url)
+    # The store writes dedup's verdicts: without dedup it refuses to start, loudly.
+    with pytest.raises(RuntimeError, match="DedupPipeline"):
+        StorePipeline.from_crawler(crawler)
+    DedupPipeline.from_crawler(crawler)  # ES only: dedup reads the stored documents
+    store = StorePipeline.from_crawler(crawler)
+    # One retry layer per hop: the writer's; the client's are off.
+    assert (store.es_kwargs["max_retries"], store.es_kwargs["retry_on_timeout"]) == (0, False)
+
+
+def test_dedup_retries_a_bounded_number_of_times_then_fails_the_item_counted() -> None:
+    # Redis refuses connections: a few quick retries, then the item fails (item_error),
+    # neither passed on without a verdict nor dropped as if handled.
+    crawler = crawler_for(
+        REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+        DEDUP_RETRY_TIMES=2,
+        DEDUP_RETRY_BACKOFF=0.01,
+        DEDUP_RETRY_BACKOFF_MAX=0.02,
+    )
+    dedup = DedupPipeline.from_crawler(crawler)
+    item = DemoProduct(**build_catalog(n_products=1).products[0].to_dict(BASE))
+
+    async def main() -> None:
+        await dedup.open_spider()
+        try:
+            with pytest.raises(DedupUnavailable, match="after 2 retries"):
+                await dedup.process_item(item)
+        finally:
+            await dedup.close_spider()
+
+    asyncio.run(main())
+    stats = crawler.stats.get_stats()  # type: ignore[union-attr]
+    assert (stats["dedup/retries"], stats["dedup/failed"]) == (3, 1)
+    assert len(item_notes(crawler)) == 0
+
+
+def test_validation_drop_names_every_field_and_counts_it() -> None:
+    crawler = crawler_for(**NO_SERVICES)
     pipeline = ValidationPipeline.from_crawler(crawler)
     bad = DemoProduct(sku="DM-1", url=BASE + "/p", name=None, price="1", currency="EUR")  # type: ignore[arg-type]
     with pytest.raises(
@@ -90,9 +127,9 @@ def test_validation_drop_names_every_field_and_counts_it(no_services: None) -> N
 
 
 def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
-    services_env: None, es: Elasticsearch, redis_server: RedisServer
+    services: dict[str, Any], es: Elasticsearch, redis_server: RedisServer
 ) -> None:
-    crawler = crawler_for()
+    crawler = crawler_for(**services)
     products = [DemoProduct(**p.to_dict(BASE)) for p in build_catalog(n_products=30).products]
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)
@@ -124,20 +161,23 @@ def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
 
 
 def test_a_document_elasticsearch_refuses_is_dropped_and_kept(
-    services_env: None, redis_server: RedisServer
+    services: dict[str, Any], redis_server: RedisServer
 ) -> None:
-    crawler = crawler_for()
+    crawler = crawler_for(**services)
+    dedup = DedupPipeline.from_crawler(crawler)
     store = StorePipeline.from_crawler(crawler)
     # Bypasses validation, as a spider bug in a pipeline-less path could.
     broken = DemoProduct(sku="DM-9", url=BASE + "/p", name="N", price="cheap", currency="EUR")  # type: ignore[arg-type]
 
     async def main() -> None:
+        await dedup.open_spider()
         await store.open_spider()
         try:
             with pytest.raises(DropItem, match="kept in dead letters"):
-                await store.process_item(broken)
+                await store.process_item(await dedup.process_item(broken))
         finally:
             await store.close_spider()
+            await dedup.close_spider()
 
     asyncio.run(main())
     assert redis_server.client().llen("demo:store:dead_letters") == 1
@@ -145,7 +185,7 @@ def test_a_document_elasticsearch_refuses_is_dropped_and_kept(
 
 
 def test_drain_command_moves_a_spill_into_elasticsearch(
-    services_env: None,
+    services: dict[str, Any],
     es: Elasticsearch,
     es_node: ElasticsearchNode,
     redis_server: RedisServer,
@@ -169,9 +209,11 @@ def test_drain_command_moves_a_spill_into_elasticsearch(
         )
     server = redis_server.client()
     server.rpush("demo:store:spill", *[a.to_json() for a in actions])
-    env = {**os.environ, "REDIS_URL": redis_server.url, "ELASTICSEARCH_URL": es_node.url}
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
+    argv = [sys.executable, "-m", "crawlers.pipelines.store", "drain", "demo"]
+    argv += ["--redis-url", redis_server.url, "--elasticsearch-url", es_node.url]
     result = subprocess.run(
-        [sys.executable, "-m", "crawlers.pipelines.store", "drain", "demo"],
+        argv,
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

@@ -1,132 +1,44 @@
-"""The item store against a real Elasticsearch node and a real Redis.
+"""``ItemStore`` against a real Elasticsearch node and a real Redis: bulk writes,
+idempotent re-sends, the flush window, per-item retries, dead letters, close.
 
 Outages are real too: an "Elasticsearch down" store talks to a loopback port nothing
-listens on (connection refused, as when the node is stopped), then a store on the live
-node drains what it spilled.
+listens on (connection refused, as when the node is stopped).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import pytest
 import redis
+import redis.asyncio
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-import crawlers.items  # noqa: F401  (registers the item types)
-from core.dedup import connect_async
 from core.items_schema import plain_fields, schema_by_type
-from core.keys import SiteKeys
 from core.store import (
     DeadLettered,
-    FileSpill,
     IndexLayout,
     ItemStore,
     Outcome,
     RedisSpill,
-    StoreAction,
-    StoreSettings,
-    build_action,
     dead_letters,
     ensure_item_index,
     epoch_ms,
     spill_size,
 )
 from crawlers.items import DemoProduct, Product
-from demo_site.catalog import build_catalog
-from services.base import free_port
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
-
-T = TypeVar("T")
-BASE = "http://shop.example"
-FAST = StoreSettings(
-    flush_interval=0.2,
-    spill_after=0.5,
-    retry_backoff=0.05,
-    retry_backoff_max=0.2,
-    probe_interval=0.2,
+from tests.core.store.support import (
+    BASE,
+    FAST,
+    action_for,
+    dead_es,
+    docs,
+    run,
+    store_settings,
 )
-
-
-@pytest.fixture
-def site(es: Elasticsearch) -> Iterator[str]:
-    name = f"t{uuid.uuid4().hex[:8]}"
-    yield name
-    es.indices.delete(index=f"items-{name}-*", ignore_unavailable=True, allow_no_indices=True)
-    templates = es.options(ignore_status=404).indices.get_index_template(name=f"items-{name}-*")
-    for template in templates.get("index_templates", []):
-        es.indices.delete_index_template(name=template["name"])
-
-
-@pytest.fixture
-def server(redis_server: RedisServer) -> Iterator[redis.Redis]:
-    client = redis_server.client()
-    yield client
-    client.flushdb()
-
-
-@pytest.fixture(scope="module")
-def products() -> list[DemoProduct]:
-    return [DemoProduct(**p.to_dict(BASE)) for p in build_catalog(n_products=1200).products]
-
-
-def action_for(
-    site: str,
-    item: Any,
-    *,
-    seen: int,
-    first: int | None = None,
-    changed: int | None = None,
-    job: str = "j1",
-) -> StoreAction:
-    schema = schema_by_type(type(item).__item_schema__.item_type)  # type: ignore[attr-defined]
-    fields = plain_fields(item)
-    stateless = first is None
-    return build_action(
-        site=site,
-        item_type=schema.item_type,
-        key=schema.key(site, fields),
-        fields=fields,
-        content_hash=schema.content_hash(fields),
-        job_id=job,
-        seen_ms=seen,
-        first_seen_ms=None if stateless else first,
-        last_changed_ms=None if stateless else (changed or first),
-    )
-
-
-def run(
-    es_node: ElasticsearchNode,
-    redis_server: RedisServer,
-    body: Callable[[AsyncElasticsearch, redis.asyncio.Redis], Awaitable[T]],
-) -> T:
-    async def main() -> T:
-        es = AsyncElasticsearch(es_node.url, request_timeout=30)
-        server = connect_async(redis_server.url)
-        try:
-            return await body(es, server)
-        finally:
-            await es.close()
-            await server.aclose()
-
-    return asyncio.run(main())
-
-
-def dead_es() -> AsyncElasticsearch:
-    """A client for a node that is down: connection refused, fast."""
-    return AsyncElasticsearch(f"http://127.0.0.1:{free_port()}", request_timeout=2, max_retries=0)
-
-
-def docs(es: Elasticsearch, site: str) -> dict[str, dict[str, Any]]:
-    es.indices.refresh(index=IndexLayout.read_alias(site))
-    hits = es.search(index=IndexLayout.read_alias(site), size=5000)["hits"]["hits"]
-    return {hit["_id"]: hit["_source"] for hit in hits}
 
 
 def test_bulk_writes_each_item_once_with_layout_and_timestamps(
@@ -199,7 +111,7 @@ def test_flush_on_size_and_on_time_window(
     site: str,
     products: list[DemoProduct],
 ) -> None:
-    settings = StoreSettings(bulk_size=50, flush_interval=2.0)
+    settings = store_settings(bulk_size=50, flush_interval=2.0)
 
     async def body(aes: AsyncElasticsearch, server: redis.asyncio.Redis) -> tuple[Any, ...]:
         properties = schema_by_type("demo_product").es_properties
@@ -221,36 +133,6 @@ def test_flush_on_size_and_on_time_window(
     assert requests == 2
 
 
-def test_elasticsearch_down_items_spill_then_drain_exactly_once(
-    es: Elasticsearch,
-    es_node: ElasticsearchNode,
-    redis_server: RedisServer,
-    server: redis.Redis,
-    site: str,
-    products: list[DemoProduct],
-) -> None:
-    actions = [action_for(site, p, seen=2000, first=1000) for p in products[:300]]
-
-    async def body(aes: AsyncElasticsearch, client: redis.asyncio.Redis) -> tuple[Any, ...]:
-        down = dead_es()
-        async with ItemStore(down, RedisSpill(client, site), settings=FAST) as store:
-            outcomes = await asyncio.gather(*(store.put(a) for a in actions))
-            healthy = store.healthy
-        await down.close()
-        spilled = spill_size(server, site)
-        # Replaying writes already in the spill must not duplicate anything.
-        await RedisSpill(client, site).push(actions[:50])
-        live = ItemStore(aes, RedisSpill(client, site), settings=FAST)
-        drained = await live.drain_spill()
-        return outcomes, healthy, spilled, drained
-
-    outcomes, healthy, spilled, drained = run(es_node, redis_server, body)
-    assert set(outcomes) == {Outcome.SPILLED} and not healthy
-    assert spilled == 300 and drained == 350
-    assert spill_size(server, site) == 0
-    assert len(docs(es, site)) == 300
-
-
 def test_partial_bulk_failure_is_retried_per_item_with_the_error_recorded(
     es: Elasticsearch,
     es_node: ElasticsearchNode,
@@ -265,7 +147,7 @@ def test_partial_bulk_failure_is_retried_per_item_with_the_error_recorded(
         )
         for n in range(20)
     ]
-    settings = StoreSettings(flush_interval=0.1, retry_backoff=0.2, spill_after=60.0)
+    settings = store_settings(flush_interval=0.1, retry_backoff=0.2, spill_after=60.0)
 
     async def body(aes: AsyncElasticsearch, client: redis.asyncio.Redis) -> tuple[Any, ...]:
         store = ItemStore(aes, RedisSpill(client, site), settings=settings)
@@ -321,84 +203,6 @@ def test_permanent_rejections_go_to_dead_letters_not_silently_away(
     assert len(docs(es, site)) == 1
 
 
-def test_file_spill_when_there_is_no_redis(
-    es: Elasticsearch,
-    es_node: ElasticsearchNode,
-    redis_server: RedisServer,
-    site: str,
-    products: list[DemoProduct],
-    tmp_path: Path,
-) -> None:
-    actions = [action_for(site, p, seen=2, first=1) for p in products[:40]]
-    path = tmp_path / f"{site}.jsonl"
-
-    async def body(aes: AsyncElasticsearch, _: redis.asyncio.Redis) -> tuple[Any, ...]:
-        down = dead_es()
-        async with ItemStore(down, FileSpill(path), settings=FAST) as store:
-            outcomes = await asyncio.gather(*(store.put(a) for a in actions))
-        await down.close()
-        spilled = len(path.read_text().splitlines())
-        drained = await ItemStore(aes, FileSpill(path), settings=FAST).drain_spill()
-        return outcomes, spilled, drained, await FileSpill(path).size()
-
-    outcomes, spilled, drained, left = run(es_node, redis_server, body)
-    assert set(outcomes) == {Outcome.SPILLED}
-    assert (spilled, drained, left) == (40, 40, 0)
-    assert len(docs(es, site)) == 40
-
-
-def test_without_dedup_state_timestamps_come_from_the_stored_document(
-    es: Elasticsearch,
-    es_node: ElasticsearchNode,
-    redis_server: RedisServer,
-    site: str,
-    products: list[DemoProduct],
-) -> None:
-    item = products[0]
-    changed = DemoProduct(**{**plain_fields(item), "price": item.price + 1})  # type: ignore[operator]
-
-    async def body(aes: AsyncElasticsearch, client: redis.asyncio.Redis) -> dict[str, int]:
-        async with ItemStore(aes, RedisSpill(client, site), settings=FAST) as store:
-            for seen, version in ((1000, item), (2000, item), (3000, changed), (4000, changed)):
-                await store.put(action_for(site, version, seen=seen))
-            return store.counts
-
-    counts = run(es_node, redis_server, body)
-    doc = next(iter(docs(es, site).values()))
-    assert (epoch_ms(doc["first_seen"]), epoch_ms(doc["last_changed"])) == (1000, 3000)
-    assert epoch_ms(doc["last_seen"]) == 4000
-    assert (counts["items/new"], counts["items/unchanged"], counts["items/changed"]) == (1, 2, 1)
-
-
-def test_two_drainers_at_once_lose_nothing(
-    es: Elasticsearch,
-    es_node: ElasticsearchNode,
-    redis_server: RedisServer,
-    server: redis.Redis,
-    site: str,
-    products: list[DemoProduct],
-) -> None:
-    actions = [action_for(site, p, seen=2, first=1) for p in products]
-
-    async def body(aes: AsyncElasticsearch, client: redis.asyncio.Redis) -> int:
-        await RedisSpill(client, site).push(actions)
-        stores = [ItemStore(aes, RedisSpill(client, site), settings=FAST) for _ in range(2)]
-
-        async def drain_until_empty(store: ItemStore) -> int:
-            total = 0
-            while await RedisSpill(client, site).size():
-                total += await store.drain_spill(max_batches=1)
-                await asyncio.sleep(0)
-            return total
-
-        return sum(await asyncio.gather(*(drain_until_empty(s) for s in stores)))
-
-    assert run(es_node, redis_server, body) == len(products)
-    assert spill_size(server, site) == 0
-    assert len(docs(es, site)) == len(products)
-    assert not server.exists(SiteKeys(site).store_spill_lock)
-
-
 def test_close_spills_what_elasticsearch_did_not_take(
     es_node: ElasticsearchNode,
     redis_server: RedisServer,
@@ -407,7 +211,7 @@ def test_close_spills_what_elasticsearch_did_not_take(
     products: list[DemoProduct],
 ) -> None:
     actions = [action_for(site, p, seen=2, first=1) for p in products[:25]]
-    settings = StoreSettings(flush_interval=0.1, spill_after=60.0, retry_backoff=0.1)
+    settings = store_settings(flush_interval=0.1, spill_after=60.0, retry_backoff=0.1)
 
     async def body(_: AsyncElasticsearch, client: redis.asyncio.Redis) -> tuple[Any, ...]:
         down = dead_es()

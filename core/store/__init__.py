@@ -1,0 +1,64 @@
+"""Store items into Elasticsearch: bulk upserts, deterministic ids, nothing lost.
+
+One module per job:
+
+* ``layout``: index, alias and template names, document ids, the index declaration;
+* ``actions``: one document write (``StoreAction``) and its outcomes;
+* ``bulk``: the hop to Elasticsearch (one bulk, each result classified);
+* ``writer``: ``ItemStore``, buffered durable writes (the one retry layer of the hop);
+* ``spill`` / ``spill_redis`` / ``spill_file``: where writes wait while ES is away;
+* ``settings``: ``StoreSettings`` from the crawl's ``STORE_*`` settings;
+* ``state``: dedup state read back from the stored documents (local mode, no Redis);
+* ``read``: the one read path of stored items (LLM step, search, health);
+* ``replay``: drain a site's spill from outside a crawl.
+
+See docs/pipelines.md.
+"""
+
+from core.store.actions import DeadLettered, Outcome, StoreAction, StoreUnavailable, build_action
+from core.store.layout import (
+    IndexLayout,
+    doc_id_for,
+    ensure_item_index,
+    epoch_ms,
+    index_for_key,
+    iso_ms,
+)
+from core.store.read import get_items, items_index, job_items
+from core.store.replay import drain_site_spill, drain_spill_sync
+from core.store.settings import MissingSetting, StoreSettings
+from core.store.spill import SPILL_ERRORS, Spill
+from core.store.spill_file import FileSpill
+from core.store.spill_redis import RedisSpill, dead_letters, spill_size
+from core.store.state import DocumentState
+from core.store.writer import ItemStore, StoreReport
+
+__all__ = [
+    "SPILL_ERRORS",
+    "DeadLettered",
+    "DocumentState",
+    "FileSpill",
+    "IndexLayout",
+    "ItemStore",
+    "MissingSetting",
+    "Outcome",
+    "RedisSpill",
+    "Spill",
+    "StoreAction",
+    "StoreReport",
+    "StoreSettings",
+    "StoreUnavailable",
+    "build_action",
+    "dead_letters",
+    "doc_id_for",
+    "drain_site_spill",
+    "drain_spill_sync",
+    "ensure_item_index",
+    "epoch_ms",
+    "get_items",
+    "index_for_key",
+    "iso_ms",
+    "items_index",
+    "job_items",
+    "spill_size",
+]

@@ -1,0 +1,108 @@
+"""One document write (``StoreAction``), how it is built from an item, and its outcomes.
+
+Every write is a full ``index`` operation with ``version_type=external_gte`` and
+``version = last_seen`` (epoch ms): re-sending a write (retry, spill replay, a worker
+killed before its ack) is idempotent, and a stale write that arrives after a newer one
+is refused by Elasticsearch (409, counted as ``superseded``) instead of overwriting it.
+``first_seen`` and ``last_changed`` are what dedup decided (``core.dedup``): the store
+writes them as given and never works them out itself.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from dataclasses import fields as dataclass_fields
+from typing import Any
+
+from core.store.layout import IndexLayout, doc_id_for, iso_ms
+
+
+@dataclass
+class StoreAction:
+    """One document write, JSON-serialisable so it can wait in the spill."""
+
+    key: str
+    site: str
+    item_type: str
+    doc_id: str
+    index: str  # the write alias
+    version: int  # external version = last_seen, epoch ms
+    document: dict[str, Any]
+    attempts: int = 0
+    error: str | None = None
+
+    def bulk_op(self) -> dict[str, Any]:
+        return {
+            "_op_type": "index",
+            "_index": self.index,
+            "_id": self.doc_id,
+            "version": self.version,
+            "version_type": "external_gte",
+            "_source": self.document,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> StoreAction:
+        data = json.loads(raw)
+        # Spill entries outlive releases: fields this version no longer has are ignored.
+        return cls(**{name: data[name] for name in _FIELDS if name in data})
+
+
+_FIELDS = tuple(f.name for f in dataclass_fields(StoreAction))
+
+
+def build_action(
+    *,
+    site: str,
+    item_type: str,
+    key: str,
+    fields: Mapping[str, Any],
+    content_hash: str,
+    job_id: str | None,
+    seen_ms: int,
+    first_seen_ms: int,
+    last_changed_ms: int,
+) -> StoreAction:
+    """The document write for an item (``fields``: its fields as plain data), carrying
+    the timestamps of its dedup verdict."""
+    document = {name: value for name, value in fields.items() if name != "job_id"}
+    document.update(
+        item_key=key,
+        site=site,
+        item_type=item_type,
+        job_id=job_id,
+        content_hash=content_hash,
+        first_seen=iso_ms(first_seen_ms),
+        last_seen=iso_ms(seen_ms),
+        last_changed=iso_ms(last_changed_ms),
+    )
+    return StoreAction(
+        key=key,
+        site=site,
+        item_type=item_type,
+        doc_id=doc_id_for(key),
+        index=IndexLayout.write_alias(site, item_type),
+        version=seen_ms,
+        document=document,
+    )
+
+
+class Outcome(enum.StrEnum):
+    INDEXED = "indexed"
+    SUPERSEDED = "superseded"  # a newer write of the same document was already there
+    SPILLED = "spilled"
+    DEAD_LETTER = "dead_letter"
+
+
+class StoreUnavailable(RuntimeError):
+    """Neither Elasticsearch nor the spill could take an item (only at close)."""
+
+
+class DeadLettered(RuntimeError):
+    """Elasticsearch rejected the document for good; it is kept in the dead-letter list."""

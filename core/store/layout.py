@@ -1,0 +1,159 @@
+"""Where item documents live: index, alias and template names, ids, the index declaration.
+
+Per site and item type::
+
+    items-<site>-<type>-v1   concrete index, created from the composable index template
+                             items-<site>-<type> = component templates items-common +
+                             items-type-<type> (mapping derived from the item's schema)
+    items-<site>-<type>      write alias (is_write_index): every write goes through it,
+                             with require_alias, so a missing alias never auto-creates an
+                             index with a dynamic mapping
+    items-<site>             read alias over all of the site's item types (never written)
+    items-*                  every site's items (searches across sites)
+
+Each item is one document, ``_id`` = its item key (``<site>:<type>:<stable id>``), hashed
+when too long for Elasticsearch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from elasticsearch import AsyncElasticsearch, BadRequestError
+
+from core.items_schema import DATE, KEYWORD, UnknownItemType
+
+# ES refuses longer ids (512 bytes); such keys (long URLs) are hashed instead.
+MAX_ID_BYTES = 512
+
+COMMON_PROPERTIES: dict[str, Any] = {
+    "item_key": dict(KEYWORD),
+    "site": dict(KEYWORD),
+    "item_type": dict(KEYWORD),
+    "job_id": dict(KEYWORD),
+    "content_hash": dict(KEYWORD),
+    "first_seen": dict(DATE),
+    "last_seen": dict(DATE),
+    "last_changed": dict(DATE),
+}
+
+
+class IndexLayout:
+    """Index, alias and template names (see the module docstring)."""
+
+    common_component = "items-common"
+    version = 1
+    all_sites = "items-*"
+
+    @staticmethod
+    def index(site: str, item_type: str, version: int = 1) -> str:
+        return f"items-{site}-{item_type}-v{version}"
+
+    @staticmethod
+    def write_alias(site: str, item_type: str) -> str:
+        return f"items-{site}-{item_type}"
+
+    @staticmethod
+    def read_alias(site: str) -> str:
+        return f"items-{site}"
+
+    @staticmethod
+    def template(site: str, item_type: str) -> str:
+        return f"items-{site}-{item_type}"
+
+    @staticmethod
+    def type_component(item_type: str) -> str:
+        return f"items-type-{item_type}"
+
+
+def doc_id_for(key: str) -> str:
+    """The deterministic ``_id`` of an item key: the key itself unless it is too long."""
+    if len(key.encode()) <= MAX_ID_BYTES:
+        return key
+    return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def index_for_key(key: str) -> str:
+    """The alias holding an item key's document (``<site>:<type>:<id>`` -> its type's)."""
+    site, item_type, _ = key.split(":", 2)
+    return IndexLayout.write_alias(site, item_type)
+
+
+def iso_ms(epoch_ms: int) -> str:
+    moment = dt.datetime.fromtimestamp(epoch_ms / 1000, tz=dt.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def epoch_ms(iso: str) -> int:
+    return int(dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+async def ensure_item_index(
+    es: AsyncElasticsearch,
+    site: str,
+    item_type: str,
+    properties: Mapping[str, Any] | None,
+    *,
+    replicas: int = 0,
+) -> None:
+    """Templates, concrete index and aliases of ``site``/``item_type``; idempotent.
+
+    With ``properties`` (the item schema's mapping) everything is (re)declared and new
+    fields are added to the existing index. Without them (a process that does not know
+    the item type, e.g. draining another worker's spill) the write alias must exist.
+    """
+    layout = IndexLayout
+    write_alias = layout.write_alias(site, item_type)
+    if properties is None:
+        if await es.indices.exists_alias(name=write_alias):
+            return
+        raise UnknownItemType(
+            f"{write_alias} does not exist and item type {item_type!r} is not declared here "
+            "(import crawlers.items)"
+        )
+    await es.cluster.put_component_template(
+        name=layout.common_component,
+        template={"mappings": {"dynamic": "strict", "properties": COMMON_PROPERTIES}},
+        meta={"managed_by": "core.store", "what": "fields every item document carries"},
+    )
+    await es.cluster.put_component_template(
+        name=layout.type_component(item_type),
+        template={"mappings": {"properties": dict(properties)}},
+        meta={"managed_by": "core.store", "item_type": item_type},
+    )
+    index = layout.index(site, item_type, layout.version)
+    await es.indices.put_index_template(
+        name=layout.template(site, item_type),
+        index_patterns=[f"items-{site}-{item_type}-v*"],
+        composed_of=[layout.common_component, layout.type_component(item_type)],
+        priority=200,
+        template={
+            "settings": {
+                "number_of_shards": 1,
+                "number_of_replicas": replicas,
+                "refresh_interval": "1s",
+            }
+        },
+        meta={"managed_by": "core.store", "site": site, "item_type": item_type},
+    )
+    aliases = {
+        write_alias: {"is_write_index": True},
+        # Explicitly not a write index: a stray write to the read alias fails loudly.
+        layout.read_alias(site): {"is_write_index": False},
+    }
+    try:
+        await es.indices.create(index=index, aliases=aliases)
+    except BadRequestError as exc:
+        if exc.error != "resource_already_exists_exception":
+            raise
+        await es.indices.put_mapping(index=index, properties={**COMMON_PROPERTIES, **properties})
+        if not await es.indices.exists_alias(name=write_alias, index=index):
+            await es.indices.update_aliases(
+                actions=[
+                    {"add": {"index": index, "alias": name, **spec}}
+                    for name, spec in aliases.items()
+                ]
+            )

@@ -1,0 +1,115 @@
+"""The Redis spill of a site: ``<site>:store:spill`` and ``<site>:store:dead_letters``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+import redis.asyncio
+
+from core.keys import SiteKeys
+from core.store.actions import StoreAction
+from core.store.spill import DEAD_LETTER_CAP, SendFn, Spill, dead_entry
+
+logger = logging.getLogger(__name__)
+
+# KEYS: spill list, lock ; ARGV: lock token, entries handled, entries to keep...
+_TRIM_IF_OWNER = """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('LTRIM', KEYS[1], tonumber(ARGV[2]), -1)
+for i = 3, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+return 1
+"""
+
+
+class RedisSpill(Spill):
+    """A list of JSON actions per site, shared by every worker of the site.
+
+    Drain reads from the head without removing, sends, then trims what it sent, guarded
+    by a lock token: a drainer that dies mid-way leaves every entry in place (re-sending
+    is idempotent), and two drainers never trim each other's entries.
+    """
+
+    def __init__(
+        self, server: redis.asyncio.Redis, site: str, *, lock_timeout: float = 120.0
+    ) -> None:
+        self.server = server
+        self.keys = SiteKeys(site)
+        self.lock_timeout = lock_timeout
+        self.description = f"redis list {self.keys.store_spill}"
+        self._trim = server.register_script(_TRIM_IF_OWNER)
+
+    async def push(self, actions: Sequence[StoreAction]) -> None:
+        if actions:
+            await self.server.rpush(self.keys.store_spill, *[a.to_json() for a in actions])
+
+    async def size(self) -> int:
+        return int(await self.server.llen(self.keys.store_spill))
+
+    async def drain(self, send: SendFn, *, batch: int, max_batches: int | None = None) -> int:
+        token = uuid.uuid4().hex
+        lock = self.server.lock(
+            self.keys.store_spill_lock, timeout=self.lock_timeout, blocking=False
+        )
+        if not await lock.acquire(token=token):
+            return 0  # another process is draining
+        drained = 0
+        try:
+            batches = 0
+            while max_batches is None or batches < max_batches:
+                raws = await self.server.lrange(self.keys.store_spill, 0, batch - 1)
+                if not raws:
+                    break
+                actions = [await self._parse(raw) for raw in raws]
+                keep = await send([a for a in actions if a is not None])
+                owned = await self._trim(
+                    keys=[self.keys.store_spill, self.keys.store_spill_lock],
+                    args=[token, len(raws), *[a.to_json() for a in keep]],
+                )
+                if not owned:
+                    logger.warning("spill drain lost its lock; another drainer continues")
+                    break
+                drained += len(raws) - len(keep)
+                batches += 1
+                if keep:
+                    break  # Elasticsearch still refuses some: try again later
+                await lock.reacquire()
+        finally:
+            with contextlib.suppress(Exception):
+                await lock.release()
+        return drained
+
+    async def _parse(self, raw: bytes) -> StoreAction | None:
+        try:
+            return StoreAction.from_json(raw)
+        except (ValueError, TypeError) as exc:
+            logger.error("undecodable spill entry moved to dead letters: %s", exc)
+            await self._push_dead({"raw": raw.decode(errors="replace"), "error": str(exc)})
+            return None
+
+    async def _push_dead(self, entry: dict[str, Any]) -> None:
+        async with self.server.pipeline(transaction=True) as pipe:
+            pipe.rpush(
+                self.keys.store_dead_letters, json.dumps(dead_entry(entry), ensure_ascii=False)
+            )
+            pipe.ltrim(self.keys.store_dead_letters, -DEAD_LETTER_CAP, -1)
+            await pipe.execute()
+
+
+# -- sync readers (flows, operators, tests) ---------------------------------------------
+
+
+def spill_size(server: redis.Redis, site: str) -> int:
+    """Items of ``site`` waiting in the Redis spill (the drain step waits for 0)."""
+    return int(server.llen(SiteKeys(site).store_spill))
+
+
+def dead_letters(server: redis.Redis, site: str, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest ``limit`` dead letters of ``site`` (action + error + time)."""
+    raws = server.lrange(SiteKeys(site).store_dead_letters, -limit, -1)
+    return [json.loads(raw) for raw in raws]

@@ -1,0 +1,416 @@
+"""``ItemStore``: buffered, durable bulk writes of ``StoreAction``s.
+
+``put()`` returns only when the item is durable: accepted by Elasticsearch, written to
+the spill (``core.store.spill``), or, if Elasticsearch rejects it for good (a mapping
+error), recorded in the dead-letter list. Writes are buffered and sent in bulk
+(``core.store.bulk``) when ``bulk_size`` documents are waiting or the oldest has waited
+``flush_interval`` seconds.
+
+Retries: this is the one layer of the store hop (the client and the bulk helper do not
+retry). An item a bulk did not store is retried with backoff (``retry_backoff`` doubling
+up to ``retry_backoff_max``); after ``spill_after`` seconds of failures (Elasticsearch
+down) or ``max_item_retries`` attempts it goes to the spill (counted ``store/spilled``),
+and while Elasticsearch stays down new items go straight there. The spill is drained back
+into Elasticsearch by every store's background loop (any worker, any process: a lock
+makes one drainer at a time) and at close; an entry failing ``dead_after_attempts``
+drains is dead-lettered (counted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from elastic_transport import TransportError
+from elasticsearch import AsyncElasticsearch
+
+from core.keys import REDIS_ERRORS
+from core.store.actions import DeadLettered, Outcome, StoreAction, StoreUnavailable
+from core.store.bulk import BulkSender, PropertiesFor, schema_properties
+from core.store.settings import StoreSettings
+from core.store.spill import SPILL_ERRORS, Spill
+
+logger = logging.getLogger(__name__)
+
+_E = TypeVar("_E")
+
+
+@dataclass
+class StoreReport:
+    """What a store did, for logs and the worker's close."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    spill_remaining: int | None = None
+    unsaved: int = 0  # items neither stored nor spilled (both services down at close)
+
+
+@dataclass(eq=False)
+class _Pending:
+    action: StoreAction
+    future: asyncio.Future[Outcome]
+    enqueued: float
+    next_try: float
+
+
+class ItemStore:
+    """Buffered, durable writes of ``StoreAction``s (see the module docstring).
+
+    Use inside a running event loop: ``await store.start()`` ... ``await store.close()``
+    (or ``async with``). ``put()`` may be called concurrently by many tasks.
+    """
+
+    def __init__(
+        self,
+        es: AsyncElasticsearch,
+        spill: Spill | None,
+        *,
+        settings: StoreSettings,
+        properties_for: PropertiesFor | None = None,
+        on_count: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self.es = es
+        self.spill = spill
+        self.settings = settings
+        self._on_count = on_count
+        self.counts: dict[str, int] = {}
+        self.bulk = BulkSender(
+            es,
+            settings,
+            properties_for=properties_for or schema_properties,
+            count=self._count,
+            on_down=self._mark_down,
+            on_up=self._mark_up,
+        )
+        self._buffer: list[_Pending] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._close_deadline = 0.0
+        self._down_since: float | None = None
+        self._last_probe = 0.0
+        self._last_spill_check = 0.0
+        self._spill_dirty = False
+        self._spill_warned = 0.0
+
+    async def __aenter__(self) -> ItemStore:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- public ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="item-store")
+
+    async def put(self, action: StoreAction) -> Outcome:
+        """Returns once ``action`` is durable; raises ``DeadLettered`` if ES refused it."""
+        if self._closing:
+            raise RuntimeError("the store is closing")
+        now = time.monotonic()
+        if self.spill is not None and (
+            len(self._buffer) >= self.settings.max_buffer or self._down_for(now) is not None
+        ):
+            # Elasticsearch has been down past spill_after (or the buffer is full):
+            # make the item durable now rather than hold the crawl.
+            try:
+                await self.spill.push([action])
+            except SPILL_ERRORS as exc:
+                self._warn_spill(exc)
+            else:
+                self._count("store/spilled")
+                self._spill_dirty = True
+                return Outcome.SPILLED
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._buffer.append(_Pending(action, future, now, now))
+        if len(self._buffer) == 1 or len(self._buffer) >= self.settings.bulk_size:
+            self._wake.set()
+        return await asyncio.shield(future)
+
+    async def flush(self) -> None:
+        """Send everything buffered now, ignoring the time window (tests, benchmarks)."""
+        pending = [p for p in self._buffer if not p.future.done()]
+        for chunk in _chunks(pending, self.settings.bulk_size):
+            await self._send(chunk)
+
+    async def drain_spill(self, *, max_batches: int | None = None) -> int:
+        """Move spilled actions into Elasticsearch; returns how many left the spill."""
+        if self.spill is None:
+            return 0
+        drained = await self.spill.drain(
+            self._send_spilled, batch=self.settings.bulk_size, max_batches=max_batches
+        )
+        self._last_spill_check = time.monotonic()
+        if drained:
+            self._count("store/spill_drained", drained)
+            logger.info("drained %d spilled items into Elasticsearch", drained)
+        return drained
+
+    async def close(self, timeout: float | None = None) -> StoreReport:
+        """Flush, retry until ``timeout``, spill what is left, drain the spill once."""
+        self._closing = True
+        self._close_deadline = time.monotonic() + (
+            self.settings.close_timeout if timeout is None else timeout
+        )
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+        report = StoreReport()
+        if self.spill is not None:
+            if self._down_since is None:
+                with contextlib.suppress(*REDIS_ERRORS, OSError, TransportError):
+                    await self.drain_spill()
+            with contextlib.suppress(*REDIS_ERRORS, OSError):
+                report.spill_remaining = await self.spill.size()
+        report.counts = dict(self.counts)
+        report.unsaved = self.counts.get("store/unsaved", 0)
+        return report
+
+    @property
+    def healthy(self) -> bool:
+        return self._down_since is None
+
+    # -- the loop ---------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._sleep_time())
+            self._wake.clear()
+            try:
+                await self._tick()
+            except Exception:
+                # Never let the loop die: items would wait forever.
+                logger.exception("item store loop error")
+                await asyncio.sleep(self.settings.probe_interval)
+            if self._closing and not self._buffer:
+                return
+
+    def _sleep_time(self) -> float:
+        now = time.monotonic()
+        s = self.settings
+        deadlines = [self._last_spill_check + s.spill_check_interval]
+        if self._buffer:
+            deadlines.append(
+                min(
+                    p.enqueued + s.flush_interval if p.action.attempts == 0 else p.next_try
+                    for p in self._buffer
+                )
+            )
+        if self._down_since is not None:
+            deadlines.append(self._last_probe + s.probe_interval)
+        if self._closing:
+            deadlines.append(self._close_deadline)
+        return max(0.0, min(deadlines) - now)
+
+    async def _tick(self) -> None:
+        s = self.settings
+        now = time.monotonic()
+        ready = [p for p in self._buffer if p.next_try <= now and not p.future.done()]
+        due = ready and (
+            self._closing
+            or len(ready) >= s.bulk_size
+            or any(p.action.attempts or now - p.enqueued >= s.flush_interval for p in ready)
+        )
+        if due:
+            for chunk in _chunks(ready, s.bulk_size):
+                await self._send(chunk)
+        await self._spill_overdue(time.monotonic())
+        now = time.monotonic()
+        if (
+            self._down_since is not None
+            and not self._buffer
+            and now - self._last_probe >= s.probe_interval
+        ):
+            self._last_probe = now
+            if await self._ping():
+                self._mark_up()
+        if (
+            self.spill is not None
+            and self._down_since is None
+            and not self._closing
+            and (self._spill_dirty or now - self._last_spill_check >= s.spill_check_interval)
+        ):
+            self._spill_dirty = False
+            try:
+                # A few batches per tick, so live items are not held up by a big spill.
+                await self.drain_spill(max_batches=4)
+            except SPILL_ERRORS as exc:
+                self._warn_spill(exc)
+            self._spill_dirty = bool(await self._spill_size())
+
+    async def _spill_size(self) -> int:
+        if self.spill is None:
+            return 0
+        try:
+            return await self.spill.size()
+        except SPILL_ERRORS:
+            return 0
+
+    async def _ping(self) -> bool:
+        try:
+            return bool(await self.es.ping())
+        except Exception:
+            return False
+
+    # -- sending ------------------------------------------------------------------------------
+    async def _send(self, chunk: Sequence[_Pending]) -> None:
+        groups = _group_by_doc(chunk, lambda p: p.action)
+        reps = [max(group, key=lambda p: p.action.version) for group in groups.values()]
+        results = await self.bulk.send([p.action for p in reps])
+        now = time.monotonic()
+        for rep, (outcome, error) in zip(reps, results, strict=True):
+            group = groups[rep.action.doc_id]
+            if outcome in (Outcome.INDEXED, Outcome.SUPERSEDED):
+                self._count(f"store/{outcome}")
+                self._count("store/superseded", len(group) - 1)
+                for p in group:
+                    _resolve(p, outcome if p is rep else Outcome.SUPERSEDED)
+            elif outcome == Outcome.DEAD_LETTER:
+                await self._dead_letter(rep.action, error or "")
+                for p in group:
+                    if not p.future.done():
+                        p.future.set_exception(DeadLettered(error))
+            else:
+                self._count("store/retried", len(group))
+                for p in group:
+                    p.action.attempts += 1
+                    p.action.error = error
+                    p.next_try = now + self.settings.backoff(p.action.attempts)
+        self._buffer = [p for p in self._buffer if not p.future.done()]
+
+    async def _send_spilled(self, actions: list[StoreAction]) -> list[StoreAction]:
+        groups = _group_by_doc(actions, lambda a: a)
+        reps = [max(group, key=lambda a: a.version) for group in groups.values()]
+        results = await self.bulk.send(reps)
+        keep: list[StoreAction] = []
+        for rep, (outcome, error) in zip(reps, results, strict=True):
+            if outcome in (Outcome.INDEXED, Outcome.SUPERSEDED):
+                self._count(f"store/{outcome}")
+                self._count("store/superseded", len(groups[rep.doc_id]) - 1)
+            elif outcome == Outcome.DEAD_LETTER:
+                await self._dead_letter(rep, error or "")
+            else:
+                rep.attempts += 1
+                rep.error = error
+                if rep.attempts >= self.settings.dead_after_attempts:
+                    await self._dead_letter(rep, f"gave up after {rep.attempts} attempts: {error}")
+                else:
+                    keep.append(rep)
+        return keep
+
+    # -- failure handling ---------------------------------------------------------------------
+    async def _spill_overdue(self, now: float) -> None:
+        s = self.settings
+        pending = [p for p in self._buffer if not p.future.done()]
+        final = self._closing and now >= self._close_deadline
+        if final:
+            overdue = pending
+        else:
+            overdue = [
+                p
+                for p in pending
+                if p.action.attempts
+                and (now - p.enqueued >= s.spill_after or p.action.attempts > s.max_item_retries)
+            ]
+            if len(pending) > s.max_buffer:
+                overdue += [p for p in pending[: len(pending) - s.max_buffer] if p not in overdue]
+        if not overdue:
+            return
+        if self.spill is not None:
+            try:
+                await self.spill.push([p.action for p in overdue])
+            except SPILL_ERRORS as exc:
+                self._warn_spill(exc)
+            else:
+                self._count("store/spilled", len(overdue))
+                self._spill_dirty = True
+                logger.warning(
+                    "%d items not accepted by Elasticsearch moved to the spill (%s); last "
+                    "error: %s",
+                    len(overdue),
+                    self.spill.description,
+                    overdue[-1].action.error,
+                )
+                for p in overdue:
+                    _resolve(p, Outcome.SPILLED)
+        if final:
+            # Nowhere durable to put them: fail loudly rather than pretend.
+            unsaved = [p for p in overdue if not p.future.done()]
+            if unsaved:
+                self._count("store/unsaved", len(unsaved))
+                logger.error(
+                    "closing with %d items neither in Elasticsearch nor in the spill", len(unsaved)
+                )
+                for p in unsaved:
+                    p.future.set_exception(StoreUnavailable("Elasticsearch and the spill are down"))
+        self._buffer = [p for p in self._buffer if not p.future.done()]
+
+    async def _dead_letter(self, action: StoreAction, error: str) -> None:
+        self._count("store/dead_letter")
+        logger.error("Elasticsearch rejected %s for good: %s", action.key, error)
+        if self.spill is not None:
+            try:
+                await self.spill.dead_letter(action, error)
+            except SPILL_ERRORS as exc:
+                logger.error("could not record the dead letter of %s: %s", action.key, exc)
+
+    def _down_for(self, now: float) -> float | None:
+        """Seconds Elasticsearch has been down, if longer than ``spill_after``."""
+        if self._down_since is None:
+            return None
+        down = now - self._down_since
+        return down if down >= self.settings.spill_after else None
+
+    def _mark_down(self, exc: BaseException) -> None:
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            self._last_probe = self._down_since
+            self._count("store/outages")
+            logger.warning("Elasticsearch unreachable (%s: %s); keeping items", type(exc), exc)
+
+    def _mark_up(self) -> None:
+        if self._down_since is not None:
+            logger.info(
+                "Elasticsearch reachable again after %.1fs", time.monotonic() - self._down_since
+            )
+            self._down_since = None
+            self._spill_dirty = True
+
+    def _warn_spill(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._spill_warned > 10:
+            self._spill_warned = now
+            logger.error("spill unavailable (%s: %s); keeping items in memory", type(exc), exc)
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if n <= 0:
+            return
+        self.counts[name] = self.counts.get(name, 0) + n
+        if self._on_count is not None:
+            self._on_count(name, n)
+
+
+def _resolve(pending: _Pending, outcome: Outcome) -> None:
+    if not pending.future.done():
+        pending.future.set_result(outcome)
+
+
+def _group_by_doc(
+    entries: Sequence[_E], action_of: Callable[[_E], StoreAction]
+) -> dict[str, list[_E]]:
+    """Writes of one document in one batch collapse into one (the newest version)."""
+    groups: dict[str, list[_E]] = {}
+    for entry in entries:
+        groups.setdefault(action_of(entry).doc_id, []).append(entry)
+    return groups
+
+
+def _chunks(entries: Sequence[_E], size: int) -> Iterator[list[_E]]:
+    for start in range(0, len(entries), size):
+        yield list(entries[start : start + size])
