@@ -47,6 +47,19 @@ def lease_of(source: Any) -> str | None:
     return str(lease_id) if lease_id is not None else None
 
 
+def not_a_continuation(output: Any) -> Any:
+    """A request a callback or errback yields never continues the lease of its source.
+
+    Only retries and redirects (from downloader middlewares) replace a lease; a request
+    copied from the leased one (``response.request.replace(url=...)``) would otherwise
+    release the lease when queued, before the items of its source are durable.
+    """
+    if isinstance(output, Request) and LEASE_META in output.meta:
+        meta = {key: value for key, value in output.meta.items() if key != LEASE_META}
+        return output.replace(meta=meta)
+    return output
+
+
 def is_item(output: Any) -> bool:
     """What the scraper sends to the item pipelines (Scrapy: not None, not a Request)."""
     return output is not None and not isinstance(output, Request)
@@ -87,14 +100,14 @@ class LeaseAcks:
         lease_id = lease_of(response)
         if lease_id is None:
             async for output in result:
-                yield output
+                yield not_a_continuation(output)
             return
         self._open(lease_id)
         try:
             async for output in result:
                 if is_item(output):
                     self._work[lease_id].items += 1
-                yield output
+                yield not_a_continuation(output)
         finally:
             self._close(lease_id)
 
@@ -127,7 +140,7 @@ class LeaseAcks:
             async for item in output:
                 if is_item(item):
                     self._work[lease_id].items += 1
-                yield item
+                yield not_a_continuation(item)
         finally:
             self._close(lease_id)
 
@@ -136,7 +149,7 @@ class LeaseAcks:
             for item in arg_to_iter(await output):
                 if is_item(item):
                     self._work[lease_id].items += 1
-                yield item
+                yield not_a_continuation(item)
         finally:
             self._close(lease_id)
 
@@ -145,7 +158,7 @@ class LeaseAcks:
             for item in output:
                 if is_item(item):
                     self._work[lease_id].items += 1
-                yield item
+                yield not_a_continuation(item)
         finally:
             self._close(lease_id)
 

@@ -2,9 +2,10 @@
 
 Installed when ``REDIS_URL`` is set: ``SCHEDULER = LeasingScheduler`` (a
 ``scrapy.core.scheduler.BaseScheduler``), ``SCHEDULER_QUEUE_CLASS = LeasedQueue``,
-``DUPEFILTER_CLASS = JobDupeFilter``. From scrapy-redis it uses the Redis connection
-factory (``REDIS_URL``, ``REDIS_PARAMS``) and the pickle serializer of its queues; the
-rest is owned here.
+``DUPEFILTER_CLASS = JobDupeFilter`` and the spider middleware ``LeaseAckMiddleware``
+(the outermost), next to the ``crawlers.extensions.FrontierWorker`` extension. From
+scrapy-redis it uses the Redis connection factory (``REDIS_URL``, ``REDIS_PARAMS``) and
+the pickle serializer of its queues; the rest is owned here.
 
 A request popped from Redis carries its lease id in ``meta``. The lease is acked when
 the scraper is done with the request's response or failure, callbacks and item

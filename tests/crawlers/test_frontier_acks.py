@@ -177,6 +177,15 @@ def test_an_errback_called_from_the_spider_middlewares_is_theirs(
     assert acked == ["6"]
 
 
+def test_a_request_copied_from_the_leased_one_does_not_carry_its_lease(acks: LeaseAcks) -> None:
+    """Only retries/redirects replace a lease; a callback's copy would release it early."""
+    response = leased_response("7")
+    copy = response.request.replace(url="http://example.invalid/page-2")
+    (output,) = asyncio.run(drain(acks.track_output(response, aiter_of(copy))))
+    assert LEASE_META not in output.meta
+    assert response.request.meta[LEASE_META] == "7"
+
+
 def test_the_errback_wrapper_is_never_queued() -> None:
     class Owner(Spider):
         name = "owner"
