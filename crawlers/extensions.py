@@ -22,7 +22,7 @@ from core.frontier import RedisFrontier
 from core.jobstats import DeltaTracker, JobStats
 from core.keys import REDIS_ERRORS
 from core.workers import WorkerInfo, WorkerRegistry
-from crawlers.frontier import LeasingScheduler, frontier_enabled
+from crawlers.frontier import LeasingScheduler, frontier_enabled, is_leasing_scheduler
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +65,9 @@ class FrontierWorker:
 
     def spider_opened(self, spider: Spider) -> None:
         scheduler = self.crawler.engine.scheduler if self.crawler.engine else None
-        if not isinstance(scheduler, LeasingScheduler):
+        if not is_leasing_scheduler(scheduler):
             raise RuntimeError(f"FrontierWorker needs the leasing scheduler, got {scheduler!r}")
-        self.scheduler = scheduler
+        self.scheduler: LeasingScheduler = scheduler  # type: ignore[assignment]
         self.spider = spider
         self.always_on = always_on(spider, self.always_on)
         self.registry = WorkerRegistry(scheduler.server, spider.name, ttl=self.heartbeat_ttl)

@@ -78,8 +78,17 @@ def frontier_enabled(settings: BaseSettings) -> bool:
     scheduler = settings.get("SCHEDULER")
     if not scheduler:
         return False
-    cls = load_object(scheduler) if isinstance(scheduler, str) else scheduler
-    return isinstance(cls, type) and issubclass(cls, LeasingScheduler)
+    return is_leasing_scheduler(load_object(scheduler))
+
+
+def is_leasing_scheduler(obj: object) -> bool:
+    """Whether ``obj`` is the leasing scheduler (class or instance).
+
+    Not ``isinstance``/``issubclass``: Scrapy's ``BaseSchedulerMeta`` makes them
+    duck-typed, true for any class with the scheduler methods.
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return LeasingScheduler in cls.__mro__
 
 
 def request_from_entry(spider: Spider, entry: dict[str, Any]) -> Request:
@@ -446,11 +455,11 @@ class LeaseAckMiddleware:
     @property
     def acks(self) -> LeaseAcks:
         scheduler = self.crawler.engine.scheduler if self.crawler.engine else None
-        if not isinstance(scheduler, LeasingScheduler):
+        if not is_leasing_scheduler(scheduler):
             raise FrontierConfigError(
                 f"LeaseAckMiddleware needs the leasing scheduler: {scheduler}"
             )
-        return scheduler.acks
+        return scheduler.acks  # type: ignore[union-attr]
 
     def process_spider_input(self, response: Response) -> None:
         self.acks.response_entered(response)

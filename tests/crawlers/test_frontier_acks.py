@@ -22,12 +22,22 @@ import redis
 from itemadapter import ItemAdapter
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
+from scrapy.utils.misc import load_object
+from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from core.frontier import RedisFrontier
 from crawlers.acks import LEASE_META, LeaseAcks, LeaseErrback, unwrap_errback, wrap_errback
-from crawlers.frontier import LeasingScheduler
+from crawlers.extensions import FrontierWorker
+from crawlers.frontier import (
+    FrontierConfigError,
+    JobDupeFilter,
+    LeaseAckMiddleware,
+    LeasingScheduler,
+    is_leasing_scheduler,
+)
 from services.demo_site import DemoSite
 from services.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT, log_excerpt
@@ -203,6 +213,55 @@ def test_the_errback_wrapper_is_never_queued() -> None:
     assert copy.to_dict(spider=spider)["errback"] == "on_error"
 
 
+# -- the scheduler refuses to run without what acks rely on ------------------------------
+
+FRONTIER = {
+    "REDIS_URL": "redis://127.0.0.1:1/0",  # never connected to by these tests
+    "SCHEDULER": "crawlers.frontier.LeasingScheduler",
+    "SCHEDULER_QUEUE_CLASS": "crawlers.frontier.LeasedQueue",
+    "DUPEFILTER_CLASS": "crawlers.frontier.JobDupeFilter",
+    "SPIDER_MIDDLEWARES": {"crawlers.frontier.LeaseAckMiddleware": 0},
+}
+
+
+def test_the_scheduler_starts_with_its_pieces() -> None:
+    scheduler = LeasingScheduler.from_crawler(get_crawler(settings_dict=FRONTIER))
+    assert isinstance(scheduler.df, JobDupeFilter)
+    assert LeaseAckMiddleware.from_crawler(get_crawler(settings_dict=FRONTIER))
+
+
+@pytest.mark.parametrize(
+    ("override", "complaint"),
+    [
+        ({"SPIDER_MIDDLEWARES": {}}, "LeaseAckMiddleware"),
+        (
+            {
+                "SPIDER_MIDDLEWARES": {
+                    "crawlers.frontier.LeaseAckMiddleware": 100,
+                    "crawlers.middlewares.JobTagMiddleware": 10,
+                }
+            },
+            "outermost",
+        ),
+        ({"DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter"}, "JobDupeFilter"),
+    ],
+)
+def test_the_scheduler_refuses_to_start_without_its_pieces(
+    override: dict[str, Any], complaint: str
+) -> None:
+    crawler = get_crawler(settings_dict={**FRONTIER, **override})
+    with pytest.raises(FrontierConfigError, match=complaint):
+        LeasingScheduler.from_crawler(crawler)
+
+
+def test_the_ack_middleware_and_worker_extension_are_off_without_the_frontier() -> None:
+    crawler = get_crawler(settings_dict={"REDIS_URL": None})
+    assert not is_leasing_scheduler(load_object(crawler.settings["SCHEDULER"]))
+    for component in (LeaseAckMiddleware, FrontierWorker):
+        with pytest.raises(NotConfigured):
+            component.from_crawler(crawler)
+
+
 # -- a real crawl of a plain spider through every path ---------------------------------------
 
 
@@ -275,7 +334,7 @@ class HeldLeasePipeline:
     async def process_item(self, item: Any) -> Any:
         await asyncio.sleep(0.05)
         scheduler = self.crawler.engine.scheduler
-        assert isinstance(scheduler, LeasingScheduler)
+        assert is_leasing_scheduler(scheduler)
         fields = ItemAdapter(item).asdict()
         fields["held"] = scheduler.holds(str(fields["lease"]))
         self.server.rpush(self.key, json.dumps(fields))
