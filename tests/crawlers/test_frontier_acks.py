@@ -4,7 +4,8 @@ A lease is acked exactly when the scraper is done with its request: after the ou
 of its callback or errback is exhausted and each item of it has left the pipelines, or
 when it failed for good; never earlier, and never left un-acked. The unit tests drive
 ``LeaseAcks`` with the events Scrapy sends; the crawl test runs a plain ``scrapy.Spider``
-(not a SiteSpider) on the frontier through every path a response or failure can take.
+(not a SiteSpider) on the frontier through every path a response or failure can take,
+then a second worker of the same job, whose start() requests the job has already seen.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -374,11 +376,8 @@ def test_a_plain_spider_acks_every_lease_exactly_when_done(
         "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
         "LOG_FILE": str(log),
     }
-    argv = [sys.executable, "-m", "scrapy", "runspider", __file__]
-    for name, value in settings.items():
-        argv += ["-s", f"{name}={value}"]
-    done = subprocess.run(argv, cwd=REPO_ROOT, timeout=180)
-    assert done.returncode == 0, log_excerpt(log)
+    site.reset()
+    assert run_edge_spider(settings) == 0, log_excerpt(log)
 
     items = [json.loads(raw) for raw in client.lrange("items", 0, -1)]
     kinds = sorted(item["kind"] for item in items)
@@ -404,4 +403,18 @@ def test_a_plain_spider_acks_every_lease_exactly_when_done(
     text = log.read_text()
     assert "leases back to the frontier" not in text
     assert "'frontier/acked':" in text
+
+    # A second worker of the same job: its start() requests were seen in this job.
+    second = tmp_path / "second.log"
+    assert run_edge_spider({**settings, "LOG_FILE": str(second)}) == 0, log_excerpt(second)
+    hits = Counter(entry["path"] for entry in site.access_log())
+    assert (hits["/"], hits["/cart"], hits["/no-such-page"], hits["/sitemap.xml"]) == (1, 1, 1, 1)
+    assert client.llen("items") == len(items) + 1  # only the dont_filter redirect loop again
     client.flushdb()
+
+
+def run_edge_spider(settings: dict[str, Any]) -> int:
+    argv = [sys.executable, "-m", "scrapy", "runspider", __file__]
+    for name, value in settings.items():
+        argv += ["-s", f"{name}={value}"]
+    return subprocess.run(argv, cwd=REPO_ROOT, timeout=180).returncode
