@@ -2,39 +2,54 @@
 
 ``FrontierWorker`` makes a crawl process a good citizen of the shared Redis frontier:
 heartbeats in the worker registry, reclaim of dead workers' leases, per-job stats
-pushed as deltas, fast pick-up of new work while idle, and re-sending of work kept
-locally during a Redis outage. Disabled (NotConfigured) without the leasing scheduler.
+pushed as deltas, fast pick-up of new work while idle, re-sending of work kept locally
+during a Redis outage, and closing after real idleness (unless always-on). It works with
+any spider. Disabled (NotConfigured) without the leasing scheduler.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DontCloseSpider, NotConfigured
 from twisted.internet import task
 
 from core.frontier import RedisFrontier
 from core.jobstats import DeltaTracker, JobStats
+from core.keys import REDIS_ERRORS
 from core.workers import WorkerInfo, WorkerRegistry
-from crawlers.frontier import REDIS_ERRORS, LeasingScheduler, worker_id_of
+from crawlers.frontier import LeasingScheduler, frontier_enabled, is_leasing_scheduler
 
 logger = logging.getLogger(__name__)
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+
+
+def always_on(spider: Spider, default: bool) -> bool:
+    """``-a always_on=true`` on the command line wins over ``FRONTIER_ALWAYS_ON``."""
+    value: Any = getattr(spider, "always_on", None)
+    if value is None:
+        return default
+    return str(value).lower() in TRUE_WORDS
 
 
 class FrontierWorker:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
-        scheduler_path = settings.get("SCHEDULER") or ""
-        if not scheduler_path.endswith("LeasingScheduler"):
+        if not frontier_enabled(settings):
             raise NotConfigured("FrontierWorker needs the leasing scheduler (REDIS_URL unset?)")
         self.crawler = crawler
-        self.heartbeat_interval = settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL", 2.0)
-        self.heartbeat_ttl = settings.getfloat("FRONTIER_HEARTBEAT_TTL", 15.0)
-        self.poll_interval = settings.getfloat("FRONTIER_IDLE_POLL_INTERVAL", 0.2)
-        self.stats_interval = settings.getfloat("FRONTIER_STATS_INTERVAL", 1.0)
+        self.heartbeat_interval = settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL")
+        self.heartbeat_ttl = settings.getfloat("FRONTIER_HEARTBEAT_TTL")
+        self.poll_interval = settings.getfloat("FRONTIER_IDLE_POLL_INTERVAL")
+        self.stats_interval = settings.getfloat("FRONTIER_STATS_INTERVAL")
+        self.idle_close_after = settings.getfloat("FRONTIER_IDLE_CLOSE_SECONDS")
+        self.always_on = settings.getbool("FRONTIER_ALWAYS_ON")
+        self._idle_since: float | None = None
         self._last_beat = 0.0
         self._last_stats = 0.0
         self._loop: task.LoopingCall | None = None
@@ -44,30 +59,48 @@ class FrontierWorker:
     def from_crawler(cls, crawler: Crawler) -> FrontierWorker:
         extension = cls(crawler)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_idle, signal=signals.spider_idle)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
 
-    @property
-    def scheduler(self) -> LeasingScheduler:
-        slot = self.crawler.engine._slot  # the engine exposes its scheduler only here
-        assert slot is not None
-        return slot.scheduler  # type: ignore[return-value]
-
     def spider_opened(self, spider: Spider) -> None:
+        scheduler = self.crawler.engine.scheduler if self.crawler.engine else None
+        if not is_leasing_scheduler(scheduler):
+            raise RuntimeError(f"FrontierWorker needs the leasing scheduler, got {scheduler!r}")
+        self.scheduler: LeasingScheduler = scheduler  # type: ignore[assignment]
         self.spider = spider
-        server = self.scheduler.server
-        self.registry = WorkerRegistry(server, spider.name, ttl=self.heartbeat_ttl)
-        self.frontier = RedisFrontier(server, spider.name)
-        self.job_stats = JobStats(server, spider.name)
+        self.always_on = always_on(spider, self.always_on)
+        self.registry = WorkerRegistry(scheduler.server, spider.name, ttl=self.heartbeat_ttl)
+        self.frontier = RedisFrontier(scheduler.server, spider.name)
+        self.job_stats = JobStats(scheduler.server, spider.name)
         self.info = WorkerInfo(
-            worker_id=worker_id_of(spider),
+            worker_id=scheduler.worker_id,
             site=spider.name,
-            job_id=getattr(spider, "job_id", None),
-            always_on=bool(getattr(spider, "always_on", False)),
+            job_id=scheduler.job_id,
+            always_on=self.always_on,
         )
         self._loop = task.LoopingCall(self._tick)
         self._loop.start(self.poll_interval, now=True).addErrback(
             lambda failure: logger.error("frontier loop stopped: %s", failure.getTraceback())
+        )
+
+    def spider_idle(self, spider: Spider) -> None:
+        """Close after ``FRONTIER_IDLE_CLOSE_SECONDS`` of real idleness (unless always-on).
+
+        scrapy-redis' MAX_IDLE_TIME_BEFORE_CLOSE measures from import time, so a worker
+        that was busy for longer than the limit closes at its first idle moment; this
+        measures from the last request this worker leased.
+        """
+        now = time.time()
+        last_activity = self.scheduler.last_activity
+        if self._idle_since is None or self._idle_since < last_activity:
+            self._idle_since = now
+        if self.always_on or now - self._idle_since < self.idle_close_after:
+            raise DontCloseSpider
+        logger.info(
+            "closing: idle for %.1fs (FRONTIER_IDLE_CLOSE_SECONDS=%.1f)",
+            now - self._idle_since,
+            self.idle_close_after,
         )
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
@@ -102,7 +135,6 @@ class FrontierWorker:
         self.info.in_flight = scheduler.held_leases
         self.info.idle = not scheduler.held_leases and engine.spider_is_idle()
         self.info.last_activity = scheduler.last_activity
-        self.info.job_id = getattr(self.spider, "job_id", None)
         self.registry.heartbeat(self.info)
         self._last_beat = now
         reclaimed = self.frontier.reclaim()
@@ -111,9 +143,7 @@ class FrontierWorker:
             logger.warning("reclaimed %d leases of dead workers", reclaimed)
 
     def _push_stats(self, force: bool = False) -> None:
-        job_id = getattr(self.spider, "job_id", None)
-        if not job_id:
-            return
+        job_id = self.scheduler.job_id
         snapshot = self.crawler.stats.get_stats()
         deltas = self._deltas.deltas(snapshot)
         if deltas or force:
@@ -124,7 +154,7 @@ class FrontierWorker:
     def _pick_up_work(self, scheduler: LeasingScheduler) -> None:
         """An idle engine polls its scheduler only every 5 s; hand it new work sooner."""
         engine = self.crawler.engine
-        if engine.downloader.active or engine.needs_backout() or scheduler._handoff:
+        if engine.downloader.active or engine.needs_backout():
             return
         request = scheduler.lease_for_handoff()
         if request is not None:

@@ -1,90 +1,151 @@
-"""scrapy-redis glue for the leased frontier (``core.frontier``).
+"""The Scrapy side of the leased Redis frontier (``core.frontier``).
 
-Wired through scrapy-redis' own extension points when ``REDIS_URL`` is set:
-``SCHEDULER = LeasingScheduler``, ``SCHEDULER_QUEUE_CLASS = LeasedQueue``,
-``DUPEFILTER_CLASS = JobDupeFilter``.
+Installed when ``REDIS_URL`` is set: ``SCHEDULER = LeasingScheduler`` (a
+``scrapy.core.scheduler.BaseScheduler``), ``SCHEDULER_QUEUE_CLASS = LeasedQueue``,
+``DUPEFILTER_CLASS = JobDupeFilter`` and the spider middleware ``LeaseAckMiddleware``
+(the outermost), next to the ``crawlers.extensions.FrontierWorker`` extension. From
+scrapy-redis it uses the Redis connection factory (``REDIS_URL``, ``REDIS_PARAMS``) and
+the pickle serializer of its queues; the rest is owned here.
 
 A request popped from Redis carries its lease id in ``meta``. The lease is acked when
-the scraper has finished with the request's response or failure (callbacks and item
-pipelines included), or replaced atomically when a retry/redirect of it is queued.
-Acks are sent in batches (every ``FRONTIER_ACK_BATCH`` acks or poll tick) and new
-requests are checked against the job's seen-set and queued in one round trip. Redis
-being briefly unreachable loses nothing: pushes and acks that fail are kept locally and
-re-sent, and the worker does not close while it still holds them.
+the scraper is done with the request's response or failure, callbacks and item
+pipelines included (``crawlers.acks``, driven by public signals and middlewares), or
+replaced atomically when a retry/redirect of it is queued. Acks are sent in batches
+(every ``FRONTIER_ACK_BATCH`` acks or poll tick) and new requests are checked against
+the job's seen-set and queued in one round trip. Redis being briefly unreachable loses
+nothing: pushes and acks that fail are kept locally and re-sent, and the worker does not
+close while it still holds them.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import socket
 import time
+import uuid
 from collections import deque
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, Self
 
 import redis
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
+from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
-from scrapy.utils.misc import load_object
-from scrapy_redis.dupefilter import RFPDupeFilter
-from scrapy_redis.queue import Base as RedisQueueBase
-from scrapy_redis.scheduler import Scheduler as RedisScheduler
-from twisted.internet.defer import Deferred
+from scrapy.dupefilters import BaseDupeFilter
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.settings import BaseSettings
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.request import request_from_dict
+from scrapy_redis import picklecompat
+from scrapy_redis.connection import get_redis_from_settings
 
 from core.frontier import Lease, RedisFrontier
 from core.keys import REDIS_ERRORS, SiteKeys
+from crawlers.acks import LEASE_META, LeaseAcks, unwrap_errback, wrap_errback
+from crawlers.compat import check_private_api
 
 logger = logging.getLogger(__name__)
 
-LEASE_META = "frontier_lease"
 JOB_META = "job_id"
 # Set on a request that this worker already leased and hands to its own engine.
 HANDOFF_META = "frontier_handoff"
-
 
 # Seen-sets of finished jobs are not needed for long; the jobs index keeps the history.
 SEEN_TTL_SECONDS = 7 * 24 * 3600
 SEEN_LOCAL_MAX = 200_000
 
 
-def worker_id_of(spider: Spider) -> str:
-    worker_id = getattr(spider, "worker_id", None)
-    if not worker_id:
-        raise RuntimeError(f"spider {spider.name!r} has no worker_id: derive it from SiteSpider")
-    return str(worker_id)
+class FrontierConfigError(RuntimeError):
+    """The leasing scheduler was installed without the pieces it relies on."""
 
 
-class LeasedQueue(RedisQueueBase):
-    """scrapy-redis queue class whose pop leases instead of deleting.
+def new_job_id(site: str) -> str:
+    """A sortable, unique job id: ``<site>-<UTC timestamp>-<random>``."""
+    return f"{site}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def frontier_enabled(settings: BaseSettings) -> bool:
+    """Whether the crawl runs on the leasing scheduler (set up by the add-on)."""
+    scheduler = settings.get("SCHEDULER")
+    if not scheduler:
+        return False
+    return is_leasing_scheduler(load_object(scheduler))
+
+
+def is_leasing_scheduler(obj: object) -> bool:
+    """Whether ``obj`` is the leasing scheduler (class or instance).
+
+    Not ``isinstance``/``issubclass``: Scrapy's ``BaseSchedulerMeta`` makes them
+    duck-typed, true for any class with the scheduler methods.
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return LeasingScheduler in cls.__mro__
+
+
+def request_from_entry(spider: Spider, entry: dict[str, Any]) -> Request:
+    """A producer's start entry (JSON) as a request of ``spider``.
+
+    Spiders that know entries (``SiteSpider.make_request_from_entry``: callbacks,
+    rendering, priorities) build it; any other spider gets a plain request to its
+    default callback, tagged with the entry's job.
+    """
+    maker = getattr(spider, "make_request_from_entry", None)
+    if maker is not None:
+        return maker(entry)
+    meta = dict(entry.get("meta") or {})
+    if entry.get("job_id"):
+        meta.setdefault(JOB_META, entry["job_id"])
+    return Request(entry["url"], meta=meta, dont_filter=bool(entry.get("dont_filter", False)))
+
+
+class LeasedQueue:
+    """The site's Redis queue (``core.frontier``) whose pop leases instead of deleting.
 
     Leases are taken in small batches (``FRONTIER_LEASE_BATCH``) into a local buffer: one
     round trip per batch instead of per request. Buffered entries are leased, so they are
     as safe as any in-flight request and go back to the queue if this worker dies.
+    Requests are encoded as scrapy-redis' queues do (``Request.to_dict`` pickled).
     """
 
-    def __init__(self, server: redis.Redis, spider: Spider, key: str, serializer: Any = None):
-        super().__init__(server, spider, key, serializer)
+    def __init__(self, server: redis.Redis, spider: Spider, *, worker_id: str, batch: int) -> None:
+        self.spider = spider
         self.frontier = RedisFrontier(server, spider.name)
-        self.worker_id = worker_id_of(spider)
-        self.batch = max(1, spider.crawler.settings.getint("FRONTIER_LEASE_BATCH", 4))
+        self.worker_id = worker_id
+        self.batch = max(1, batch)
         self.buffer: deque[Request] = deque()
 
     def __len__(self) -> int:
         return self.frontier.queued() + len(self.buffer)
 
-    def _encode_without_lease(self, request: Request) -> tuple[bytes, str | None]:
+    def encode(self, request: Request) -> tuple[bytes, str | None]:
+        """The request as queued (without its lease and lease-aware errback), and its lease."""
+        unwrap_errback(request)
         lease_id = request.meta.pop(LEASE_META, None)
         try:
-            return self._encode_request(request), lease_id
+            return picklecompat.dumps(request.to_dict(spider=self.spider)), lease_id
         finally:
             if lease_id is not None:
                 request.meta[LEASE_META] = lease_id
 
+    def decode(self, data: bytes) -> Request:
+        return request_from_dict(picklecompat.loads(data), spider=self.spider)
+
     def push(self, request: Request) -> None:
-        data, lease_id = self._encode_without_lease(request)
+        data, lease_id = self.encode(request)
         self.frontier.push(data, request.priority, replaces_lease=lease_id)
 
     def push_unseen(self, request: Request, seen_key: str, fingerprint: str) -> bool:
         """Queue ``request`` unless its fingerprint is in ``seen_key``: one atomic step."""
-        data, lease_id = self._encode_without_lease(request)
+        data, lease_id = self.encode(request)
         return self.frontier.push(
             data,
             request.priority,
@@ -94,7 +155,7 @@ class LeasedQueue(RedisQueueBase):
             seen_ttl=SEEN_TTL_SECONDS,
         )
 
-    def pop(self, timeout: int = 0) -> Request | None:
+    def pop(self) -> Request | None:
         while not self.buffer:
             leases = self.frontier.lease(self.worker_id, self.batch) or self.frontier.lease_start(
                 self.worker_id, 1
@@ -107,122 +168,153 @@ class LeasedQueue(RedisQueueBase):
         return self.buffer.popleft()
 
     def _request_from_lease(self, lease: Lease) -> Request | None:
+        stats = self.spider.crawler.stats
         try:
             if lease.is_start:
-                request = self.spider.make_request_from_data(lease.data)
+                request = request_from_entry(self.spider, json.loads(lease.data))
             else:
-                request = self._decode_request(lease.data)
+                request = self.decode(lease.data)
         except Exception:
             # A corrupt entry would be re-leased forever; drop it loudly and counted.
             logger.exception("dropping undecodable frontier entry (lease %s)", lease.lease_id)
-            self.spider.crawler.stats.inc_value("frontier/undecodable_entries")
+            stats.inc_value("frontier/undecodable_entries")
             self.frontier.ack(lease.lease_id)
             return None
         if not isinstance(request, Request):
             logger.error("start entry made no request (lease %s): %r", lease.lease_id, lease.data)
-            self.spider.crawler.stats.inc_value("frontier/undecodable_entries")
+            stats.inc_value("frontier/undecodable_entries")
             self.frontier.ack(lease.lease_id)
             return None
         request.meta[LEASE_META] = lease.lease_id
         return request
 
 
-class JobDupeFilter(RFPDupeFilter):
-    """scrapy-redis' dupefilter with one seen-set per job (``<site>:job:<job>:seen``).
+class JobDupeFilter(BaseDupeFilter):
+    """One seen-set per job (``<site>:job:<job>:seen``) of Scrapy request fingerprints.
 
     A new job recrawls the site; within a job, every URL is fetched once across all
-    workers. Requests without a job id fall back to the spider's current job. The
-    leasing scheduler checks and queues in one step (``LeasedQueue.push_unseen``) with
-    ``seen_key`` and ``request_fingerprint``; ``request_seen`` serves everyone else.
+    workers. The seen-set belongs to the job, not to a worker: closing a worker keeps
+    it (it expires ``SEEN_TTL_SECONDS`` after the job's last write). The leasing
+    scheduler checks and queues in one step (``LeasedQueue.push_unseen``) with
+    ``seen_key`` and ``fingerprint``; ``request_seen`` serves everyone else.
     """
 
-    spider: Spider | None = None
+    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
+        self.crawler = crawler
+        self.server = server
+        self.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
 
     @classmethod
-    def from_spider(cls, spider: Spider) -> JobDupeFilter:
-        instance = cls.from_settings(spider.crawler.settings)
-        instance.key = SiteKeys(spider.name).seen("unassigned")
-        instance.spider = spider
-        return instance
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, get_redis_from_settings(crawler.settings))
+
+    def fingerprint(self, request: Request) -> str:
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()
 
     def seen_key(self, request: Request) -> str:
-        job_id = request.meta.get(JOB_META) or getattr(self.spider, "job_id", None) or "unassigned"
-        return SiteKeys(self.spider.name if self.spider else "default").seen(str(job_id))
+        spider = self.crawler.spider
+        job_id = request.meta.get(JOB_META) or getattr(spider, "job_id", None) or "unassigned"
+        return SiteKeys(spider.name if spider else "default").seen(str(job_id))
 
     def request_seen(self, request: Request) -> bool:
         key = self.seen_key(request)
         with self.server.pipeline(transaction=True) as pipe:
-            pipe.sadd(key, self.request_fingerprint(request))
+            pipe.sadd(key, self.fingerprint(request))
             pipe.expire(key, SEEN_TTL_SECONDS)
             added, _ = pipe.execute()
         return added == 0
 
-    def close(self, reason: str = "") -> None:
-        """Keep the seen-set: it belongs to the job, not to this worker (base deletes it)."""
+    def log(self, request: Request, spider: Spider) -> None:
+        if self.debug:
+            logger.debug("Filtered duplicate request: %(request)s", {"request": request})
 
 
-class LeasingScheduler(RedisScheduler):
-    """scrapy-redis' scheduler with lease -> ack around every request."""
+class LeasingScheduler(BaseScheduler):
+    """The frontier's scheduler: lease -> process -> ack around every request.
 
-    crawler: Crawler
+    It owns this worker's id (its leases and heartbeat) and the job id of requests that
+    carry none: the spider's ``job_id``, else the ``JOB_ID`` setting, else a new one.
+    """
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> LeasingScheduler:
-        instance = super().from_crawler(crawler)
-        instance.crawler = crawler
-        return instance
-
-    def open(self, spider: Spider) -> None:
-        # scrapy-redis' open() without its flush_on_start and deprecated spider.log().
-        self.spider = spider
-        self.queue = load_object(self.queue_cls)(
-            server=self.server,
-            spider=spider,
-            key=self.queue_key % {"spider": spider.name},
-            serializer=self.serializer,
-        )
-        if not self.df:
-            self.df = load_object(self.dupefilter_cls).from_spider(spider)
-        self.frontier = RedisFrontier(self.server, spider.name)
-        self.worker_id = worker_id_of(spider)
+    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.server = server
+        self.worker_id = new_worker_id()
+        self.lease_batch = settings.getint("FRONTIER_LEASE_BATCH")
+        self.ack_batch = settings.getint("FRONTIER_ACK_BATCH")
+        self.queue_cls: type[LeasedQueue] = load_object(settings["SCHEDULER_QUEUE_CLASS"])
+        dupefilter_cls = load_object(settings["DUPEFILTER_CLASS"])
+        for cls, base in ((self.queue_cls, LeasedQueue), (dupefilter_cls, JobDupeFilter)):
+            if not issubclass(cls, base):
+                raise FrontierConfigError(
+                    f"the leasing scheduler needs a {base.__name__}, got {cls}"
+                )
+        spider_mws = build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES"))
+        if not spider_mws or load_object(spider_mws[0]) is not LeaseAckMiddleware:
+            # Without it no response's lease would ever be acked: the job would not drain.
+            raise FrontierConfigError(
+                "the leasing scheduler needs crawlers.frontier.LeaseAckMiddleware as the "
+                f"outermost spider middleware (lowest SPIDER_MIDDLEWARES order), got {spider_mws}"
+            )
+        self.df: JobDupeFilter = build_from_crawler(dupefilter_cls, crawler)
+        self.acks = LeaseAcks(self.ack_lease, call_later)
         self.in_flight: set[str] = set()
         self.last_activity = time.time()
         # Work kept locally while Redis is unreachable; re-sent by ``flush_pending``.
         self._unsent: deque[Request] = deque()
         self._acks: set[str] = set()
-        self.ack_batch = self.crawler.settings.getint("FRONTIER_ACK_BATCH", 32)
         self._handoff: deque[Request] = deque()
         # Fingerprints this worker knows to be in a job's seen-set (pagination links
         # repeat on every listing page; each repeat would otherwise cost a round trip).
         self._seen_local: dict[str, set[str]] = {}
-        self._hook_scraper()
 
-    def _hook_scraper(self) -> None:
-        """Ack a request's lease once the scraper is done with its response or failure.
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        check_private_api()
+        scheduler = cls(crawler, get_redis_from_settings(crawler.settings))
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(scheduler.acks.item_done, signal=signal)
+        crawler.signals.connect(scheduler.acks.spider_error, signal=signals.spider_error)
+        return scheduler
 
-        Scrapy has no signal for "this response's callbacks and items are finished";
-        ``Scraper.enqueue_scrape`` returns a Deferred that fires exactly then, so we
-        chain the ack onto it.
-        """
-        scraper = self.crawler.engine.scraper
-        original = scraper.enqueue_scrape
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        self.job_id = str(
+            getattr(spider, "job_id", None)
+            or self.crawler.settings.get("JOB_ID")
+            or new_job_id(spider.name)
+        )
+        self.frontier = RedisFrontier(self.server, spider.name)
+        self.queue = self.queue_cls(
+            self.server, spider, worker_id=self.worker_id, batch=self.lease_batch
+        )
+        self.df.open()
 
-        def enqueue_scrape(result: Any, request: Request) -> Deferred[Any]:
-            deferred = original(result, request)
-            deferred.addBoth(self._ack_passthrough, request)
-            return deferred
-
-        scraper.enqueue_scrape = enqueue_scrape  # type: ignore[method-assign]
-
-    def _ack_passthrough(self, result: Any, request: Request) -> Any:
-        self.ack(request)
-        return result
+    def close(self, reason: str) -> None:
+        self.flush_pending()
+        # Leases still held (a stop mid-crawl) go back to the queue for other workers.
+        try:
+            released = self.frontier.reclaim(release_worker=self.worker_id)
+        except REDIS_ERRORS:
+            logger.error("Redis unreachable at close: %d leases left to reclaim", self.held_leases)
+        else:
+            if released:
+                logger.info("released %d held leases back to the frontier", released)
+        if self._unsent:
+            logger.error(
+                "closing with %d requests that could not be queued (Redis unreachable)",
+                len(self._unsent),
+            )
+        self.df.close(reason)
 
     # -- scheduler interface -----------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
         if request.meta.pop(HANDOFF_META, False):
             self._handoff.append(request)
             return True
+        request.meta.setdefault(JOB_META, self.job_id)
         try:
             queued = self._queue_request(request)
         except REDIS_ERRORS:
@@ -241,7 +333,7 @@ class LeasingScheduler(RedisScheduler):
             self.queue.push(request)
             queued = True
         else:
-            fingerprint = self.df.request_fingerprint(request)
+            fingerprint = self.df.fingerprint(request)
             seen_key = self.df.seen_key(request)
             local = self._seen_local.setdefault(seen_key, set())
             if fingerprint in local and lease_id is None:
@@ -269,6 +361,8 @@ class LeasingScheduler(RedisScheduler):
         if request is None:
             return None
         self.in_flight.add(request.meta[LEASE_META])
+        # Download failures reach the errback without passing any spider middleware.
+        wrap_errback(request, self.acks)
         self.last_activity = time.time()
         self.stats.inc_value("scheduler/dequeued/redis")
         return request
@@ -286,39 +380,30 @@ class LeasingScheduler(RedisScheduler):
         """Leases this worker holds in Redis: handed out, buffered, or awaiting their ack."""
         return len(self.in_flight) + len(self.queue.buffer) + len(self._acks)
 
-    def close(self, reason: str) -> None:
-        self.flush_pending()
-        # Leases still held (a stop mid-crawl) go back to the queue for other workers.
-        try:
-            released = self.frontier.reclaim(release_worker=self.worker_id)
-        except REDIS_ERRORS:
-            logger.error("Redis unreachable at close: %d leases left to reclaim", self.held_leases)
-        else:
-            if released:
-                logger.info("released %d held leases back to the frontier", released)
-        if self._unsent:
-            logger.error(
-                "closing with %d requests that could not be queued (Redis unreachable)",
-                len(self._unsent),
-            )
-        super().close(reason)
-
     # -- leases ----------------------------------------------------------------------
     def lease_for_handoff(self) -> Request | None:
-        """Lease one request for this worker's own engine (see FrontierWorker's poll)."""
+        """Lease one request for this worker's own engine (see FrontierWorker's poll).
+
+        None while an earlier hand-off is still waiting for the engine to take it.
+        """
+        if self._handoff:
+            return None
         request = self.next_request()
         if request is not None:
             request.meta[HANDOFF_META] = True
         return request
 
-    def ack(self, request: Request) -> None:
-        """Mark the request's lease done; acks go to Redis in batches (``flush_pending``).
+    def holds(self, lease_id: str) -> bool:
+        """Whether the lease is handed out and not acked yet (nor replaced)."""
+        return lease_id in self.in_flight
+
+    def ack_lease(self, lease_id: str) -> None:
+        """Mark the lease done; acks go to Redis in batches (``flush_pending``).
 
         A delayed ack only delays: if the worker dies first, the request is crawled again
         (at-least-once), never lost.
         """
-        lease_id = request.meta.get(LEASE_META)
-        if lease_id is not None and lease_id in self.in_flight:
+        if lease_id in self.in_flight:
             self.in_flight.discard(lease_id)
             self._acks.add(lease_id)
             if len(self._acks) >= self.ack_batch:
@@ -347,3 +432,40 @@ class LeasingScheduler(RedisScheduler):
     def _warn_unavailable(self, exc: Exception) -> None:
         self.stats.inc_value("frontier/redis_errors")
         logger.warning("Redis frontier unreachable (%s); keeping work locally", type(exc).__name__)
+
+
+class LeaseAckMiddleware:
+    """Tells the leasing scheduler when a response's output is done (``crawlers.acks``).
+
+    It must be the outermost spider middleware (the lowest order; the scheduler checks):
+    its ``process_spider_input`` then runs first for every response, and its
+    ``process_spider_output`` sees exactly what reaches the scraper, after every other
+    middleware added, dropped or recovered output. Off without the leasing scheduler.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        if not frontier_enabled(crawler.settings):
+            raise NotConfigured("LeaseAckMiddleware serves the leasing scheduler only")
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    @property
+    def acks(self) -> LeaseAcks:
+        scheduler = self.crawler.engine.scheduler if self.crawler.engine else None
+        if not is_leasing_scheduler(scheduler):
+            raise FrontierConfigError(
+                f"LeaseAckMiddleware needs the leasing scheduler: {scheduler}"
+            )
+        return scheduler.acks  # type: ignore[union-attr]
+
+    def process_spider_input(self, response: Response) -> None:
+        self.acks.response_entered(response)
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        async for output in self.acks.track_output(response, result):
+            yield output

@@ -76,6 +76,9 @@ PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 30_000
 LOG_LEVEL = "INFO"
 
 SPIDER_MIDDLEWARES = {
+    # The outermost spider middleware: sees every response first and exactly the output
+    # that reaches the scraper, to ack frontier leases (off without the frontier).
+    "crawlers.frontier.LeaseAckMiddleware": 0,
     # Early in input order, so every request/item a callback yields passes through it.
     "crawlers.middlewares.JobTagMiddleware": 50,
 }

@@ -1,46 +1,34 @@
-"""The base of every site spider: profile, job id, frontier or local start, idle close.
+"""The base of every site spider: profile, job id, start entries.
 
-With ``REDIS_URL`` set the spider is a scrapy-redis ``RedisSpider`` worker: its start
-entries come from the site's Redis start list (put there by the producer) through the
-leasing scheduler, and it closes itself after ``FRONTIER_IDLE_CLOSE_SECONDS`` of real
-idleness unless it runs always-on. Without Redis it is a plain Scrapy spider that starts
-from its profile's start paths, so ``scrapy crawl <site>`` works with no services.
+A plain ``scrapy.Spider``: with no services, ``scrapy crawl <site>`` starts from its
+profile's start paths. With the Redis frontier (``REDIS_URL``, see docs/frontier.md)
+the job's start entries come from the site's start list instead (put there by the
+producer, leased like any request by the scheduler's queue, turned into requests by
+``make_request_from_entry``); worker ids, idle close and the rest of the frontier
+belong to the scheduler and the ``FrontierWorker`` extension, which serve any spider.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import time
-import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import BaseSettings
-from scrapy_redis.spiders import RedisSpider
 from twisted.python.failure import Failure
 
-from crawlers.frontier import JOB_META
+from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
 from crawlers.profiles import ProfileError, SiteProfile
 
-TRUE_WORDS = {"1", "true", "yes", "on"}
+__all__ = ["SiteSpider", "frontier_enabled", "new_job_id"]  # re-exported for the producer and store
 
 
-def new_job_id(site: str) -> str:
-    """A sortable, unique job id: ``<site>-<UTC timestamp>-<random>``."""
-    return f"{site}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:6]}"
+class SiteSpider(Spider):
+    """Subclasses set ``name`` (= the profile's file name) and parse callbacks.
 
-
-def frontier_enabled(settings: BaseSettings) -> bool:
-    return str(settings.get("SCHEDULER") or "").endswith("LeasingScheduler")
-
-
-class SiteSpider(RedisSpider):
-    """Subclasses set ``name`` (= the profile's file name) and parse callbacks."""
+    The job id: ``-a job_id=...``, else the ``JOB_ID`` setting, else a new one.
+    """
 
     name: ClassVar[str]
     _profile: ClassVar[SiteProfile | None] = None
@@ -50,16 +38,12 @@ class SiteSpider(RedisSpider):
         *args: Any,
         job_id: str | None = None,
         base_url: str | None = None,
-        always_on: str | bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.profile = self.load_profile()
-        self.job_id = job_id or os.environ.get("SCRAPE_JOB_ID") or new_job_id(self.name)
+        self.job_id: str | None = job_id
         self.base_url = (base_url or self.default_base_url()).rstrip("/")
-        self.worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self.always_on = str(always_on).lower() in TRUE_WORDS if always_on is not None else None
-        self._idle_since: float | None = None
         if self.profile.sitemaps and not hasattr(self, "parse_sitemap"):
             raise ProfileError(
                 f"{self.name}: profile lists sitemaps but the spider has no parse_sitemap"
@@ -86,13 +70,9 @@ class SiteSpider(RedisSpider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
-        if frontier_enabled(crawler.settings):
-            spider = super().from_crawler(crawler, *args, **kwargs)  # sets up scrapy-redis
-        else:
-            spider = Spider.from_crawler.__func__(cls, crawler, *args, **kwargs)  # type: ignore[attr-defined]
-        if spider.always_on is None:
-            spider.always_on = crawler.settings.getbool("FRONTIER_ALWAYS_ON")
-        spider.idle_close_after = crawler.settings.getfloat("FRONTIER_IDLE_CLOSE_SECONDS", 30.0)
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if not spider.job_id:
+            spider.job_id = crawler.settings.get("JOB_ID") or new_job_id(spider.name)
         return spider
 
     # -- start -----------------------------------------------------------------------
@@ -115,13 +95,6 @@ class SiteSpider(RedisSpider):
         for entry in self.start_entries():
             yield self.make_request_from_entry(entry)
 
-    def start_requests(self) -> Iterable[Request]:
-        # scrapy-redis' RedisMixin pops start URLs destructively here; ours are leased.
-        return []
-
-    def next_requests(self) -> Iterable[Request]:
-        return []
-
     def make_request_from_entry(self, entry: dict[str, Any]) -> Request:
         meta = dict(entry.get("meta") or {})
         meta.setdefault(JOB_META, entry.get("job_id") or self.job_id)
@@ -135,31 +108,6 @@ class SiteSpider(RedisSpider):
             meta=meta,
             priority=int(entry.get("priority", 0)),
             dont_filter=bool(entry.get("dont_filter", False)),
-        )
-
-    def make_request_from_data(self, data: bytes | str) -> Request:
-        raw = data.decode(self.redis_encoding or "utf-8") if isinstance(data, bytes) else data
-        return self.make_request_from_entry(json.loads(raw))
-
-    # -- idleness --------------------------------------------------------------------
-    def spider_idle(self) -> None:
-        """Close after ``idle_close_after`` seconds of real idleness (unless always-on).
-
-        scrapy-redis' MAX_IDLE_TIME_BEFORE_CLOSE measures from import time, so a worker
-        that was busy for longer than the limit closes at its first idle moment; this
-        measures from the last request this worker leased.
-        """
-        now = time.time()
-        scheduler = self.crawler.engine._slot.scheduler  # type: ignore[union-attr]
-        last_activity = getattr(scheduler, "last_activity", now)
-        if self._idle_since is None or self._idle_since < last_activity:
-            self._idle_since = now
-        if self.always_on or now - self._idle_since < self.idle_close_after:
-            raise DontCloseSpider
-        self.logger.info(
-            "closing: idle for %.1fs (FRONTIER_IDLE_CLOSE_SECONDS=%.1f)",
-            now - self._idle_since,
-            self.idle_close_after,
         )
 
     def on_error(self, failure: Failure) -> None:
