@@ -16,7 +16,10 @@ drain). The events, all public:
   hands out a lease-aware errback (``LeaseErrback``, unwrapped again whenever the
   request is queued) that counts the errback's items the same way.
 * ``item_scraped`` / ``item_dropped`` / ``item_error`` carry the response (or download
-  failure) an item came from: that item has left the pipelines.
+  failure) an item came from: that item has left the pipelines. An ``item_error`` (the
+  item is NOT durable: dedup or the store gave up on it) turns the ack into a re-crawl:
+  ``on_failed`` gets the request instead of ``ack`` its lease id, and the scheduler
+  queues it again in place of the lease (bounded by ``FRONTIER_ITEM_RETRY_TIMES``).
 
 A decision is taken one reactor turn after the last event: when a spider middleware
 recovers from an exception with new output, Scrapy runs that output through the
@@ -70,6 +73,8 @@ class _Work:
     streams: int = 0  # outputs being iterated (callback/errback/recovered streams)
     items: int = 0  # items handed to the pipelines and not yet out of them
     response: bool = False  # a response of it entered the spider middlewares
+    # The request whose items failed in the pipelines (item_error): crawl it again.
+    failed: Request | None = None
 
 
 class LeaseAcks:
@@ -79,8 +84,10 @@ class LeaseAcks:
         self,
         ack: Callable[[str], None],
         call_later: Callable[[float, Callable[[str], None], str], Any],
+        on_failed: Callable[[Request], None] | None = None,
     ) -> None:
         self._ack = ack
+        self._on_failed = on_failed
         self._call_later = call_later
         self._work: dict[str, _Work] = {}
         self._settling: set[str] = set()
@@ -171,6 +178,14 @@ class LeaseAcks:
             work.items -= 1
             self._settle_later(lease_id)  # type: ignore[arg-type]
 
+    def item_failed(self, response: Any = None, **kwargs: Any) -> None:
+        """item_error: the item is not durable, so its request must be crawled again."""
+        lease_id = lease_of(response)
+        work = self._work.get(lease_id) if lease_id is not None else None
+        if work is not None and work.items > 0:
+            work.failed = response.request
+        self.item_done(response=response, **kwargs)
+
     def spider_error(self, response: Any = None, **_: Any) -> None:
         """A callback/errback raised: its output ended (possibly before it began)."""
         lease_id = lease_of(response)
@@ -198,7 +213,10 @@ class LeaseAcks:
         if work is None or work.streams or work.items:
             return
         del self._work[lease_id]
-        self._ack(lease_id)
+        if work.failed is not None and self._on_failed is not None:
+            self._on_failed(work.failed)
+        else:
+            self._ack(lease_id)
 
 
 class LeaseErrback:

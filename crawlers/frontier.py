@@ -54,6 +54,8 @@ logger = logging.getLogger(__name__)
 JOB_META = "job_id"
 # Set on a request that this worker already leased and hands to its own engine.
 HANDOFF_META = "frontier_handoff"
+# How often a request was crawled again because an item of it failed in the pipelines.
+ITEM_RETRY_META = "frontier_item_retries"
 
 # Seen-sets of finished jobs are not needed for long; the jobs index keeps the history.
 SEEN_TTL_SECONDS = 7 * 24 * 3600
@@ -259,7 +261,8 @@ class LeasingScheduler(BaseScheduler):
                 f"outermost spider middleware (lowest SPIDER_MIDDLEWARES order), got {spider_mws}"
             )
         self.df: JobDupeFilter = build_from_crawler(dupefilter_cls, crawler)
-        self.acks = LeaseAcks(self.ack_lease, call_later)
+        self.acks = LeaseAcks(self.ack_lease, call_later, on_failed=self.recrawl_failed)
+        self.item_retry_times = settings.getint("FRONTIER_ITEM_RETRY_TIMES")
         self.in_flight: set[str] = set()
         self.last_activity = time.time()
         # Work kept locally while Redis is unreachable; re-sent by ``flush_pending``.
@@ -274,8 +277,9 @@ class LeasingScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> Self:
         check_private_api()
         scheduler = cls(crawler, get_redis_from_settings(crawler.settings))
-        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+        for signal in (signals.item_scraped, signals.item_dropped):
             crawler.signals.connect(scheduler.acks.item_done, signal=signal)
+        crawler.signals.connect(scheduler.acks.item_failed, signal=signals.item_error)
         crawler.signals.connect(scheduler.acks.spider_error, signal=signals.spider_error)
         return scheduler
 
@@ -408,6 +412,31 @@ class LeasingScheduler(BaseScheduler):
             self._acks.add(lease_id)
             if len(self._acks) >= self.ack_batch:
                 self.flush_pending()
+
+    def recrawl_failed(self, request: Request) -> None:
+        """An item of ``request`` failed in the pipelines (not durable): queue the request
+        again in place of its lease, at most FRONTIER_ITEM_RETRY_TIMES times, then ack it
+        with the failure counted and logged (the items stay counted in item_error)."""
+        lease_id = request.meta.get(LEASE_META)
+        attempts = int(request.meta.get(ITEM_RETRY_META, 0))
+        if lease_id is None or lease_id not in self.in_flight:
+            return
+        if attempts >= self.item_retry_times:
+            self.stats.inc_value("frontier/item_error_gave_up")
+            logger.error(
+                "items of %s failed in the pipelines %d times: giving up on the request",
+                request.url,
+                attempts + 1,
+            )
+            self.ack_lease(lease_id)
+            return
+        retry = request.replace(dont_filter=True)
+        unwrap_errback(retry)
+        retry.meta[ITEM_RETRY_META] = attempts + 1
+        retry.meta.pop(HANDOFF_META, None)
+        self.stats.inc_value("frontier/item_error_recrawled")
+        logger.warning("items of %s failed in the pipelines: crawling it again", request.url)
+        self.enqueue_request(retry)
 
     def flush_pending(self) -> bool:
         """Send batched acks and re-send work kept while Redis was down; True when done."""

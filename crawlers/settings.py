@@ -98,6 +98,8 @@ FRONTIER_ALWAYS_ON = False
 # Leases taken per round trip, and acks sent per round trip (see docs/frontier.md).
 FRONTIER_LEASE_BATCH = 4
 FRONTIER_ACK_BATCH = 32
+# A request whose items failed in the pipelines (item_error) is crawled again this often.
+FRONTIER_ITEM_RETRY_TIMES = 2
 if _platform.redis_url:
     from redis.backoff import ExponentialBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError

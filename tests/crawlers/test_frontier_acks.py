@@ -117,6 +117,24 @@ def test_a_response_is_acked_after_its_output_and_its_items(
     assert len(acks) == 0
 
 
+def test_an_item_that_failed_in_the_pipelines_recrawls_its_request_instead_of_acking(
+    clock: Clock, acked: list[str]
+) -> None:
+    failed: list[Request] = []
+    acks = LeaseAcks(acked.append, clock.call_later, on_failed=failed.append)
+    response = leased_response("7")
+    acks.response_entered(response)
+    asyncio.run(drain(acks.track_output(response, aiter_of({"a": 1}, {"b": 2}))))
+    acks.item_failed(response=response)  # dedup/store gave up: the item is not durable
+    clock.turn()
+    assert failed == [] and acked == []  # the other item is still in the pipelines
+    acks.item_done(response=response)
+    clock.turn()
+    assert acked == []  # never acked: an item of it is not durable
+    assert failed == [response.request]
+    assert len(acks) == 0
+
+
 def test_a_recovered_stream_right_after_the_first_keeps_the_lease(
     acks: LeaseAcks, clock: Clock, acked: list[str]
 ) -> None:
