@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.blocks import classify
+from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.structure import (
     DEFAULT_THRESHOLD,
     FINGERPRINT_VERSION,
@@ -106,8 +107,6 @@ class FingerprintConfig:
     @classmethod
     def for_site(cls, site: str, profiles_dir: Path | None = None) -> FingerprintConfig:
         """The site's profile section; an empty config when the site has no profile."""
-        from crawlers.profiles import PROFILES_DIR, SiteProfile
-
         directory = profiles_dir or PROFILES_DIR
         if not (directory / f"{site}.toml").exists():
             return cls()

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.blocks import classify
 from fingerprints.baseline import (
     SITES_DIR,
     BaselineError,
@@ -26,6 +27,14 @@ from fingerprints.baseline import (
     save_baseline,
     write_fixtures,
 )
+from fingerprints.coverage import (
+    CoverageBaseline,
+    compare_coverage,
+    load_coverage_baseline,
+    save_coverage_baseline,
+)
+from fingerprints.gate import GateResult, check_all, verify_site
+from fingerprints.sampler import fetch_sample
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,9 +80,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _baseline(args: argparse.Namespace) -> int:
     if args.from_url:
-        from core.blocks import classify
-        from fingerprints.sampler import fetch_sample
-
         config = FingerprintConfig.for_site(args.site)
         if not config.sample():
             print(f"{args.site}: the profile declares no sample_paths", file=sys.stderr)
@@ -100,8 +106,6 @@ def _baseline(args: argparse.Namespace) -> int:
 
 
 def _gate_output(results: Sequence[object], as_json: bool) -> int:
-    from fingerprints.gate import GateResult
-
     gate_results = [r for r in results if isinstance(r, GateResult)]
     if as_json:
         print(dumps([r.to_dict() for r in gate_results]), end="")
@@ -111,13 +115,6 @@ def _gate_output(results: Sequence[object], as_json: bool) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from fingerprints.coverage import (
-        CoverageBaseline,
-        compare_coverage,
-        load_coverage_baseline,
-        save_coverage_baseline,
-    )
-
     items = [
         json.loads(line)
         for line in args.items.read_text(encoding="utf-8").splitlines()
@@ -141,12 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "baseline":
             return _baseline(args)
         if args.command == "check":
-            from fingerprints.gate import check_all
-
             return _gate_output(check_all(args.sites, sites_dir=args.sites_dir), args.json)
         if args.command == "verify":
-            from fingerprints.gate import verify_site
-
             result = verify_site(
                 args.site, base_url=args.base_url, sites_dir=args.sites_dir, timeout=args.timeout
             )

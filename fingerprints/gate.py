@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.blocks import BlockRules, classify
+from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.baseline import (
     SITES_DIR,
     BaselineError,
@@ -33,6 +34,7 @@ from fingerprints.baseline import (
     sha256,
     site_dir,
 )
+from fingerprints.sampler import Page, SamplerError, fetch_sample
 from fingerprints.structure import Comparison, compare, fingerprint
 
 GateStatus = Literal[
@@ -53,26 +55,6 @@ _OUTCOME_STATUS: dict[str, GateStatus] = {
     "fetch_failed": "fetch_failed",
     "changed": "structure_changed",
 }
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of the sample: fetched live, or read from a fixture file."""
-
-    url: str
-    page_type: str
-    status: int = 200
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    error: str | None = None  # set when no response was received
-    path: str = ""  # the requested path (live) or fixture file
-
-    @property
-    def content_type(self) -> str | None:
-        for key, value in self.headers.items():
-            if key.lower() == "content-type":
-                return value
-        return None
 
 
 @dataclass(frozen=True)
@@ -311,8 +293,6 @@ def _reason(
 
 
 def _block_rules(site: str) -> BlockRules:
-    from crawlers.profiles import PROFILES_DIR, SiteProfile
-
     if not (PROFILES_DIR / f"{site}.toml").exists():
         return BlockRules()
     return BlockRules.from_settings(SiteProfile.load(site).settings)
@@ -387,8 +367,6 @@ def verify_site(
     ``sample`` (page type -> paths) overrides the profile's ``sample_paths``;
     ``base_url`` overrides the spider's default base URL. Fail-closed: never raises.
     """
-    from fingerprints.sampler import SamplerError, fetch_sample
-
     try:
         baseline = load_baseline(site, sites_dir)
         config = FingerprintConfig.for_site(site)

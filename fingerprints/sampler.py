@@ -21,10 +21,18 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from scrapy import Request, Spider
+from scrapy.crawler import CrawlerProcess
+from scrapy.settings import default_settings
+from scrapy.spiderloader import SpiderLoader
+from scrapy.utils.project import get_project_settings
+
 from core.config import REPO_ROOT
-from fingerprints.gate import Page
+from crawlers.profiles import SiteProfile
+from crawlers.spiders.base import SiteSpider
 
 RECORD_PREFIX = "FPSAMPLE "
 PAGE_TYPE_META = "fingerprint_page_type"
@@ -32,6 +40,26 @@ PAGE_TYPE_META = "fingerprint_page_type"
 # HttpErrorMiddleware; redirects stay with RedirectMiddleware, retries with RetryMiddleware.
 _HANDLED_STATUSES = [*range(400, 600)]
 _SCRUBBED_ENV = ("REDIS_URL",)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the sample: fetched live, or read from a fixture file."""
+
+    url: str
+    page_type: str
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    error: str | None = None  # set when no response was received
+    path: str = ""  # the requested path (live) or fixture file
+
+    @property
+    def content_type(self) -> str | None:
+        for key, value in self.headers.items():
+            if key.lower() == "content-type":
+                return value
+        return None
 
 
 class SamplerError(RuntimeError):
@@ -111,8 +139,6 @@ class _SamplerMixin:
     sample_plan: Mapping[str, Sequence[str]] = {}
 
     async def start(self) -> AsyncIterator[Any]:
-        from scrapy import Request
-
         base = str(getattr(self, "base_url", "") or "").rstrip("/")
         for page_type, paths in self.sample_plan.items():
             for path in paths:
@@ -181,9 +207,6 @@ def _record(
 
 
 def _spider_class(site: str, settings: Any) -> type:
-    from scrapy import Spider
-    from scrapy.spiderloader import SpiderLoader
-
     try:
         base: type = SpiderLoader.from_settings(settings).load(site)
     except KeyError:
@@ -193,8 +216,6 @@ def _spider_class(site: str, settings: Any) -> type:
 
 def _profile_spider(site: str, spider: type) -> type:
     """A plain spider with the site profile's settings, for a site without a spider yet."""
-    from crawlers.profiles import SiteProfile
-
     profile = SiteProfile.load(site)
 
     class ProfileSpider(spider):  # type: ignore[valid-type, misc]
@@ -210,12 +231,6 @@ def _profile_spider(site: str, spider: type) -> type:
 
 
 def main() -> int:
-    from scrapy.crawler import CrawlerProcess
-    from scrapy.settings import default_settings
-    from scrapy.utils.project import get_project_settings
-
-    from crawlers.spiders.base import SiteSpider
-
     plan = json.load(sys.stdin)
     settings = get_project_settings()
     # Belt and braces on top of the scrubbed environment: never the shared frontier,

@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-DEFAULT_RUN_DIR = Path(os.environ.get("PLATFORM_RUN_DIR", Path.cwd() / ".run"))
+from core.config import get_settings
 
 
 class ServiceError(RuntimeError):
@@ -77,7 +78,7 @@ class ManagedProcess(ABC):
     def __init__(self, *, port: int | None = None, run_dir: Path | None = None) -> None:
         self.host = "127.0.0.1"
         self.port = port or free_port()
-        self.run_dir = Path(run_dir or DEFAULT_RUN_DIR)
+        self.run_dir = Path(run_dir or get_settings().platform_run_dir)
         self.process: subprocess.Popen[bytes] | None = None
         self.started_in: float | None = None
 
@@ -200,8 +201,6 @@ def run_in_foreground(service: ManagedProcess) -> int:
 
     Returns a process exit code: 0 on a requested stop, 1 if the service died.
     """
-    import threading
-
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -54,6 +54,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from aiohttp import web
 
 from core.config import REPO_ROOT
+from crawlers.profiles import SiteProfile
 from services.base import ManagedProcess
 
 SITES_DIR = REPO_ROOT / "fingerprints" / "sites"
@@ -323,8 +324,6 @@ class ReplaySite(ManagedProcess):
         site that needs a logged-in session gets the replay's test session, from the
         manifest's ``crawl_env`` (never a real credential).
         """
-        from crawlers.profiles import SiteProfile
-
         env: dict[str, str] = {}
         if SiteProfile.load(self.site).needs_proxies:
             env["PROXY_LIST"] = self.url
