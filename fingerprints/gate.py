@@ -361,11 +361,13 @@ def verify_site(
     sample: Mapping[str, Sequence[str]] | None = None,
     sites_dir: Path = SITES_DIR,
     timeout: float = 300.0,
+    settings: Mapping[str, Any] | None = None,
 ) -> GateResult:
     """Fetch the site's sample pages live and compare them with its baseline.
 
     ``sample`` (page type -> paths) overrides the profile's ``sample_paths``;
-    ``base_url`` overrides the spider's default base URL. Fail-closed: never raises.
+    ``base_url`` overrides the spider's default base URL; ``settings`` are Scrapy
+    settings for the sampler's crawl (see ``fetch_sample``). Fail-closed: never raises.
     """
     try:
         baseline = load_baseline(site, sites_dir)
@@ -377,7 +379,7 @@ def verify_site(
                 "fetch_failed",
                 "empty sample: no [fingerprint.page_types.*] sample_paths in the site profile",
             )
-        pages = fetch_sample(site, plan, base_url=base_url, timeout=timeout)
+        pages = fetch_sample(site, plan, base_url=base_url, timeout=timeout, settings=settings)
         return evaluate(site, pages, baseline, config=config, rules=_block_rules(site))
     except BaselineError as exc:
         return failure(site, "no_baseline", str(exc))

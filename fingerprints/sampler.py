@@ -72,9 +72,19 @@ def fetch_sample(
     *,
     base_url: str | None = None,
     timeout: float = 300.0,
+    settings: Mapping[str, Any] | None = None,
 ) -> list[Page]:
-    """One ``Page`` per requested path (an ``error`` page when nothing came back)."""
-    plan = {"site": site, "base_url": base_url, "sample": {k: list(v) for k, v in sample.items()}}
+    """One ``Page`` per requested path (an ``error`` page when nothing came back).
+
+    ``settings`` (JSON values) are set on the sampler's crawl as ``-s NAME=value`` would
+    be; they cannot switch the frontier or an item store back on.
+    """
+    plan = {
+        "site": site,
+        "base_url": base_url,
+        "sample": {k: list(v) for k, v in sample.items()},
+        "settings": dict(settings or {}),
+    }
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
     env["SCRAPY_SETTINGS_MODULE"] = "crawlers.settings"
     python_path = env.get("PYTHONPATH")
@@ -233,6 +243,7 @@ def _profile_spider(site: str, spider: type) -> type:
 def main() -> int:
     plan = json.load(sys.stdin)
     settings = get_project_settings()
+    settings.setdict(plan.get("settings") or {}, priority="cmdline")
     # Belt and braces on top of the scrubbed environment: never the shared frontier,
     # never an item store.
     for name in ("SCHEDULER", "DUPEFILTER_CLASS"):

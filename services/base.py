@@ -80,7 +80,6 @@ class ManagedProcess(ABC):
         self.port = port or free_port()
         self.run_dir = Path(run_dir or DEFAULT_RUN_DIR)
         self.process: subprocess.Popen[bytes] | None = None
-        self.started_in: float | None = None
 
     # -- what a concrete service provides -------------------------------------------
     @abstractmethod
@@ -134,7 +133,6 @@ class ManagedProcess(ABC):
             return self
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.prepare()
-        started = time.monotonic()
         env = {**os.environ, **self.environment()}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
@@ -158,7 +156,6 @@ class ManagedProcess(ABC):
         except ServiceError:
             self.stop()
             raise
-        self.started_in = time.monotonic() - started
         return self
 
     def stop(self) -> None:
