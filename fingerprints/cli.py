@@ -1,8 +1,8 @@
 """``python -m fingerprints``: baselines, the fixture check, the live gate, field coverage.
 
-    python -m fingerprints baseline <site> [--from-url URL] [--threshold X]
+    python -m fingerprints baseline <site> [--from-url URL] [--threshold X] [-s NAME=VALUE ...]
     python -m fingerprints check [<site> ...] [--json]
-    python -m fingerprints verify <site> [--base-url URL] [--json]
+    python -m fingerprints verify <site> [--base-url URL] [--json] [-s NAME=VALUE ...]
     python -m fingerprints coverage <site> <items.jsonl> [--update] [--tolerance X] [--json]
 
 Exit codes: 0 passed / written, 1 the gate or coverage check failed, 2 bad usage or
@@ -37,6 +37,26 @@ from fingerprints.gate import GateResult, check_all, verify_site
 from fingerprints.sampler import fetch_sample
 
 
+def _setting(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _add_settings_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-s",
+        "--set",
+        dest="settings",
+        type=_setting,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting for the sample fetch, as with scrapy crawl -s (repeatable)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fingerprints", description=__doc__.split("\n")[0]
@@ -56,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         help="first replace the fixtures with the profile's sample pages fetched from URL",
     )
     baseline.add_argument("--threshold", type=float, help="site threshold to record")
+    _add_settings_option(baseline)
 
     check = commands.add_parser("check", help="every site's fixtures against its baseline")
     check.add_argument("sites", nargs="*", help="default: every site directory")
@@ -66,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--base-url", help="default: the site spider's base URL")
     verify.add_argument("--timeout", type=float, default=300.0)
     verify.add_argument("--json", action="store_true")
+    _add_settings_option(verify)
 
     coverage = commands.add_parser("coverage", help="field fill rates of a job's items")
     coverage.add_argument("site")
@@ -84,7 +106,9 @@ def _baseline(args: argparse.Namespace) -> int:
         if not config.sample():
             print(f"{args.site}: the profile declares no sample_paths", file=sys.stderr)
             return 2
-        pages = fetch_sample(args.site, config.sample(), base_url=args.from_url)
+        pages = fetch_sample(
+            args.site, config.sample(), base_url=args.from_url, settings=dict(args.settings)
+        )
         bad = []
         for page in pages:
             verdict = classify(page.status, page.headers, page.body)
@@ -141,7 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _gate_output(check_all(args.sites, sites_dir=args.sites_dir), args.json)
         if args.command == "verify":
             result = verify_site(
-                args.site, base_url=args.base_url, sites_dir=args.sites_dir, timeout=args.timeout
+                args.site,
+                base_url=args.base_url,
+                sites_dir=args.sites_dir,
+                timeout=args.timeout,
+                settings=dict(args.settings),
             )
             return _gate_output([result], args.json)
         return _coverage(args)

@@ -240,7 +240,8 @@ def test_cli_baseline_from_url_check_and_verify(site: DemoSite, tmp_path: Path) 
 
     # Block pages are never stored as fixtures.
     site.control(layout="v1", captcha={"rate": 1.0, "attempts": None})
-    refused = run_cli("--sites-dir", str(sites), "baseline", "demo", "--from-url", site.url)
+    quick = [arg for name, value in QUICK_RETRIES.items() for arg in ("-s", f"{name}={value}")]
+    refused = run_cli("--sites-dir", str(sites), "baseline", "demo", "--from-url", site.url, *quick)
     assert refused.returncode == 2
     assert "refusing to store these as fixtures" in refused.stderr
     assert "captcha" in refused.stderr
