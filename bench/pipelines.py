@@ -39,7 +39,6 @@ from itemadapter import ItemAdapter
 from scrapy.utils.test import get_crawler
 
 from core.config import get_settings
-from core.items_schema import schema_for
 from core.store import ensure_item_index
 from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
@@ -76,6 +75,8 @@ class PerItemStorePipeline(StorePipeline):
 
 
 def _properties() -> dict[str, Any]:
+    from core.items_schema import schema_for
+
     return schema_for(DemoProduct).es_properties
 
 
