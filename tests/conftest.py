@@ -9,9 +9,9 @@ Tiers: a test is ``integration`` when it needs a service or runs a subprocess cr
 collection, so a new test lands in the right tier without marking itself: a test is
 integration when its fixture closure holds a service fixture below, or when the test,
 a fixture it uses or a ``tests.*`` helper they call names a harness service class
-(``services.base.ManagedProcess``) or runs ``scrapy`` (a subprocess crawl). A test may
-also carry ``@pytest.mark.integration`` itself. In the fast tier a service or crawl that
-slips through fails its test loudly instead of running.
+(``services.base.ManagedProcess``) or starts a process whose argv names ``scrapy`` (a
+subprocess crawl). A test may also carry ``@pytest.mark.integration`` itself. In the
+fast tier a service or crawl that slips through fails its test loudly instead of running.
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ SERVICE_FIXTURES = frozenset({"redis_server", "es_node", "prefect_server", "demo
 # -- the tiers ---------------------------------------------------------------------------------
 
 
+# Names a function that starts a process uses (``subprocess.run`` shows as ``subprocess``).
+_SPAWNERS = frozenset({"subprocess", "Popen", "check_output", "create_subprocess_exec"})
+
+
 def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
     yield code
     for const in code.co_consts:
@@ -63,7 +67,8 @@ def _needs_services(func: Callable[..., Any], seen: set[types.CodeType]) -> bool
     seen.add(code)
     namespace = getattr(func, "__globals__", {})
     for nested in _code_objects(code):
-        if "scrapy" in nested.co_consts:  # argv of `python -m scrapy crawl|runspider ...`
+        # A subprocess whose argv names scrapy: `python -m scrapy crawl|runspider ...`.
+        if "scrapy" in nested.co_consts and _SPAWNERS.intersection(nested.co_names):
             return True
         for name in nested.co_names:
             value = namespace.get(name)

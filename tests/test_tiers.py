@@ -70,6 +70,10 @@ def test_pure_unit():
 
 def test_runs_a_plain_subprocess():
     subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+
+def test_only_mentions_a_scrapy_command():
+    assert ["scrapy", "crawl", "demo"][0] == "scrapy"
 """
 
 INTEGRATION = {
@@ -80,7 +84,7 @@ INTEGRATION = {
     "test_runs_a_subprocess_crawl",
     "test_marked_by_hand",
 }
-FAST = {"test_pure_unit", "test_runs_a_plain_subprocess"}
+FAST = {"test_pure_unit", "test_runs_a_plain_subprocess", "test_only_mentions_a_scrapy_command"}
 
 
 def collected(pytester: pytest.Pytester, markexpr: str) -> set[str]:
