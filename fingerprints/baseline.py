@@ -111,7 +111,7 @@ class FingerprintConfig:
         if not (directory / f"{site}.toml").exists():
             return cls()
         profile = SiteProfile.load(site, directory)
-        section = getattr(profile, "fingerprint", None) or {}
+        section = profile.fingerprint
         if not section:
             return cls()
         return cls.from_mapping(section, source=f"{directory / site}.toml [fingerprint]")
