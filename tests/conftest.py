@@ -108,15 +108,16 @@ def _fast_tier(config: pytest.Config) -> bool:
     return f"not {INTEGRATION}" in (config.option.markexpr or "")
 
 
-@pytest.fixture(autouse=True)
-def fast_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """In the fast tier, a service or crawl the classifier missed fails instead of running."""
+@pytest.fixture(scope="session", autouse=True)
+def fast_tier_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In the fast tier, a service or crawl the classifier missed fails the test that
+    starts it (or the test whose fixture does) instead of running."""
     if not _fast_tier(request.config):
+        yield
         return
-    where = request.node.nodeid
 
     def refuse(what: str) -> None:
-        pytest.fail(f"{where} {what} but is not marked {INTEGRATION}: mark it", pytrace=False)
+        pytest.fail(f"{what}, but the test is not marked {INTEGRATION}", pytrace=False)
 
     def start(service: ManagedProcess) -> None:
         refuse(f"starts the {service.name} service")
@@ -129,8 +130,10 @@ def fast_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
             refuse("runs a scrapy subprocess")
         popen_init(self, args, *rest, **kwargs)
 
-    monkeypatch.setattr(ManagedProcess, "start", start)
-    monkeypatch.setattr(subprocess.Popen, "__init__", checked_popen)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ManagedProcess, "start", start)
+        patch.setattr(subprocess.Popen, "__init__", checked_popen)
+        yield
 
 
 # -- the services ------------------------------------------------------------------------------

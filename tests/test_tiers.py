@@ -111,12 +111,35 @@ def test_a_service_the_classifier_misses_fails_in_the_fast_tier(
             """
             import importlib
 
-            def test_sneaky(tmp_path):
+            import pytest
+
+
+            def sneaky_site(run_dir):
                 harness = importlib.import_module("services.demo_site")
-                getattr(harness, "".join(["Demo", "Site"]))(run_dir=tmp_path).start()
+                return getattr(harness, "".join(["Demo", "Site"]))(run_dir=run_dir)
+
+
+            @pytest.fixture(scope="module")
+            def shared(tmp_path_factory):
+                return sneaky_site(tmp_path_factory.mktemp("site")).start()
+
+
+            def test_sneaky(tmp_path):
+                sneaky_site(tmp_path).start()
+
+
+            def test_sneaky_module_fixture(shared):
+                pass
             """
         )
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-m", "not integration")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*test_sneaky starts the demo-site service but is not marked*"])
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*starts the demo-site service, but the test is not marked integration*",
+            "*FAILED test_sneaky.py::test_sneaky *",
+            "*ERROR test_sneaky.py::test_sneaky_module_fixture *",
+        ],
+        consecutive=False,
+    )
