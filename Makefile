@@ -8,7 +8,7 @@ HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 FLOW ?= scrape-site
 PROFILE ?= demo
 
-.PHONY: bootstrap demo test lint bench demo-site \
+.PHONY: bootstrap demo test test-fast lint bench demo-site \
 	prefect-up prefect-down prefect-flow prefect-ui prefect-build prefect-logs
 
 bootstrap:
@@ -19,14 +19,18 @@ demo: bootstrap
 	$(PY) -m orchestration.local_stack demo
 
 ## The whole test suite (real Redis, ES node, Chromium, Prefect server on loopback).
-test: bootstrap
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+## Pure unit tests: no services, no subprocess crawls (tests/conftest.py sorts them); < 1 min.
+test-fast: lint
+	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
+
+## Ruff, and the import contracts of .importlinter (layers, no cycles).
 lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 ## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
 BENCH ?= frontier pipelines embedding rendering

@@ -51,7 +51,6 @@ BEHAVIOURS: dict[str, dict[str, Any]] = {
     "huge_page": {"rate": 1.0, "mb": 20},
 }
 BLOCKS = ("forbidden", "throttle", "captcha")
-CONTENT = ("malformed_html", "bad_encoding", "huge_page")
 # Bounds keep a typo in a test from hanging the site or exhausting memory.
 _LIMITS: dict[str, tuple[float, float]] = {
     "rate": (0.0, 1.0),

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.blocks import classify
+from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.structure import (
     DEFAULT_THRESHOLD,
     FINGERPRINT_VERSION,
@@ -106,13 +107,11 @@ class FingerprintConfig:
     @classmethod
     def for_site(cls, site: str, profiles_dir: Path | None = None) -> FingerprintConfig:
         """The site's profile section; an empty config when the site has no profile."""
-        from crawlers.profiles import PROFILES_DIR, SiteProfile
-
         directory = profiles_dir or PROFILES_DIR
         if not (directory / f"{site}.toml").exists():
             return cls()
         profile = SiteProfile.load(site, directory)
-        section = getattr(profile, "fingerprint", None) or {}
+        section = profile.fingerprint
         if not section:
             return cls()
         return cls.from_mapping(section, source=f"{directory / site}.toml [fingerprint]")

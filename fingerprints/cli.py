@@ -1,8 +1,8 @@
 """``python -m fingerprints``: baselines, the fixture check, the live gate, field coverage.
 
-    python -m fingerprints baseline <site> [--from-url URL] [--threshold X]
+    python -m fingerprints baseline <site> [--from-url URL] [--threshold X] [-s NAME=VALUE ...]
     python -m fingerprints check [<site> ...] [--json]
-    python -m fingerprints verify <site> [--base-url URL] [--json]
+    python -m fingerprints verify <site> [--base-url URL] [--json] [-s NAME=VALUE ...]
     python -m fingerprints coverage <site> <items.jsonl> [--update] [--tolerance X] [--json]
 
 Exit codes: 0 passed / written, 1 the gate or coverage check failed, 2 bad usage or
@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.blocks import classify
 from fingerprints.baseline import (
     SITES_DIR,
     BaselineError,
@@ -26,6 +27,34 @@ from fingerprints.baseline import (
     save_baseline,
     write_fixtures,
 )
+from fingerprints.coverage import (
+    CoverageBaseline,
+    compare_coverage,
+    load_coverage_baseline,
+    save_coverage_baseline,
+)
+from fingerprints.gate import GateResult, check_all, verify_site
+from fingerprints.sampler import fetch_sample
+
+
+def _setting(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _add_settings_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-s",
+        "--set",
+        dest="settings",
+        type=_setting,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting for the sample fetch, as with scrapy crawl -s (repeatable)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         help="first replace the fixtures with the profile's sample pages fetched from URL",
     )
     baseline.add_argument("--threshold", type=float, help="site threshold to record")
+    _add_settings_option(baseline)
 
     check = commands.add_parser("check", help="every site's fixtures against its baseline")
     check.add_argument("sites", nargs="*", help="default: every site directory")
@@ -57,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--base-url", help="default: the site spider's base URL")
     verify.add_argument("--timeout", type=float, default=300.0)
     verify.add_argument("--json", action="store_true")
+    _add_settings_option(verify)
 
     coverage = commands.add_parser("coverage", help="field fill rates of a job's items")
     coverage.add_argument("site")
@@ -71,14 +102,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _baseline(args: argparse.Namespace) -> int:
     if args.from_url:
-        from core.blocks import classify
-        from fingerprints.sampler import fetch_sample
-
         config = FingerprintConfig.for_site(args.site)
         if not config.sample():
             print(f"{args.site}: the profile declares no sample_paths", file=sys.stderr)
             return 2
-        pages = fetch_sample(args.site, config.sample(), base_url=args.from_url)
+        pages = fetch_sample(
+            args.site, config.sample(), base_url=args.from_url, settings=dict(args.settings)
+        )
         bad = []
         for page in pages:
             verdict = classify(page.status, page.headers, page.body)
@@ -100,8 +130,6 @@ def _baseline(args: argparse.Namespace) -> int:
 
 
 def _gate_output(results: Sequence[object], as_json: bool) -> int:
-    from fingerprints.gate import GateResult
-
     gate_results = [r for r in results if isinstance(r, GateResult)]
     if as_json:
         print(dumps([r.to_dict() for r in gate_results]), end="")
@@ -111,13 +139,6 @@ def _gate_output(results: Sequence[object], as_json: bool) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
-    from fingerprints.coverage import (
-        CoverageBaseline,
-        compare_coverage,
-        load_coverage_baseline,
-        save_coverage_baseline,
-    )
-
     items = [
         json.loads(line)
         for line in args.items.read_text(encoding="utf-8").splitlines()
@@ -141,14 +162,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "baseline":
             return _baseline(args)
         if args.command == "check":
-            from fingerprints.gate import check_all
-
             return _gate_output(check_all(args.sites, sites_dir=args.sites_dir), args.json)
         if args.command == "verify":
-            from fingerprints.gate import verify_site
-
             result = verify_site(
-                args.site, base_url=args.base_url, sites_dir=args.sites_dir, timeout=args.timeout
+                args.site,
+                base_url=args.base_url,
+                sites_dir=args.sites_dir,
+                timeout=args.timeout,
+                settings=dict(args.settings),
             )
             return _gate_output([result], args.json)
         return _coverage(args)

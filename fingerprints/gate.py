@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.blocks import BlockRules, classify
+from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.baseline import (
     SITES_DIR,
     BaselineError,
@@ -33,6 +34,7 @@ from fingerprints.baseline import (
     sha256,
     site_dir,
 )
+from fingerprints.sampler import Page, SamplerError, fetch_sample
 from fingerprints.structure import Comparison, compare, fingerprint
 
 GateStatus = Literal[
@@ -53,26 +55,6 @@ _OUTCOME_STATUS: dict[str, GateStatus] = {
     "fetch_failed": "fetch_failed",
     "changed": "structure_changed",
 }
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of the sample: fetched live, or read from a fixture file."""
-
-    url: str
-    page_type: str
-    status: int = 200
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    error: str | None = None  # set when no response was received
-    path: str = ""  # the requested path (live) or fixture file
-
-    @property
-    def content_type(self) -> str | None:
-        for key, value in self.headers.items():
-            if key.lower() == "content-type":
-                return value
-        return None
 
 
 @dataclass(frozen=True)
@@ -311,8 +293,6 @@ def _reason(
 
 
 def _block_rules(site: str) -> BlockRules:
-    from crawlers.profiles import PROFILES_DIR, SiteProfile
-
     if not (PROFILES_DIR / f"{site}.toml").exists():
         return BlockRules()
     return BlockRules.from_settings(SiteProfile.load(site).settings)
@@ -381,14 +361,14 @@ def verify_site(
     sample: Mapping[str, Sequence[str]] | None = None,
     sites_dir: Path = SITES_DIR,
     timeout: float = 300.0,
+    settings: Mapping[str, Any] | None = None,
 ) -> GateResult:
     """Fetch the site's sample pages live and compare them with its baseline.
 
     ``sample`` (page type -> paths) overrides the profile's ``sample_paths``;
-    ``base_url`` overrides the spider's default base URL. Fail-closed: never raises.
+    ``base_url`` overrides the spider's default base URL; ``settings`` are Scrapy
+    settings for the sampler's crawl (see ``fetch_sample``). Fail-closed: never raises.
     """
-    from fingerprints.sampler import SamplerError, fetch_sample
-
     try:
         baseline = load_baseline(site, sites_dir)
         config = FingerprintConfig.for_site(site)
@@ -399,7 +379,7 @@ def verify_site(
                 "fetch_failed",
                 "empty sample: no [fingerprint.page_types.*] sample_paths in the site profile",
             )
-        pages = fetch_sample(site, plan, base_url=base_url, timeout=timeout)
+        pages = fetch_sample(site, plan, base_url=base_url, timeout=timeout, settings=settings)
         return evaluate(site, pages, baseline, config=config, rules=_block_rules(site))
     except BaselineError as exc:
         return failure(site, "no_baseline", str(exc))

@@ -21,10 +21,18 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from scrapy import Request, Spider
+from scrapy.crawler import CrawlerProcess
+from scrapy.settings import default_settings
+from scrapy.spiderloader import SpiderLoader
+from scrapy.utils.project import get_project_settings
+
 from core.config import REPO_ROOT
-from fingerprints.gate import Page
+from crawlers.profiles import SiteProfile
+from crawlers.spiders.base import SiteSpider
 
 RECORD_PREFIX = "FPSAMPLE "
 PAGE_TYPE_META = "fingerprint_page_type"
@@ -32,6 +40,26 @@ PAGE_TYPE_META = "fingerprint_page_type"
 # HttpErrorMiddleware; redirects stay with RedirectMiddleware, retries with RetryMiddleware.
 _HANDLED_STATUSES = [*range(400, 600)]
 _SCRUBBED_ENV = ("REDIS_URL",)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the sample: fetched live, or read from a fixture file."""
+
+    url: str
+    page_type: str
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    error: str | None = None  # set when no response was received
+    path: str = ""  # the requested path (live) or fixture file
+
+    @property
+    def content_type(self) -> str | None:
+        for key, value in self.headers.items():
+            if key.lower() == "content-type":
+                return value
+        return None
 
 
 class SamplerError(RuntimeError):
@@ -44,9 +72,19 @@ def fetch_sample(
     *,
     base_url: str | None = None,
     timeout: float = 300.0,
+    settings: Mapping[str, Any] | None = None,
 ) -> list[Page]:
-    """One ``Page`` per requested path (an ``error`` page when nothing came back)."""
-    plan = {"site": site, "base_url": base_url, "sample": {k: list(v) for k, v in sample.items()}}
+    """One ``Page`` per requested path (an ``error`` page when nothing came back).
+
+    ``settings`` (JSON values) are set on the sampler's crawl as ``-s NAME=value`` would
+    be; they cannot switch the frontier or an item store back on.
+    """
+    plan = {
+        "site": site,
+        "base_url": base_url,
+        "sample": {k: list(v) for k, v in sample.items()},
+        "settings": dict(settings or {}),
+    }
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
     env["SCRAPY_SETTINGS_MODULE"] = "crawlers.settings"
     python_path = env.get("PYTHONPATH")
@@ -111,8 +149,6 @@ class _SamplerMixin:
     sample_plan: Mapping[str, Sequence[str]] = {}
 
     async def start(self) -> AsyncIterator[Any]:
-        from scrapy import Request
-
         base = str(getattr(self, "base_url", "") or "").rstrip("/")
         for page_type, paths in self.sample_plan.items():
             for path in paths:
@@ -181,9 +217,6 @@ def _record(
 
 
 def _spider_class(site: str, settings: Any) -> type:
-    from scrapy import Spider
-    from scrapy.spiderloader import SpiderLoader
-
     try:
         base: type = SpiderLoader.from_settings(settings).load(site)
     except KeyError:
@@ -193,8 +226,6 @@ def _spider_class(site: str, settings: Any) -> type:
 
 def _profile_spider(site: str, spider: type) -> type:
     """A plain spider with the site profile's settings, for a site without a spider yet."""
-    from crawlers.profiles import SiteProfile
-
     profile = SiteProfile.load(site)
 
     class ProfileSpider(spider):  # type: ignore[valid-type, misc]
@@ -210,14 +241,9 @@ def _profile_spider(site: str, spider: type) -> type:
 
 
 def main() -> int:
-    from scrapy.crawler import CrawlerProcess
-    from scrapy.settings import default_settings
-    from scrapy.utils.project import get_project_settings
-
-    from crawlers.spiders.base import SiteSpider
-
     plan = json.load(sys.stdin)
     settings = get_project_settings()
+    settings.setdict(plan.get("settings") or {}, priority="cmdline")
     # Belt and braces on top of the scrubbed environment: never the shared frontier,
     # never an item store.
     for name in ("SCHEDULER", "DUPEFILTER_CLASS"):

@@ -117,7 +117,7 @@ def local_model_files() -> tuple[Path, Path]:
 
 def load_tokenizer() -> tokenizers.Tokenizer:
     """The offline model's WordPiece tokenizer (also what chunk sizes are counted in)."""
-    try:
+    try:  # optional extra (embeddings-local): only the offline model needs it
         import tokenizers
     except ImportError as exc:
         raise EmbedderUnavailable("tokenizers is not installed (extra embeddings-local)") from exc
@@ -133,7 +133,7 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on CPU; thread-safe, so one instance serves an API."""
 
     def __init__(self, *, batch_size: int = 32, threads: int | None = None) -> None:
-        try:
+        try:  # optional, heavy extra (embeddings-local): loaded only for the offline model
             import numpy
             import onnxruntime
         except ImportError as exc:

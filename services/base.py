@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -79,7 +80,6 @@ class ManagedProcess(ABC):
         self.port = port or free_port()
         self.run_dir = Path(run_dir or DEFAULT_RUN_DIR)
         self.process: subprocess.Popen[bytes] | None = None
-        self.started_in: float | None = None
 
     # -- what a concrete service provides -------------------------------------------
     @abstractmethod
@@ -133,7 +133,6 @@ class ManagedProcess(ABC):
             return self
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.prepare()
-        started = time.monotonic()
         env = {**os.environ, **self.environment()}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
@@ -157,7 +156,6 @@ class ManagedProcess(ABC):
         except ServiceError:
             self.stop()
             raise
-        self.started_in = time.monotonic() - started
         return self
 
     def stop(self) -> None:
@@ -200,8 +198,6 @@ def run_in_foreground(service: ManagedProcess) -> int:
 
     Returns a process exit code: 0 on a requested stop, 1 if the service died.
     """
-    import threading
-
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from core.config import REPO_ROOT
 from services.base import ManagedProcess
 
 MODES = ("forward", "drop", "hang")
@@ -418,8 +419,6 @@ class LoopbackProxy(ManagedProcess):
         return argv
 
     def environment(self) -> dict[str, str]:
-        from core.config import REPO_ROOT
-
         return {"PYTHONPATH": str(REPO_ROOT)}
 
     @property

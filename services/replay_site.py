@@ -54,6 +54,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from aiohttp import web
 
 from core.config import REPO_ROOT
+from crawlers.profiles import SiteProfile
 from services.base import ManagedProcess
 
 SITES_DIR = REPO_ROOT / "fingerprints" / "sites"
@@ -82,6 +83,7 @@ class ReplayManifest:
     session_cookie: str | None = None
     login_page: Path | None = None
     ignore_query: frozenset[str] = frozenset()
+    crawl_env: Mapping[str, str] = field(default_factory=dict)  # what a crawl of it needs
     _patterns: tuple[re.Pattern[str], ...] = field(default=(), repr=False)
 
     @classmethod
@@ -121,6 +123,7 @@ class ReplayManifest:
             session_cookie=raw.get("session_cookie"),
             login_page=root / login if login else None,
             ignore_query=ignore,
+            crawl_env={str(k): str(v) for k, v in (raw.get("crawl_env") or {}).items()},
             _patterns=tuple(_host_pattern(host) for host in hosts),
         )
 
@@ -323,13 +326,10 @@ class ReplaySite(ManagedProcess):
         site that needs a logged-in session gets the replay's test session, from the
         manifest's ``crawl_env`` (never a real credential).
         """
-        from crawlers.profiles import SiteProfile
-
         env: dict[str, str] = {}
         if SiteProfile.load(self.site).needs_proxies:
             env["PROXY_LIST"] = self.url
-        raw = json.loads((self.sites_dir / self.site / MANIFEST).read_text(encoding="utf-8"))
-        env.update({str(k): str(v) for k, v in (raw.get("crawl_env") or {}).items()})
+        env.update(self.manifest.crawl_env)
         return env
 
 

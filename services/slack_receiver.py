@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import urllib.request
 from collections.abc import Sequence
@@ -82,8 +83,6 @@ class SlackReceiver(ManagedProcess):
         return f"http://{self.host}:{self.port}{WEBHOOK_PATH}"
 
     def command(self) -> Sequence[str]:
-        import sys
-
         return [
             sys.executable, "-m", "services.slack_receiver",
             "--port", str(self.port),

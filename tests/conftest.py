@@ -1,18 +1,33 @@
-"""Real services for the test suite, started once per session on free loopback ports.
+"""Real services for the test suite, started once per session on free loopback ports, and
+the test tiers.
 
 Each fixture starts the service through the project's own harness (``services``), so
 the tests exercise exactly what local mode and the demo run.
+
+Tiers: a test is ``integration`` when it needs a service or runs a subprocess crawl;
+``make test-fast`` runs the rest (``-m "not integration"``). The mark is set here, at
+collection, so a new test lands in the right tier without marking itself: a test is
+integration when its fixture closure holds a service fixture below, or when the test,
+a fixture it uses or a ``tests.*`` helper they call names a harness service class
+(``services.base.ManagedProcess``) or starts a process whose argv names ``scrapy`` (a
+subprocess crawl). A test may also carry ``@pytest.mark.integration`` itself. In the
+fast tier a service or crawl that slips through fails its test loudly instead of running.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import subprocess
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
 
+from services.base import ManagedProcess
+from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.prefect_server import PrefectServer
 from services.redis_server import RedisServer
@@ -23,6 +38,105 @@ for _var in ("REDIS_URL", "ELASTICSEARCH_URL", "PREFECT_API_URL", "SLACK_WEBHOOK
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
+
+INTEGRATION = "integration"
+# Session services: a test using one (directly or through another fixture) is integration.
+SERVICE_FIXTURES = frozenset({"redis_server", "es_node", "prefect_server", "demo_site_server"})
+
+
+# -- the tiers ---------------------------------------------------------------------------------
+
+
+# Names a function that starts a process uses (``subprocess.run`` shows as ``subprocess``).
+_SPAWNERS = frozenset({"subprocess", "Popen", "check_output", "create_subprocess_exec"})
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _needs_services(func: Callable[..., Any], seen: set[types.CodeType]) -> bool:
+    """Whether ``func`` (or a ``tests.*`` helper it calls) starts a service or a crawl."""
+    func = getattr(func, "__func__", func)
+    code = getattr(func, "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    namespace = getattr(func, "__globals__", {})
+    for nested in _code_objects(code):
+        # A subprocess whose argv names scrapy: `python -m scrapy crawl|runspider ...`.
+        if "scrapy" in nested.co_consts and _SPAWNERS.intersection(nested.co_names):
+            return True
+        for name in nested.co_names:
+            value = namespace.get(name)
+            if isinstance(value, type) and issubclass(value, ManagedProcess):
+                return True
+            if (
+                isinstance(value, types.FunctionType)
+                and value.__module__.startswith("tests.")
+                and _needs_services(value, seen)
+            ):
+                return True
+    return False
+
+
+def _is_integration(item: pytest.Function) -> bool:
+    if SERVICE_FIXTURES.intersection(item.fixturenames):
+        return True
+    seen: set[types.CodeType] = set()
+    fixtures = item._fixtureinfo.name2fixturedefs
+    # This module's own fixtures are judged by name (SERVICE_FIXTURES), not by their code.
+    funcs = [f.func for defs in fixtures.values() for f in defs if f.func.__module__ != __name__]
+    return any(_needs_services(func, seen) for func in [item.function, *funcs])
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects on the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if (
+            isinstance(item, pytest.Function)
+            and not item.get_closest_marker(INTEGRATION)
+            and _is_integration(item)
+        ):
+            item.add_marker(pytest.mark.integration)
+
+
+def _fast_tier(config: pytest.Config) -> bool:
+    return f"not {INTEGRATION}" in (config.option.markexpr or "")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_tier_guard(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In the fast tier, a service or crawl the classifier missed fails the test that
+    starts it (or the test whose fixture does) instead of running."""
+    if not _fast_tier(request.config):
+        yield
+        return
+
+    def refuse(what: str) -> None:
+        pytest.fail(f"{what}, but the test is not marked {INTEGRATION}", pytrace=False)
+
+    def start(service: ManagedProcess) -> None:
+        refuse(f"starts the {service.name} service")
+
+    popen_init = subprocess.Popen.__init__
+
+    def checked_popen(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        argv = [args] if isinstance(args, str | os.PathLike) else list(args)
+        if "scrapy" in (str(arg) for arg in argv):
+            refuse("runs a scrapy subprocess")
+        popen_init(self, args, *rest, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ManagedProcess, "start", start)
+        patch.setattr(subprocess.Popen, "__init__", checked_popen)
+        yield
+
+
+# -- the services ------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -56,3 +170,18 @@ def es(es_node: ElasticsearchNode) -> Iterator[Elasticsearch]:
     client = Elasticsearch(es_node.url, request_timeout=60)
     yield client
     client.close()
+
+
+@pytest.fixture(scope="session")
+def demo_site_server(run_dir: Path) -> Iterator[DemoSite]:
+    """The demo shop with its defaults (seed 7, 1,200 products, layout v1), shared by every
+    module that needs no other catalog. Use it through ``demo_site`` (reset per test)."""
+    with DemoSite(run_dir=run_dir, access_log=run_dir / "demo-access.jsonl") as server:
+        yield server
+
+
+@pytest.fixture
+def demo_site(demo_site_server: DemoSite) -> DemoSite:
+    """The shared demo shop, reset: no behaviours, empty access log, layout as started."""
+    demo_site_server.reset()
+    return demo_site_server

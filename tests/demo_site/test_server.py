@@ -8,7 +8,6 @@ import math
 import re
 import time
 import urllib.robotparser
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +21,14 @@ from services.demo_site import DemoSite
 PRODUCT_TYPE = "https://schema.org/Product"
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("demo-site")
-    with DemoSite(run_dir=run_dir, access_log=run_dir / "access.jsonl") as server:
-        yield server
+@pytest.fixture
+def site(demo_site: DemoSite) -> DemoSite:
+    return demo_site  # the session's demo shop, reset for each test
 
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:
     return build_catalog()
-
-
-@pytest.fixture(autouse=True)
-def clean_site(site: DemoSite) -> None:
-    site.reset()
 
 
 class Page:

@@ -14,7 +14,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,18 +24,14 @@ from services.base import free_port
 from services.demo_site import DemoSite
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Block pages and refused connections still go through every retry, without the
+# production backoff's seconds of waiting between them.
+QUICK_RETRIES = {"RETRY_BACKOFF_BASE": 0.05, "RETRY_BACKOFF_MAX": 0.2}
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("gate-site")
-    with DemoSite(run_dir=run_dir, access_log=run_dir / "access.jsonl") as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def clean_site(site: DemoSite) -> None:
-    site.reset()
+@pytest.fixture
+def site(demo_site: DemoSite) -> DemoSite:
+    return demo_site  # the session's demo shop, reset for each test
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -127,7 +122,7 @@ def test_block_pages_fail_as_blocked(
     site: DemoSite, behaviour: dict[str, dict[str, object]], expected: str
 ) -> None:
     site.control(**behaviour)  # type: ignore[arg-type]
-    result = verify_site("demo", base_url=site.url, timeout=120)
+    result = verify_site("demo", base_url=site.url, timeout=120, settings=QUICK_RETRIES)
     assert not result.passed
     assert result.status == "blocked", result.summary()
     assert expected in result.reason
@@ -136,20 +131,30 @@ def test_block_pages_fail_as_blocked(
 
 def test_a_partly_blocked_sample_still_fails_as_blocked(site: DemoSite) -> None:
     site.control(captcha={"rate": 1.0, "attempts": None, "paths": ["/product/"]})
-    result = verify_site("demo", base_url=site.url, timeout=120)
+    result = verify_site("demo", base_url=site.url, timeout=120, settings=QUICK_RETRIES)
     assert (result.passed, result.status) == (False, "blocked")
     assert result.page_types["listing"].passed
     assert not result.page_types["product"].passed
 
 
 def test_unreachable_site_and_missing_pages_fail_as_fetch_failed(site: DemoSite) -> None:
-    result = verify_site("demo", base_url=f"http://127.0.0.1:{free_port()}", timeout=120)
+    dead = f"http://127.0.0.1:{free_port()}"
+    result = verify_site("demo", base_url=dead, timeout=120, settings=QUICK_RETRIES)
     assert (result.passed, result.status) == (False, "fetch_failed")
     assert "ConnectionRefusedError" in result.reason
     sample = {**profile_sample(), "product": ("/product/NOPE-1",)}
-    result = verify_site("demo", base_url=site.url, sample=sample, timeout=120)
+    result = verify_site(
+        "demo", base_url=site.url, sample=sample, timeout=120, settings=QUICK_RETRIES
+    )
     assert (result.passed, result.status) == (False, "fetch_failed")
     assert "HTTP 404" in result.reason
+
+
+def test_settings_reach_the_samplers_crawl(site: DemoSite) -> None:
+    result = verify_site("demo", base_url=site.url, timeout=120, settings={"ROBOTSTXT_OBEY": False})
+    assert result.passed, result.summary()
+    paths = {entry["path"] for entry in site.access_log()}
+    assert "/robots.txt" not in paths and paths  # the sample, without asking robots.txt
 
 
 def test_missing_baseline_empty_sample_and_crashes_fail_closed(
@@ -171,7 +176,7 @@ def test_missing_baseline_empty_sample_and_crashes_fail_closed(
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("fingerprints.sampler.fetch_sample", explode)
+    monkeypatch.setattr("fingerprints.gate.fetch_sample", explode)
     result = verify_site("demo", base_url=site.url)
     assert (result.passed, result.status) == (False, "error")
     assert "RuntimeError: boom" in result.reason
@@ -235,7 +240,8 @@ def test_cli_baseline_from_url_check_and_verify(site: DemoSite, tmp_path: Path) 
 
     # Block pages are never stored as fixtures.
     site.control(layout="v1", captcha={"rate": 1.0, "attempts": None})
-    refused = run_cli("--sites-dir", str(sites), "baseline", "demo", "--from-url", site.url)
+    quick = [arg for name, value in QUICK_RETRIES.items() for arg in ("-s", f"{name}={value}")]
+    refused = run_cli("--sites-dir", str(sites), "baseline", "demo", "--from-url", site.url, *quick)
     assert refused.returncode == 2
     assert "refusing to store these as fixtures" in refused.stderr
     assert "captcha" in refused.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from parsel import Selector
 
 from demo_site import pages
 from demo_site.catalog import Catalog, build_catalog
@@ -146,8 +147,6 @@ def test_optional_elements_cost_only_their_frequency(listing_baseline: PageTypeB
 
 
 def test_deep_documents_do_not_hit_the_recursion_limit() -> None:
-    from parsel import Selector
-
     html = "<html><body>" + "<div>" * 3000 + "x" + "</div>" * 3000 + "</body></html>"
     shingles = set(skeleton_shingles(Selector(text=html).root))
     assert "div > div > div > div" in shingles

@@ -20,7 +20,7 @@ from elasticsearch import Elasticsearch
 from core.dedup import job_changes
 from demo_site.catalog import Catalog, build_catalog
 from llm.chunking import Chunker, chunk_id
-from llm.embedders import LOCAL_DIMS
+from llm.embedders import LOCAL_DIMS, load_tokenizer
 from llm.index import EmbedderMismatch, chunks_index, index_embedder
 from llm.process import (
     ChunkIndexError,
@@ -29,6 +29,7 @@ from llm.process import (
     process_items,
     process_job,
 )
+from llm.text import render_item
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 from tests.llm.support import RecordingEmbedder, product_item, store_job
@@ -228,8 +229,6 @@ def test_an_index_of_another_embedder_is_refused(demo_job: DemoJob) -> None:
 
 
 def test_chunker_counts_model_tokens_and_overlaps(local_embedder: RecordingEmbedder) -> None:
-    from llm.embedders import load_tokenizer
-
     tokenizer = load_tokenizer()
     chunker = Chunker(max_tokens=40, overlap=10)
     sentences = [f"Sentence number {i} talks about feature {i} of the lamp." for i in range(30)]
@@ -286,8 +285,6 @@ def test_refused_writes_fail_the_step_and_a_rerun_repairs(
 
 
 def test_items_render_as_readable_text() -> None:
-    from llm.text import render_item
-
     review = {
         "item_key": "tp:review:1",
         "site": "tp",

@@ -6,10 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from fastapi.testclient import TestClient
 from demo_site.catalog import build_catalog
 from llm.process import process_job
 from search.api import create_app
+from services.base import free_port, wait_until
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 from tests.llm.support import RecordingEmbedder, product_item, store_job
@@ -197,10 +196,12 @@ def test_cli_prints_a_table_json_and_health(
     assert "searchdemo" in health.stdout and "reachable" in health.stdout
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def answers(url: str) -> bool:
+    try:
+        httpx.get(f"{url}/health", timeout=2)
+    except httpx.TransportError:
+        return False
+    return True
 
 
 @pytest.fixture
@@ -216,15 +217,14 @@ def api_server(searchable_demo: SearchableDemo, es_node: ElasticsearchNode) -> I
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/health", timeout=2)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"search API did not start: {process.stderr}") from None
-                time.sleep(0.2)
+        wait_until(
+            lambda: answers(url),
+            timeout=60,
+            what="the search API",
+            alive=lambda: process.poll() is None,
+            # Read stderr only once the process has exited (it would block before).
+            log_tail=lambda: process.stderr.read() if process.poll() is not None else "",
+        )
         yield url
     finally:
         process.terminate()

@@ -1,0 +1,151 @@
+"""The import contracts in ``.importlinter`` bite: each kind of forbidden import breaks them.
+
+``make test`` runs ``lint-imports`` on the real code. These tests run the same config on a
+tiny synthetic tree with the project's package names (so the outcome does not depend on
+today's code): allowed imports pass, and an upward import, an import between siblings of
+one layer, the demo shop importing the platform and a cycle inside a package each fail.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CONFIG = REPO_ROOT / ".importlinter"
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+# Imports the architecture allows; every case below adds one forbidden import to these.
+ALLOWED = {
+    "orchestration/flows.py": "import fingerprints.gate\nimport search.api\nimport services\n",
+    "bench/pipelines.py": "import crawlers.spiders\nimport services.stack\nimport demo_site.shop\n",
+    "services/stack.py": "import demo_site.shop\nimport crawlers.profiles\nimport core.config\n",
+    "fingerprints/gate.py": "import fingerprints.sampler\nimport crawlers.profiles\n",
+    "fingerprints/sampler.py": "import crawlers.spiders\n",
+    "search/api.py": "import llm.embedders\nimport core.store\n",
+    "llm/embedders.py": "import core.config\n",
+    "crawlers/spiders.py": "import crawlers.profiles\nimport crawlers.fetch.retry\n",
+    "crawlers/profiles.py": "",
+    "crawlers/fetch/retry.py": "import crawlers.fetch.classify\nimport core.blocks\n",
+    "crawlers/fetch/classify.py": "import core.blocks\n",
+    "core/config.py": "",
+    "core/store.py": "import core.config\n",
+    "core/blocks.py": "",
+    "demo_site/shop.py": "import demo_site.catalog\n",
+    "demo_site/catalog.py": "",
+}
+
+
+def root_packages() -> list[str]:
+    parser = configparser.ConfigParser()
+    parser.read(CONFIG)
+    return parser["importlinter"]["root_packages"].split()
+
+
+def lint(tmp_path: Path, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    for package in root_packages():
+        (tmp_path / package).mkdir(exist_ok=True)
+        (tmp_path / package / "__init__.py").touch()
+    for relative, source in {**ALLOWED, **extra}.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "__init__.py").touch()
+        path.write_text(source)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(CONFIG), "--no-cache"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_every_top_level_package_has_a_place_in_the_contracts() -> None:
+    packages = {
+        path.parent.name
+        for path in REPO_ROOT.glob("*/__init__.py")
+        if path.parent.name not in {"tests"}
+    }
+    assert packages == set(root_packages())
+
+
+def test_the_intended_imports_pass(tmp_path: Path) -> None:
+    result = lint(tmp_path, {})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BROKEN" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "contract", "named"),
+    [
+        pytest.param(
+            {"core/store.py": "import orchestration.flows\n"},
+            "Layers",
+            "core.store -> orchestration.flows",
+            id="core-imports-orchestration",
+        ),
+        pytest.param(
+            {"crawlers/profiles.py": "import fingerprints.gate\n"},
+            "Layers",
+            "crawlers.profiles -> fingerprints.gate",
+            id="crawlers-import-fingerprints",
+        ),
+        pytest.param(
+            {"llm/embedders.py": "import crawlers.spiders\n"},
+            "Layers",
+            "llm.embedders -> crawlers.spiders",
+            id="siblings-llm-and-crawlers",
+        ),
+        pytest.param(
+            {"core/config.py": "import services.stack\n"},
+            "Layers",
+            "core.config -> services.stack",
+            id="platform-imports-the-harness",
+        ),
+        pytest.param(
+            {"search/api.py": "import demo_site.shop\n"},
+            "Layers",
+            "search.api -> demo_site.shop",
+            id="platform-imports-the-demo-shop",
+        ),
+        pytest.param(
+            {"demo_site/shop.py": "import core.config\n"},
+            "The demo shop stands alone",
+            "demo_site.shop -> core.config",
+            id="demo-shop-imports-core",
+        ),
+        pytest.param(
+            {"crawlers/profiles.py": "import crawlers.spiders\n"},
+            "No import cycles",
+            "No cycles are allowed in crawlers",
+            id="cycle-in-a-package",
+        ),
+        pytest.param(
+            {"crawlers/fetch/classify.py": "import crawlers.fetch.retry\n"},
+            "No import cycles",
+            "No cycles are allowed in crawlers.fetch",
+            id="cycle-in-a-subpackage",
+        ),
+        pytest.param(
+            {"fingerprints/sampler.py": "def later():\n    import fingerprints.gate\n"},
+            "No import cycles",
+            "No cycles are allowed in fingerprints",
+            id="cycle-through-a-function-level-import",
+        ),
+    ],
+)
+def test_a_forbidden_import_breaks_its_contract(
+    tmp_path: Path, extra: dict[str, str], contract: str, named: str
+) -> None:
+    result = lint(tmp_path, extra)
+    assert result.returncode != 0, result.stdout
+    broken = [line for line in result.stdout.splitlines() if line.endswith("BROKEN")]
+    assert len(broken) == 1 and broken[0].startswith(contract), result.stdout
+    assert named in result.stdout, result.stdout
