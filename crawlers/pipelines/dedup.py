@@ -24,7 +24,6 @@ import redis.asyncio
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from core.config import get_settings
 from core.dedup import ChangeDetector, ItemState, connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
@@ -53,7 +52,7 @@ class DedupPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DedupPipeline:
-        redis_url = get_settings().redis_url
+        redis_url = crawler.settings.get("REDIS_URL")
         if not redis_url:
             raise NotConfigured("DedupPipeline needs REDIS_URL")
         return cls(crawler, redis_url)

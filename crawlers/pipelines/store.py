@@ -31,9 +31,10 @@ from elasticsearch import AsyncElasticsearch, Elasticsearch
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.project import get_project_settings
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
-from core.config import get_settings
+from core.config import settings_elasticsearch_kwargs
 from core.dedup import connect_async, now_ms
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.jobs_index import write_job_document
@@ -74,17 +75,17 @@ def store_settings(crawler: Crawler) -> StoreSettings:
 class StorePipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        platform = get_settings()
+        settings = crawler.settings
         self.es_kwargs: dict[str, Any] = {
-            **platform.elasticsearch_client_kwargs(),
+            **settings_elasticsearch_kwargs(settings),
             "request_timeout": crawler.settings.getfloat("STORE_REQUEST_TIMEOUT", 10.0),
             # One quick retry of a refused connection; a hung node is not waited on twice.
             # Longer outages are the store's job (retry per item, then spill).
             "max_retries": 1,
             "retry_on_timeout": False,
         }
-        self.redis_url = platform.redis_url
-        spill_dir = crawler.settings.get("STORE_SPILL_DIR") or platform.platform_run_dir / "spill"
+        self.redis_url = settings.get("REDIS_URL")
+        spill_dir = settings.get("STORE_SPILL_DIR") or Path(settings["PLATFORM_RUN_DIR"]) / "spill"
         self.spill_dir = Path(spill_dir)
         self.settings = store_settings(crawler)
         self.notes = item_notes(crawler)
@@ -100,7 +101,7 @@ class StorePipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StorePipeline:
-        if not get_settings().elasticsearch_url:
+        if not crawler.settings.get("ELASTICSEARCH_URL"):
             raise NotConfigured("StorePipeline needs ELASTICSEARCH_URL")
         pipeline = cls(crawler)
         crawler.signals.connect(pipeline.spider_closed, signal=signals.spider_closed)
@@ -224,11 +225,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", choices=["drain"])
     parser.add_argument("site")
     args = parser.parse_args(argv)
-    platform = get_settings()
-    if not platform.redis_url or not platform.elasticsearch_url:
+    # The project's settings: the environment mapped by crawlers.environment.
+    settings = get_project_settings()
+    redis_url = settings.get("REDIS_URL")
+    if not redis_url or not settings.get("ELASTICSEARCH_URL"):
         parser.error("REDIS_URL and ELASTICSEARCH_URL must be set")
     drained, remaining = drain_spill_sync(
-        args.site, redis_url=platform.redis_url, es_kwargs=platform.elasticsearch_client_kwargs()
+        args.site, redis_url=redis_url, es_kwargs=settings_elasticsearch_kwargs(settings)
     )
     print(f"{args.site}: drained {drained} spilled items; {remaining} remain")
     return 0 if remaining == 0 else 1

@@ -23,7 +23,6 @@ from lxml import etree
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from core.config import get_settings
 from crawlers.items import DemoProduct
 from crawlers.spiders.base import SiteSpider
 
@@ -56,7 +55,7 @@ class DemoSpider(SiteSpider):
         self.allowed_domains = [host]
 
     def default_base_url(self) -> str:
-        return get_settings().demo_site_url
+        return str(self.settings["DEMO_SITE_URL"])
 
     # -- navigation ----------------------------------------------------------------------
     def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:

@@ -16,8 +16,32 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from scrapy.crawler import Crawler
 
+from core.config import ENVIRONMENT
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
+# The add-on's pipelines, switched off for workers that keep items in the sink only.
+PLATFORM_PIPELINES_OFF = {
+    "crawlers.pipelines.validate.ValidationPipeline": None,
+    "crawlers.pipelines.dedup.DedupPipeline": None,
+    "crawlers.pipelines.store.StorePipeline": None,
+}
+
+
+def crawl_env() -> dict[str, str]:
+    """The process environment without any platform variable (core.config.ENVIRONMENT):
+    a test crawl is configured by its ``-s NAME=value`` settings only."""
+    names = {variable.name for variable in ENVIRONMENT}
+    return {k: v for k, v in os.environ.items() if k.upper() not in names}
+
+
+def settings_argv(settings: dict[str, object]) -> list[str]:
+    """``-s NAME=value`` arguments (dicts and lists as JSON, as Scrapy parses them)."""
+    argv: list[str] = []
+    for name, value in settings.items():
+        text = json.dumps(value) if isinstance(value, dict | list) else str(value)
+        argv += ["-s", f"{name}={text}"]
+    return argv
 
 
 class RedisItemSink:
@@ -62,7 +86,8 @@ def start_worker(
 ) -> subprocess.Popen[bytes]:
     """A ``scrapy crawl demo`` worker process on the frontier at ``redis_url``."""
     merged: dict[str, object] = {
-        "ITEM_PIPELINES": json.dumps({"tests.crawlers.support.RedisItemSink": 100}),
+        "REDIS_URL": redis_url,
+        "ITEM_PIPELINES": {"tests.crawlers.support.RedisItemSink": 100, **PLATFORM_PIPELINES_OFF},
         SINK_KEY_SETTING: sink_key,
         "FRONTIER_IDLE_CLOSE_SECONDS": 2,
         "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
@@ -75,11 +100,8 @@ def start_worker(
     argv += ["-a", f"base_url={base_url}"]
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
-    for name, value in merged.items():
-        argv += ["-s", f"{name}={value}"]
-    env = {**os.environ, "REDIS_URL": redis_url}
-    env.pop("ELASTICSEARCH_URL", None)
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env=env)
+    argv += settings_argv(merged)
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=crawl_env())
 
 
 def wait_all(workers: Sequence[subprocess.Popen[bytes]], timeout: float) -> list[int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ import redis
 from elasticsearch import Elasticsearch
 
 from core.store import IndexLayout
-from tests.crawlers.support import REPO_ROOT
+from tests.crawlers.support import REPO_ROOT, crawl_env, settings_argv
 
 SITE = "demo"
 
@@ -28,11 +27,14 @@ def start_store_worker(
     arguments: dict[str, str] | None = None,
     output: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """A ``scrapy crawl demo`` worker with the project's own pipelines (settings.py).
+    """A ``scrapy crawl demo`` worker with the project's own pipelines (the add-on's).
 
     ``redis_url``/``es_url`` None: that service is not configured (its pipeline is off).
+    Configured by ``-s`` settings only: no platform variable reaches the worker.
     """
+    services = {"REDIS_URL": redis_url, "ELASTICSEARCH_URL": es_url}
     merged: dict[str, object] = {
+        **{name: url for name, url in services.items() if url},
         "FRONTIER_IDLE_CLOSE_SECONDS": 2,
         "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
         "FRONTIER_HEARTBEAT_TTL": 3,
@@ -47,14 +49,8 @@ def start_store_worker(
         argv += ["-O", str(output)]
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
-    for name, value in merged.items():
-        argv += ["-s", f"{name}={value}"]
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    if es_url:
-        env["ELASTICSEARCH_URL"] = es_url
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env=env)
+    argv += settings_argv(merged)
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=crawl_env())
 
 
 def stored_docs(es: Elasticsearch, site: str = SITE) -> list[dict[str, Any]]:

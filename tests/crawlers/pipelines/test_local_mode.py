@@ -6,7 +6,6 @@ Also a real crawl that yields invalid items: they are dropped with reasons count
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from core.store import epoch_ms
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from tests.crawlers.pipelines.support import count_docs, start_store_worker, stored_docs
-from tests.crawlers.support import REPO_ROOT, log_excerpt, wait_all
+from tests.crawlers.support import REPO_ROOT, crawl_env, log_excerpt, wait_all
 
 PRODUCTS = 240
 
@@ -114,7 +113,7 @@ def test_crawl_with_elasticsearch_only_stores_and_writes_its_job_document(
 
 def test_invalid_items_are_dropped_with_reasons_counted(tmp_path: Path) -> None:
     output, log = tmp_path / "items.jsonl", tmp_path / "bad.log"
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
+    env = crawl_env()
     argv = [
         sys.executable, "-m", "scrapy", "crawl", "bad_items", "-O", str(output),
         "-s", "SPIDER_MODULES=tests.crawlers.pipelines.spiders",

@@ -15,7 +15,6 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 
-from core.config import get_settings
 from core.dedup import job_changes
 from core.items_schema import plain_fields, schema_by_type
 from core.store import IndexLayout, build_action
@@ -31,42 +30,29 @@ from services.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT
 
 BASE = "http://shop.example"
+PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
 
 
 @pytest.fixture
-def services_env(
-    monkeypatch: pytest.MonkeyPatch,
-    redis_server: RedisServer,
-    es_node: ElasticsearchNode,
-    es: Elasticsearch,
-) -> Iterator[None]:
-    monkeypatch.setenv("REDIS_URL", redis_server.url)
-    monkeypatch.setenv("ELASTICSEARCH_URL", es_node.url)
-    get_settings.cache_clear()
+def services(
+    redis_server: RedisServer, es_node: ElasticsearchNode, es: Elasticsearch
+) -> Iterator[dict[str, Any]]:
+    """The services as crawl settings (no environment, no cached configuration)."""
     redis_server.client().flushdb()
     es.indices.delete(index="items-demo-*", ignore_unavailable=True, allow_no_indices=True)
-    yield
-    get_settings.cache_clear()
+    yield {"REDIS_URL": redis_server.url, "ELASTICSEARCH_URL": es_node.url}
     redis_server.client().flushdb()
     es.indices.delete(index="items-demo-*", ignore_unavailable=True, allow_no_indices=True)
-
-
-@pytest.fixture
-def no_services(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("REDIS_URL", raising=False)
-    monkeypatch.delenv("ELASTICSEARCH_URL", raising=False)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 def crawler_for(job_id: str = "job-1", **settings: Any) -> Crawler:
-    crawler = get_crawler(DemoSpider, {"STORE_FLUSH_INTERVAL": 0.2, **settings})
+    """A crawler of the platform add-on (its defaults), configured by ``settings`` only."""
+    crawler = get_crawler(DemoSpider, {**PLATFORM, "STORE_FLUSH_INTERVAL": 0.2, **settings})
     crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE)
     return crawler
 
 
-def test_dedup_and_store_are_off_without_their_services(no_services: None) -> None:
+def test_dedup_and_store_are_off_without_their_services() -> None:
     crawler = crawler_for()
     with pytest.raises(NotConfigured, match="REDIS_URL"):
         DedupPipeline.from_crawler(crawler)
@@ -75,7 +61,7 @@ def test_dedup_and_store_are_off_without_their_services(no_services: None) -> No
     assert ValidationPipeline.from_crawler(crawler) is not None
 
 
-def test_validation_drop_names_every_field_and_counts_it(no_services: None) -> None:
+def test_validation_drop_names_every_field_and_counts_it() -> None:
     crawler = crawler_for()
     pipeline = ValidationPipeline.from_crawler(crawler)
     bad = DemoProduct(sku="DM-1", url=BASE + "/p", name=None, price="1", currency="EUR")  # type: ignore[arg-type]
@@ -90,9 +76,9 @@ def test_validation_drop_names_every_field_and_counts_it(no_services: None) -> N
 
 
 def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
-    services_env: None, es: Elasticsearch, redis_server: RedisServer
+    services: dict[str, Any], es: Elasticsearch, redis_server: RedisServer
 ) -> None:
-    crawler = crawler_for()
+    crawler = crawler_for(**services)
     products = [DemoProduct(**p.to_dict(BASE)) for p in build_catalog(n_products=30).products]
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)
@@ -124,9 +110,9 @@ def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
 
 
 def test_a_document_elasticsearch_refuses_is_dropped_and_kept(
-    services_env: None, redis_server: RedisServer
+    services: dict[str, Any], redis_server: RedisServer
 ) -> None:
-    crawler = crawler_for()
+    crawler = crawler_for(**services)
     store = StorePipeline.from_crawler(crawler)
     # Bypasses validation, as a spider bug in a pipeline-less path could.
     broken = DemoProduct(sku="DM-9", url=BASE + "/p", name="N", price="cheap", currency="EUR")  # type: ignore[arg-type]
@@ -145,7 +131,7 @@ def test_a_document_elasticsearch_refuses_is_dropped_and_kept(
 
 
 def test_drain_command_moves_a_spill_into_elasticsearch(
-    services_env: None,
+    services: dict[str, Any],
     es: Elasticsearch,
     es_node: ElasticsearchNode,
     redis_server: RedisServer,
