@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import redis
 from itemadapter import ItemAdapter
@@ -130,3 +132,20 @@ def log_excerpt(path: Path, lines: int = 40) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "<no log>"
+
+
+def final_stats(log: Path) -> dict[str, Any]:
+    """The integer counters of Scrapy's closing stats dump in a worker's log."""
+    dump = log.read_text().split("Dumping Scrapy stats:", 1)[1]
+    return {name: int(value) for name, value in re.findall(r"'([^']+)': (\d+)[,}]", dump)}
+
+
+def run_producer(
+    site: str, *, job_id: str, base_url: str, redis_url: str, cwd: Path = REPO_ROOT
+) -> str:
+    """``python -m crawlers.producer`` in the Scrapy project at ``cwd``; its output line."""
+    argv = [sys.executable, "-m", "crawlers.producer", site, "--job-id", job_id]
+    argv += ["--base-url", base_url, "--redis-url", redis_url]
+    result = subprocess.run(argv, cwd=cwd, env=crawl_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()

@@ -6,12 +6,10 @@ Also a real crawl that yields invalid items: they are dropped with reasons count
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
@@ -21,7 +19,7 @@ from core.store import epoch_ms
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from tests.crawlers.pipelines.support import count_docs, start_store_worker, stored_docs
-from tests.crawlers.support import REPO_ROOT, crawl_env, log_excerpt, wait_all
+from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, log_excerpt, wait_all
 
 PRODUCTS = 240
 
@@ -42,12 +40,6 @@ def clean_es(es: Elasticsearch) -> Iterator[Elasticsearch]:
     clean()
     yield es
     clean()
-
-
-def final_stats(log: Path) -> dict[str, Any]:
-    """The integer counters of Scrapy's closing stats dump in a worker's log."""
-    dump = log.read_text().split("Dumping Scrapy stats:", 1)[1]
-    return {name: int(value) for name, value in re.findall(r"'([^']+)': (\d+)[,}]", dump)}
 
 
 def test_crawl_without_any_service_still_writes_the_feed(site: DemoSite, tmp_path: Path) -> None:
