@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import tempfile
 import time
@@ -38,7 +37,6 @@ from elasticsearch import Elasticsearch
 from itemadapter import ItemAdapter
 from scrapy.utils.test import get_crawler
 
-from core.config import get_settings
 from core.store import ensure_item_index
 from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
@@ -50,6 +48,8 @@ from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 
 BASE_URL = "http://demo.example"
+# The platform add-on: its defaults and pipelines, configured by settings (no environment).
+PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
 
 
 class PerItemStorePipeline(StorePipeline):
@@ -84,11 +84,17 @@ def make_items(n: int) -> list[DemoProduct]:
     return [DemoProduct(**p.to_dict(BASE_URL)) for p in build_catalog(n_products=n).products]
 
 
-async def push(items: list[DemoProduct], store_cls: type[StorePipeline], concurrency: int) -> float:
+async def push(
+    items: list[DemoProduct],
+    store_cls: type[StorePipeline],
+    concurrency: int,
+    services: dict[str, str],
+) -> float:
     """Items/s through validate -> dedup -> store (open/close of the pipelines excluded)."""
     # A generous timeout: with many items in flight, per-item requests queue for the
     # client's connections, and that wait counts towards the request timeout.
-    crawler = get_crawler(DemoSpider, {"LOG_LEVEL": "WARNING", "STORE_REQUEST_TIMEOUT": 300})
+    settings = {**PLATFORM, **services, "LOG_LEVEL": "WARNING", "STORE_REQUEST_TIMEOUT": 300}
+    crawler = get_crawler(DemoSpider, settings)
     crawler.spider = crawler._create_spider(job_id="bench", base_url=BASE_URL)
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)
@@ -143,15 +149,13 @@ def main() -> int:
             RedisServer(run_dir=run_dir) as redis_server,
             ElasticsearchNode(run_dir=run_dir, settings=settings) as node,
         ):
-            os.environ["REDIS_URL"] = redis_server.url
-            os.environ["ELASTICSEARCH_URL"] = node.url
-            get_settings.cache_clear()
+            services = {"REDIS_URL": redis_server.url, "ELASTICSEARCH_URL": node.url}
             es = Elasticsearch(node.url, request_timeout=60)
             # The JVM compiles its indexing paths during the first thousands of documents:
             # a round that is not counted keeps that out of every mode's figures.
             for _, store_cls, concurrency, n in modes:
                 reset(es, redis_server)
-                asyncio.run(push(items[: min(n, 3000)], store_cls, concurrency))
+                asyncio.run(push(items[: min(n, 3000)], store_cls, concurrency, services))
             print(
                 f"demo products with reviews, {args.rounds} rounds (+1 warm-up); "
                 f"Redis {redis_server.url}, ES {node.url}"
@@ -159,7 +163,7 @@ def main() -> int:
             for round_no in range(1, args.rounds + 1):
                 for mode, store_cls, concurrency, n in modes:
                     reset(es, redis_server)
-                    rate = asyncio.run(push(items[:n], store_cls, concurrency))
+                    rate = asyncio.run(push(items[:n], store_cls, concurrency, services))
                     es.indices.refresh(index="items-demo")
                     count = es.count(index="items-demo")["count"]
                     if count != n:
