@@ -18,15 +18,13 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from demo_site.catalog import build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
-from tests.crawlers.pipelines.support import key_of, reset_store, stored_docs
+from tests.crawlers.pipelines.support import assert_stored_once, reset_store
 from tests.crawlers.support import (
     REPO_ROOT,
     crawl_env,
-    final_stats,
     log_excerpt,
     run_producer,
     settings_argv,
@@ -109,11 +107,5 @@ def test_a_new_project_with_the_add_on_crawls_through_the_frontier_into_elastics
     assert f"(bot: {PROJECT})" in text  # the throwaway project, not crawlers/settings.py
     assert "crawlers.addon.ScrapingPlatform" in text
     assert f"scraping platform: frontier on {redis_server.url}" in text
-    docs = stored_docs(es)
-    products = build_catalog(n_products=PRODUCTS).products
-    assert sorted(doc["_id"] for doc in docs) == sorted(key_of(p.sku) for p in products)
-    assert {doc["job_id"] for doc in docs} == {job_id}
-    stats = final_stats(log)
-    assert stats["store/indexed"] == stats["dedup/verdict/new"] == PRODUCTS, stats
-    assert stats["validation/valid/demo_product"] == PRODUCTS
+    assert_stored_once(es, log, job_id, PRODUCTS)
     assert clean.llen("demo:start_urls") == 0 and clean.zcard("demo:requests") == 0

@@ -35,15 +35,13 @@ from crawlers.addon import check_settings
 from crawlers.environment import settings_from_environment
 from crawlers.profiles import SiteProfile
 from crawlers.spiders.demo import DemoSpider
-from demo_site.catalog import build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
-from tests.crawlers.pipelines.support import key_of, reset_store, stored_docs
+from tests.crawlers.pipelines.support import assert_stored_once, reset_store
 from tests.crawlers.support import (
     REPO_ROOT,
     crawl_env,
-    final_stats,
     log_excerpt,
     run_producer,
     settings_argv,
@@ -405,15 +403,5 @@ def test_settings_alone_run_the_frontier_into_elasticsearch(
     text = log.read_text()
     assert f"scraping platform: frontier on {redis_server.url}" in text
     assert "crawlers.extensions.FrontierWorker" in text
-    assert_stored_once(es, log, job_id)
-
-
-def assert_stored_once(es: Elasticsearch, log: Path, job_id: str) -> None:
-    """Every product of the demo catalog is in Elasticsearch, stored exactly once."""
-    docs = stored_docs(es)
-    products = build_catalog(n_products=PRODUCTS).products
-    assert sorted(doc["_id"] for doc in docs) == sorted(key_of(p.sku) for p in products)
-    assert {doc["job_id"] for doc in docs} == {job_id}
-    stats = final_stats(log)
-    assert stats["store/indexed"] == stats["dedup/verdict/new"] == PRODUCTS, stats
-    assert clean.llen("demo:start_urls") == 0
+    assert_stored_once(es, log, job_id, PRODUCTS)
+    assert clean.llen("demo:start_urls") == 0 and clean.zcard("demo:requests") == 0

@@ -11,7 +11,8 @@ import redis
 from elasticsearch import Elasticsearch
 
 from core.store import IndexLayout
-from tests.crawlers.support import REPO_ROOT, crawl_env, settings_argv
+from demo_site.catalog import build_catalog
+from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv
 
 SITE = "demo"
 
@@ -77,3 +78,15 @@ def reset_store(es: Elasticsearch, server: redis.Redis, site: str = SITE) -> Non
 
 def key_of(sku: str) -> str:
     return f"{SITE}:demo_product:{sku}"
+
+
+def assert_stored_once(es: Elasticsearch, log: Path, job_id: str, products: int) -> None:
+    """Every product of the demo catalog is in Elasticsearch, stored exactly once by the
+    worker that wrote ``log`` (validated, classified new, indexed: each once)."""
+    docs = stored_docs(es)
+    catalog = build_catalog(n_products=products).products
+    assert sorted(doc["_id"] for doc in docs) == sorted(key_of(p.sku) for p in catalog)
+    assert {doc["job_id"] for doc in docs} == {job_id}
+    stats = final_stats(log)
+    counted = ("validation/valid/demo_product", "dedup/verdict/new", "store/indexed")
+    assert {name: stats.get(name) for name in counted} == dict.fromkeys(counted, products)
