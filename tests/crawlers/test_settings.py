@@ -357,18 +357,19 @@ def test_a_mistake_stops_the_crawl_with_one_line(site: DemoSite) -> None:
         assert result.stderr.strip().splitlines()[-1].startswith(line), result.stderr[-2000:]
 
 
-def test_secrets_from_the_environment_never_reach_the_log(site: DemoSite, tmp_path: Path) -> None:
+def test_environment_configures_a_crawl_and_its_secrets_never_reach_the_log(
+    site: DemoSite, tmp_path: Path
+) -> None:
     env = {
         **crawl_env(),
         "ELASTICSEARCH_USERNAME": "platform",
         "ELASTICSEARCH_PASSWORD": SECRET,
         "ELASTICSEARCH_API_KEY": SECRET,
         "FACEBOOK_SESSION_COOKIES": f"c_user=1; xs={SECRET}",
+        "DEMO_SITE_URL": site.url,  # the demo spider's base URL without `-a base_url=`
     }
     out = tmp_path / "items.jsonl"
-    result = scrapy_crawl(
-        "demo", "-a", f"base_url={site.url}", "-O", str(out), "-s", "LOG_LEVEL=DEBUG", env=env
-    )
+    result = scrapy_crawl("demo", "-O", str(out), "-s", "LOG_LEVEL=DEBUG", env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(out.read_text().splitlines()) == PRODUCTS
     assert SECRET not in result.stderr + result.stdout
