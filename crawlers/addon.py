@@ -28,7 +28,9 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   ``crawlers.extensions.FrontierWorker`` (100).
 
 A component the project already lists (even as ``None``, which disables it) is left as
-the project has it. At start the add-on checks the private Scrapy/scrapy-playwright API
+the project has it; a whole component dict set by a spider's ``custom_settings`` or
+``-s`` replaces the add-on's (``ITEM_PIPELINES={}``: no pipelines), as it would replace
+a settings.py's. At start the add-on checks the private Scrapy/scrapy-playwright API
 the platform relies on (``crawlers.compat``) and the platform's settings: a malformed
 one stops the crawl with one line naming it and the fix (``ConfigurationError``).
 """
@@ -42,7 +44,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
 from core.config import (
@@ -145,10 +147,11 @@ def install(settings: BaseSettings) -> None:
     settings.setmodule(defaults, priority=PRIORITY)
     for name, components in COMPONENTS.items():
         setdefault_components(settings, name, components)
-    handlers = settings.getdict("DOWNLOAD_HANDLERS")
-    for scheme, path in DOWNLOAD_HANDLERS.items():
-        handlers.setdefault(scheme, path)  # a scheme the project maps keeps its handler
-    settings.set("DOWNLOAD_HANDLERS", handlers, settings.getpriority("DOWNLOAD_HANDLERS") or 0)
+    if project_level(settings, "DOWNLOAD_HANDLERS"):
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        for scheme, path in DOWNLOAD_HANDLERS.items():
+            handlers.setdefault(scheme, path)  # a scheme the project maps keeps its handler
+        settings.set("DOWNLOAD_HANDLERS", handlers, settings.getpriority("DOWNLOAD_HANDLERS") or 0)
     check_settings(settings)
     if settings.get("REDIS_URL"):
         install_frontier(settings)
@@ -167,14 +170,25 @@ def setdefault_components(
 ) -> None:
     """Add each component unless the project already lists it (even as None).
 
-    Scrapy's ``setdefault_in_component_priority_dict`` does this with classes as keys;
-    import paths keep the "Enabled ..." log lines readable.
+    Scrapy's ``setdefault_in_component_priority_dict`` keys by class; import paths keep
+    the "Enabled ..." log lines readable.
     """
+    if not project_level(settings, name):
+        return
     current = settings.getdict(name)
     listed = {load_object(key) for key in current}  # keys may be paths or classes
     added = {path: order for path, order in components.items() if load_object(path) not in listed}
     if added:
         settings.set(name, {**current, **added}, settings.getpriority(name) or 0)
+
+
+def project_level(settings: BaseSettings, name: str) -> bool:
+    """False when a spider's ``custom_settings`` or ``-s`` set the whole dict ``name``.
+
+    The add-on's components count as the project's: such a dict replaces them, as it
+    replaces a settings.py's in Scrapy (``-s ITEM_PIPELINES={}``: no pipelines at all).
+    """
+    return (settings.getpriority(name) or 0) <= SETTINGS_PRIORITIES["project"]
 
 
 def check_settings(settings: BaseSettings) -> None:

@@ -22,12 +22,6 @@ from core.config import ENVIRONMENT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
-# The add-on's pipelines, switched off for workers that keep items in the sink only.
-PLATFORM_PIPELINES_OFF = {
-    "crawlers.pipelines.validate.ValidationPipeline": None,
-    "crawlers.pipelines.dedup.DedupPipeline": None,
-    "crawlers.pipelines.store.StorePipeline": None,
-}
 
 
 def crawl_env() -> dict[str, str]:
@@ -89,7 +83,8 @@ def start_worker(
     """A ``scrapy crawl demo`` worker process on the frontier at ``redis_url``."""
     merged: dict[str, object] = {
         "REDIS_URL": redis_url,
-        "ITEM_PIPELINES": {"tests.crawlers.support.RedisItemSink": 100, **PLATFORM_PIPELINES_OFF},
+        # Replaces the add-on's pipelines (a whole dict from -s): items go to the sink only.
+        "ITEM_PIPELINES": {"tests.crawlers.support.RedisItemSink": 100},
         SINK_KEY_SETTING: sink_key,
         "FRONTIER_IDLE_CLOSE_SECONDS": 2,
         "FRONTIER_HEARTBEAT_INTERVAL": 0.5,

@@ -189,12 +189,13 @@ def crawl_settings(
     spidercls: type = DemoSpider,
     environ: dict[str, str] | None = None,
     cmdline: dict[str, Any] | None = None,
+    project: dict[str, Any] | None = None,
 ) -> Settings:
     """Settings as ``scrapy crawl`` builds them with the platform's project settings.py:
-    the environment at 'project' priority, ``-s`` at 'cmdline', then the spider's
-    update_settings (custom_settings, profile) and the add-on."""
+    the environment (and ``project``) at 'project' priority, ``-s`` at 'cmdline', then
+    the spider's update_settings (custom_settings, profile) and the add-on."""
     settings = Settings()
-    settings.setdict({"ADDONS": PLATFORM_ADDON}, priority="project")
+    settings.setdict({"ADDONS": PLATFORM_ADDON, **(project or {})}, priority="project")
     settings.setdict(settings_from_environment(environ or {}), priority="project")
     settings.setdict(cmdline or {}, priority="cmdline")
     crawler = Crawler(spidercls, settings)
@@ -273,13 +274,27 @@ def test_custom_settings_and_profiles_beat_environment_and_cmdline_beats_them() 
 
 def test_a_project_keeps_the_components_it_lists() -> None:
     store, sink = "crawlers.pipelines.store.StorePipeline", "tests.crawlers.support.RedisItemSink"
-    settings = crawl_settings(cmdline={"ITEM_PIPELINES": {store: None, sink: 50}})
+    settings = crawl_settings(project={"ITEM_PIPELINES": {store: None, sink: 50}})
     assert settings.getdict("ITEM_PIPELINES") == {
         store: None,
         sink: 50,
         "crawlers.pipelines.validate.ValidationPipeline": 100,
         "crawlers.pipelines.dedup.DedupPipeline": 200,
     }
+
+
+class NoPipelinesSpider(DemoSpider):
+    custom_settings: ClassVar[dict[str, Any]] = {"ITEM_PIPELINES": {}}
+
+
+def test_a_whole_component_dict_from_a_spider_or_the_command_line_replaces_the_add_ons() -> None:
+    sink = "tests.crawlers.support.RedisItemSink"
+    assert crawl_settings(NoPipelinesSpider).getdict("ITEM_PIPELINES") == {}
+    cmdline = crawl_settings(cmdline={"ITEM_PIPELINES": {sink: 100}})
+    assert cmdline.getdict("ITEM_PIPELINES") == {sink: 100}
+    handlers = {"http": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"}
+    custom = crawl_settings(cmdline={"DOWNLOAD_HANDLERS": handlers})
+    assert custom.getdict("DOWNLOAD_HANDLERS") == handlers
 
 
 # -- an operator's mistake: one line naming the setting and the fix -----------------------------
