@@ -215,10 +215,6 @@ class CrawlEnvironment(PlatformSettings):
 # -- the table --------------------------------------------------------------------------------
 
 
-def _field(name: str) -> Callable[[CrawlEnvironment], object]:
-    return lambda environment: getattr(environment, name.lower())
-
-
 @dataclass(frozen=True)
 class Variable:
     """One environment variable: its meaning and the Scrapy setting it becomes.
@@ -238,7 +234,9 @@ class Variable:
     value: Callable[[CrawlEnvironment], object] | None = None
 
     def crawl_value(self, environment: CrawlEnvironment) -> object:
-        return (self.value or _field(self.name))(environment)
+        if self.value is not None:
+            return self.value(environment)
+        return getattr(environment, self.name.lower())
 
 
 ENVIRONMENT: tuple[Variable, ...] = (
@@ -320,7 +318,9 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable(
         "SLACK_WEBHOOK_URL", None, "Slack incoming webhook for alerts", "no Slack", secret=True
     ),
-    Variable("OPENAI_API_KEY", None, "embeddings through an OpenAI API", "offline model", True),
+    Variable(
+        "OPENAI_API_KEY", None, "embeddings through an OpenAI API", "offline model", secret=True
+    ),
     Variable("OPENAI_BASE_URL", None, "an OpenAI-compatible endpoint", "offline model"),
     Variable("EMBEDDING_MODEL", None, "the embedding model", "all-MiniLM-L6-v2"),
 )
