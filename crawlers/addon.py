@@ -209,7 +209,7 @@ def check_settings(settings: BaseSettings) -> None:
             continue
         value = settings.get(name)
         if isinstance(default, bool):
-            _check(settings.getbool, name, value, "a boolean", "true or false")
+            _check(settings.getbool, name, value, "a boolean (true or false)", "true")
         elif isinstance(default, int | float):
             _check(settings.getfloat, name, value, "a number", repr(default))
 
