@@ -15,11 +15,9 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import pytest
 from itemadapter import ItemAdapter
 from scrapy.utils.test import get_crawler
 
-from core.config import get_settings
 from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import StorePipeline
@@ -29,6 +27,7 @@ from demo_site.catalog import Product
 from llm.embedders import Embedder, LocalEmbedder
 
 BASE_URL = "http://demo.example"
+PLATFORM = {"crawlers.addon.ScrapingPlatform": 0}
 
 
 def product_item(product: Product, job_id: str, **changes: Any) -> DemoProduct:
@@ -40,18 +39,16 @@ def store_job(
     es_url: str, redis_url: str, site: str, job_id: str, items: Iterable[DemoProduct]
 ) -> dict[str, Any]:
     """Run ``items`` through the real pipelines as job ``job_id`` of ``site``; the stats."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("REDIS_URL", redis_url)
-        patch.setenv("ELASTICSEARCH_URL", es_url)
-        get_settings.cache_clear()
-        try:
-            return asyncio.run(_push(site, job_id, list(items)))
-        finally:
-            get_settings.cache_clear()
+    services = {"REDIS_URL": redis_url, "ELASTICSEARCH_URL": es_url}
+    return asyncio.run(_push(site, job_id, list(items), services))
 
 
-async def _push(site: str, job_id: str, items: list[DemoProduct]) -> dict[str, Any]:
-    crawler = get_crawler(DemoSpider, {"LOG_LEVEL": "WARNING"})
+async def _push(
+    site: str, job_id: str, items: list[DemoProduct], services: dict[str, str]
+) -> dict[str, Any]:
+    # The platform add-on (its defaults), configured by settings as a crawl is.
+    settings = {"ADDONS": PLATFORM, **services, "LOG_LEVEL": "WARNING"}
+    crawler = get_crawler(DemoSpider, settings)
     crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE_URL)
     crawler.spider.name = site  # the pipelines key everything by the spider's name
     validate = ValidationPipeline.from_crawler(crawler)
