@@ -35,10 +35,8 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 from itemadapter import ItemAdapter
-from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
-from core.items_schema import schema_for
 from core.store import ensure_item_index
 from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
@@ -50,6 +48,8 @@ from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 
 BASE_URL = "http://demo.example"
+# The platform add-on: its defaults and pipelines, configured by settings (no environment).
+PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
 
 
 class PerItemStorePipeline(StorePipeline):
@@ -75,20 +75,13 @@ class PerItemStorePipeline(StorePipeline):
 
 
 def _properties() -> dict[str, Any]:
+    from core.items_schema import schema_for
+
     return schema_for(DemoProduct).es_properties
 
 
 def make_items(n: int) -> list[DemoProduct]:
     return [DemoProduct(**p.to_dict(BASE_URL)) for p in build_catalog(n_products=n).products]
-
-
-PIPELINE_PREFIXES = ("STORE_", "DEDUP_")
-
-
-def project_settings() -> dict[str, Any]:
-    """The project's pipeline settings (``STORE_*``, ``DEDUP_*``: their defaults)."""
-    project = get_project_settings()
-    return {name: value for name, value in project.items() if name.startswith(PIPELINE_PREFIXES)}
 
 
 async def push(
@@ -100,12 +93,7 @@ async def push(
     """Items/s through validate -> dedup -> store (open/close of the pipelines excluded)."""
     # A generous timeout: with many items in flight, per-item requests queue for the
     # client's connections, and that wait counts towards the request timeout.
-    settings = {
-        **project_settings(),
-        "LOG_LEVEL": "WARNING",
-        "STORE_REQUEST_TIMEOUT": 300,
-        **services,
-    }
+    settings = {**PLATFORM, **services, "LOG_LEVEL": "WARNING", "STORE_REQUEST_TIMEOUT": 300}
     crawler = get_crawler(DemoSpider, settings)
     crawler.spider = crawler._create_spider(job_id="bench", base_url=BASE_URL)
     validate = ValidationPipeline.from_crawler(crawler)

@@ -1,23 +1,117 @@
-"""The platform's configuration: one object, read from the environment.
+"""The platform's configuration: one table of environment variables, one object reading it.
 
 Every variable is optional. Unset means the embedded default (a local service the
 harness starts, or the feature switched off), never a crash at import. Secrets are
 ``SecretStr`` so they print as ``**********`` in logs, reprs and exceptions.
+
+``ENVIRONMENT`` is the one table of every variable the platform reads: what it means and,
+for the crawl, which Scrapy setting it becomes. Flows, the search API and the CLIs read
+``get_settings()``; a crawl reads Scrapy settings, which ``crawlers.environment`` fills
+from the same table and the same parsing (``crawl_values``). docs/configuration.md
+renders the table.
+
+A malformed value (a REDIS_URL that is no Redis URL, a PROXY_LIST_FILE that does not
+exist) raises ``ConfigurationError``: one line naming the variable and the fix, no
+traceback.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# The two defaults every part of the platform shares (services, flows and the crawl).
+DEFAULT_RUN_DIR = REPO_ROOT / ".run"
+DEFAULT_DEMO_SITE_URL = "http://127.0.0.1:8000"
+
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+HTTP_SCHEMES = ("http", "https")
+
+
+class ConfigurationError(SystemExit):
+    """An operator's mistake in the configuration, named with its fix.
+
+    A ``SystemExit`` on purpose, like argparse's errors: uncaught, Python prints just the
+    message and exits with status 1 (no traceback), wherever it is raised: importing the
+    settings, a Scrapy add-on, a CLI. Catch it by this name where a caller can recover.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"configuration error: {message}")
+        self.message = message
+
+
+def redacted(url: str) -> str:
+    """``url`` with the password of its userinfo masked, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:****@{netloc}"))
+
+
+def check_url(name: str, value: object, schemes: tuple[str, ...], example: str) -> str | None:
+    """``value`` if it is a URL with one of ``schemes``; ConfigurationError naming ``name``."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    fix = f"set {name} like {example}, or unset it"
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a port that is no number
+    except ValueError:
+        raise ConfigurationError(f"{name}={redacted(text)!r} is not a valid URL: {fix}") from None
+    if parts.scheme not in schemes:
+        raise ConfigurationError(
+            f"{name}={redacted(text)!r} must start with {' or '.join(s + '://' for s in schemes)}"
+            f": {fix}"
+        )
+    if parts.scheme != "unix" and not parts.hostname:
+        raise ConfigurationError(f"{name}={redacted(text)!r} names no host: {fix}")
+    return text
+
+
+def check_redis_url(value: object, name: str = "REDIS_URL") -> str | None:
+    return check_url(name, value, REDIS_SCHEMES, "redis://[:password@]host:6379/0")
+
+
+def check_http_url(value: object, name: str) -> str | None:
+    return check_url(name, value, HTTP_SCHEMES, "http://host:port")
+
+
+def read_proxy_file(path: Path, name: str = "PROXY_LIST_FILE") -> list[str]:
+    """One proxy per line (blank lines and ``#`` comments skipped)."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{name}={str(path)!r} cannot be read ({exc.strerror or type(exc).__name__}): "
+            "point it at a file with one proxy URL per line, or unset it"
+        ) from None
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def find_chromium(configured: str | None = None) -> str | None:
+    """Chromium for Playwright: the configured path, else Debian's package."""
+    if configured:
+        return configured
+    for candidate in CHROMIUM_CANDIDATES:
+        if Path(candidate).exists():
+            return candidate
+    return shutil.which("chromium")
 
 
 def _split_list(value: object) -> object:
@@ -28,7 +122,7 @@ def _split_list(value: object) -> object:
 
 
 class PlatformSettings(BaseSettings):
-    """Environment-driven settings shared by crawlers, flows and services."""
+    """Environment-driven settings of flows, the search API and the CLIs (see ENVIRONMENT)."""
 
     model_config = SettingsConfigDict(env_file=None, extra="ignore", case_sensitive=False)
 
@@ -62,29 +156,41 @@ class PlatformSettings(BaseSettings):
     chromium_path: str | None = None
 
     # Local state of the harness: PIDs, logs, data directories.
-    platform_run_dir: Path = REPO_ROOT / ".run"
+    platform_run_dir: Path = DEFAULT_RUN_DIR
 
     # Where the demo site is served when the harness is not told otherwise.
-    demo_site_url: str = "http://127.0.0.1:8000"
+    demo_site_url: str = DEFAULT_DEMO_SITE_URL
 
     _split_proxies = field_validator("proxy_list", mode="before")(_split_list)
+
+    # A malformed URL stops the process with one line (ConfigurationError), not at first use.
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        return check_redis_url(value)
+
+    @field_validator("elasticsearch_url", "prefect_api_url", "search_api_url", "demo_site_url")
+    @classmethod
+    def _http_url(cls, value: str | None, info: Any) -> str | None:
+        return check_http_url(value, str(info.field_name).upper())
+
+    @field_validator("proxy_list_file")
+    @classmethod
+    def _proxy_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            read_proxy_file(value)  # raises the ConfigurationError naming the variable
+        return value
 
     def proxies(self) -> list[str]:
         """The configured proxies: the inline list followed by the file's entries."""
         proxies = list(self.proxy_list)
         if self.proxy_list_file is not None:
-            lines = self.proxy_list_file.read_text().splitlines()
-            proxies += [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+            proxies += read_proxy_file(self.proxy_list_file)
         return proxies
 
     def chromium_executable(self) -> str | None:
         """Chromium for Playwright: the configured path, else Debian's package."""
-        if self.chromium_path:
-            return self.chromium_path
-        for candidate in CHROMIUM_CANDIDATES:
-            if Path(candidate).exists():
-                return candidate
-        return shutil.which("chromium")
+        return find_chromium(self.chromium_path)
 
     def elasticsearch_client_kwargs(self) -> dict[str, object]:
         """Arguments for ``elasticsearch.Elasticsearch``."""
@@ -94,6 +200,152 @@ class PlatformSettings(BaseSettings):
             password=self.elasticsearch_password,
             api_key=self.elasticsearch_api_key,
         )
+
+
+class CrawlEnvironment(PlatformSettings):
+    """PlatformSettings plus the variables only a crawl worker reads.
+
+    SCRAPE_JOB_ID is set per run by the scrape flow for the workers it launches, never
+    for the whole stack, so it is not one of PlatformSettings' (stack-wide) fields.
+    """
+
+    scrape_job_id: str | None = None
+
+
+# -- the table --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: its meaning and the Scrapy setting it becomes.
+
+    ``setting`` None: read by flows/the search API/CLIs only, not by a crawl. ``key``: the
+    value goes under this key of a dict setting (merged into the setting's default).
+    ``value``: how the parsed environment becomes the setting's value (default: the
+    variable's own parsed field; several variables may feed one setting).
+    """
+
+    name: str
+    setting: str | None
+    meaning: str
+    default: str = "unset"
+    secret: bool = False
+    key: str | None = None
+    value: Callable[[CrawlEnvironment], object] | None = None
+
+    def crawl_value(self, environment: CrawlEnvironment) -> object:
+        if self.value is not None:
+            return self.value(environment)
+        return getattr(environment, self.name.lower())
+
+
+ENVIRONMENT: tuple[Variable, ...] = (
+    Variable(
+        "REDIS_URL",
+        "REDIS_URL",
+        "the frontier (scheduler, dupefilter, worker registry), dedup state, job stats and "
+        "the store's spill",
+        "no frontier: Scrapy's own scheduler; dedup off",
+    ),
+    Variable(
+        "ELASTICSEARCH_URL",
+        "ELASTICSEARCH_URL",
+        "the search store (items, jobs)",
+        "store pipeline off; local mode starts the embedded node",
+    ),
+    Variable("ELASTICSEARCH_USERNAME", "ELASTICSEARCH_USERNAME", "basic auth user of the store"),
+    Variable(
+        "ELASTICSEARCH_PASSWORD",
+        "ELASTICSEARCH_PASSWORD",
+        "basic auth password of the store",
+        secret=True,
+    ),
+    Variable(
+        "ELASTICSEARCH_API_KEY",
+        "ELASTICSEARCH_API_KEY",
+        "API key of the store (instead of user/password)",
+        secret=True,
+    ),
+    Variable(
+        "PLATFORM_RUN_DIR",
+        "PLATFORM_RUN_DIR",
+        "PIDs, logs and data of locally started services; the store's file spill",
+        "<repo>/.run",
+        value=lambda environment: str(environment.platform_run_dir),
+    ),
+    Variable(
+        "SCRAPE_JOB_ID",
+        "JOB_ID",
+        "the job a worker works for (set per run by the scrape flow, never globally)",
+        "a new job id per crawl",
+    ),
+    Variable(
+        "DEMO_SITE_URL",
+        "DEMO_SITE_URL",
+        "where the demo spider crawls without `-a base_url=`",
+        DEFAULT_DEMO_SITE_URL,
+    ),
+    Variable(
+        "FACEBOOK_SESSION_COOKIES",
+        "FACEBOOK_SESSION_COOKIES",
+        "a logged-in facebook.com session (Cookie header or JSON) for facebook_marketplace",
+        "facebook_marketplace refuses to start",
+        secret=True,
+    ),
+    Variable(
+        "PROXY_LIST",
+        "ROTATING_PROXY_LIST",
+        "proxies for every site, comma or newline separated (then PROXY_LIST_FILE's)",
+        "direct connections",
+        value=lambda environment: environment.proxies(),
+    ),
+    Variable(
+        "PROXY_LIST_FILE",
+        "ROTATING_PROXY_LIST",
+        "a file with one proxy per line, added to PROXY_LIST",
+        "direct connections",
+        value=lambda environment: environment.proxies(),
+    ),
+    Variable(
+        "CHROMIUM_PATH",
+        "PLAYWRIGHT_LAUNCH_OPTIONS",
+        "the Chromium binary for Playwright (its launch options' executable_path)",
+        "Debian's /usr/bin/chromium",
+        key="executable_path",
+    ),
+    Variable("PREFECT_API_URL", None, "the Prefect server", "local mode starts one"),
+    Variable("SEARCH_API_URL", None, "the search API the daily health check probes"),
+    Variable(
+        "SLACK_WEBHOOK_URL", None, "Slack incoming webhook for alerts", "no Slack", secret=True
+    ),
+    Variable(
+        "OPENAI_API_KEY", None, "embeddings through an OpenAI API", "offline model", secret=True
+    ),
+    Variable("OPENAI_BASE_URL", None, "an OpenAI-compatible endpoint", "offline model"),
+    Variable("EMBEDDING_MODEL", None, "the embedding model", "all-MiniLM-L6-v2"),
+)
+
+
+def crawl_environment(environ: Mapping[str, str] | None = None) -> CrawlEnvironment:
+    """The crawl's variables, parsed: from ``environ`` if given, else the process's."""
+    if environ is None:
+        return CrawlEnvironment()
+    names = {variable.name for variable in ENVIRONMENT}
+    given = {key.upper(): value for key, value in environ.items()}
+    # model_validate skips the environment source: exactly ``environ``, nothing else.
+    return CrawlEnvironment.model_validate(
+        {name.lower(): value for name, value in given.items() if name in names}
+    )
+
+
+def crawl_values(environment: CrawlEnvironment) -> dict[str, tuple[object, str | None]]:
+    """Scrapy setting -> (value, dict key or None), for each variable that is set."""
+    values: dict[str, tuple[object, str | None]] = {}
+    for variable in ENVIRONMENT:
+        if variable.setting is None or variable.name.lower() not in environment.model_fields_set:
+            continue
+        values[variable.setting] = (variable.crawl_value(environment), variable.key)
+    return values
 
 
 def secret_value(value: object) -> str | None:
@@ -124,7 +376,17 @@ def elasticsearch_client_kwargs(
     return kwargs
 
 
+def settings_elasticsearch_kwargs(settings: Any) -> dict[str, object]:
+    """``elasticsearch_client_kwargs`` from Scrapy settings (ELASTICSEARCH_*)."""
+    return elasticsearch_client_kwargs(
+        settings.get("ELASTICSEARCH_URL"),
+        username=settings.get("ELASTICSEARCH_USERNAME"),
+        password=settings.get("ELASTICSEARCH_PASSWORD"),
+        api_key=settings.get("ELASTICSEARCH_API_KEY"),
+    )
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> PlatformSettings:
-    """The process-wide settings (read once; call ``get_settings.cache_clear()`` in tests)."""
+    """The process-wide settings of flows, the search API and CLIs (read once)."""
     return PlatformSettings()

@@ -1,10 +1,13 @@
 """The producer: enqueue a job's start requests into the site's Redis frontier.
 
-    python -m crawlers.producer <site> [--job-id ID] [--base-url URL]
+    python -m crawlers.producer <site> [--job-id ID] [--base-url URL] [--redis-url URL]
 
 Start entries come from the site's spider (``SiteSpider.start_entries``: its profile's
 start paths and sitemaps), each tagged with the job id, and go to ``<site>:start_urls``
-where workers lease them like any request.
+where workers lease them like any request. The spider is built the way a crawl builds
+it (``from_crawler`` with the project's settings, e.g. DEMO_SITE_URL), so the producer
+and the workers agree on the base URL. The Redis URL is ``--redis-url``, else the
+project's REDIS_URL setting (from the environment, crawlers.environment).
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
+from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings, Settings
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
-from core.config import get_settings
 from core.frontier import RedisFrontier
 from core.keys import SiteKeys
 from crawlers.spiders.base import SiteSpider, new_job_id
@@ -32,8 +36,8 @@ class ProducedJob:
     entries: int
 
 
-def spider_class(site: str) -> type[SiteSpider]:
-    loader = SpiderLoader.from_settings(get_project_settings())
+def spider_class(site: str, settings: BaseSettings | None = None) -> type[SiteSpider]:
+    loader = SpiderLoader.from_settings(settings or get_project_settings())
     cls = loader.load(site)
     if not issubclass(cls, SiteSpider):
         raise TypeError(f"spider {site!r} does not derive from SiteSpider")
@@ -41,11 +45,22 @@ def spider_class(site: str) -> type[SiteSpider]:
 
 
 def produce(
-    server: redis.Redis, site: str, *, job_id: str | None = None, base_url: str | None = None
+    server: redis.Redis,
+    site: str,
+    *,
+    job_id: str | None = None,
+    base_url: str | None = None,
+    settings: Settings | None = None,
 ) -> ProducedJob:
-    """Enqueue ``site``'s start entries for a (new) job; returns what was enqueued."""
+    """Enqueue ``site``'s start entries for a (new) job; returns what was enqueued.
+
+    ``settings``: the crawl's Scrapy settings (default: the project's).
+    """
     job_id = job_id or new_job_id(site)
-    spider = spider_class(site)(job_id=job_id, base_url=base_url)
+    settings = settings or get_project_settings()
+    cls = spider_class(site, settings)
+    spider = cls.from_crawler(Crawler(cls, settings), job_id=job_id, base_url=base_url)
+    assert isinstance(spider, SiteSpider)
     entries = [{**entry, "job_id": job_id} for entry in spider.start_entries()]
     keys = SiteKeys(site)
     with server.pipeline(transaction=True) as pipe:
@@ -61,12 +76,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("site")
     parser.add_argument("--job-id")
     parser.add_argument("--base-url")
+    parser.add_argument("--redis-url", help="default: the REDIS_URL setting ($REDIS_URL)")
     args = parser.parse_args(argv)
-    redis_url = get_settings().redis_url
+    settings = get_project_settings()
+    redis_url = args.redis_url or settings.get("REDIS_URL")
     if not redis_url:
         parser.error("REDIS_URL is not set: the producer needs the frontier")
+    settings.set("REDIS_URL", redis_url, priority="cmdline")
     server = redis.Redis.from_url(redis_url)
-    job = produce(server, args.site, job_id=args.job_id, base_url=args.base_url)
+    job = produce(server, args.site, job_id=args.job_id, base_url=args.base_url, settings=settings)
     print(f"enqueued {job.entries} start entries for {job.site} job {job.job_id}")
     return 0
 

@@ -30,13 +30,13 @@ from prefect.runtime import flow_run
 from prefect.states import Failed
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
-from scrapy.utils.project import get_project_settings
 
 from core.config import PlatformSettings, get_settings
 from core.dedup import job_changes
 from core.jobs_index import job_started_at, write_job_document
 from core.jobstats import JobStats
 from core.store import spill_size
+from crawlers import addon
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
 from fingerprints.gate import check_all, verify_site
@@ -163,7 +163,7 @@ def drain_task(
 ) -> dict[str, Any]:
     logger = get_run_logger()
     server = redis_client()
-    scrapy_settings = get_project_settings()
+    scrapy_settings = addon.crawl_settings()
     # Drained only once counters were stable past the store's flush window and a stats push
     # (the platform's defaults for both are project settings).
     window = (

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-DEFAULT_RUN_DIR = Path(os.environ.get("PLATFORM_RUN_DIR", Path.cwd() / ".run"))
+from core.config import get_settings
 
 
 class ServiceError(RuntimeError):
@@ -78,7 +78,8 @@ class ManagedProcess(ABC):
     def __init__(self, *, port: int | None = None, run_dir: Path | None = None) -> None:
         self.host = "127.0.0.1"
         self.port = port or free_port()
-        self.run_dir = Path(run_dir or DEFAULT_RUN_DIR)
+        # Default: PLATFORM_RUN_DIR (core.config, the platform's one default).
+        self.run_dir = Path(run_dir or get_settings().platform_run_dir)
         self.process: subprocess.Popen[bytes] | None = None
 
     # -- what a concrete service provides -------------------------------------------

@@ -9,7 +9,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 
-from core.config import elasticsearch_client_kwargs
+from core.config import settings_elasticsearch_kwargs
 from core.store.settings import required
 
 _NOTES_ATTR = "_platform_item_notes"
@@ -35,12 +35,7 @@ def es_client_kwargs(settings: BaseSettings) -> dict[str, Any]:
     of its hop (the store's writer, dedup's bounded retries).
     """
     return {
-        **elasticsearch_client_kwargs(
-            settings.get("ELASTICSEARCH_URL"),
-            username=settings.get("ELASTICSEARCH_USERNAME"),
-            password=settings.get("ELASTICSEARCH_PASSWORD"),
-            api_key=settings.get("ELASTICSEARCH_API_KEY"),
-        ),
+        **settings_elasticsearch_kwargs(settings),
         "request_timeout": float(required(settings, "STORE_REQUEST_TIMEOUT")),
         "max_retries": 0,
         "retry_on_timeout": False,

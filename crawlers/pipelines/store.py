@@ -36,7 +36,6 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.settings import BaseSettings
-from scrapy.utils.project import get_project_settings
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
 from core.dedup import connect_async
@@ -54,6 +53,7 @@ from core.store import (
     build_action,
     drain_spill_sync,
 )
+from crawlers.addon import crawl_settings
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 from crawlers.pipelines.dedup import DedupNote
 from crawlers.spiders.base import frontier_enabled
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--elasticsearch-url", help="default: the project's ELASTICSEARCH_URL setting"
     )
     args = parser.parse_args(argv)
-    settings = get_project_settings()
+    settings = crawl_settings()
     if args.redis_url:
         settings.set("REDIS_URL", args.redis_url, priority="cmdline")
     if args.elasticsearch_url:

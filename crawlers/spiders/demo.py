@@ -19,10 +19,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 import scrapy
+from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from core.config import get_settings
 from crawlers.items import DemoProduct
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.common import (
@@ -64,8 +64,14 @@ class DemoSpider(SiteSpider):
             raise ValueError(f"base_url must be an absolute http(s) URL, got {self.base_url!r}")
         self.allowed_domains = [host]
 
-    def default_base_url(self) -> str:
-        return get_settings().demo_site_url
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> DemoSpider:
+        # Without `-a base_url=`: the DEMO_SITE_URL setting. Passed as the argument because
+        # a spider gets its settings only after __init__, where the base URL is resolved.
+        kwargs["base_url"] = kwargs.get("base_url") or crawler.settings["DEMO_SITE_URL"]
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, DemoSpider)
+        return spider
 
     # -- navigation ----------------------------------------------------------------------
     def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:

@@ -3,7 +3,7 @@
 ``FACEBOOK_SESSION_COOKIES='c_user=...; xs=...' scrapy crawl facebook_marketplace -O out.jsonl``
 
 Marketplace is only served to a logged-in session: the spider refuses to start without
-``FACEBOOK_SESSION_COOKIES`` (a secret, read through ``core.config``; a Cookie header or
+``FACEBOOK_SESSION_COOKIES`` (a secret setting, from the environment; a Cookie header or
 JSON), with a message naming the variable, and stops at the first login page it gets
 (an expired session). The cookies are sent with every request and never logged.
 
@@ -36,9 +36,10 @@ from scrapy import FormRequest, Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.http import Response, TextResponse
+from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from core.config import get_settings
+from core.config import secret_value
 from crawlers.items import GeoPoint, MarketplaceListing
 from crawlers.spiders.common import (
     ProductionSpider,
@@ -86,17 +87,17 @@ def parse_session_cookies(raw: str) -> dict[str, str]:
     return cookies
 
 
-def session_cookies() -> dict[str, str]:
+def session_cookies(settings: BaseSettings) -> dict[str, str]:
     """The configured session, or FacebookSessionMissing naming what is wrong (not the values)."""
-    secret = get_settings().facebook_session_cookies
-    if secret is None or not secret.get_secret_value().strip():
+    secret = secret_value(settings.get("FACEBOOK_SESSION_COOKIES"))
+    if secret is None or not secret.strip():
         raise FacebookSessionMissing(
             "facebook_marketplace needs a logged-in facebook.com session: set "
             "FACEBOOK_SESSION_COOKIES to the session's cookies (a Cookie header "
             "'c_user=...; xs=...' or JSON) from the secret store"
         )
     try:
-        cookies = parse_session_cookies(secret.get_secret_value())
+        cookies = parse_session_cookies(secret)
     except (ValueError, TypeError, KeyError) as exc:
         raise FacebookSessionMissing(
             "FACEBOOK_SESSION_COOKIES is neither a Cookie header nor cookie JSON "
@@ -115,7 +116,8 @@ class FacebookMarketplaceSpider(ProductionSpider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FacebookMarketplaceSpider:
-        cookies = session_cookies()  # before anything is fetched: fail the run, clearly
+        # Before anything is fetched: fail the run, clearly.
+        cookies = session_cookies(crawler.settings)
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, FacebookMarketplaceSpider)
         spider.session = cookies

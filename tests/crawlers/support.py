@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import redis
 from itemadapter import ItemAdapter
@@ -16,8 +18,26 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from scrapy.crawler import Crawler
 
+from core.config import ENVIRONMENT
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
+
+
+def crawl_env() -> dict[str, str]:
+    """The process environment without any platform variable (core.config.ENVIRONMENT):
+    a test crawl is configured by its ``-s NAME=value`` settings only."""
+    names = {variable.name for variable in ENVIRONMENT}
+    return {k: v for k, v in os.environ.items() if k.upper() not in names}
+
+
+def settings_argv(settings: dict[str, object]) -> list[str]:
+    """``-s NAME=value`` arguments (dicts and lists as JSON, as Scrapy parses them)."""
+    argv: list[str] = []
+    for name, value in settings.items():
+        text = json.dumps(value) if isinstance(value, dict | list) else str(value)
+        argv += ["-s", f"{name}={text}"]
+    return argv
 
 
 class RedisItemSink:
@@ -62,7 +82,9 @@ def start_worker(
 ) -> subprocess.Popen[bytes]:
     """A ``scrapy crawl demo`` worker process on the frontier at ``redis_url``."""
     merged: dict[str, object] = {
-        "ITEM_PIPELINES": json.dumps({"tests.crawlers.support.RedisItemSink": 100}),
+        "REDIS_URL": redis_url,
+        # Replaces the add-on's pipelines (a whole dict from -s): items go to the sink only.
+        "ITEM_PIPELINES": {"tests.crawlers.support.RedisItemSink": 100},
         SINK_KEY_SETTING: sink_key,
         "FRONTIER_IDLE_CLOSE_SECONDS": 2,
         "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
@@ -75,11 +97,8 @@ def start_worker(
     argv += ["-a", f"base_url={base_url}"]
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
-    for name, value in merged.items():
-        argv += ["-s", f"{name}={value}"]
-    env = {**os.environ, "REDIS_URL": redis_url}
-    env.pop("ELASTICSEARCH_URL", None)
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env=env)
+    argv += settings_argv(merged)
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=crawl_env())
 
 
 def wait_all(workers: Sequence[subprocess.Popen[bytes]], timeout: float) -> list[int]:
@@ -108,3 +127,20 @@ def log_excerpt(path: Path, lines: int = 40) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "<no log>"
+
+
+def final_stats(log: Path) -> dict[str, Any]:
+    """The integer counters of Scrapy's closing stats dump in a worker's log."""
+    dump = log.read_text().split("Dumping Scrapy stats:", 1)[1]
+    return {name: int(value) for name, value in re.findall(r"'([^']+)': (\d+)[,}]", dump)}
+
+
+def run_producer(
+    site: str, *, job_id: str, base_url: str, redis_url: str, cwd: Path = REPO_ROOT
+) -> str:
+    """``python -m crawlers.producer`` in the Scrapy project at ``cwd``; its output line."""
+    argv = [sys.executable, "-m", "crawlers.producer", site, "--job-id", job_id]
+    argv += ["--base-url", base_url, "--redis-url", redis_url]
+    result = subprocess.run(argv, cwd=cwd, env=crawl_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()

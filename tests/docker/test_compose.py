@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
+from core.config import ENVIRONMENT
 from crawlers.profiles import profile_sites
 from orchestration import local_stack
 from orchestration.register_flows import WORK_POOL
@@ -139,11 +140,14 @@ def test_every_variable_compose_reads_is_in_env_example(compose: dict[str, Any])
 def test_every_environment_variable_the_code_reads_is_in_env_example() -> None:
     listed = set(env_example_entries())
     code_reads = code_environment_reads()
-    wanted = settings_variables() | set(code_reads)
+    # core.config's table holds every platform variable (SCRAPE_JOB_ID, crawl-only, too).
+    table = {variable.name for variable in ENVIRONMENT}
+    wanted = settings_variables() | table | set(code_reads)
     missing = {name: code_reads.get(name, ["core/config.py"]) for name in wanted - listed}
     assert missing == {}, f"add these to {ENV_EXAMPLE.relative_to(REPO_ROOT)}"
-    # The collector finds what it should (so an empty result above is meaningful).
-    assert {"SCRAPE_JOB_ID", "PLATFORM_RUN_DIR", "KIBANA_URL"} <= set(code_reads)
+    # The collectors find what they should (so an empty result above is meaningful).
+    assert {"ES_JAVA_HOME", "PYTHONPATH", "KIBANA_URL"} <= set(code_reads)
+    assert {"SCRAPE_JOB_ID", "PLATFORM_RUN_DIR"} <= table
     assert {"REDIS_URL", "ELASTICSEARCH_URL", "SLACK_WEBHOOK_URL"} <= settings_variables()
 
 

@@ -16,8 +16,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from itemadapter import ItemAdapter
-from scrapy.settings import SETTINGS_PRIORITIES
-from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from crawlers.items import DemoProduct
@@ -29,6 +27,7 @@ from demo_site.catalog import Product
 from llm.embedders import Embedder, LocalEmbedder
 
 BASE_URL = "http://demo.example"
+PLATFORM = {"crawlers.addon.ScrapingPlatform": 0}
 
 
 def product_item(product: Product, job_id: str, **changes: Any) -> DemoProduct:
@@ -44,20 +43,12 @@ def store_job(
     return asyncio.run(_push(site, job_id, list(items), services))
 
 
-def _project_settings() -> dict[str, Any]:
-    """The project's own settings (the pipelines' defaults); get_crawler picks the reactor."""
-    project = get_project_settings()
-    return {
-        name: value
-        for name, value in project.items()
-        if project.getpriority(name) == SETTINGS_PRIORITIES["project"] and "REACTOR" not in name
-    }
-
-
 async def _push(
-    site: str, job_id: str, items: list[DemoProduct], services: dict[str, Any]
+    site: str, job_id: str, items: list[DemoProduct], services: dict[str, str]
 ) -> dict[str, Any]:
-    crawler = get_crawler(DemoSpider, {**_project_settings(), "LOG_LEVEL": "WARNING", **services})
+    # The platform add-on (its defaults), configured by settings as a crawl is.
+    settings = {"ADDONS": PLATFORM, **services, "LOG_LEVEL": "WARNING"}
+    crawler = get_crawler(DemoSpider, settings)
     crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE_URL)
     crawler.spider.name = site  # the pipelines key everything by the spider's name
     validate = ValidationPipeline.from_crawler(crawler)

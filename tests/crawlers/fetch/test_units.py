@@ -16,6 +16,7 @@ from scrapy.exceptions import DownloadConnectionRefusedError, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
+from crawlers.addon import COMPONENTS
 from crawlers.fetch.cache import BlockAwareCachePolicy
 from crawlers.fetch.classify import ResponseClassifier, reason_slug
 from crawlers.fetch.encoding import EncodingRepairMiddleware, misdeclared_cp1252
@@ -40,7 +41,6 @@ from crawlers.fetch.retry import (
     backoff_delay,
 )
 from crawlers.profiles import SiteProfile
-from crawlers.settings import DOWNLOADER_MIDDLEWARES
 from demo_site.behaviours import _CAPTCHA_PAGE, _FORBIDDEN_PAGE
 
 PROXIES = ["http://alice:s3cret@10.0.0.1:8000", "http://10.0.0.2:8000", "10.0.0.3:9000"]
@@ -48,7 +48,10 @@ PRODUCT_PAGE = "<html><head><title>Kettle</title></head><body>" + "<p>Steel kett
 
 
 def crawler_with(settings: dict[str, Any] | None = None, spidercls: type = Spider) -> Crawler:
-    merged = {"DOWNLOADER_MIDDLEWARES": DOWNLOADER_MIDDLEWARES, "RETRY_BACKOFF_BASE": 0}
+    merged = {
+        "DOWNLOADER_MIDDLEWARES": COMPONENTS["DOWNLOADER_MIDDLEWARES"],
+        "RETRY_BACKOFF_BASE": 0,
+    }
     crawler = get_crawler(spidercls, {**merged, **(settings or {})})
     crawler.spider = spidercls.from_crawler(crawler, name="unit")
     return crawler

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,8 @@ import redis
 from elasticsearch import Elasticsearch
 
 from core.store import IndexLayout
-from tests.crawlers.support import REPO_ROOT
+from demo_site.catalog import build_catalog
+from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv
 
 SITE = "demo"
 
@@ -28,11 +28,14 @@ def start_store_worker(
     arguments: dict[str, str] | None = None,
     output: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """A ``scrapy crawl demo`` worker with the project's own pipelines (settings.py).
+    """A ``scrapy crawl demo`` worker with the project's own pipelines (the add-on's).
 
     ``redis_url``/``es_url`` None: that service is not configured (its pipeline is off).
+    Configured by ``-s`` settings only: no platform variable reaches the worker.
     """
+    services = {"REDIS_URL": redis_url, "ELASTICSEARCH_URL": es_url}
     merged: dict[str, object] = {
+        **{name: url for name, url in services.items() if url},
         "FRONTIER_IDLE_CLOSE_SECONDS": 2,
         "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
         "FRONTIER_HEARTBEAT_TTL": 3,
@@ -47,14 +50,8 @@ def start_store_worker(
         argv += ["-O", str(output)]
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
-    for name, value in merged.items():
-        argv += ["-s", f"{name}={value}"]
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    if es_url:
-        env["ELASTICSEARCH_URL"] = es_url
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env=env)
+    argv += settings_argv(merged)
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env=crawl_env())
 
 
 def stored_docs(es: Elasticsearch, site: str = SITE) -> list[dict[str, Any]]:
@@ -81,3 +78,15 @@ def reset_store(es: Elasticsearch, server: redis.Redis, site: str = SITE) -> Non
 
 def key_of(sku: str) -> str:
     return f"{SITE}:demo_product:{sku}"
+
+
+def assert_stored_once(es: Elasticsearch, log: Path, job_id: str, products: int) -> None:
+    """Every product of the demo catalog is in Elasticsearch, stored exactly once by the
+    worker that wrote ``log`` (validated, classified new, indexed: each once)."""
+    docs = stored_docs(es)
+    catalog = build_catalog(n_products=products).products
+    assert sorted(doc["_id"] for doc in docs) == sorted(key_of(p.sku) for p in catalog)
+    assert {doc["job_id"] for doc in docs} == {job_id}
+    stats = final_stats(log)
+    counted = ("validation/valid/demo_product", "dedup/verdict/new", "store/indexed")
+    assert {name: stats.get(name) for name in counted} == dict.fromkeys(counted, products)

@@ -6,13 +6,10 @@ Also a real crawl that yields invalid items: they are dropped with reasons count
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
@@ -23,7 +20,7 @@ from demo_site.catalog import build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from tests.crawlers.pipelines.support import count_docs, key_of, start_store_worker, stored_docs
-from tests.crawlers.support import REPO_ROOT, log_excerpt, wait_all
+from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, log_excerpt, wait_all
 
 PRODUCTS = 240
 
@@ -44,12 +41,6 @@ def clean_es(es: Elasticsearch) -> Iterator[Elasticsearch]:
     clean()
     yield es
     clean()
-
-
-def final_stats(log: Path) -> dict[str, Any]:
-    """The integer counters of Scrapy's closing stats dump in a worker's log."""
-    dump = log.read_text().split("Dumping Scrapy stats:", 1)[1]
-    return {name: int(value) for name, value in re.findall(r"'([^']+)': (\d+)[,}]", dump)}
 
 
 def test_crawl_without_any_service_still_writes_the_feed(site: DemoSite, tmp_path: Path) -> None:
@@ -151,7 +142,7 @@ def test_crawl_with_elasticsearch_only_stores_and_writes_its_job_document(
 
 def test_invalid_items_are_dropped_with_reasons_counted(tmp_path: Path) -> None:
     output, log = tmp_path / "items.jsonl", tmp_path / "bad.log"
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
+    env = crawl_env()
     argv = [
         sys.executable, "-m", "scrapy", "crawl", "bad_items", "-O", str(output),
         "-s", "SPIDER_MODULES=tests.crawlers.pipelines.spiders",

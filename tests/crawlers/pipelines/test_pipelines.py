@@ -13,8 +13,6 @@ import pytest
 from elasticsearch import Elasticsearch
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
-from scrapy.settings import SETTINGS_PRIORITIES
-from scrapy.utils.project import get_project_settings
 from scrapy.utils.test import get_crawler
 
 from core.dedup import job_changes
@@ -33,6 +31,7 @@ from services.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT
 
 BASE = "http://shop.example"
+PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
 
 
 @pytest.fixture
@@ -51,15 +50,8 @@ NO_SERVICES: dict[str, Any] = {"REDIS_URL": None, "ELASTICSEARCH_URL": None}
 
 
 def crawler_for(job_id: str = "job-1", **settings: Any) -> Crawler:
-    """A crawler with the project's settings, ``settings`` on top (as ``-s`` would)."""
-    project = get_project_settings()
-    own = {
-        name: value
-        for name, value in project.items()
-        # The project's own settings; get_crawler picks the reactor settings itself.
-        if project.getpriority(name) == SETTINGS_PRIORITIES["project"] and "REACTOR" not in name
-    }
-    crawler = get_crawler(DemoSpider, {**own, "STORE_FLUSH_INTERVAL": 0.2, **settings})
+    """A crawler of the platform add-on (its defaults), configured by ``settings`` only."""
+    crawler = get_crawler(DemoSpider, {**PLATFORM, "STORE_FLUSH_INTERVAL": 0.2, **settings})
     crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE)
     return crawler
 

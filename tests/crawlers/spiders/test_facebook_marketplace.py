@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 from scrapy.exceptions import CloseSpider
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from core.config import get_settings
 from crawlers.items import GeoPoint
 from crawlers.spiders.facebook_marketplace import (
     FacebookMarketplaceSpider,
@@ -33,11 +34,9 @@ SESSION = "c_user=100000000000001; xs=replay-test-session"
 
 
 @pytest.fixture
-def session(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("FACEBOOK_SESSION_COOKIES", SESSION)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
+def session() -> dict[str, str]:
+    """The session as the crawl's setting (from FACEBOOK_SESSION_COOKIES in production)."""
+    return {"FACEBOOK_SESSION_COOKIES": SESSION}
 
 
 def test_real_item_page_from_its_relay_data() -> None:
@@ -100,19 +99,13 @@ def test_session_cookie_formats() -> None:
     assert parse_session_cookies(exported) == expected
 
 
-def test_a_missing_or_incomplete_session_is_refused_clearly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("FACEBOOK_SESSION_COOKIES", raising=False)
-    get_settings.cache_clear()
+def test_a_missing_or_incomplete_session_is_refused_clearly() -> None:
     with pytest.raises(FacebookSessionMissing, match="set FACEBOOK_SESSION_COOKIES"):
-        session_cookies()
-    monkeypatch.setenv("FACEBOOK_SESSION_COOKIES", "c_user=1; datr=secret-value")
-    get_settings.cache_clear()
+        session_cookies(Settings())
+    incomplete = Settings({"FACEBOOK_SESSION_COOKIES": SecretStr("c_user=1; datr=secret-value")})
     with pytest.raises(FacebookSessionMissing, match=r"lacks the session cookie\(s\) xs") as info:
-        session_cookies()
+        session_cookies(incomplete)
     assert "secret-value" not in str(info.value)
-    get_settings.cache_clear()
 
 
 def test_the_crawl_fails_at_start_without_a_session(replay: ReplaySite) -> None:
@@ -134,8 +127,10 @@ def test_the_crawl_fails_at_start_without_a_session(replay: ReplaySite) -> None:
     assert replay.access_log() == []  # nothing was fetched
 
 
-def test_requests_carry_the_session_and_a_login_page_stops_the_crawl(session: None) -> None:
-    crawler = get_crawler(FacebookMarketplaceSpider)
+def test_requests_carry_the_session_and_a_login_page_stops_the_crawl(
+    session: dict[str, str],
+) -> None:
+    crawler = get_crawler(FacebookMarketplaceSpider, session)
     spider = FacebookMarketplaceSpider.from_crawler(crawler, base_url=HOST)
     assert isinstance(spider, FacebookMarketplaceSpider)
     (entry,) = spider.start_entries()

@@ -1,0 +1,240 @@
+"""The scraping platform as a Scrapy add-on: ``ADDONS = {"crawlers.addon.ScrapingPlatform": 0}``.
+
+Enabling it in any Scrapy project installs, at 'addon' priority (so the project's
+settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
+
+* the crawl defaults of ``crawlers.defaults`` (politeness, fetch, store, rendering, ...);
+* the fetch downloader middlewares, in this order (requests low -> high, responses
+  high -> low), Scrapy's RetryMiddleware and RedirectMiddleware replaced::
+
+      587 crawlers.fetch.proxies.RotatingProxies     proxy chosen / marked
+      588 crawlers.fetch.proxies.BanDetection        ban verdict of a response
+      585 crawlers.fetch.retry.BlockRetryMiddleware  block pages and errors retried/dropped
+      584 crawlers.fetch.encoding.EncodingRepairMiddleware  cp1252 labelled UTF-8
+      600 crawlers.fetch.retry.CountingRedirectMiddleware   redirects, loops counted
+      740 crawlers.fetch.rendering.RenderMiddleware  the render flag (profile's RENDER_MODE)
+
+  and the download handler ``crawlers.fetch.rendering.ResilientPlaywrightHandler`` for
+  http and https (Chromium starts only when a request is rendered);
+* the spider middlewares ``crawlers.frontier.LeaseAckMiddleware`` (0, the outermost: acks
+  frontier leases when a response's output and items are done; off without the frontier)
+  and ``crawlers.middlewares.JobTagMiddleware`` (50): every request and item carries its
+  job id;
+* the item pipelines, in this order: validate (100) -> dedup (200) -> store (300).
+  Validation always runs; dedup needs REDIS_URL and store needs ELASTICSEARCH_URL, each
+  is off (NotConfigured) without its service, so ``scrapy crawl <site> -O items.jsonl``
+  works with no services at all;
+* only when REDIS_URL is set: the distributed frontier (scheduler
+  ``crawlers.frontier.LeasingScheduler``, queue ``LeasedQueue``, dupefilter
+  ``JobDupeFilter``, ``SCHEDULER_PERSIST``, ``REDIS_PARAMS``) and the worker extension
+  ``crawlers.extensions.FrontierWorker`` (100).
+
+A component the project already lists (even as ``None``, which disables it) is left as
+the project has it; a whole component dict set by a spider's ``custom_settings`` or
+``-s`` replaces the add-on's (``ITEM_PIPELINES={}``: no pipelines), as it would replace
+a settings.py's. At start the add-on checks the private Scrapy/scrapy-playwright API
+the platform relies on (``crawlers.compat``) and the platform's settings: a malformed
+one stops the crawl with one line naming it and the fix (``ConfigurationError``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+from scrapy.addons import AddonManager
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, Settings
+from scrapy.utils.misc import load_object
+from scrapy.utils.project import get_project_settings
+
+from core.config import (
+    ConfigurationError,
+    check_http_url,
+    check_redis_url,
+    read_proxy_file,
+    redacted,
+)
+from crawlers import defaults
+from crawlers.compat import check_private_api
+
+logger = logging.getLogger(__name__)
+
+PRIORITY = "addon"
+
+# Component priority dictionaries: path -> order (None: Scrapy's own, switched off).
+COMPONENTS: dict[str, dict[str, int | None]] = {
+    "DOWNLOADER_MIDDLEWARES": {
+        # Replaced by subclasses: retries back off, change proxy and drop block pages;
+        # abandoned redirect loops are counted.
+        "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+        "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+        "crawlers.fetch.retry.CountingRedirectMiddleware": 600,
+        # Responses pass high -> low: decompressed (590) -> ban verdict (588) -> proxy
+        # marked (587) -> counted, retried or dropped (585) -> meta refresh (580).
+        "crawlers.fetch.proxies.BanDetection": 588,
+        "crawlers.fetch.proxies.RotatingProxies": 587,
+        "crawlers.fetch.retry.BlockRetryMiddleware": 585,
+        "crawlers.fetch.encoding.EncodingRepairMiddleware": 584,
+        # Requests pass low -> high: proxy chosen (587) -> render flag (740) -> auth (750).
+        "crawlers.fetch.rendering.RenderMiddleware": 740,
+    },
+    "SPIDER_MIDDLEWARES": {
+        # The outermost spider middleware: sees every response first and exactly the output
+        # that reaches the scraper, to ack frontier leases (NotConfigured without it).
+        "crawlers.frontier.LeaseAckMiddleware": 0,
+        # Early in input order, so every request/item a callback yields passes through it.
+        "crawlers.middlewares.JobTagMiddleware": 50,
+    },
+    "ITEM_PIPELINES": {
+        "crawlers.pipelines.validate.ValidationPipeline": 100,
+        "crawlers.pipelines.dedup.DedupPipeline": 200,
+        "crawlers.pipelines.store.StorePipeline": 300,
+    },
+}
+
+DOWNLOAD_HANDLERS = {
+    "http": "crawlers.fetch.rendering.ResilientPlaywrightHandler",
+    "https": "crawlers.fetch.rendering.ResilientPlaywrightHandler",
+}
+
+# The distributed frontier: scrapy-redis' scheduler with our lease -> ack queue.
+FRONTIER: dict[str, Any] = {
+    "SCHEDULER": "crawlers.frontier.LeasingScheduler",
+    "SCHEDULER_QUEUE_CLASS": "crawlers.frontier.LeasedQueue",
+    "DUPEFILTER_CLASS": "crawlers.frontier.JobDupeFilter",
+    # The frontier belongs to the site, not to one worker: never flushed at close.
+    "SCHEDULER_PERSIST": True,
+}
+FRONTIER_EXTENSIONS: dict[str, int | None] = {"crawlers.extensions.FrontierWorker": 100}
+
+
+def redis_params() -> dict[str, Any]:
+    """REDIS_PARAMS of the frontier's client (fresh: Retry objects hold state)."""
+    return {
+        # Short timeouts + a few quick retries: a hung Redis must not freeze the reactor
+        # for long; longer outages are ridden out by the scheduler's local buffers.
+        "socket_timeout": 5,
+        "socket_connect_timeout": 2,
+        "health_check_interval": 15,
+        "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
+        "retry_on_error": [RedisConnectionError, RedisTimeoutError],
+    }
+
+
+class ScrapingPlatform:
+    """The Scrapy add-on (see the module docstring for what it installs)."""
+
+    @classmethod
+    def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
+        # Scrapy configures logging and builds the spider before add-ons' update_settings
+        # run: installed here as well, LOG_LEVEL holds from the first line, a spider's
+        # from_crawler sees the frontier, and a malformed project or command-line setting
+        # stops the process before anything starts.
+        install(settings)
+
+    def update_settings(self, settings: BaseSettings) -> None:
+        check_private_api()
+        install(settings)  # again: the final settings, a spider's and profile's included
+        redis_url = settings.get("REDIS_URL")
+        if redis_url:
+            logger.info("scraping platform: frontier on %s", redacted(str(redis_url)))
+        else:
+            logger.info("scraping platform: no REDIS_URL, Scrapy's own scheduler")
+
+
+def crawl_settings(settings: Settings | None = None) -> Settings:
+    """The settings a crawl of this project starts from, for code that reads crawl
+    settings outside a crawl (CLIs, the drain step): the project's settings (environment
+    mapped in) with its add-ons applied, as Scrapy applies them before building a crawler.
+    """
+    settings = settings if settings is not None else get_project_settings()
+    AddonManager.load_pre_crawler_settings(settings)
+    return settings
+
+
+def install(settings: BaseSettings) -> None:
+    """Defaults, components and (with REDIS_URL) the frontier, at 'addon' priority.
+
+    Idempotent: Scrapy may call it before the crawler exists and again on its settings.
+    """
+    settings.setmodule(defaults, priority=PRIORITY)
+    for name, components in COMPONENTS.items():
+        setdefault_components(settings, name, components)
+    if project_level(settings, "DOWNLOAD_HANDLERS"):
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        for scheme, path in DOWNLOAD_HANDLERS.items():
+            handlers.setdefault(scheme, path)  # a scheme the project maps keeps its handler
+        settings.set("DOWNLOAD_HANDLERS", handlers, settings.getpriority("DOWNLOAD_HANDLERS") or 0)
+    check_settings(settings)
+    if settings.get("REDIS_URL"):
+        install_frontier(settings)
+
+
+def install_frontier(settings: BaseSettings) -> None:
+    """The Redis frontier's scheduler, dupefilter, client parameters and worker extension."""
+    for name, value in FRONTIER.items():
+        settings.set(name, value, priority=PRIORITY)
+    settings.set("REDIS_PARAMS", redis_params(), priority=PRIORITY)
+    setdefault_components(settings, "EXTENSIONS", FRONTIER_EXTENSIONS)
+
+
+def setdefault_components(
+    settings: BaseSettings, name: str, components: dict[str, int | None]
+) -> None:
+    """Add each component unless the project already lists it (even as None).
+
+    Scrapy's ``setdefault_in_component_priority_dict`` keys by class; import paths keep
+    the "Enabled ..." log lines readable.
+    """
+    if not project_level(settings, name):
+        return
+    current = settings.getdict(name)
+    listed = {load_object(key) for key in current}  # keys may be paths or classes
+    added = {path: order for path, order in components.items() if load_object(path) not in listed}
+    if added:
+        settings.set(name, {**current, **added}, settings.getpriority(name) or 0)
+
+
+def project_level(settings: BaseSettings, name: str) -> bool:
+    """False when a spider's ``custom_settings`` or ``-s`` set the whole dict ``name``.
+
+    The add-on's components count as the project's: such a dict replaces them, as it
+    replaces a settings.py's in Scrapy (``-s ITEM_PIPELINES={}``: no pipelines at all).
+    """
+    return (settings.getpriority(name) or 0) <= SETTINGS_PRIORITIES["project"]
+
+
+def check_settings(settings: BaseSettings) -> None:
+    """Raise ConfigurationError (one line: the setting and its fix) for a malformed value.
+
+    The services' URLs, a proxy file that cannot be read, and every platform default's
+    type: a boolean must read as one, a number as one.
+    """
+    check_redis_url(settings.get("REDIS_URL"))
+    for name in ("ELASTICSEARCH_URL", "DEMO_SITE_URL"):
+        check_http_url(settings.get(name), name)
+    path = settings.get("ROTATING_PROXY_LIST_PATH")
+    if path:
+        read_proxy_file(path, "ROTATING_PROXY_LIST_PATH")
+    for name in dir(defaults):
+        default = getattr(defaults, name)
+        if not name.isupper() or name not in settings or settings.get(name) is None:
+            continue
+        value = settings.get(name)
+        if isinstance(default, bool):
+            _check(settings.getbool, name, value, "a boolean (true or false)", "true")
+        elif isinstance(default, int | float):
+            _check(settings.getfloat, name, value, "a number", repr(default))
+
+
+def _check(read: Any, name: str, value: object, kind: str, example: str) -> None:
+    try:
+        read(name)
+    except (TypeError, ValueError):
+        raise ConfigurationError(
+            f"{name}={value!r} is not {kind}: set it like `-s {name}={example}`"
+        ) from None

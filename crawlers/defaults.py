@@ -1,0 +1,169 @@
+"""The platform's crawl defaults: the one place each is written.
+
+A settings module (uppercase names only): the add-on (``crawlers.addon``) applies it at
+'addon' priority, so a project's settings.py, a spider's ``custom_settings``, a site
+profile's ``[settings]`` and ``-s NAME=value`` all override it the Scrapy way. Components
+(middlewares, pipelines, handlers) and the frontier's scheduler are the add-on's own
+tables; the environment variables feeding some of these names are ``core.config``'s
+table. Read a setting without a fallback (``settings.getfloat("STORE_FLUSH_INTERVAL")``):
+its default is here. docs/configuration.md lists them all.
+"""
+
+from __future__ import annotations
+
+# Imported as a module: every uppercase name here is a setting (Settings.setmodule).
+from core import config
+
+# --- services (docs/configuration.md: set by environment variable or -s) ---
+REDIS_URL = None  # the frontier, dedup and the store's spill; None: all off
+ELASTICSEARCH_URL = None  # the store; None: the store pipeline is off
+ELASTICSEARCH_USERNAME = None
+ELASTICSEARCH_PASSWORD = None  # secret: SecretStr from the environment
+ELASTICSEARCH_API_KEY = None  # secret
+PLATFORM_RUN_DIR = str(config.DEFAULT_RUN_DIR)
+JOB_ID = None  # None: each crawl starts a new job id
+DEMO_SITE_URL = config.DEFAULT_DEMO_SITE_URL
+FACEBOOK_SESSION_COOKIES = None  # secret
+
+USER_AGENT = "scraping-platform/0.1 (+https://example.invalid/bot)"
+
+# Politeness: robots.txt is obeyed unless a site's profile says otherwise.
+ROBOTSTXT_OBEY = True
+CONCURRENT_REQUESTS = 32
+CONCURRENT_REQUESTS_PER_DOMAIN = 16
+# Scrapy runs up to CONCURRENT_ITEMS outputs of one callback as parallel asyncio tasks;
+# the default 100 made the demo crawl about 2x slower for no gain.
+CONCURRENT_ITEMS = 16
+DOWNLOAD_DELAY = 0.0
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.5
+AUTOTHROTTLE_MAX_DELAY = 30.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 8.0
+
+DOWNLOAD_TIMEOUT = 30
+RETRY_ENABLED = True
+RETRY_TIMES = 3
+RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
+REDIRECT_MAX_TIMES = 10
+# A page over this size is refused rather than parsed; counted by Scrapy as an error.
+DOWNLOAD_MAXSIZE = 32 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
+
+COOKIES_ENABLED = False
+TELNETCONSOLE_ENABLED = False
+# Scrapy's remote-control server runs code sent to it: never on a crawl worker.
+REMOTE_CONTROL_ENABLED = False
+
+# asyncio reactor: required by scrapy-playwright, and Scrapy's default.
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+
+FEED_EXPORT_ENCODING = "utf-8"
+LOG_LEVEL = "INFO"
+
+# HTTP cache: for local debugging only (`-s HTTPCACHE_ENABLED=1`), never in production.
+HTTPCACHE_ENABLED = False
+HTTPCACHE_DIR = "httpcache"
+HTTPCACHE_EXPIRATION_SECS = 0
+HTTPCACHE_POLICY = "crawlers.fetch.cache.BlockAwareCachePolicy"  # never stores block pages
+HTTPCACHE_IGNORE_HTTP_CODES = [401, 403, 407, 429, 451, 500, 502, 503, 504]
+
+# --- the frontier (crawlers/frontier.py, docs/frontier.md); active only with REDIS_URL ---
+FRONTIER_HEARTBEAT_INTERVAL = 2.0
+FRONTIER_HEARTBEAT_TTL = 15.0
+FRONTIER_IDLE_POLL_INTERVAL = 0.2
+FRONTIER_STATS_INTERVAL = 1.0
+FRONTIER_IDLE_CLOSE_SECONDS = 30.0
+FRONTIER_ALWAYS_ON = False
+# Leases taken per round trip, and acks sent per round trip (see docs/frontier.md).
+FRONTIER_LEASE_BATCH = 4
+FRONTIER_ACK_BATCH = 32
+# A request whose items failed in the pipelines (item_error: dedup or the store gave up,
+# the item is not durable) is crawled again this often, then acked with the failure counted.
+FRONTIER_ITEM_RETRY_TIMES = 2
+
+# --- the store (crawlers/pipelines/store.py, docs/pipelines.md); needs ELASTICSEARCH_URL ---
+STORE_BULK_SIZE = 500  # documents per bulk request: a full buffer is sent at once
+# Seconds the oldest buffered item waits before a (smaller) bulk is sent. The drain step
+# must see the job's counters stable for longer than this before the LLM step runs.
+STORE_FLUSH_INTERVAL = 1.0
+STORE_MAX_BUFFER = 5000  # items held in memory; beyond, new items go to the spill
+STORE_SPILL_AFTER = 5.0  # seconds of failed retries before items go to the durable spill
+STORE_MAX_ITEM_RETRIES = 5  # per-item retries (backoff below) before the spill
+STORE_RETRY_BACKOFF = 0.5  # seconds, doubled per attempt ...
+STORE_RETRY_BACKOFF_MAX = 8.0  # ... up to this
+STORE_REQUEST_TIMEOUT = 10.0  # seconds per Elasticsearch request
+STORE_CLOSE_TIMEOUT = 30.0  # at close: retry this long, then spill what is left
+STORE_INDEX_REPLICAS = 0  # replicas of new item indices (0 suits a single node)
+STORE_SPILL_DIR = None  # without Redis: spill files here (None: PLATFORM_RUN_DIR/spill)
+# Write the job's document into the `jobs` index at spider close. None: only in local mode
+# (no frontier); with the frontier the flow writes it after the drain, for all workers.
+STORE_JOB_DOCUMENT_AT_CLOSE = None
+
+# --- dedup (crawlers/pipelines/dedup.py): one bounded retry layer for its state reads ---
+# Attempts at reading/writing the change state (Redis, or the stored documents without
+# Redis), backing off from DEDUP_RETRY_BACKOFF doubling up to the max (about 26 s in
+# all); then the item fails (item_error, dedup/failed) and the frontier crawls it again.
+DEDUP_RETRY_TIMES = 10
+DEDUP_RETRY_BACKOFF = 0.1
+DEDUP_RETRY_BACKOFF_MAX = 5.0
+
+# --- proxies (crawlers/fetch/proxies.py, docs/fetching.md); off without a list ---
+# PROXY_LIST / PROXY_LIST_FILE for every site, or a site's own ROTATING_PROXY_LIST /
+# ROTATING_PROXY_LIST_PATH in its profile's [settings].
+ROTATING_PROXY_LIST: list[str] = []
+ROTATING_PROXY_BAN_POLICY = "crawlers.fetch.proxies.BlockBanPolicy"  # core.blocks verdicts
+ROTATING_PROXY_BACKOFF_BASE = 300  # a banned proxy rests up to 5 min at first, doubling ...
+ROTATING_PROXY_BACKOFF_CAP = 3600  # ... up to an hour
+ROTATING_PROXY_CLOSE_SPIDER = False  # every proxy dead: check them all again, do not stop
+ROTATING_PROXY_LOGSTATS_INTERVAL = 60
+ROTATING_PROXY_PAGE_RETRY_TIMES = 5  # proxies tried for one page before it fails
+
+# --- block pages and retries (crawlers/fetch/retry.py) ---
+# Block pages (blocked/captcha/throttled) are retried this often, then dropped; network
+# errors and RETRY_HTTP_CODES get RETRY_TIMES. Each retry waits an exponential backoff with
+# jitter (base doubling per attempt, capped; at least a 429's Retry-After, capped).
+BLOCK_RETRY_TIMES = 3
+RETRY_BACKOFF_BASE = 0.5
+RETRY_BACKOFF_MAX = 30.0
+
+# --- rendering (crawlers/fetch/rendering.py) ---
+# RENDER_MODE is the profile's `render` (never | always | per_request). The download
+# handler starts Chromium only when a request is rendered, so it serves every site.
+RENDER_MODE = "never"
+RENDER_HARD_TIMEOUT = 90.0  # wall-clock seconds per browser request, everything included
+RENDER_RESTART_AFTER_TIMEOUTS = 3  # hard timeouts in a row that recycle a hung browser
+RENDER_ABORT_RESOURCE_TYPES = ["image", "font", "media"]  # [] in a profile keeps them
+# Pages stay open for the next request of their context (about 1.5x the pages/s); each
+# is closed after this many pages, which bounds the memory a long-lived page gathers.
+RENDER_REUSE_PAGES = True
+RENDER_PAGE_MAX_USES = 20
+# scrapy-playwright's public extension points the rendering handler relies on:
+# Chromium and the Playwright driver start with the first rendered request ...
+PLAYWRIGHT_BROWSER_PROVIDER = "crawlers.fetch.browser.LazyBrowserProvider"
+# ... RENDER_ABORT_RESOURCE_TYPES are aborted per page (a site may set its own function) ...
+PLAYWRIGHT_ABORT_REQUEST = "crawlers.fetch.browser.abort_request"
+# ... and a crashed browser is relaunched on the next request (crash recovery).
+PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER = True
+
+PLAYWRIGHT_BROWSER_TYPE = "chromium"
+PLAYWRIGHT_LAUNCH_OPTIONS = {
+    # CHROMIUM_PATH (environment) replaces this key only.
+    "executable_path": config.find_chromium(),
+    "headless": True,
+    # Without these flags Chromium keeps calling home, which a closed network refuses.
+    "args": [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ],
+}
+PLAYWRIGHT_MAX_CONTEXTS = 4
+PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 4
+PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 30_000
+
+# --- spiders ---
+MAX_LISTING_PAGES = 10  # listing pages followed per start entry (a profile may lower it)
