@@ -37,6 +37,7 @@ from elasticsearch import Elasticsearch
 from itemadapter import ItemAdapter
 from scrapy.utils.test import get_crawler
 
+from core.items_schema import schema_for
 from core.store import ensure_item_index
 from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
@@ -75,8 +76,6 @@ class PerItemStorePipeline(StorePipeline):
 
 
 def _properties() -> dict[str, Any]:
-    from core.items_schema import schema_for
-
     return schema_for(DemoProduct).es_properties
 
 

@@ -33,7 +33,7 @@ from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan, streaming_bulk
 
 from core.dedup import job_changes
-from core.store import IndexLayout, get_items
+from core.store import get_items, item_keys
 from llm.chunking import Chunk, Chunker
 from llm.embedders import Embedder
 from llm.index import ensure_chunks_index
@@ -112,15 +112,7 @@ def backfill_site(
     batch_size: int = ITEM_BATCH,
 ) -> ProcessReport:
     """Every item of the site (a new chunks index, a backend switch); up-to-date ones skip."""
-    keys = [
-        hit["_source"]["item_key"]
-        for hit in scan(
-            es,
-            index=IndexLayout.read_alias(site),
-            query={"query": {"match_all": {}}, "_source": ["item_key"]},
-            size=1000,
-        )
-    ]
+    keys = item_keys(es, site)
     return process_items(es, site, keys, embedder, chunker=chunker, batch_size=batch_size)
 
 

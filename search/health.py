@@ -21,6 +21,7 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 
+from core.store import items_index
 from llm.index import CHUNKS_PREFIX, index_embedder
 
 DEFAULT_STALE_AFTER = dt.timedelta(days=8)  # the weekly sites scrape every 7 days
@@ -73,14 +74,14 @@ def check_health(
     try:
         info = es.info()
         health.elasticsearch = {"reachable": True, "version": info["version"]["number"]}
-        items = _by_site(es, "items-*", "last_seen", "last_changed")
+        items = _by_site(es, items_index(), "last_seen", "last_changed")
         chunks = _by_site(es, f"{CHUNKS_PREFIX}*", "indexed_at", "item_last_changed")
     except (TransportError, ApiError) as exc:
         health.status = "down"
         health.elasticsearch = {"reachable": False, "error": type(exc).__name__}
         return health
     for site in sorted(set(items) | set(chunks)):
-        site_items = items.get(site) or IndexFreshness(index=f"items-{site}")
+        site_items = items.get(site) or IndexFreshness(index=items_index(site))
         site_chunks = chunks.get(site) or IndexFreshness(index=f"{CHUNKS_PREFIX}{site}")
         if site_chunks.documents:
             recorded = index_embedder(es, site_chunks.index)

@@ -24,7 +24,7 @@ from core.store.layout import (
     index_for_key,
     iso_ms,
 )
-from core.store.read import get_items, items_index, job_items
+from core.store.read import get_items, item_keys, items_index, job_items
 from core.store.replay import drain_site_spill, drain_spill_sync
 from core.store.settings import MissingSetting, StoreSettings
 from core.store.spill import SPILL_ERRORS, Spill
@@ -58,6 +58,7 @@ __all__ = [
     "get_items",
     "index_for_key",
     "iso_ms",
+    "item_keys",
     "items_index",
     "job_items",
     "spill_size",

@@ -4,6 +4,7 @@
   right after the store's last bulk), any mix of sites and types;
 * ``job_items(es, server, site, job_id)``: the documents of the job's new and changed
   items (``core.dedup.job_changes``);
+* ``item_keys(es, site)``: every stored item key of a site (a scan; for backfills);
 * ``items_index(site)``: what to search, the site's read alias ``items-<site>`` or, with
   no site, every site's items (``items-*``).
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 import redis
 from elasticsearch import Elasticsearch
+from elasticsearch.helpers import scan
 
 from core.dedup import job_changes
 from core.store.layout import IndexLayout, doc_id_for, index_for_key
@@ -45,6 +47,19 @@ def get_items(
         for key, doc in zip(wanted, response["docs"], strict=True)
         if doc.get("found")
     }
+
+
+def item_keys(es: Elasticsearch, site: str) -> list[str]:
+    """Every stored item key of ``site`` (a scroll over its read alias)."""
+    return [
+        hit["_source"]["item_key"]
+        for hit in scan(
+            es,
+            index=items_index(site),
+            query={"query": {"match_all": {}}, "_source": ["item_key"]},
+            size=1000,
+        )
+    ]
 
 
 def job_items(

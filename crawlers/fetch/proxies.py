@@ -43,6 +43,7 @@ from scrapy.settings import BaseSettings
 
 from crawlers.fetch.classify import ResponseClassifier
 from crawlers.fetch.redact import install_redaction, normalize_proxy, proxy_id
+from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError
 from crawlers.fetch.retry import PROXY_EXCLUDE_META
 
 logger = logging.getLogger(__name__)
@@ -226,8 +227,6 @@ class BlockBanPolicy:
         return False if verdict.ok else None
 
     def exception_is_ban(self, request: Request, exception: Exception) -> bool | None:
-        from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError
-
         if isinstance(exception, IgnoreRequest | BrowserCrashedError):
             return None
         if isinstance(exception, RenderFailedError):

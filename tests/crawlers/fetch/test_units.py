@@ -16,6 +16,7 @@ from scrapy.exceptions import DownloadConnectionRefusedError, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
+from core.blocks import classify
 from crawlers.addon import COMPONENTS
 from crawlers.fetch.cache import BlockAwareCachePolicy
 from crawlers.fetch.classify import ResponseClassifier, reason_slug
@@ -108,8 +109,6 @@ def test_the_log_filter_scrubs_messages_and_exceptions() -> None:
 
 def test_reason_slugs_are_stable_stat_names() -> None:
     rules = ResponseClassifier(crawler_with()).rules
-    from core.blocks import classify
-
     captcha = classify(200, {}, _CAPTCHA_PAGE, rules=rules)
     forbidden = classify(403, {}, _FORBIDDEN_PAGE, rules=rules)
     throttled = classify(429, {"Retry-After": "3"}, "", rules=rules)
