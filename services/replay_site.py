@@ -83,7 +83,8 @@ class ReplayManifest:
     session_cookie: str | None = None
     login_page: Path | None = None
     ignore_query: frozenset[str] = frozenset()
-    crawl_env: Mapping[str, str] = field(default_factory=dict)  # what a crawl of it needs
+    # Scrapy settings a crawl of it needs (a test session; never a real credential).
+    crawl_settings: Mapping[str, str] = field(default_factory=dict)
     _patterns: tuple[re.Pattern[str], ...] = field(default=(), repr=False)
 
     @classmethod
@@ -123,7 +124,7 @@ class ReplayManifest:
             session_cookie=raw.get("session_cookie"),
             login_page=root / login if login else None,
             ignore_query=ignore,
-            crawl_env={str(k): str(v) for k, v in (raw.get("crawl_env") or {}).items()},
+            crawl_settings={str(k): str(v) for k, v in (raw.get("crawl_settings") or {}).items()},
             _patterns=tuple(_host_pattern(host) for host in hosts),
         )
 
@@ -319,18 +320,18 @@ class ReplaySite(ManagedProcess):
     def clear_log(self) -> None:
         self._call("DELETE", "log")
 
-    def crawl_environment(self) -> dict[str, str]:
-        """Environment additions a crawl of this replay needs (a proxy, a session).
+    def crawl_settings(self) -> dict[str, str]:
+        """Scrapy settings a crawl of this replay needs (a proxy, a session).
 
         A site whose profile requires proxies gets the replay itself as its proxy; a
         site that needs a logged-in session gets the replay's test session, from the
-        manifest's ``crawl_env`` (never a real credential).
+        manifest's ``crawl_settings`` (never a real credential).
         """
-        env: dict[str, str] = {}
+        settings: dict[str, str] = {}
         if SiteProfile.load(self.site).needs_proxies:
-            env["PROXY_LIST"] = self.url
-        env.update(self.manifest.crawl_env)
-        return env
+            settings["ROTATING_PROXY_LIST"] = self.url
+        settings.update(self.manifest.crawl_settings)
+        return settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:

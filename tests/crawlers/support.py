@@ -24,10 +24,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
 
 
+# Set by Scrapy in this process once anything read the project's settings: a crawl
+# subprocess must find its own project from its cwd's scrapy.cfg instead.
+SCRAPY_PROJECT_VARIABLES = {"SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT"}
+
+
 def crawl_env() -> dict[str, str]:
-    """The process environment without any platform variable (core.config.ENVIRONMENT):
-    a test crawl is configured by its ``-s NAME=value`` settings only."""
-    names = {variable.name for variable in ENVIRONMENT}
+    """The process environment without any platform variable (core.config.ENVIRONMENT)
+    nor Scrapy's project pointer: a test crawl is configured by its ``-s NAME=value``
+    settings and the scrapy.cfg of its cwd only."""
+    names = {variable.name for variable in ENVIRONMENT} | SCRAPY_PROJECT_VARIABLES
     return {k: v for k, v in os.environ.items() if k.upper() not in names}
 
 

@@ -90,9 +90,10 @@ def crawl(
     """``scrapy crawl <site> -a base_url=<replay>`` as operators run it, no services."""
     out = out_dir / f"{site}-items.jsonl"
     base_env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
-    base_env.update(replay.crawl_environment())
     base_env.update(env or {})
     command = [sys.executable, "-m", "scrapy", "crawl", site, "-O", str(out)]
+    for name, value in replay.crawl_settings().items():
+        command += ["-s", f"{name}={value}"]
     # No politeness overrides: spiders crawl a loopback replay without delays themselves.
     command += ["-a", f"base_url={replay.url}", *args]
     result = subprocess.run(

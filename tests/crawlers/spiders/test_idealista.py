@@ -203,12 +203,16 @@ def test_crawl_of_the_replay_follows_pagination_to_every_detail(
 
 
 def test_the_gate_reports_a_datadome_answer_as_blocked(
-    replay: ReplaySite, monkeypatch: pytest.MonkeyPatch
+    replay: ReplaySite,
 ) -> None:
-    for name, value in replay.crawl_environment().items():
-        monkeypatch.setenv(name, value)
     sample = {"search": ["/blocked/datadome"], "detail": ["/en/inmueble/98124560/"]}
-    result = verify_site(SITE, base_url=replay.url, sample=sample, timeout=120)
+    result = verify_site(
+        SITE,
+        base_url=replay.url,
+        sample=sample,
+        timeout=120,
+        settings=replay.crawl_settings(),
+    )
     assert (result.passed, result.status) == (False, "blocked"), result.summary()
     assert "datadome challenge" in result.reason
     assert result.changed_page_types == []
