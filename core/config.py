@@ -148,6 +148,9 @@ class PlatformSettings(BaseSettings):
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
     embedding_model: str = "all-MiniLM-L6-v2"
+    # Retries of one embeddings request (429/5xx/timeouts), with the SDK's backoff: the
+    # one retry layer of that hop.
+    embedding_max_retries: int = Field(default=6, ge=0, le=20)
 
     # Proxies: a comma/newline separated list, and/or a file with one proxy per line.
     proxy_list: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
@@ -323,6 +326,12 @@ ENVIRONMENT: tuple[Variable, ...] = (
     ),
     Variable("OPENAI_BASE_URL", None, "an OpenAI-compatible endpoint", "offline model"),
     Variable("EMBEDDING_MODEL", None, "the embedding model", "all-MiniLM-L6-v2"),
+    Variable(
+        "EMBEDDING_MAX_RETRIES",
+        None,
+        "retries of one embeddings request (429/5xx/timeouts) with backoff, then the step fails",
+        "6",
+    ),
 )
 
 

@@ -346,7 +346,10 @@ def default_embedder(settings: PlatformSettings | None = None) -> Embedder:
     if settings.openai_base_url or settings.openai_api_key is not None:
         model = settings.embedding_model if model_set else OPENAI_DEFAULT_MODEL
         return OpenAIEmbedder(
-            model, api_key=settings.openai_api_key, base_url=settings.openai_base_url
+            model,
+            api_key=settings.openai_api_key,
+            base_url=settings.openai_base_url,
+            max_retries=settings.embedding_max_retries,
         )
     if model_set and settings.embedding_model not in (LOCAL_MODEL, LOCAL_MODEL_FILE_ID):
         raise EmbedderUnavailable(

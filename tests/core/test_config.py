@@ -111,4 +111,5 @@ def test_crawl_values_only_for_variables_that_are_set() -> None:
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         "EMBEDDING_MODEL",
+        "EMBEDDING_MAX_RETRIES",
     }

@@ -134,6 +134,17 @@ def test_default_backend_choice(monkeypatch: pytest.MonkeyPatch, stub: OpenAIStu
         default_embedder(PlatformSettings())
 
 
+def test_embedding_max_retries_bounds_the_one_retry_layer(stub: OpenAIStub) -> None:
+    settings = PlatformSettings(
+        openai_base_url=stub.base_url, openai_api_key=SecretStr(KEY), embedding_max_retries=1
+    )
+    chosen = default_embedder(settings)
+    stub.fail_next(500, times=5)
+    with pytest.raises(EmbeddingError):
+        chosen.embed(["a"])
+    assert [c.status for c in stub.calls] == [500, 500]  # the request and one retry
+
+
 SITE = "llmopenai"
 
 
