@@ -94,7 +94,7 @@ async def push(
     # client's connections, and that wait counts towards the request timeout.
     settings = {**PLATFORM, **services, "LOG_LEVEL": "WARNING", "STORE_REQUEST_TIMEOUT": 300}
     crawler = get_crawler(DemoSpider, settings)
-    crawler.spider = crawler._create_spider(job_id="bench", base_url=BASE_URL)
+    crawler.spider = DemoSpider.from_crawler(crawler, job_id="bench", base_url=BASE_URL)
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)
     store = store_cls.from_crawler(crawler)

@@ -212,17 +212,19 @@ class CountingRedirectMiddleware(RedirectMiddleware):
     loop would otherwise run to REDIRECT_MAX_TIMES, or vanish silently in the dupefilter.
     """
 
-    def _redirect(self, redirected: Request, request: Request, reason: Any) -> Request:
-        chain = [*request.meta.get("redirect_urls", ()), request.url]
-        allowed = 1 if self.crawler.settings.getbool("COOKIES_ENABLED") else 0
-        if chain.count(redirected.url) > allowed:
-            self._count_loop(request, f"redirect loop back to {redirected.url}")
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        # Public hook only: Scrapy decides whether and where to redirect; we judge the result.
         try:
-            redirected = super()._redirect(redirected, request, reason)
+            result = super().process_response(request, response)
         except IgnoreRequest:
             self._count_loop(request, f"more than {self.max_redirect_times} redirects")
-        forget_rotated_proxy(redirected)
-        return redirected
+        if isinstance(result, Request):
+            chain = [*request.meta.get("redirect_urls", ()), request.url]
+            allowed = 1 if self.crawler.settings.getbool("COOKIES_ENABLED") else 0
+            if chain.count(result.url) > allowed:
+                self._count_loop(request, f"redirect loop back to {result.url}")
+            forget_rotated_proxy(result)
+        return result
 
     def _count_loop(self, request: Request, why: str) -> None:
         assert self.crawler.stats is not None

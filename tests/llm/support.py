@@ -49,7 +49,7 @@ async def _push(
     # The platform add-on (its defaults), configured by settings as a crawl is.
     settings = {"ADDONS": PLATFORM, **services, "LOG_LEVEL": "WARNING"}
     crawler = get_crawler(DemoSpider, settings)
-    crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE_URL)
+    crawler.spider = DemoSpider.from_crawler(crawler, job_id=job_id, base_url=BASE_URL)
     crawler.spider.name = site  # the pipelines key everything by the spider's name
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)

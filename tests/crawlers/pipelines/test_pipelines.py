@@ -52,7 +52,7 @@ NO_SERVICES: dict[str, Any] = {"REDIS_URL": None, "ELASTICSEARCH_URL": None}
 def crawler_for(job_id: str = "job-1", **settings: Any) -> Crawler:
     """A crawler of the platform add-on (its defaults), configured by ``settings`` only."""
     crawler = get_crawler(DemoSpider, {**PLATFORM, "STORE_FLUSH_INTERVAL": 0.2, **settings})
-    crawler.spider = crawler._create_spider(job_id=job_id, base_url=BASE)
+    crawler.spider = DemoSpider.from_crawler(crawler, job_id=job_id, base_url=BASE)
     return crawler
 
 
