@@ -72,6 +72,24 @@ class RedisItemSink:
         return item
 
 
+class FailOncePipeline:
+    """Item pipeline for tests: the first time a sku is seen (in Redis, across workers) the
+    item fails with an exception, as a store that gave up would (``item_error``)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.key = f"{crawler.settings[SINK_KEY_SETTING]}:failed_once"
+        self.server = redis.Redis.from_url(crawler.settings["REDIS_URL"])
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FailOncePipeline:
+        return cls(crawler)
+
+    def process_item(self, item: object) -> object:
+        if self.server.sadd(self.key, str(ItemAdapter(item).get("sku"))):
+            raise RuntimeError("the store gave up on this item (test)")
+        return item
+
+
 def sunk_items(server: redis.Redis, key: str) -> list[dict[str, object]]:
     return [json.loads(raw) for raw in server.lrange(key, 0, -1)]
 

@@ -97,6 +97,53 @@ def test_two_workers_share_the_frontier_and_fetch_each_page_once(
     assert (final.queued, final.leased, final.workers) == (0, 0, [])
 
 
+@pytest.mark.parametrize("retry_times", [2, 0])
+def test_an_item_that_failed_in_the_pipelines_is_crawled_again_not_acked(
+    site: DemoSite,
+    fresh: redis.Redis,
+    redis_server: RedisServer,
+    all_skus: set[str],
+    tmp_path: Path,
+    retry_times: int,
+) -> None:
+    job = produce(fresh, "demo", base_url=site.url)
+    log = tmp_path / "worker.log"
+    pipelines = {
+        "tests.crawlers.support.FailOncePipeline": 50,
+        "tests.crawlers.support.RedisItemSink": 100,
+    }
+    worker = start_worker(
+        redis_url=redis_server.url,
+        job_id=job.job_id,
+        base_url=site.url,
+        sink_key="items",
+        log_path=log,
+        settings={"ITEM_PIPELINES": pipelines, "FRONTIER_ITEM_RETRY_TIMES": retry_times},
+    )
+    assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
+    stats = JobStats(fresh, "demo").get(job.job_id)
+    hits = page_hits(site)
+    # The item comes from the reviews API response: that request alone is crawled again.
+    api_hits = [n for path, n in hits.items() if path.startswith("/api/products/")]
+    assert {n for path, n in hits.items() if path.startswith("/product/")} == {1}
+    items = sunk_items(fresh, "items")
+    if retry_times:
+        # Every product failed once: each request was queued again in place of its lease
+        # (never acked with its item lost), and the second crawl stored it.
+        assert Counter(item["sku"] for item in items) == Counter(all_skus)
+        assert stats["frontier/item_error_recrawled"] == PRODUCTS
+        assert stats.get("frontier/item_error_gave_up", 0) == 0
+        assert (len(api_hits), set(api_hits)) == (PRODUCTS, {2})
+    else:
+        # No retries allowed: each failure is given up on, counted, and the job drains.
+        assert items == []
+        assert stats["frontier/item_error_gave_up"] == PRODUCTS
+        assert stats.get("frontier/item_error_recrawled", 0) == 0
+        assert (len(api_hits), set(api_hits)) == (PRODUCTS, {1})
+    final = drain_state(fresh, "demo", job.job_id)
+    assert (final.queued, final.leased, final.workers) == (0, 0, [])
+
+
 def test_sigkilled_worker_loses_no_page(
     site: DemoSite,
     fresh: redis.Redis,
