@@ -25,7 +25,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
 from slack_sdk.webhook import WebhookClient
 
-from core.config import get_settings
+from core.config import PlatformSettings, get_settings
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "slack"
 
@@ -76,9 +76,9 @@ class SlackNotifier:
     timeout: int = 10
 
     @classmethod
-    def from_settings(cls) -> SlackNotifier | None:
+    def from_settings(cls, settings: PlatformSettings | None = None) -> SlackNotifier | None:
         """The configured notifier, or None when ``SLACK_WEBHOOK_URL`` is unset."""
-        secret = get_settings().slack_webhook_url
+        secret = (settings or get_settings()).slack_webhook_url
         return cls(secret.get_secret_value()) if secret is not None else None
 
     def __repr__(self) -> str:  # keep the URL out of reprs and tracebacks' locals
@@ -116,9 +116,10 @@ class SlackNotifier:
         )
 
 
-def notify(template: str, **context: Any) -> bool:
-    """Send an alert if Slack is configured; True if one was sent."""
-    notifier = SlackNotifier.from_settings()
+def notify(template: str, *, settings: PlatformSettings | None = None, **context: Any) -> bool:
+    """Send an alert if Slack is configured (``settings``, default: the environment's);
+    True if one was sent."""
+    notifier = SlackNotifier.from_settings(settings)
     if notifier is None:
         logger.info("SLACK_WEBHOOK_URL not set: %s alert not sent", template)
         return False

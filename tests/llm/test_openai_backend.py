@@ -115,23 +115,24 @@ def test_unknown_model_dimensions_are_probed(stub: OpenAIStub) -> None:
 
 def test_default_backend_choice(monkeypatch: pytest.MonkeyPatch, stub: OpenAIStub) -> None:
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "EMBEDDING_MODEL"):
-        monkeypatch.delenv(var, raising=False)
+        monkeypatch.delenv(var, raising=False)  # the machine's own, if any
     assert isinstance(default_embedder(PlatformSettings()), LocalEmbedder)
 
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    chosen = default_embedder(PlatformSettings())
+    chosen = default_embedder(PlatformSettings(openai_api_key=SecretStr(KEY)))
     assert isinstance(chosen, OpenAIEmbedder)
     assert (chosen.name, chosen.dims) == ("openai:text-embedding-3-small", 1536)
 
-    monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
-    monkeypatch.setenv("EMBEDDING_MODEL", "stub-embed")
-    chosen = default_embedder(PlatformSettings())
+    chosen = default_embedder(
+        PlatformSettings(
+            openai_api_key=SecretStr(KEY),
+            openai_base_url=stub.base_url,
+            embedding_model="stub-embed",
+        )
+    )
     assert chosen.name == "openai:stub-embed" and chosen.dims == 8
 
-    monkeypatch.delenv("OPENAI_API_KEY")
-    monkeypatch.delenv("OPENAI_BASE_URL")
     with pytest.raises(EmbedderUnavailable, match="EMBEDDING_MODEL='stub-embed' needs"):
-        default_embedder(PlatformSettings())
+        default_embedder(PlatformSettings(embedding_model="stub-embed"))
 
 
 def test_embedding_max_retries_bounds_the_one_retry_layer(stub: OpenAIStub) -> None:

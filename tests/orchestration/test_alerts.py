@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.config import get_settings
+from core.config import PlatformSettings
 from orchestration.alerts import AlertDeliveryError, SlackNotifier, notify, render
 from services.slack_receiver import SlackReceiver
 
@@ -44,26 +44,16 @@ def test_job_summary_template_carries_the_figures() -> None:
     assert "Nova Dog Bed" in text and "and 22 more" in text
 
 
-def test_notify_posts_through_the_sdk(
-    receiver: SlackReceiver, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SLACK_WEBHOOK_URL", receiver.url)
-    get_settings.cache_clear()
-    try:
-        assert notify("job_summary", **SUMMARY) is True
-    finally:
-        get_settings.cache_clear()
+def test_notify_posts_through_the_sdk(receiver: SlackReceiver) -> None:
+    settings = PlatformSettings(slack_webhook_url=receiver.url)
+    assert notify("job_summary", settings=settings, **SUMMARY) is True
     (post,) = receiver.posts()
     assert "scrape-demo* completed" in str(post["text"])
 
 
-def test_notify_without_webhook_sends_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SLACK_WEBHOOK_URL", raising=False)
-    get_settings.cache_clear()
-    try:
-        assert notify("job_summary", **SUMMARY) is False
-    finally:
-        get_settings.cache_clear()
+def test_notify_without_webhook_sends_nothing() -> None:
+    settings = PlatformSettings(slack_webhook_url=None)
+    assert notify("job_summary", settings=settings, **SUMMARY) is False
 
 
 def test_non_2xx_is_retried_then_accepted(tmp_path: Path) -> None:
