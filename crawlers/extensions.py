@@ -16,6 +16,7 @@ from typing import Any
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task
 
 from core.frontier import RedisFrontier
@@ -50,6 +51,7 @@ class FrontierWorker:
         self.idle_close_after = settings.getfloat("FRONTIER_IDLE_CLOSE_SECONDS")
         self.always_on = settings.getbool("FRONTIER_ALWAYS_ON")
         self._idle_since: float | None = None
+        self._closing = False
         self._last_beat = 0.0
         self._last_stats = 0.0
         self._loop: task.LoopingCall | None = None
@@ -85,21 +87,59 @@ class FrontierWorker:
         )
 
     def spider_idle(self, spider: Spider) -> None:
-        """Close after ``FRONTIER_IDLE_CLOSE_SECONDS`` of real idleness (unless always-on).
+        """Keep the spider open until it has been idle for ``FRONTIER_IDLE_CLOSE_SECONDS``
+        (forever when always-on); ``_close_when_idle`` closes it then.
 
         scrapy-redis' MAX_IDLE_TIME_BEFORE_CLOSE measures from import time, so a worker
         that was busy for longer than the limit closes at its first idle moment; this
         measures from the last request this worker leased.
         """
         now = time.time()
+        if self._closing:
+            return  # already closing (the poll tick saw the idleness first)
+        try:
+            if self.always_on or not self._idle_for_long(now):
+                raise DontCloseSpider
+        except REDIS_ERRORS as exc:
+            # Cannot tell whether the frontier is empty: stay, ride out the outage.
+            raise DontCloseSpider from exc
+        self._log_closing(now)
+
+    def _idle_for_long(self, now: float) -> bool:
+        """Idle since the last lease for the limit, with the site's frontier empty: while
+        any request is queued, or leased by another worker (its follow-ups would come
+        here; a dead worker's leases are reclaimed into the queue), the worker stays."""
         last_activity = self.scheduler.last_activity
         if self._idle_since is None or self._idle_since < last_activity:
             self._idle_since = now
-        if self.always_on or now - self._idle_since < self.idle_close_after:
-            raise DontCloseSpider
+        if now - self._idle_since < self.idle_close_after:
+            return False
+        if self.frontier.queued() or self.frontier.leased():
+            self._idle_since = now
+            return False
+        return True
+
+    def _close_when_idle(self, now: float) -> None:
+        """Close once idle long enough, checked every poll tick: the engine itself looks
+        at idleness only on its 5 s heartbeat, which would keep every worker up to 5 s
+        longer than FRONTIER_IDLE_CLOSE_SECONDS."""
+        engine = self.crawler.engine
+        if self.always_on or self._closing or engine is None:
+            return
+        if not engine.spider_is_idle():
+            self._idle_since = None
+            return
+        if self._idle_for_long(now):
+            self._log_closing(now)
+            deferred_from_coro(engine.close_spider_async(reason="finished")).addErrback(
+                lambda failure: logger.error("closing when idle failed: %s", failure.value)
+            )
+
+    def _log_closing(self, now: float) -> None:
+        self._closing = True
         logger.info(
             "closing: idle for %.1fs (FRONTIER_IDLE_CLOSE_SECONDS=%.1f)",
-            now - self._idle_since,
+            now - (self._idle_since or now),
             self.idle_close_after,
         )
 
@@ -124,6 +164,7 @@ class FrontierWorker:
             if now - self._last_stats >= self.stats_interval:
                 self._push_stats()
             self._pick_up_work(scheduler)
+            self._close_when_idle(now)
         except REDIS_ERRORS as exc:
             self.crawler.stats.inc_value("frontier/redis_errors")
             logger.warning("frontier loop: Redis unreachable (%s)", type(exc).__name__)
