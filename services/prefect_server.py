@@ -116,10 +116,15 @@ class PrefectWorker(ManagedProcess):
         run_dir: Path | None = None,
         extra_env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        query_seconds: float = 2.0,
     ) -> None:
         super().__init__(port=server.port, run_dir=run_dir)
         self.server = server
         self.pool = pool
+        # How often the worker asks for scheduled runs (Prefect's default, 10 s, is for
+        # remote servers; a loopback server can be asked often, so a triggered run starts
+        # within this many seconds).
+        self.query_seconds = query_seconds
         self.name = f"prefect-worker-{pool}"
         self.extra_env = dict(extra_env or {})
         self.cwd = cwd
@@ -132,7 +137,11 @@ class PrefectWorker(ManagedProcess):
         return self.cwd
 
     def environment(self) -> Mapping[str, str]:
-        return {**self.server.client_environment(), **self.extra_env}
+        return {
+            **self.server.client_environment(),
+            "PREFECT_WORKER_QUERY_SECONDS": str(self.query_seconds),
+            **self.extra_env,
+        }
 
     def command(self) -> Sequence[str]:
         return [

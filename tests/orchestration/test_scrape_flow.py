@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
+from core.workers import WorkerRegistry
 from demo_site.catalog import build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.prefect_server import PrefectServer, PrefectWorker
 from services.redis_server import RedisServer
 from services.slack_receiver import SlackReceiver
+from tests.crawlers.support import crawl_env, settings_argv, wait_for
 from tests.llm.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api
 
@@ -216,12 +218,17 @@ def test_gate_failure_skips_the_scrape_fail_closed(stack: Stack) -> None:
 
 
 def test_preflight_fails_fast_when_workers_were_killed(stack: Stack, tmp_path: Path) -> None:
-    env = {**os.environ, "REDIS_URL": stack.redis.url, "ELASTICSEARCH_URL": stack.es_node.url}
-    settings = ["-s", "FRONTIER_HEARTBEAT_TTL=2", "-s", f"LOG_FILE={tmp_path / 'w.log'}"]
+    settings = {
+        "REDIS_URL": stack.redis.url,
+        "ELASTICSEARCH_URL": stack.es_node.url,
+        "FRONTIER_HEARTBEAT_TTL": 2,
+        "LOG_FILE": tmp_path / "w.log",
+    }
+    argv = [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", "always_on=true"]
     worker = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", "always_on=true", *settings],
+        [*argv, *settings_argv(settings)],
         cwd=REPO_ROOT,
-        env=env,
+        env=crawl_env(),
     )
     server = stack.redis.client()
     deadline = time.monotonic() + 60
@@ -229,7 +236,8 @@ def test_preflight_fails_fast_when_workers_were_killed(stack: Stack, tmp_path: P
         time.sleep(0.2)
     worker.kill()  # the always-on worker dies before the scheduled run
     worker.wait()
-    time.sleep(3)  # its heartbeat expires
+    registry = WorkerRegistry(server, "demo")
+    wait_for(lambda: not registry.live(), timeout=30, what="the dead worker's heartbeat to expire")
     started = time.monotonic()
     run_id = stack.trigger("scrape-demo", local_workers=0)
     run = stack.wait(run_id, timeout=120)
