@@ -241,9 +241,6 @@ class RedisFrontier:
             counts[_text(owner)] = counts.get(_text(owner), 0) + 1
         return counts
 
-    def clear(self) -> None:
-        self.server.delete(*self.keys.all_frontier_keys())
-
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value

@@ -117,12 +117,3 @@ class SiteKeys:
     def store_dead_letters(self) -> str:
         """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
         return f"{self.site}:store:dead_letters"
-
-    def all_frontier_keys(self) -> list[str]:
-        return [
-            self.queue,
-            self.start_urls,
-            self.leases,
-            self.lease_scores,
-            self.lease_owners,
-        ]
