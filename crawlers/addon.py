@@ -146,7 +146,7 @@ class ScrapingPlatform:
             logger.info("scraping platform: no REDIS_URL, Scrapy's own scheduler")
 
 
-def crawl_settings(settings: Settings | None = None) -> Settings:
+def project_settings(settings: Settings | None = None) -> Settings:
     """The settings a crawl of this project starts from, for code that reads crawl
     settings outside a crawl (CLIs, the drain step): the project's settings (environment
     mapped in) with its add-ons applied, as Scrapy applies them before building a crawler.

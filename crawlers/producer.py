@@ -26,7 +26,8 @@ from scrapy.utils.project import get_project_settings
 
 from core.frontier import RedisFrontier
 from core.keys import SiteKeys
-from crawlers.spiders.base import SiteSpider, new_job_id
+from crawlers.frontier import new_job_id
+from crawlers.spiders.base import SiteSpider
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,7 @@ def drain_task(
 ) -> dict[str, Any]:
     logger = get_run_logger()
     server = redis_client()
-    scrapy_settings = addon.crawl_settings()
+    scrapy_settings = addon.project_settings()
     # Drained only once counters were stable past the store's flush window and a stats push
     # (the platform's defaults for both are project settings).
     window = (

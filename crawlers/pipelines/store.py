@@ -53,10 +53,10 @@ from core.store import (
     build_action,
     drain_spill_sync,
 )
-from crawlers.addon import crawl_settings
+from crawlers.addon import project_settings
+from crawlers.frontier import frontier_enabled
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 from crawlers.pipelines.dedup import DedupNote
-from crawlers.spiders.base import frontier_enabled
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--elasticsearch-url", help="default: the project's ELASTICSEARCH_URL setting"
     )
     args = parser.parse_args(argv)
-    settings = crawl_settings()
+    settings = project_settings()
     if args.redis_url:
         settings.set("REDIS_URL", args.redis_url, priority="cmdline")
     if args.elasticsearch_url:

@@ -21,8 +21,6 @@ from twisted.python.failure import Failure
 from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
 from crawlers.profiles import ProfileError, SiteProfile
 
-__all__ = ["SiteSpider", "frontier_enabled", "new_job_id"]  # re-exported for the producer and store
-
 
 class SiteSpider(Spider):
     """Subclasses set ``name`` (= the profile's file name) and parse callbacks.

@@ -13,7 +13,7 @@ import crawlers.items  # noqa: F401  (registers the item types)
 from core.dedup import connect_async
 from core.items_schema import plain_fields, schema_by_type
 from core.store import IndexLayout, StoreAction, StoreSettings, build_action
-from crawlers.addon import crawl_settings
+from crawlers.addon import project_settings
 from services.base import free_port
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
@@ -24,7 +24,7 @@ BASE = "http://shop.example"
 
 def store_settings(**overrides: Any) -> StoreSettings:
     """The platform's ``STORE_*`` defaults, with ``overrides``."""
-    return StoreSettings.from_settings(crawl_settings(), **overrides)
+    return StoreSettings.from_settings(project_settings(), **overrides)
 
 
 FAST = store_settings(

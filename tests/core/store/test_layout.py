@@ -7,7 +7,7 @@ from scrapy.settings import Settings
 
 from core.store import IndexLayout, MissingSetting, StoreSettings, doc_id_for, epoch_ms, iso_ms
 from core.store.layout import MAX_ID_BYTES, index_for_key
-from crawlers.addon import crawl_settings
+from crawlers.addon import project_settings
 
 
 def test_names_ids_and_times() -> None:
@@ -23,7 +23,7 @@ def test_names_ids_and_times() -> None:
 
 
 def test_store_settings_come_from_the_crawl_settings_only() -> None:
-    project = crawl_settings()
+    project = project_settings()
     built = StoreSettings.from_settings(project)
     assert built.bulk_size == project.getint("STORE_BULK_SIZE")
     assert built.flush_interval == project.getfloat("STORE_FLUSH_INTERVAL")
