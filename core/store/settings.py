@@ -34,6 +34,9 @@ class StoreSettings:
     replicas: int  # STORE_INDEX_REPLICAS
     # Not settings: the pace of the writer's own loop.
     spill_check_interval: float = 5.0  # how often the loop looks for others' spill
+    # The spill-drain lock's lease, renewed while a drain runs: a killed drainer's lock
+    # is taken over this many seconds later (plus one spill check).
+    spill_lock_seconds: float = 6.0
     probe_interval: float = 1.0  # while Elasticsearch is down
     dead_after_attempts: int = 50  # a spilled action failing this often is dead-lettered
     max_chunk_bytes: int = 20 * 1024 * 1024

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
+import os
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import redis
 import redis.asyncio
+from redis.asyncio.lock import Lock
 
 from core.keys import SiteKeys
 from core.store.actions import StoreAction
@@ -33,10 +36,15 @@ class RedisSpill(Spill):
     Drain reads from the head without removing, sends, then trims what it sent, guarded
     by a lock token: a drainer that dies mid-way leaves every entry in place (re-sending
     is idempotent), and two drainers never trim each other's entries.
+
+    The lock is a short lease (``lock_timeout``) renewed in the background while the
+    drain runs: a drainer killed mid-way (SIGKILL: no ``finally``) blocks the others for
+    at most ``lock_timeout`` seconds, however long a drain takes. Its value starts with the
+    drainer's PID (``<pid>:<token>``), so an operator can tell who holds it.
     """
 
     def __init__(
-        self, server: redis.asyncio.Redis, site: str, *, lock_timeout: float = 120.0
+        self, server: redis.asyncio.Redis, site: str, *, lock_timeout: float = 6.0
     ) -> None:
         self.server = server
         self.keys = SiteKeys(site)
@@ -52,12 +60,13 @@ class RedisSpill(Spill):
         return int(await self.server.llen(self.keys.store_spill))
 
     async def drain(self, send: SendFn, *, batch: int, max_batches: int | None = None) -> int:
-        token = uuid.uuid4().hex
+        token = f"{os.getpid()}:{uuid.uuid4().hex}"
         lock = self.server.lock(
             self.keys.store_spill_lock, timeout=self.lock_timeout, blocking=False
         )
         if not await lock.acquire(token=token):
             return 0  # another process is draining
+        renewal = asyncio.get_running_loop().create_task(self._renew(lock))
         drained = 0
         try:
             batches = 0
@@ -78,11 +87,25 @@ class RedisSpill(Spill):
                 batches += 1
                 if keep:
                     break  # Elasticsearch still refuses some: try again later
-                await lock.reacquire()
         finally:
+            renewal.cancel()
+            with contextlib.suppress(BaseException):
+                await renewal
             with contextlib.suppress(Exception):
                 await lock.release()
         return drained
+
+    async def _renew(self, lock: Lock) -> None:
+        """Extend the lease every third of its length while the drain runs. A renewal
+        that fails (lock lost, Redis away) stops renewing: the trim's token check
+        (``_TRIM_IF_OWNER``) then keeps this drainer from touching others' entries."""
+        while True:
+            await asyncio.sleep(self.lock_timeout / 3)
+            try:
+                await lock.reacquire()
+            except Exception as exc:
+                logger.warning("spill drain lock not renewed (%s)", type(exc).__name__)
+                return
 
     async def _parse(self, raw: bytes) -> StoreAction | None:
         try:

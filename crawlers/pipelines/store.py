@@ -111,7 +111,7 @@ class StorePipeline:
         spill: Spill
         if self.redis_url:
             self.server = connect_async(self.redis_url, max_connections=4, params=self.redis_params)
-            spill = RedisSpill(self.server, site)
+            spill = RedisSpill(self.server, site, lock_timeout=self.settings.spill_lock_seconds)
         else:
             assert self.spill_dir is not None
             spill = FileSpill(self.spill_dir / f"{site}.jsonl")

@@ -6,6 +6,10 @@ when there is no Redis; old spill entries stay readable.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,7 @@ import redis
 import redis.asyncio
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
+from core.config import REPO_ROOT
 from core.keys import SiteKeys
 from core.store import FileSpill, ItemStore, Outcome, RedisSpill, StoreAction, spill_size
 from crawlers.items import DemoProduct
@@ -116,3 +121,69 @@ def test_entries_of_an_older_release_stay_readable() -> None:
     action = StoreAction.from_json(raw)
     assert (action.key, action.version, action.attempts) == ("s:demo_product:A", 2, 3)
     assert StoreAction.from_json(action.to_json()) == action
+
+
+# A drainer that holds the lock and never finishes its send (as if stuck on a slow bulk),
+# in its own process so the test can SIGKILL it mid-drain.
+_STUCK_DRAINER = """
+import asyncio, sys
+import redis.asyncio
+from core.store import RedisSpill
+
+async def main():
+    client = redis.asyncio.Redis.from_url(sys.argv[1])
+    spill = RedisSpill(client, sys.argv[2], lock_timeout=float(sys.argv[3]))
+
+    async def stuck(actions):
+        print("draining", flush=True)
+        await asyncio.sleep(3600)
+        return []
+
+    await spill.drain(stuck, batch=10)
+
+asyncio.run(main())
+"""
+
+
+def test_a_killed_drainers_lock_is_taken_over_within_its_lease(
+    es: Elasticsearch,
+    es_node: ElasticsearchNode,
+    redis_server: RedisServer,
+    server: redis.Redis,
+    site: str,
+    products: list[DemoProduct],
+) -> None:
+    lease = 1.5
+    actions = [action_for(site, p, seen=2, first=1) for p in products[:40]]
+
+    async def push(aes: AsyncElasticsearch, client: redis.asyncio.Redis) -> None:
+        await RedisSpill(client, site).push(actions)
+
+    run(es_node, redis_server, push)
+    drainer = subprocess.Popen(
+        [sys.executable, "-c", _STUCK_DRAINER, redis_server.url, site, str(lease)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    try:
+        assert drainer.stdout is not None and drainer.stdout.readline() == b"draining\n"
+        # Alive, it keeps renewing its lease well past the lease's length.
+        time.sleep(3 * lease)
+        holder = server.get(SiteKeys(site).store_spill_lock)
+        assert holder is not None and holder.decode().startswith(f"{drainer.pid}:")
+    finally:
+        drainer.kill()
+        drainer.wait()
+    killed_at = time.monotonic()
+
+    async def take_over(aes: AsyncElasticsearch, client: redis.asyncio.Redis) -> int:
+        store = ItemStore(aes, RedisSpill(client, site, lock_timeout=lease), settings=FAST)
+        drained = 0
+        while await RedisSpill(client, site).size():
+            drained += await store.drain_spill()
+            await asyncio.sleep(0.05)
+        return drained
+
+    assert run(es_node, redis_server, take_over) == len(actions)
+    assert time.monotonic() - killed_at < lease + 1.0
+    assert len(docs(es, site)) == len(actions)
