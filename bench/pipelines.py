@@ -104,7 +104,7 @@ async def push(
 
     async def one(item: DemoProduct) -> None:
         async with slots:
-            valid = validate.process_item(ItemAdapter(item).item)
+            valid = await validate.process_item(ItemAdapter(item).item)
             await store.process_item(await dedup.process_item(valid))
 
     try:

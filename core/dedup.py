@@ -11,8 +11,9 @@ content last changed (``SiteKeys.item_hashes`` / ``item_first_seen`` /
 atomically, so two workers racing on one key still agree.
 
 Per job it keeps the verdict of every key (``job_verdicts``), the keys of new and changed
-items (``job_new``, ``job_changed``: what the LLM step and "new products" alerts read) and
-exact counts ``items/new``, ``items/changed``, ``items/unchanged`` in the job's stats hash.
+items (``job_new``, ``job_changed``: what the LLM step and "new products" alerts read),
+exact counts ``items/new``, ``items/changed``, ``items/unchanged`` in the job's stats hash,
+and the ledger's incomplete items (``core.ledger``).
 A key keeps its strongest verdict within a job: delivery is at-least-once (a worker killed
 before its ack has its requests crawled again), and a re-delivered item must neither turn
 "new" into "unchanged" nor be counted twice.
@@ -41,10 +42,21 @@ from core.keys import REDIS_ERRORS, SiteKeys
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 VERDICTS = (NEW, CHANGED, UNCHANGED)
 
-# KEYS: hashes, first_seen, last_changed, job verdicts, job new, job changed, job stats
-# ARGV: key, content hash, now (epoch ms), ttl of the job keys (s)
+# KEYS: hashes, first_seen, last_changed, job verdicts, job new, job changed, job stats,
+#       job incomplete, job invalid
+# ARGV: key, content hash, now (epoch ms), ttl of the job keys (s),
+#       parts the item lacks (comma-separated; empty: complete)
 _CLASSIFY = """
 local key, hash, now = ARGV[1], ARGV[2], ARGV[3]
+-- The job's ledger (core.ledger): the latest delivery of a key says whether it is
+-- complete, and a key that reached dedup is not an invalid item of the job.
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[8], key, ARGV[5])
+  redis.call('EXPIRE', KEYS[8], tonumber(ARGV[4]))
+else
+  redis.call('HDEL', KEYS[8], key)
+end
+redis.call('HDEL', KEYS[9], key)
 local old = redis.call('HGET', KEYS[1], key)
 local verdict
 if not old then
@@ -192,12 +204,21 @@ class ChangeState(ABC):
         self._sender: asyncio.Task[None] | None = None
 
     async def classify(
-        self, job_id: str, key: str, content_hash: str, *, seen_ms: int | None = None
+        self,
+        job_id: str,
+        key: str,
+        content_hash: str,
+        *,
+        seen_ms: int | None = None,
+        incomplete: Sequence[str] = (),
     ) -> ItemState:
-        """The item's verdict in ``job_id`` (backend errors propagate: the caller retries)."""
+        """The item's verdict in ``job_id`` (backend errors propagate: the caller retries).
+
+        ``incomplete``: the parts the item was scraped without (recorded in the job's
+        ledger by backends that keep one)."""
         loop = asyncio.get_running_loop()
         seen = now_ms() if seen_ms is None else seen_ms
-        request = Request(job_id, key, content_hash, seen, loop.create_future())
+        request = Request(job_id, key, content_hash, seen, loop.create_future(), tuple(incomplete))
         self._queue.append(request)
         if self._sender is None or self._sender.done():
             self._sender = loop.create_task(self._send_queued())
@@ -243,6 +264,7 @@ class Request:
     content_hash: str
     seen_ms: int
     future: asyncio.Future[ItemState]
+    incomplete: tuple[str, ...] = ()
 
 
 class ChangeDetector(ChangeState):
@@ -275,6 +297,8 @@ class ChangeDetector(ChangeState):
             k.job_new(job_id),
             k.job_changed(job_id),
             k.stats(job_id),
+            k.job_incomplete(job_id),
+            k.job_invalid(job_id),
         ]
 
     async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
@@ -282,7 +306,7 @@ class ChangeDetector(ChangeState):
             for r in batch:
                 await self._script(
                     keys=self._keys(r.job_id),
-                    args=[r.key, r.content_hash, r.seen_ms, self.job_ttl],
+                    args=[r.key, r.content_hash, r.seen_ms, self.job_ttl, ",".join(r.incomplete)],
                     client=pipe,
                 )
             raws = await pipe.execute(raise_on_error=False)

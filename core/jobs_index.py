@@ -5,8 +5,9 @@ behind the alias ``jobs`` (template ``platform-jobs``); the document id is
 ``<site>:<job id>``, so writing a job again (a retried report step) replaces it.
 
 ``write_job_document(es, site, job_id, status, started_at, finished_at, counters)`` is
-what the orchestration flow calls after the drain; ``counters`` are the job's summed
-counters (``core.jobstats.JobStats.get``, or a single crawl's Scrapy stats). Headline
+what the orchestration flow calls after the drain; ``counters`` are the job's counters
+(``job_counters``: the workers' summed counters with the exact figures of the job's
+ledger, ``core.ledger``), or a single crawl's Scrapy stats. Headline
 numbers are lifted out of them into typed fields; all of them are kept in ``counters``
 (a ``flattened`` field: any counter name, no mapping explosion).
 """
@@ -23,6 +24,7 @@ from elasticsearch import BadRequestError, Elasticsearch
 from core.items_schema import DATE, KEYWORD
 from core.jobstats import JobStats
 from core.keys import SiteKeys
+from core.ledger import job_figures
 
 JOBS_ALIAS = "jobs"
 JOBS_INDEX = "platform-jobs-v1"
@@ -47,6 +49,7 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "items_changed": _LONG,
     "items_unchanged": _LONG,
     "items_stored": _LONG,
+    "items_incomplete": _LONG,
     "items_spilled": _LONG,
     "items_dead_letter": _LONG,
     "errors": _LONG,
@@ -133,13 +136,16 @@ def job_document(
         "blocks": blocks,
         # No responses: no rate (rather than a misleading 0).
         "block_rate": blocks / responses if responses else None,
-        "items_scraped": numbers.get("item_scraped_count", 0),
+        # The ledger's exact figures (core.ledger) when the job had one; else (one local
+        # crawl, nothing lost to a kill) the crawl's own counters.
+        "items_scraped": numbers.get("items/scraped", numbers.get("item_scraped_count", 0)),
         "items_dropped": numbers.get("item_dropped_count", 0),
-        "items_invalid": _sum_prefix(numbers, "validation/dropped/"),
+        "items_invalid": numbers.get("items/invalid", _sum_prefix(numbers, "validation/dropped/")),
         "items_new": numbers.get("items/new", 0),
         "items_changed": numbers.get("items/changed", 0),
         "items_unchanged": numbers.get("items/unchanged", 0),
-        "items_stored": numbers.get("store/indexed", 0),
+        "items_stored": numbers.get("items/stored", numbers.get("store/indexed", 0)),
+        "items_incomplete": numbers.get("items/incomplete", 0),
         "items_spilled": numbers.get("store/spilled", 0),
         "items_dead_letter": numbers.get("store/dead_letter", 0),
         "errors": numbers.get("log_count/ERROR", 0),
@@ -187,8 +193,9 @@ def write_job_document(
 
 
 def job_counters(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
-    """The job's counters summed over workers (dedup counts included)."""
-    return JobStats(server, site).get(job_id)
+    """The job's counters summed over workers, with the exact figures of its ledger
+    (``core.ledger.FIGURES``) in place of the workers' counts of the same things."""
+    return {**JobStats(server, site).get(job_id), **job_figures(server, site, job_id)}
 
 
 def job_started_at(server: redis.Redis, site: str, job_id: str) -> dt.datetime | None:

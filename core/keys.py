@@ -104,6 +104,23 @@ class SiteKeys:
         """Set: keys of the job's changed items."""
         return f"{self.site}:job:{job_id}:changed"
 
+    # -- the job's ledger (core.ledger): idempotent records the report's figures count ---
+    def job_stored(self, job_id: str) -> str:
+        """Set: keys of the job's items Elasticsearch has accepted (or holds newer)."""
+        return f"{self.site}:job:{job_id}:stored"
+
+    def job_invalid(self, job_id: str) -> str:
+        """Hash: reference of each item validation dropped (its key, else URL) -> reason."""
+        return f"{self.site}:job:{job_id}:invalid"
+
+    def job_incomplete(self, job_id: str) -> str:
+        """Hash: item key -> the parts it was stored without (comma-separated)."""
+        return f"{self.site}:job:{job_id}:incomplete"
+
+    def job_blocked(self, job_id: str) -> str:
+        """Hash: ``<request fingerprint>:<attempt>`` -> block kind, per blocked response."""
+        return f"{self.site}:job:{job_id}:blocked"
+
     @property
     def store_spill(self) -> str:
         """List: store actions not yet accepted by Elasticsearch (JSON)."""

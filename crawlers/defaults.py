@@ -126,6 +126,14 @@ BLOCK_RETRY_TIMES = 3
 RETRY_BACKOFF_BASE = 0.5
 RETRY_BACKOFF_MAX = 30.0
 
+# --- parts of an item (SiteSpider.retry_part): reviews API, a detail page behind a card ---
+# A part whose request failed through the retries above is queued again in the frontier,
+# waiting PART_RETRY_BACKOFF doubling (with jitter, capped) first, up to PART_RETRY_TIMES
+# rounds spread over the job; then its item is stored marked `incomplete` and counted.
+PART_RETRY_TIMES = 3
+PART_RETRY_BACKOFF = 5.0
+PART_RETRY_BACKOFF_MAX = 60.0
+
 # --- rendering (crawlers/fetch/rendering.py) ---
 # RENDER_MODE is the profile's `render` (never | always | per_request). The download
 # handler starts Chromium only when a request is rendered, so it serves every site.

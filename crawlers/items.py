@@ -3,6 +3,10 @@
 Fields a page may fail to provide are optional, so a partial item still reaches the
 pipelines (which decide what is good enough) instead of vanishing inside a spider.
 
+An item whose parts (reviews API, the detail page behind a listing card) could not be
+fetched is still yielded, with ``incomplete`` naming them: stored, counted and shown in
+the job's report, never passed off as complete.
+
 Each class is declared once and that declaration is its schema (``core.items_schema``):
 annotations give the validated types and the Elasticsearch mapping, ``@item_schema``
 gives the item type name, the field holding the site's own id (else the canonical URL
@@ -81,6 +85,9 @@ class DemoProduct:
     # fetched (as opposed to [] for a product without reviews).
     reviews: list[DemoReview] | None = None
     job_id: Keyword | None = None  # set by JobTagMiddleware
+    # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
+    # retry of the job (``SiteSpider.retry_part``); None when complete.
+    incomplete: list[Keyword] | None = None
 
 
 @item_schema("product", id_field="product_id", required=("url", "name"))
@@ -105,6 +112,9 @@ class Product:
     review_count: Count | None = None
     attributes: dict[str, Any] | None = None  # anything else the page lists (flattened)
     job_id: Keyword | None = None
+    # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
+    # retry of the job (``SiteSpider.retry_part``); None when complete.
+    incomplete: list[Keyword] | None = None
 
 
 @item_schema("property_listing", id_field="listing_id", required=("url", "price", "currency"))
@@ -137,6 +147,9 @@ class PropertyListing:
     published_at: IsoDate | None = None
     updated_at: IsoDate | None = None
     job_id: Keyword | None = None
+    # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
+    # retry of the job (``SiteSpider.retry_part``); None when complete.
+    incomplete: list[Keyword] | None = None
 
 
 @dataclass
@@ -183,6 +196,9 @@ class Review:
     subject_rating: TenPoints | None = None
     subject_review_count: Count | None = None
     job_id: Keyword | None = None
+    # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
+    # retry of the job (``SiteSpider.retry_part``); None when complete.
+    incomplete: list[Keyword] | None = None
 
 
 @item_schema("hotel", id_field="hotel_id", required=("url", "name"))
@@ -209,6 +225,9 @@ class Hotel:
     amenities: list[Keyword] | None = None
     images: list[Url] | None = None
     job_id: Keyword | None = None
+    # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
+    # retry of the job (``SiteSpider.retry_part``); None when complete.
+    incomplete: list[Keyword] | None = None
 
 
 @item_schema("marketplace_listing", id_field="listing_id", required=("url", "title"))
@@ -232,3 +251,6 @@ class MarketplaceListing:
     listed_at: IsoDate | None = None
     is_sold: bool | None = None
     job_id: Keyword | None = None
+    # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
+    # retry of the job (``SiteSpider.retry_part``); None when complete.
+    incomplete: list[Keyword] | None = None

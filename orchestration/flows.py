@@ -33,8 +33,7 @@ from redis.retry import Retry
 
 from core.config import PlatformSettings, get_settings
 from core.dedup import job_changes
-from core.jobs_index import job_started_at, write_job_document
-from core.jobstats import JobStats
+from core.jobs_index import job_counters, job_started_at, write_job_document
 from core.store import spill_size
 from crawlers import addon
 from crawlers.producer import produce
@@ -218,7 +217,7 @@ def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
     """The job document, the run's artifacts; returns the job summary's template context
     (sent to Slack by the ``on_completion`` hook)."""
     server, es = redis_client(), es_client()
-    counters = JobStats(server, site).get(job_id)
+    counters = job_counters(server, site, job_id)
     document = write_job_document(
         es,
         site,
@@ -227,6 +226,7 @@ def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
         job_started_at(server, site, job_id),
         dt.datetime.now(dt.UTC),
         counters,
+        spill_remaining=spill_size(server, site),
         refresh=True,
     )
     chunks = int(llm.get("chunks_written", 0))

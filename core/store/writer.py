@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -38,6 +38,10 @@ from core.store.spill import SPILL_ERRORS, Spill
 logger = logging.getLogger(__name__)
 
 _E = TypeVar("_E")
+
+# Records ``(job id, item key)`` pairs Elasticsearch accepted (``core.ledger.JobLedger.
+# stored``); raising a Redis error means "not recorded".
+RecordStored = Callable[[Iterable[tuple[str, str]]], Awaitable[None]]
 
 
 @dataclass
@@ -72,11 +76,13 @@ class ItemStore:
         settings: StoreSettings,
         properties_for: PropertiesFor | None = None,
         on_count: Callable[[str, int], None] | None = None,
+        on_stored: RecordStored | None = None,
     ) -> None:
         self.es = es
         self.spill = spill
         self.settings = settings
         self._on_count = on_count
+        self._on_stored = on_stored
         self.counts: dict[str, int] = {}
         self.bulk = BulkSender(
             es,
@@ -264,35 +270,62 @@ class ItemStore:
         reps = [max(group, key=lambda p: p.action.version) for group in groups.values()]
         results = await self.bulk.send([p.action for p in reps])
         now = time.monotonic()
+        accepted: list[tuple[_Pending, Outcome]] = []
         for rep, (outcome, error) in zip(reps, results, strict=True):
             group = groups[rep.action.doc_id]
             if outcome in (Outcome.INDEXED, Outcome.SUPERSEDED):
                 self._count(f"store/{outcome}")
                 self._count("store/superseded", len(group) - 1)
-                for p in group:
-                    _resolve(p, outcome if p is rep else Outcome.SUPERSEDED)
+                accepted.append((rep, outcome))
             elif outcome == Outcome.DEAD_LETTER:
                 await self._dead_letter(rep.action, error or "")
                 for p in group:
                     if not p.future.done():
                         p.future.set_exception(DeadLettered(error))
             else:
-                self._count("store/retried", len(group))
+                self._retry_later(group, error, now)
+        # An item counts as stored once the job's ledger says so: until then its put()
+        # does not return, so its request is not acked (re-sending it is idempotent).
+        stored = [p for rep, _ in accepted for p in groups[rep.action.doc_id]]
+        recorded = await self._record_stored([p.action for p in stored])
+        for rep, outcome in accepted:
+            group = groups[rep.action.doc_id]
+            if recorded:
                 for p in group:
-                    p.action.attempts += 1
-                    p.action.error = error
-                    p.next_try = now + self.settings.backoff(p.action.attempts)
+                    _resolve(p, outcome if p is rep else Outcome.SUPERSEDED)
+            else:
+                self._retry_later(group, "stored, not yet recorded in the job's ledger", now)
         self._buffer = [p for p in self._buffer if not p.future.done()]
+
+    def _retry_later(self, group: Sequence[_Pending], error: str | None, now: float) -> None:
+        self._count("store/retried", len(group))
+        for p in group:
+            p.action.attempts += 1
+            p.action.error = error
+            p.next_try = now + self.settings.backoff(p.action.attempts)
+
+    async def _record_stored(self, actions: Sequence[StoreAction]) -> bool:
+        if self._on_stored is None or not actions:
+            return True
+        try:
+            await self._on_stored(_job_keys(actions))
+        except REDIS_ERRORS as exc:
+            self._count("store/ledger_errors")
+            logger.warning("job ledger unreachable (%s); stored items retried", type(exc).__name__)
+            return False
+        return True
 
     async def _send_spilled(self, actions: list[StoreAction]) -> list[StoreAction]:
         groups = _group_by_doc(actions, lambda a: a)
         reps = [max(group, key=lambda a: a.version) for group in groups.values()]
         results = await self.bulk.send(reps)
         keep: list[StoreAction] = []
+        stored: list[StoreAction] = []
         for rep, (outcome, error) in zip(reps, results, strict=True):
             if outcome in (Outcome.INDEXED, Outcome.SUPERSEDED):
                 self._count(f"store/{outcome}")
                 self._count("store/superseded", len(groups[rep.doc_id]) - 1)
+                stored += groups[rep.doc_id]
             elif outcome == Outcome.DEAD_LETTER:
                 await self._dead_letter(rep, error or "")
             else:
@@ -302,6 +335,9 @@ class ItemStore:
                     await self._dead_letter(rep, f"gave up after {rep.attempts} attempts: {error}")
                 else:
                     keep.append(rep)
+        if self._on_stored is not None and stored:
+            # Raises while Redis is away: the drain stops before trimming, the entries stay.
+            await self._on_stored(_job_keys(stored))
         return keep
 
     # -- failure handling ---------------------------------------------------------------------
@@ -394,6 +430,12 @@ class ItemStore:
         self.counts[name] = self.counts.get(name, 0) + n
         if self._on_count is not None:
             self._on_count(name, n)
+
+
+def _job_keys(actions: Iterable[StoreAction]) -> list[tuple[str, str]]:
+    return [
+        (str(a.document["job_id"]), a.key) for a in actions if a.document.get("job_id") is not None
+    ]
 
 
 def _resolve(pending: _Pending, outcome: Outcome) -> None:

@@ -13,6 +13,13 @@ same ``retry/*`` stats, same ``get_retry_request``). Differences:
 - the retry leaves through another proxy: the proxy that failed is excluded for this
   request (``proxy_exclude`` meta, read by ``crawlers.fetch.proxies.RotatingProxies``).
 
+With ``REDIS_URL`` every blocked response is recorded in the job's ledger
+(``core.ledger``: one record per request fingerprint and attempt) before it is retried or
+given up on: the report's block figure counts those records, exact after worker kills.
+
+A request may carry ``not_before`` in its meta (epoch seconds): it waits until then before
+it is sent (a part re-queued across the job with backoff, ``SiteSpider.retry_part``).
+
 Stats: ``fetch/retry/<kind>``, ``fetch/gave_up/<kind>`` (kind: blocked, captcha,
 throttled, error, network), ``fetch/backoff_ms``, ``fetch/redirect_loop``.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from typing import Any
 
 from scrapy import signals
@@ -34,10 +42,16 @@ from scrapy.utils.asyncio import sleep
 from core.blocks import Verdict
 from crawlers.fetch.classify import ResponseClassifier
 from crawlers.fetch.redact import proxy_id, redact
+from crawlers.frontier import ITEM_RETRY_META, JOB_META
+from crawlers.ledger import CrawlLedger
 
 logger = logging.getLogger(__name__)
 
 PROXY_EXCLUDE_META = "proxy_exclude"
+NOT_BEFORE_META = "not_before"
+PART_RETRY_META = "part_retries"
+# The rounds a request can be in: each restarts Scrapy's retry_times.
+_ROUND_METAS = (ITEM_RETRY_META, PART_RETRY_META, "retry_times")
 
 
 class PageBlocked(IgnoreRequest):
@@ -92,6 +106,8 @@ class BlockRetryMiddleware(RetryMiddleware):
         self.block_retry_times = settings.getint("BLOCK_RETRY_TIMES", 3)
         self.backoff_base = settings.getfloat("RETRY_BACKOFF_BASE", 0.5)
         self.backoff_max = settings.getfloat("RETRY_BACKOFF_MAX", 30.0)
+        self.not_before_max = settings.getfloat("PART_RETRY_BACKOFF_MAX")
+        self.ledger = CrawlLedger.of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BlockRetryMiddleware:
@@ -122,11 +138,20 @@ class BlockRetryMiddleware(RetryMiddleware):
     def stats(self) -> Any:
         return self.crawler.stats
 
+    async def process_request(self, request: Request) -> None:
+        not_before = request.meta.get(NOT_BEFORE_META)
+        if not_before:
+            # Capped: a worker whose clock differs from the one that set it waits no longer.
+            delay = min(float(not_before) - time.time(), self.not_before_max)
+            if delay > 0:
+                await sleep(delay)
+
     async def process_response(self, request: Request, response: Response) -> Request | Response:
         verdict = self.classifier.verdict(request, response)
         if verdict.ok:
             return response
         if verdict.is_block:
+            await self._record_block(request, verdict)
             if request.meta.get("dont_retry"):
                 return self._give_up(request, response, verdict)
             retry = self._retry_request(
@@ -154,6 +179,14 @@ class BlockRetryMiddleware(RetryMiddleware):
         return await self._after_backoff(retry, "network", None)
 
     # -- helpers ----------------------------------------------------------------------
+    async def _record_block(self, request: Request, verdict: Verdict) -> None:
+        job_id = request.meta.get(JOB_META)
+        if self.ledger is None or not job_id:
+            return
+        fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+        rounds = ".".join(str(int(request.meta.get(name, 0))) for name in _ROUND_METAS)
+        await self.ledger.blocked(str(job_id), f"{fingerprint}:{rounds}", verdict.kind)
+
     def _retry_request(
         self, request: Request, reason: str | Exception, max_times: int | None
     ) -> Request | None:

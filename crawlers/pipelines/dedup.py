@@ -113,18 +113,24 @@ class DedupPipeline:
         fields = plain_fields(item)
         key = schema.key(site_of(self.crawler), fields)
         job_id = job_of(fields, self.crawler) or "unassigned"
-        state = await self._classify(job_id, key, schema.content_hash(fields))
+        incomplete = tuple(fields.get("incomplete") or ())
+        state = await self._classify(job_id, key, schema.content_hash(fields), incomplete)
+        if incomplete:
+            # Local mode's figure; with Redis the job's ledger has the exact one.
+            self._count("items/incomplete")
         # The store reuses the fields and key instead of extracting them again.
         self.notes.attach(item, DedupNote(state, key, fields))
         self._count(f"dedup/verdict/{state.verdict}")
         return item
 
-    async def _classify(self, job_id: str, key: str, digest: str) -> ItemState:
+    async def _classify(
+        self, job_id: str, key: str, digest: str, incomplete: tuple[str, ...]
+    ) -> ItemState:
         assert self.state is not None, "open_spider() creates the state backend"
         attempt = 0
         while True:
             try:
-                return await self.state.classify(job_id, key, digest)
+                return await self.state.classify(job_id, key, digest, incomplete=incomplete)
             except self.state.transient_errors as exc:
                 attempt += 1
                 self._count("dedup/retries")

@@ -41,6 +41,7 @@ import crawlers.items  # noqa: F401  (registers the item types: their mappings)
 from core.dedup import connect_async
 from core.items_schema import UnknownItemType, schema_for
 from core.jobs_index import write_job_document
+from core.ledger import JobLedger
 from core.store import (
     DeadLettered,
     FileSpill,
@@ -109,13 +110,17 @@ class StorePipeline:
         # Created here, inside the running event loop the asyncio clients bind to.
         self.es = AsyncElasticsearch(**self.es_kwargs)
         spill: Spill
+        on_stored = None
         if self.redis_url:
             self.server = connect_async(self.redis_url, max_connections=4, params=self.redis_params)
             spill = RedisSpill(self.server, site, lock_timeout=self.settings.spill_lock_seconds)
+            on_stored = JobLedger(self.server, site).stored
         else:
             assert self.spill_dir is not None
             spill = FileSpill(self.spill_dir / f"{site}.jsonl")
-        self.store = ItemStore(self.es, spill, settings=self.settings, on_count=self._count)
+        self.store = ItemStore(
+            self.es, spill, settings=self.settings, on_count=self._count, on_stored=on_stored
+        )
         await self.store.start()
         logger.info(
             "storing into Elasticsearch (bulk %d, window %.1fs, spill: %s)",

@@ -7,6 +7,10 @@ Counters (Scrapy stats, summed into the job's stats in Redis):
 classes count as ``validation/dropped/_unknown/<class>``. Each drop is also logged by
 Scrapy ("Dropped: ...") with every field error.
 
+With ``REDIS_URL`` each dropped item is also recorded in the job's ledger
+(``core.ledger``: keyed by the item's key, else its fields' digest), before the drop: the
+report's ``items_invalid`` counts that record, exact after any worker kill.
+
 The item passed on is pydantic's normalised copy (e.g. an int in a float field becomes a
 float), so equal content always hashes equally in dedup.
 """
@@ -19,12 +23,15 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from core.items_schema import UnknownItemType, schema_for
+from core.items_schema import ItemSchema, UnknownItemType, content_hash, plain_fields, schema_for
+from crawlers.ledger import CrawlLedger
+from crawlers.pipelines.common import job_of, site_of
 
 
 class ValidationPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.ledger = CrawlLedger.of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ValidationPipeline:
@@ -34,7 +41,7 @@ class ValidationPipeline:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(name)
 
-    def process_item(self, item: Any) -> Any:
+    async def process_item(self, item: Any) -> Any:
         try:
             schema = schema_for(item)
         except UnknownItemType as exc:
@@ -50,6 +57,18 @@ class ValidationPipeline:
         fields = ItemAdapter(item)
         where = fields.get(schema.id_field) if schema.id_field else None
         where = where or fields.get(schema.url_field) or "?"
-        raise DropItem(
-            f"invalid {schema.item_type} {where}: " + "; ".join(str(e) for e in result.errors)
-        )
+        message = f"invalid {schema.item_type} {where}: " + "; ".join(str(e) for e in result.errors)
+        await self._record(schema, item, message)
+        raise DropItem(message)
+
+    async def _record(self, schema: ItemSchema, item: Any, message: str) -> None:
+        fields = plain_fields(item)
+        job_id = job_of(fields, self.crawler)
+        if self.ledger is None or job_id is None:
+            return
+        try:
+            ref = schema.key(site_of(self.crawler), fields)
+        except ValueError:
+            # Nothing to key it on: the same invalid content is still one record.
+            ref = f"{schema.item_type}:content:{content_hash(schema.content(fields))}"
+        await self.ledger.invalid(job_id, ref, message)

@@ -10,14 +10,17 @@ belong to the scheduler and the ``FrontierWorker`` extension, which serve any sp
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
+from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
+from crawlers.fetch.retry import NOT_BEFORE_META, PART_RETRY_META, backoff_delay
 from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
 from crawlers.profiles import ProfileError, SiteProfile
 
@@ -113,3 +116,53 @@ class SiteSpider(Spider):
         request = failure.request  # type: ignore[attr-defined]
         self.logger.error("request failed: %s (%s)", request.url, failure.getErrorMessage())
         self.crawler.stats.inc_value(f"errors/request_failed/{failure.type.__name__}")
+
+    def retry_part(
+        self, request: Request, part: str, failure: Failure | None = None
+    ) -> Request | None:
+        """``request`` fetches a part of an item (a reviews API, the detail page behind a
+        listing card) and failed through the fetch layer's retries: the copy to yield,
+        queued again in the frontier and sent ``PART_RETRY_BACKOFF`` (doubling, jittered)
+        later, so a burst of errors is outlasted across the job rather than inside a few
+        seconds. None once ``PART_RETRY_TIMES`` rounds are spent: the caller then yields
+        the item with ``incomplete=[part]``, which the report counts and the next run
+        fetches again. ``failure``: an HTTP answer that is not worth retrying (a 404, or
+        any status outside ``RETRY_HTTP_CODES``) is final at once."""
+        settings = self.crawler.settings
+        rounds = int(request.meta.get(PART_RETRY_META, 0))
+        stats = self.crawler.stats
+        if failure is not None and failure.check(HttpError):
+            status = failure.value.response.status
+            if status not in {int(code) for code in settings.getlist("RETRY_HTTP_CODES")}:
+                stats.inc_value(f"parts/missing/{part}")
+                self.logger.error(
+                    "%s answered %d: storing its item without %s", request.url, status, part
+                )
+                return None
+        if rounds >= settings.getint("PART_RETRY_TIMES"):
+            stats.inc_value(f"parts/gave_up/{part}")
+            self.logger.error(
+                "%s failed %d times in this job: storing its item without %s",
+                request.url,
+                rounds + 1,
+                part,
+            )
+            return None
+        delay = backoff_delay(
+            rounds + 1,
+            settings.getfloat("PART_RETRY_BACKOFF"),
+            settings.getfloat("PART_RETRY_BACKOFF_MAX"),
+        )
+        retry = request.replace(dont_filter=True)
+        retry.meta[PART_RETRY_META] = rounds + 1
+        retry.meta[NOT_BEFORE_META] = time.time() + delay
+        retry.meta.pop("retry_times", None)  # a new round of the fetch layer's retries
+        stats.inc_value(f"parts/requeued/{part}")
+        self.logger.warning(
+            "%s failed; queued again in %.0fs (round %d of %d)",
+            request.url,
+            delay,
+            rounds + 1,
+            settings.getint("PART_RETRY_TIMES"),
+        )
+        return retry

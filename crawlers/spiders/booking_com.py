@@ -136,15 +136,17 @@ class BookingComSpider(ProductionSpider):
         self.count("hotels")
         yield Hotel(**fields)
 
-    def on_hotel_error(self, failure: Failure) -> Iterator[Hotel]:
+    def on_hotel_error(self, failure: Failure) -> Iterator[scrapy.Request | Hotel]:
+        """The hotel page again later in the job; once its rounds are spent, the search
+        card's data marked incomplete."""
         request = failure.request  # type: ignore[attr-defined]
-        self.logger.error(
-            "hotel page failed: %s (%s); yielding the search result",
-            request.url,
-            failure.getErrorMessage(),
-        )
+        self.logger.warning("hotel page failed: %s (%s)", request.url, failure.getErrorMessage())
         self.count("hotel_page_failed")
-        yield Hotel(**request.cb_kwargs["partial"])
+        retry = self.retry_part(request, "hotel_page", failure)
+        if retry is not None:
+            yield retry
+            return
+        yield Hotel(**request.cb_kwargs["partial"], incomplete=["hotel_page"])
 
 
 # The hotel page is more precise than a search card for these.

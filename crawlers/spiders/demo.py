@@ -148,7 +148,7 @@ class DemoSpider(SiteSpider):
         except (ValueError, KeyError, TypeError) as exc:
             self.logger.error("%s: unreadable reviews JSON (%s)", response.url, exc)
             self._count("reviews_failed")
-            yield DemoProduct(**product)
+            yield from self._without_reviews(response.request, product)
             return
         if product["review_count"] is None:
             product = {**product, "review_count": len(reviews)}
@@ -161,15 +161,28 @@ class DemoSpider(SiteSpider):
         self.logger.error("request failed: %s (%s)", request.url, failure.getErrorMessage())
         self._count("request_failed")
 
-    def on_reviews_error(self, failure: Failure) -> Iterator[DemoProduct]:
+    def on_reviews_error(self, failure: Failure) -> Iterator[scrapy.Request | DemoProduct]:
         request = failure.request  # type: ignore[attr-defined]
-        self.logger.error(
-            "reviews request failed: %s (%s); yielding the product without reviews",
-            request.url,
-            failure.getErrorMessage(),
+        self.logger.warning(
+            "reviews request failed: %s (%s)", request.url, failure.getErrorMessage()
         )
         self._count("reviews_failed")
-        yield DemoProduct(**request.cb_kwargs["product"])
+        yield from self._without_reviews(request, request.cb_kwargs["product"], failure)
+
+    def _without_reviews(
+        self,
+        request: scrapy.Request | None,
+        product: dict[str, Any],
+        failure: Failure | None = None,
+    ) -> Iterator[scrapy.Request | DemoProduct]:
+        """The reviews request again later in the job; once its rounds are spent, the
+        product marked incomplete (never passed off as a product without reviews)."""
+        retry = self.retry_part(request, "reviews", failure) if request is not None else None
+        if retry is not None:
+            yield retry
+            return
+        self._count("incomplete")
+        yield DemoProduct(**product, incomplete=["reviews"])
 
     def _fail(self, url: str, page: str, reason: str) -> None:
         self.logger.error("%s (%s page): %s", url, page, reason)

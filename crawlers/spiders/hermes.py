@@ -118,15 +118,17 @@ class HermesSpider(ProductionSpider):
         self.count("products")
         yield Product(**fields)
 
-    def on_product_error(self, failure: Failure) -> Iterator[Product]:
+    def on_product_error(self, failure: Failure) -> Iterator[scrapy.Request | Product]:
+        """The product page again later in the job; once its rounds are spent, the
+        category's data marked incomplete."""
         request = failure.request  # type: ignore[attr-defined]
-        self.logger.error(
-            "product page failed: %s (%s); yielding the category's data",
-            request.url,
-            failure.getErrorMessage(),
-        )
+        self.logger.warning("product page failed: %s (%s)", request.url, failure.getErrorMessage())
         self.count("product_page_failed")
-        yield Product(**request.cb_kwargs["partial"])
+        retry = self.retry_part(request, "product_page", failure)
+        if retry is not None:
+            yield retry
+            return
+        yield Product(**request.cb_kwargs["partial"], incomplete=["product_page"])
 
 
 # -- extraction (pure functions: tests feed them saved pages) ------------------------------

@@ -20,6 +20,7 @@ which the fetch middleware classifies and retries through another proxy.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from urllib.parse import urlparse
 
 import scrapy
 from scrapy.http import Response, TextResponse
+from twisted.python.failure import Failure
 
 from crawlers.items import GeoPoint, PropertyListing
 from crawlers.spiders.common import (
@@ -89,7 +91,7 @@ class IdealistaSpider(ProductionSpider):
             yield response.follow(
                 card["url"],
                 callback=self.parse_listing,
-                errback=self.on_error,
+                errback=self.on_detail_error,
                 cb_kwargs={"card": card},
             )
         number = int(response.meta.get("listing_page", 1))
@@ -118,6 +120,23 @@ class IdealistaSpider(ProductionSpider):
         self.note_missing(response.url, fields, LISTING_FIELDS)
         self.count("listings")
         yield PropertyListing(**fields)
+
+    def on_detail_error(self, failure: Failure) -> Iterator[scrapy.Request | PropertyListing]:
+        """The detail page again later in the job; once its rounds are spent, what the
+        search card showed, marked incomplete."""
+        request = failure.request  # type: ignore[attr-defined]
+        self.logger.warning("detail page failed: %s (%s)", request.url, failure.getErrorMessage())
+        self.count("detail_page_failed")
+        retry = self.retry_part(request, "detail_page", failure)
+        if retry is not None:
+            yield retry
+            return
+        card = request.cb_kwargs.get("card") or {}
+        known = {name: value for name, value in card.items() if name in _LISTING_FIELD_NAMES}
+        yield PropertyListing(**known, incomplete=["detail_page"])
+
+
+_LISTING_FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(PropertyListing))
 
 
 # -- extraction (pure functions: tests feed them saved pages) ------------------------------

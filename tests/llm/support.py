@@ -60,7 +60,7 @@ async def _push(
 
     async def one(item: DemoProduct) -> None:
         async with slots:
-            valid = validate.process_item(ItemAdapter(item).item)
+            valid = await validate.process_item(ItemAdapter(item).item)
             await store.process_item(await dedup.process_item(valid))
 
     await asyncio.gather(*(one(item) for item in items))

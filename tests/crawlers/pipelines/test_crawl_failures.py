@@ -18,7 +18,7 @@ from elasticsearch import Elasticsearch
 
 from core.dedup import job_changes
 from core.drain import drain_state
-from core.jobs_index import job_counters
+from core.jobs_index import job_counters, job_document
 from core.store import spill_size
 from core.workers import WorkerRegistry
 from crawlers.producer import produce
@@ -167,6 +167,16 @@ def test_sigkilled_worker_leaves_no_duplicate_documents(
     assert spill_size(server, "demo") == 0
     counters = job_counters(server, "demo", job.job_id)
     assert counters.get("frontier/reclaimed_leases", 0) >= 1
+    # The report's figures come from the job's ledger: exact despite the kill (the
+    # victim's last stats interval, pushed as deltas, died with it).
+    document = job_document("demo", job.job_id, "completed", 0, 1, counters)
+    assert (
+        document["items_scraped"],
+        document["items_new"],
+        document["items_stored"],
+        document["items_invalid"],
+        document["items_incomplete"],
+    ) == (PRODUCTS, PRODUCTS, PRODUCTS, 0, 0)
     state = drain_state(server, "demo", job.job_id)
     assert (state.queued, state.leased) == (0, 0)
     assert time.monotonic() - killed_at < 180

@@ -111,7 +111,7 @@ def test_validation_drop_names_every_field_and_counts_it() -> None:
     with pytest.raises(
         DropItem, match=r"invalid demo_product DM-1: name: missing; price: float_type"
     ):
-        pipeline.process_item(bad)
+        asyncio.run(pipeline.process_item(bad))
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert stats["validation/invalid/demo_product/name/missing"] == 1
     assert stats["validation/invalid/demo_product/price/float_type"] == 1
@@ -132,7 +132,7 @@ def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
         await dedup.open_spider()
         await store.open_spider()
         try:
-            valid = [validate.process_item(item) for item in products]
+            valid = [await validate.process_item(item) for item in products]
             for item in valid:
                 await dedup.process_item(item)
             assert len(notes) == 30  # the store's input

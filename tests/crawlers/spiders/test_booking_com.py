@@ -147,6 +147,7 @@ def test_crawl_of_the_replay_follows_the_offset_and_hotel_pages(
         9.5,
         None,
     )
+    assert hacienda["incomplete"] == ["hotel_page"]  # a 404: final at once, not retried
     assert result.stat("booking_com/hotel_page_failed") == 1
     paths = [entry["path"] for entry in replay.access_log()]
     assert any("offset=3" in p and f"checkin={checkin}" in p for p in paths)

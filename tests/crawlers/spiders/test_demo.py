@@ -171,4 +171,5 @@ def test_unparseable_pages_are_logged_not_dropped_silently(
     )
     (item,) = list(spider.parse_reviews(failed, product=_expected(catalog, sku)))
     assert item.reviews is None and item.name == catalog.products[0].name
+    assert item.incomplete == ["reviews"]
     assert spider.crawler.stats.get_value("demo/reviews_failed") == 1

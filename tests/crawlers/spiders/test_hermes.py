@@ -143,6 +143,7 @@ def test_crawl_of_the_replay_pages_and_completes_products(
         3875.0,
         None,
     )
+    assert etrier["incomplete"] == ["product_page"]  # a 404: final at once, not retried
     assert result.stat("hermes/product_page_failed") == 1
     errors = result.errors()
     assert len(errors) == 1 and "etrier-mini-crossbody-bag" in errors[0]
