@@ -6,107 +6,112 @@ its ``scrape-<site>`` deployment runs (``schedule``: cron, UTC; absent = manual 
 which ``description``. The spider turns it into Scrapy settings
 (``SiteSpider.update_settings``); the flows read the same file for timeouts, schedule and
 description. Adding a site never edits this module.
+
+``SiteProfile`` and its tables (crawlers.profile_schema) are the schema, listed key by key
+in docs/sites.md. A bad profile fails its load with a one-line ``ProfileError`` naming the
+file, the key and what was expected::
+
+    crawlers/profiles/demo.toml: timeouts.producer: expected an integer, got "300"
+
+``python -m crawlers.profiles check [--dir DIR]`` validates every profile: one line each,
+exit status 2 when any is bad.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import argparse
+import sys
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from cronsim import CronSim, CronSimError
+from pydantic import Field, ValidationError
+
+from crawlers.profile_schema import (
+    Cron,
+    FingerprintTable,
+    HttpUrl,
+    Politeness,
+    RenderMode,
+    Table,
+    Text,
+    Timeouts,
+    UrlPaths,
+    describe,
+    shown,
+)
+
+__all__ = [
+    "PROFILES_DIR",
+    "Politeness",
+    "ProfileError",
+    "RenderMode",
+    "SiteProfile",
+    "Timeouts",
+    "load_profiles",
+    "profile_sites",
+    "site_schedules",
+]
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 
-RenderMode = Literal["never", "always", "per_request"]
-
 
 class ProfileError(ValueError):
-    """A profile file is missing or has invalid values."""
+    """A profile file is missing or invalid; the message is one line naming file and key."""
 
 
-@dataclass(frozen=True)
-class Politeness:
-    obey_robots: bool = True
-    download_delay: float = 0.0
-    concurrency_per_domain: int = 16
-    autothrottle: bool = True
-    autothrottle_target: float = 8.0
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Seconds. The producer may take up to 2 h for bootstrap-heavy sites."""
-
-    producer: int = 30 * 60
-    drain: int = 2 * 3600
-    download: int = 30
-
-    def __post_init__(self) -> None:
-        if not 0 < self.producer <= 2 * 3600:
-            raise ProfileError(f"timeouts.producer must be in (0, 7200] s, got {self.producer}")
-
-
-@dataclass(frozen=True)
-class SiteProfile:
+class SiteProfile(Table):
     site: str
-    item_type: str
-    base_url: str
-    start_paths: tuple[str, ...] = ("/",)
-    sitemaps: tuple[str, ...] = ()
+    item_type: Text
+    base_url: HttpUrl
+    start_paths: UrlPaths = ("/",)
+    sitemaps: UrlPaths = ()
     render: RenderMode = "never"
     needs_proxies: bool = False
     needs_session: bool = False
     # The scrape-<site> deployment: a 5-field cron in UTC (None: manual runs only) and the
     # text Prefect shows for it.
-    schedule: str | None = None
+    schedule: Cron | None = None
     description: str | None = None
-    politeness: Politeness = field(default_factory=Politeness)
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    settings: dict[str, Any] = field(default_factory=dict)
-    # The structure gate's [fingerprint] table: threshold, per page type sample paths and
-    # selectors. Kept raw here; validated by fingerprints.baseline.FingerprintConfig.
-    fingerprint: dict[str, Any] = field(default_factory=dict)
+    politeness: Politeness = Politeness()
+    timeouts: Timeouts = Timeouts()
+    # Scrapy settings of this site (spider priority: BLOCK_MARKERS, MAX_LISTING_PAGES, ...);
+    # their values are the add-on's to check when a crawl starts.
+    settings: dict[str, Any] = {}
+    fingerprint_table: FingerprintTable | None = Field(default=None, alias="fingerprint")
 
     @classmethod
     def load(cls, site: str, directory: Path = PROFILES_DIR) -> SiteProfile:
         path = directory / f"{site}.toml"
+        source = shown_path(path)
         try:
             raw = tomllib.loads(path.read_text())
-        except FileNotFoundError as exc:
-            raise ProfileError(f"no profile for site {site!r}: expected {path}") from exc
+        except FileNotFoundError:
+            raise ProfileError(f"no profile for site {site!r}: expected {source}") from None
         except tomllib.TOMLDecodeError as exc:
-            raise ProfileError(f"{path}: {exc}") from exc
-        return cls.from_dict(site, raw, source=str(path))
+            raise ProfileError(f"{source}: not valid TOML: {exc}") from None
+        return cls.from_dict(site, raw, source=source)
 
     @classmethod
     def from_dict(cls, site: str, raw: dict[str, Any], *, source: str = "<dict>") -> SiteProfile:
-        raw = dict(raw)
-        declared = raw.pop("site", site)
+        data = dict(raw)
+        declared = data.setdefault("site", site)
         if declared != site:
-            raise ProfileError(f"{source}: declares site {declared!r}, expected {site!r}")
-        try:
-            politeness = Politeness(**raw.pop("politeness", {}))
-            timeouts = Timeouts(**raw.pop("timeouts", {}))
-            profile = cls(
-                site=site,
-                politeness=politeness,
-                timeouts=timeouts,
-                start_paths=tuple(raw.pop("start_paths", ("/",))),
-                sitemaps=tuple(raw.pop("sitemaps", ())),
-                **raw,
+            raise ProfileError(
+                f"{source}: site: expected {shown(site)} (the file's name), got {shown(declared)}"
             )
-        except TypeError as exc:
-            raise ProfileError(f"{source}: {exc}") from exc
-        if profile.render not in ("never", "always", "per_request"):
-            raise ProfileError(f"{source}: render must be never|always|per_request")
-        if profile.schedule is not None:
-            _check_cron(profile.schedule, source)
-        if profile.description is not None and not isinstance(profile.description, str):
-            raise ProfileError(f"{source}: description must be a string")
-        return profile
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            # One line, and no chained pydantic report after it in a traceback.
+            raise ProfileError(f"{source}: {describe(exc, cls)}") from None
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """The ``[fingerprint]`` table as written ({} without one), for FingerprintConfig."""
+        table = self.fingerprint_table
+        return {} if table is None else table.model_dump(exclude_unset=True)
 
     @property
     def deployment_description(self) -> str:
@@ -142,19 +147,37 @@ def site_schedules(directory: Path = PROFILES_DIR) -> dict[str, str | None]:
     return {profile.site: profile.schedule for profile in load_profiles(directory)}
 
 
-def _check_cron(expression: object, source: str) -> None:
-    """A standard 5-field cron (minute hour day month weekday), parsed by cronsim. Seconds
-    fields and ``@daily``-style nicknames are refused: the health check reads a site's
-    freshness window from the weekday field."""
-    problem = None
-    if not isinstance(expression, str):
-        problem = "must be a string"
-    elif len(expression.split()) != 5:
-        problem = "needs 5 fields (minute hour day month weekday)"
-    else:
+def shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when under it, as an operator would type it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``check``: validate every profile of a directory; 0 when all are valid, else 2."""
+    parser = argparse.ArgumentParser(prog="python -m crawlers.profiles")
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="validate every profile, one line each")
+    check.add_argument("--dir", type=Path, default=PROFILES_DIR, help="default: %(default)s")
+    args = parser.parse_args(argv)
+    directory: Path = args.dir
+    sites = profile_sites(directory)
+    if not sites:
+        print(f"no profiles (<site>.toml) in {shown_path(directory)}", file=sys.stderr)
+        return 2
+    bad = 0
+    for site in sites:
         try:
-            CronSim(expression, dt.datetime(2000, 1, 1))
-        except CronSimError as exc:
-            problem = str(exc).lower()
-    if problem is not None:
-        raise ProfileError(f"{source}: schedule {expression!r} is not a valid cron: {problem}")
+            SiteProfile.load(site, directory)
+        except ProfileError as exc:
+            bad += 1
+            print(exc)
+        else:
+            print(f"{shown_path(directory / f'{site}.toml')}: ok")
+    return 2 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,6 +20,7 @@ from scrapy.settings import BaseSettings
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
+from core.config import ConfigurationError
 from crawlers.fetch.retry import NOT_BEFORE_META, PART_RETRY_META, backoff_delay
 from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
 from crawlers.profiles import ProfileError, SiteProfile
@@ -60,7 +61,10 @@ class SiteSpider(Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        profile = cls.load_profile()
+        try:
+            profile = cls.load_profile()
+        except ProfileError as exc:  # an operator's mistake: one line, no traceback
+            raise ConfigurationError(str(exc)) from None
         settings.setdict(profile.scrapy_settings(), priority="spider")
         # The profile's render mode, for crawlers.fetch.rendering.RenderMiddleware;
         # `-s RENDER_MODE=...` (command line priority) still wins, e.g. for debugging.

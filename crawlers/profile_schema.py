@@ -1,0 +1,208 @@
+"""The schema of site profiles: value types, the tables, one-line messages for their errors.
+
+``crawlers.profiles.SiteProfile`` is the top table; the tables here are its parts.
+Validation is strict, as TOML is typed: ``"300"`` is no integer, ``"no"`` no boolean and
+``"/home"`` no list of paths; an unknown key is an error. ``describe`` turns pydantic's
+report into one line: ``politeness.concurrency_per_domain: expected an integer, got
+"sixteen"``. docs/sites.md lists every key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+import types
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from urllib.parse import urlsplit
+
+from cronsim import CronSim, CronSimError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+RenderMode = Literal["never", "always", "per_request"]
+
+# -- value types ---------------------------------------------------------------------------------
+
+
+def _expected(what: str, test: Callable[[Any], bool]) -> AfterValidator:
+    """A check after the type's own: its failure reads ``expected <what>, got <value>``."""
+
+    def check(value: Any) -> Any:
+        if not test(value):
+            raise PydanticCustomError("expected", "expected {expected}", {"expected": what})
+        return value
+
+    return AfterValidator(check)
+
+
+def _list_as_tuple(value: Any) -> Any:
+    # TOML arrays arrive as lists; strict mode takes only tuples for a tuple field (and
+    # leaves a string a string, so "/home" is refused instead of split into characters).
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _is_http_url(value: str) -> bool:
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _cron(expression: str) -> str:
+    """A standard 5-field cron (minute hour day month weekday), parsed by cronsim. Seconds
+    fields and ``@daily``-style nicknames are refused: the health check reads a site's
+    freshness window from the weekday field."""
+    if len(expression.split()) != 5:
+        problem = "needs 5 fields"
+    else:
+        try:
+            CronSim(expression, dt.datetime(2000, 1, 1))
+            return expression
+        except CronSimError as exc:
+            problem = str(exc).lower()
+    raise PydanticCustomError(
+        "expected",
+        "expected {expected}",
+        {"expected": "a 5-field cron (minute hour day month weekday)", "detail": problem},
+    )
+
+
+_PAGE_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+Text = Annotated[str, _expected("a non-empty string", lambda value: bool(value.strip()))]
+HttpUrl = Annotated[str, _expected("an http(s) URL like https://www.example.com", _is_http_url)]
+UrlPath = Annotated[str, _expected("a path starting with /", lambda value: value.startswith("/"))]
+UrlPaths = Annotated[tuple[UrlPath, ...], BeforeValidator(_list_as_tuple)]
+Cron = Annotated[str, AfterValidator(_cron)]
+Threshold = Annotated[float, Field(gt=0, le=1)]
+PageTypeName = Annotated[
+    str,
+    _expected(
+        "a page type name of a-z, 0-9, _ and - (not starting with _ or -)",
+        lambda name: bool(name) and name[0] not in "_-" and set(name) <= _PAGE_TYPE_CHARS,
+    ),
+]
+
+
+# -- the tables ----------------------------------------------------------------------------------
+
+
+class Table(BaseModel):
+    """A profile table: strict types, no unknown keys, read-only once loaded."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class Politeness(Table):
+    obey_robots: bool = True
+    download_delay: Annotated[float, Field(ge=0)] = 0.0
+    concurrency_per_domain: Annotated[int, Field(ge=1)] = 16
+    autothrottle: bool = True
+    autothrottle_target: Annotated[float, Field(gt=0)] = 8.0
+
+
+class Timeouts(Table):
+    """Seconds. The producer may take up to 2 h for bootstrap-heavy sites."""
+
+    producer: Annotated[int, Field(gt=0, le=2 * 3600)] = 30 * 60
+    drain: Annotated[int, Field(gt=0)] = 2 * 3600
+    download: Annotated[int, Field(gt=0)] = 30
+
+
+class PageTypeTable(Table):
+    sample_paths: list[UrlPath] = []
+    selectors: dict[str, Text] = {}
+    threshold: Threshold | None = None
+
+
+class FingerprintTable(Table):
+    """The structure gate's ``[fingerprint]`` table. fingerprints.baseline.FingerprintConfig
+    reads it (as ``SiteProfile.fingerprint``); this schema refuses a malformed one early, by
+    the same rules."""
+
+    threshold: Threshold | None = None
+    page_types: dict[PageTypeName, PageTypeTable] = {}
+
+
+# -- one-line messages ---------------------------------------------------------------------------
+
+_EXPECTED = {
+    "int_type": "an integer",
+    "float_type": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "tuple_type": "a list of strings",
+    "list_type": "a list of strings",
+    "dict_type": "a table",
+    "model_type": "a table",
+}
+_BOUNDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
+def describe(error: ValidationError, root: type[Table]) -> str:
+    """The first problem of ``error`` (raised validating ``root``) as one line:
+    ``key.path: expected ..., got ...``, with how many more there are."""
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    loc = tuple(part for part in first["loc"] if part != "[key]")  # a bad key: its own name
+    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    text = f"{key.lstrip('.')}: {_problem(first, loc, root)}"
+    if len(problems) > 1:
+        more = len(problems) - 1
+        text += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return text
+
+
+def _problem(error: ErrorDetails, loc: tuple[str | int, ...], root: type[Table]) -> str:
+    kind, ctx, value = error["type"], error.get("ctx") or {}, error["input"]
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "extra_forbidden":
+        known = _keys_at(root, loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        hint = f"did you mean {shown(close[0])}?" if close else f"known keys: {', '.join(known)}"
+        return f"unknown key ({hint})"
+    if kind == "expected":
+        expected = ctx["expected"]
+    elif kind == "literal_error":
+        expected = "one of " + ctx["expected"].replace("'", '"')
+    elif bound := next((b for b in _BOUNDS if b in ctx), None):
+        expected = f"a value {_BOUNDS[bound]} {ctx[bound]:g}"
+    else:
+        expected = _EXPECTED.get(kind) or error["msg"].lower().removeprefix("input should be ")
+    detail = f" ({ctx['detail']})" if ctx.get("detail") else ""
+    return f"expected {expected}, got {shown(value)}{detail}"
+
+
+def _keys_at(root: type[Table], parent: Sequence[str | int]) -> list[str]:
+    """The keys the schema allows in the table at ``parent``, for a misspelt key's hint."""
+    annotation: Any = root
+    for part in parent:
+        annotation = _table_type(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            fields = annotation.model_fields
+            annotation = next(f.annotation for n, f in fields.items() if (f.alias or n) == part)
+        else:  # dict[str, Table]: ``part`` is a name the profile chose
+            annotation = get_args(annotation)[1]
+    model = _table_type(annotation)
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def _table_type(annotation: Any) -> Any:
+    """``Table | None`` -> ``Table``."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        return next(arg for arg in get_args(annotation) if arg is not type(None))
+    return annotation
+
+
+def shown(value: Any) -> str:
+    """A value the way TOML writes it (strings quoted), shortened."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, str | list | tuple):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        return text if len(text) <= 80 else text[:77] + "..."
+    return str(value)
