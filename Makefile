@@ -31,6 +31,7 @@ lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m crawlers.profiles check
 
 ## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
 BENCH ?= frontier pipelines embedding rendering
