@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import redis
-from elasticsearch import BadRequestError, Elasticsearch
+from elasticsearch import BadRequestError, ConflictError, Elasticsearch
 
 from core.items_schema import DATE, KEYWORD
 from core.jobstats import JobStats
@@ -54,6 +54,7 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "items_dead_letter": _LONG,
     "errors": _LONG,
     "spill_remaining": _LONG,
+    "alerts_failed": _LONG,  # alerts of the job Slack did not take (templates in extra)
     "counters": {"type": "flattened"},
     "extra": {"type": "flattened"},
 }
@@ -190,6 +191,33 @@ def write_job_document(
         refresh="wait_for" if refresh else None,
     )
     return document
+
+
+def add_failed_alert(es: Elasticsearch, site: str, job_id: str, template: str) -> None:
+    """Count an alert of the job that was not delivered in its (written) document:
+    ``alerts_failed`` + 1, the template appended to ``extra.alerts_failed``.
+
+    Read, then written only if unchanged since (no scripts: the platform's node has no
+    Painless); a concurrent change is read again.
+    """
+    doc_id = f"{site}:{job_id}"
+    for attempt in range(3):
+        current = es.get(index=JOBS_ALIAS, id=doc_id)
+        source = current["_source"]
+        extra = dict(source.get("extra") or {})
+        extra["alerts_failed"] = [*extra.get("alerts_failed", []), template]
+        try:
+            es.update(
+                index=JOBS_ALIAS,
+                id=doc_id,
+                doc={"alerts_failed": int(source.get("alerts_failed") or 0) + 1, "extra": extra},
+                if_seq_no=current["_seq_no"],
+                if_primary_term=current["_primary_term"],
+            )
+            return
+        except ConflictError:
+            if attempt == 2:
+                raise
 
 
 def job_counters(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:

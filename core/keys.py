@@ -1,4 +1,5 @@
-"""The one registry of Redis key names (``SiteKeys``) and the Redis errors we ride out."""
+"""The one registry of Redis key names (``SiteKeys``, ``PlatformKeys``) and the Redis errors
+we ride out."""
 
 from __future__ import annotations
 
@@ -134,3 +135,15 @@ class SiteKeys:
     def store_dead_letters(self) -> str:
         """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
         return f"{self.site}:store:dead_letters"
+
+
+class PlatformKeys:
+    """Keys of the platform as a whole, not of one site: ``platform:<what>``.
+
+    None of them ends like a ``SiteKeys`` name, so even a site named ``platform`` cannot
+    collide with them.
+    """
+
+    # List: alert deliveries that failed (JSON: time, template, error class, site, job),
+    # reported and then cleared by the daily health check.
+    alerts_failed = "platform:alerts:failed"

@@ -24,6 +24,8 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   Validation always runs; dedup needs REDIS_URL and store needs ELASTICSEARCH_URL, each
   is off (NotConfigured) without its service, so ``scrapy crawl <site> -O items.jsonl``
   works with no services at all;
+* the Elasticsearch client's loggers at ERROR/WARNING (``crawlers.logs``): the store logs
+  one line per outage state change, not the client's per-attempt lines and tracebacks;
 * only when REDIS_URL is set: the distributed frontier (scheduler
   ``crawlers.frontier.LeasingScheduler``, queue ``LeasedQueue``, dupefilter
   ``JobDupeFilter``, ``SCHEDULER_PERSIST``, ``REDIS_PARAMS``) and the worker extension
@@ -60,6 +62,7 @@ from core.config import (
 )
 from crawlers import defaults
 from crawlers.compat import check_private_api
+from crawlers.logs import quiet_client_loggers
 
 logger = logging.getLogger(__name__)
 
@@ -133,8 +136,10 @@ class ScrapingPlatform:
         # Scrapy configures logging and builds the spider before add-ons' update_settings
         # run: installed here as well, LOG_LEVEL holds from the first line, a spider's
         # from_crawler sees the frontier, and a malformed project or command-line setting
-        # stops the process before anything starts.
+        # stops the process before anything starts. Scrapy configures logging right after:
+        # the service clients' loggers are quiet from the first line.
         install(settings)
+        quiet_client_loggers(settings)
 
     def update_settings(self, settings: BaseSettings) -> None:
         check_private_api()

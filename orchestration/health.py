@@ -1,8 +1,11 @@
-"""The daily health check's logic: per-site job history from the jobs index, and search.
+"""The daily health check's logic: per-site job history from the jobs index, search, and
+the alerts Slack did not take.
 
 A site is unhealthy when its last successful scrape is older than its schedule allows,
 its block rate is high or rising, or its last job failed; the platform is unhealthy
-when Elasticsearch or the search API is.
+when Elasticsearch or the search API is, or when alerts were not delivered since the
+last check (``orchestration.alerts`` records them; ``acknowledge`` clears those a check
+reported, once its report is out).
 """
 
 from __future__ import annotations
@@ -10,16 +13,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 import urllib.request
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import redis
 from elasticsearch import Elasticsearch, NotFoundError
 
 from core.config import get_settings
 from core.jobs_index import JOBS_ALIAS
+from core.keys import REDIS_ERRORS
 from core.store import get_items
 from crawlers.profiles import site_schedules
+from orchestration.alerts import failed_deliveries, forget_failed_deliveries, run_logger
 
 HIGH_BLOCK_RATE = 0.2
 RISING_FACTOR = 2.0  # latest block rate vs the median of the earlier ones
@@ -66,6 +73,8 @@ class SiteHealth:
 class HealthReport:
     sites: list[SiteHealth]
     problems: list[str]
+    # Alert deliveries that failed since the last check (orchestration.alerts), oldest first.
+    alerts_failed: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -76,6 +85,7 @@ class HealthReport:
             "healthy": self.healthy,
             "problems": self.problems,
             "sites": [site.row() for site in self.sites],
+            "alerts_failed": self.alerts_failed,
         }
 
     def markdown(self) -> str:
@@ -87,6 +97,19 @@ class HealthReport:
                 f"| {row['block_rate']} |"
             )
         lines += ["", *(f"- {problem}" for problem in self.problems or ["all healthy"])]
+        if self.alerts_failed:
+            lines += [
+                "",
+                "Alerts not delivered since the last check:",
+                "",
+                "| at | alert | site | job | error |",
+                "|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {entry.get('at')} | {entry.get('template')} | {entry.get('site') or '-'} "
+                f"| {entry.get('job_id') or '-'} | {entry.get('error')} |"
+                for entry in self.alerts_failed
+            ]
         return "\n".join(lines)
 
 
@@ -133,13 +156,41 @@ def search_api_problems(url: str | None) -> list[str]:
     return []
 
 
+def delivery_problems(failed: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One problem line for the alerts not delivered since the last check (if any)."""
+    if not failed:
+        return []
+    kinds = Counter(str(entry.get("template")) for entry in failed)
+    last = failed[-1]
+    return [
+        f"{len(failed)} Slack alert(s) not delivered since the last check "
+        f"({', '.join(f'{name} x{n}' for name, n in sorted(kinds.items()))}); last: "
+        f"{last.get('template')} at {last.get('at')} ({last.get('error')})"
+    ]
+
+
+def acknowledge(server: redis.Redis, report: HealthReport) -> None:
+    """Clear the failed deliveries ``report`` showed, once it is out (a check that dies
+    before shows them again); best effort."""
+    try:
+        forget_failed_deliveries(server, len(report.alerts_failed))
+    except REDIS_ERRORS as exc:
+        run_logger().warning(
+            "failed alert deliveries not cleared (%s): the next check shows them again",
+            type(exc).__name__,
+        )
+
+
 def check(
     es: Elasticsearch,
     *,
+    server: redis.Redis | None = None,
     schedules: Mapping[str, str | None] | None = None,
     search_api_url: str | None = None,
     now: dt.datetime | None = None,
 ) -> HealthReport:
+    """The report; ``server``: the Redis holding the failed alert deliveries (None: not
+    checked)."""
     if schedules is None:
         schedules = site_schedules()  # the same profiles the deployments are built from
     now = now or dt.datetime.now(dt.UTC)
@@ -156,7 +207,16 @@ def check(
             sites.append(history)
             problems += history.problems(now)
     problems += search_api_problems(search_api_url or get_settings().search_api_url)
-    return HealthReport(sites=sites, problems=problems)
+    failed: list[dict[str, Any]] = []
+    if server is not None:
+        try:
+            failed = failed_deliveries(server)
+        except REDIS_ERRORS as exc:
+            problems.append(
+                f"alert deliveries not checked: Redis unreachable ({type(exc).__name__})"
+            )
+    problems += delivery_problems(failed)
+    return HealthReport(sites=sites, problems=problems, alerts_failed=failed)
 
 
 def item_names(es: Elasticsearch, site: str, keys: Sequence[str] | Iterable[str]) -> list[str]:

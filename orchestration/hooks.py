@@ -11,8 +11,10 @@
 - The report task's ``on_completion`` sends the job summary (its result is the summary's
   template context).
 
-Prefect logs a hook's exception (e.g. ``AlertDeliveryError`` once Slack's retries are
-spent) in the run's log; a hook never changes the run's state.
+An alert Slack does not take after its retries never changes the run's state: ``notify``
+logs one WARNING in the run's log (template, error class; never the webhook URL) and
+records it for the daily health check; an undelivered job summary is also counted in the
+job's document (``alerts_failed``, the template in ``extra.alerts_failed``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import logging
 from typing import Any
 from uuid import UUID
 
+from elastic_transport import TransportError
+from elasticsearch import ApiError, Elasticsearch
 from prefect import Flow, Task
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
@@ -37,7 +41,9 @@ from prefect.logging.handlers import APILogHandler
 from prefect.states import State
 from prefect.utilities.urls import url_for
 
-from orchestration.alerts import notify
+from core.config import get_settings
+from core.jobs_index import add_failed_alert
+from orchestration.alerts import Delivery, notify, run_logger
 from orchestration.steps import job_id_for
 
 logger = logging.getLogger(__name__)
@@ -90,7 +96,27 @@ def alert_failed_run(flow: Flow[..., Any], flow_run: FlowRun, state: State[Any])
 
 def send_job_summary(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> None:
     """``on_completion`` of the report task: its result is the job_summary context."""
-    notify("job_summary", **state.result())
+    summary = state.result()
+    if notify("job_summary", **summary) is Delivery.FAILED:
+        count_failed_alert(summary["site"], summary["job_id"], "job_summary")
+
+
+def count_failed_alert(site: str, job_id: str, template: str) -> None:
+    """Count an undelivered alert in the job's document; best effort (logged)."""
+    try:
+        with Elasticsearch(
+            **get_settings().elasticsearch_client_kwargs(),  # type: ignore[arg-type]
+            request_timeout=10,
+            max_retries=2,
+        ) as es:
+            add_failed_alert(es, site, job_id, template)
+    except (TransportError, ApiError) as exc:
+        run_logger().warning(
+            "undelivered %s alert not counted in the jobs document of %s (%s)",
+            template,
+            job_id,
+            type(exc).__name__,
+        )
 
 
 def send_error_alert(

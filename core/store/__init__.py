@@ -25,7 +25,7 @@ from core.store.layout import (
     iso_ms,
 )
 from core.store.read import get_items, item_keys, items_index, job_items
-from core.store.replay import drain_site_spill, drain_spill_sync
+from core.store.replay import drain_site_spill
 from core.store.settings import MissingSetting, StoreSettings
 from core.store.spill import SPILL_ERRORS, Spill
 from core.store.spill_file import FileSpill
@@ -52,7 +52,6 @@ __all__ = [
     "dead_letters",
     "doc_id_for",
     "drain_site_spill",
-    "drain_spill_sync",
     "ensure_item_index",
     "epoch_ms",
     "get_items",

@@ -19,7 +19,8 @@ class FileSpill(Spill):
     """``<dir>/<site>.jsonl`` and its dead letters ``<dir>/<site>.dead.jsonl``.
 
     Appends are fsynced under an exclusive lock; one drainer at a time (its own lock),
-    which rewrites the file without what it sent.
+    which rewrites the file without what it sent, and removes it once it is empty (the
+    lock files stay: another process may hold them).
     """
 
     def __init__(self, path: Path) -> None:
@@ -95,7 +96,20 @@ class FileSpill(Spill):
                     break
         return drained
 
+    async def dead_size(self) -> int:
+        """Entries in the dead-letter file."""
+        async with self._mutex:
+            try:
+                text = self.dead_path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                return 0
+            return sum(1 for line in text.splitlines() if line.strip())
+
     def _rewrite(self, lines: Sequence[str]) -> None:
+        if not lines:
+            # Under the append lock: a writer appending next creates the file again.
+            self.path.unlink(missing_ok=True)
+            return
         tmp = self.path.with_name(self.path.name + ".tmp")
         with tmp.open("w", encoding="utf-8") as out:
             out.writelines(line + "\n" for line in lines)

@@ -408,7 +408,17 @@ class ItemStore:
             self._down_since = time.monotonic()
             self._last_probe = self._down_since
             self._count("store/outages")
-            logger.warning("Elasticsearch unreachable (%s: %s); keeping items", type(exc), exc)
+            # One line per outage (the client's own per-attempt lines are quiet in crawls:
+            # crawlers.logs); the next is "reachable again".
+            logger.warning(
+                "Elasticsearch unreachable (%s: %s); retrying every %gs, items wait up to "
+                "%gs, then go to the spill (%s)",
+                type(exc).__name__,
+                exc,
+                self.settings.probe_interval,
+                self.settings.spill_after,
+                self.spill.description if self.spill is not None else "none: kept in memory",
+            )
 
     def _mark_up(self) -> None:
         if self._down_since is not None:
@@ -422,7 +432,9 @@ class ItemStore:
         now = time.monotonic()
         if now - self._spill_warned > 10:
             self._spill_warned = now
-            logger.error("spill unavailable (%s: %s); keeping items in memory", type(exc), exc)
+            logger.error(
+                "spill unavailable (%s: %s); keeping items in memory", type(exc).__name__, exc
+            )
 
     def _count(self, name: str, n: int = 1) -> None:
         if n <= 0:

@@ -16,33 +16,47 @@ document into the ``jobs`` index from the crawl's Scrapy stats. With the frontie
 orchestration flow writes it after the drain, from the counters of all workers.
 
     python -m crawlers.pipelines.store drain <site> [--redis-url URL] [--elasticsearch-url URL]
+        [--spill-file PATH]
 
-moves a site's spill into ES (URLs default to the project's ``REDIS_URL`` and
-``ELASTICSEARCH_URL`` settings).
+moves a site's spill into ES: its Redis list (with a Redis URL) and its spill file, if
+there is one (default ``<STORE_SPILL_DIR or PLATFORM_RUN_DIR/spill>/<site>.jsonl``). It
+prints per spill what it drained, what is left and the dead letters, and exits 0 when
+nothing is left, 1 otherwise (Elasticsearch still unreachable: one line, nothing
+touched). URLs default to the project's ``REDIS_URL`` and ``ELASTICSEARCH_URL`` settings.
+A crawl that closes with items in its spill logs this command with its own connections
+and spill file.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import logging
-from collections.abc import Sequence
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis.asyncio
-from elasticsearch import AsyncElasticsearch, Elasticsearch
+from elastic_transport import TransportError
+from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.settings import BaseSettings
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
+from core.config import ConfigurationError, check_http_url, check_redis_url, redacted
 from core.dedup import connect_async
 from core.items_schema import UnknownItemType, schema_for
 from core.jobs_index import write_job_document
+from core.keys import REDIS_ERRORS, SiteKeys
 from core.ledger import JobLedger
 from core.store import (
+    SPILL_ERRORS,
     DeadLettered,
     FileSpill,
     ItemStore,
@@ -52,7 +66,7 @@ from core.store import (
     StoreAction,
     StoreSettings,
     build_action,
-    drain_spill_sync,
+    drain_site_spill,
 )
 from crawlers.addon import project_settings
 from crawlers.frontier import frontier_enabled
@@ -166,11 +180,14 @@ class StorePipeline:
         if self.store is not None:
             report = await self.store.close()
             if report.spill_remaining:
+                spill = self.store.spill
+                spill_file = spill.path if isinstance(spill, FileSpill) else None
                 logger.warning(
-                    "%d items wait in the spill for Elasticsearch; any worker or "
-                    "`python -m crawlers.pipelines.store drain %s` stores them",
+                    "%d items wait in the spill (%s) for Elasticsearch; %s`%s` stores them",
                     report.spill_remaining,
-                    site_of(self.crawler),
+                    spill.description if spill is not None else "none",
+                    "" if spill_file else "any worker of the site or ",
+                    drain_command(site_of(self.crawler), self.crawler.settings, spill_file),
                 )
             stats = self.crawler.stats
             if report.spill_remaining is not None and stats is not None:
@@ -205,8 +222,11 @@ class StorePipeline:
                 spill_remaining=stats.get("store/spill_remaining_at_close"),
                 extra={"close_reason": reason, "mode": "local"},
             )
-        except Exception:
+        except (TransportError, ApiError, OSError) as exc:
             # The crawl's items are safe either way; the history entry is best effort.
+            # Elasticsearch down at close: one line (the spill's line says what waits).
+            logger.error("could not write the job document (%s: %s)", type(exc).__name__, exc)
+        except Exception:
             logger.exception("could not write the job document")
         finally:
             es.close()
@@ -216,13 +236,152 @@ class StorePipeline:
             self.crawler.stats.inc_value(name, n)
 
 
+# -- the drain command ------------------------------------------------------------------
+
+URL_OPTIONS = (("--redis-url", "REDIS_URL"), ("--elasticsearch-url", "ELASTICSEARCH_URL"))
+
+
+def drain_command(site: str, settings: BaseSettings, spill_file: Path | None = None) -> str:
+    """The shell command that drains what a crawl with ``settings`` left in its spill.
+
+    It names the connections the crawl used (so it works from a shell without the crawl's
+    ``-s`` options), except a URL that carries a password: that one is a secret, read
+    from the environment as the crawl did. ``spill_file``: the file spill (no Redis).
+    """
+    argv = ["python", "-m", "crawlers.pipelines.store", "drain", site]
+    for option, name in URL_OPTIONS:
+        url = settings.get(name)
+        if url and urlsplit(str(url)).password is None:
+            argv += [option, str(url)]
+    if spill_file is not None:
+        argv += ["--spill-file", str(spill_file)]
+    return shlex.join(argv)
+
+
+@dataclass
+class SpillState:
+    """One spill of a site as the drain command found and left it."""
+
+    description: str
+    dead_description: str
+    file_spill: FileSpill | None = None  # None: the site's Redis list
+    left: int = 0
+    drained: int = 0
+    dead: int = 0
+    error: str | None = None  # its backend could not be read or written
+
+    def line(self, site: str) -> str:
+        if self.error is not None:
+            return f"{site}: {self.description}: not drained ({self.error})"
+        return (
+            f"{site}: {self.description}: drained {self.drained}, {self.left} left; "
+            f"{self.dead} dead letters ({self.dead_description})"
+        )
+
+
+async def drain_spills(
+    site: str,
+    settings: BaseSettings,
+    spill_file: Path,
+    *,
+    out: Callable[[str], None] = print,
+) -> bool:
+    """Drain ``site``'s Redis spill (with ``REDIS_URL``) and its spill file (if there is
+    one) into Elasticsearch, printing a line per spill; True when nothing is left.
+
+    Elasticsearch unreachable: one line naming what is left, and nothing is touched (an
+    attempt would count against the entries' dead-letter budget).
+    """
+    es = AsyncElasticsearch(**es_client_kwargs(settings))
+    store_settings = StoreSettings.from_settings(settings)
+    redis_url = settings.get("REDIS_URL")
+    server = (
+        connect_async(redis_url, max_connections=2, params=settings.getdict("REDIS_PARAMS"))
+        if redis_url
+        else None
+    )
+    try:
+        states: list[SpillState] = []
+        if server is not None:
+            states.append(await _redis_state(server, site))
+        if spill_file.exists():
+            states.append(await _file_state(FileSpill(spill_file)))
+        if not states:
+            out(f"{site}: nothing to drain (no REDIS_URL, no spill file {spill_file})")
+            return True
+        waiting = [state for state in states if state.error is None and state.left]
+        if waiting and not await es.ping():
+            left = ", ".join(f"{state.left} in {state.description}" for state in waiting)
+            url = redacted(str(settings.get("ELASTICSEARCH_URL")))
+            out(f"{site}: Elasticsearch unreachable at {url}: nothing drained, {left} left")
+            return False
+        for state in waiting:
+            await _drain(state, es, server, site, store_settings)
+        for state in states:
+            out(state.line(site))
+        return all(state.error is None and state.left == 0 for state in states)
+    finally:
+        await es.close()
+        if server is not None:
+            await server.aclose()
+
+
+async def _redis_state(server: redis.asyncio.Redis, site: str) -> SpillState:
+    keys = SiteKeys(site)
+    state = SpillState(f"redis list {keys.store_spill}", keys.store_dead_letters)
+    try:
+        state.left = int(await server.llen(keys.store_spill))
+        state.dead = int(await server.llen(keys.store_dead_letters))
+    except REDIS_ERRORS as exc:
+        state.error = f"Redis unreachable: {type(exc).__name__}"
+    return state
+
+
+async def _file_state(spill: FileSpill) -> SpillState:
+    state = SpillState(spill.description, str(spill.dead_path), spill)
+    try:
+        state.left, state.dead = await spill.size(), await spill.dead_size()
+    except OSError as exc:
+        state.error = f"cannot read it: {type(exc).__name__}: {exc}"
+    return state
+
+
+async def _drain(
+    state: SpillState,
+    es: AsyncElasticsearch,
+    server: redis.asyncio.Redis | None,
+    site: str,
+    settings: StoreSettings,
+) -> None:
+    spill = state.file_spill
+    try:
+        if spill is not None:
+            state.drained = await ItemStore(es, spill, settings=settings).drain_spill()
+            state.left, state.dead = await spill.size(), await spill.dead_size()
+        elif server is not None:
+            state.drained, state.left = await drain_site_spill(es, server, site, settings=settings)
+            state.dead = int(await server.llen(SiteKeys(site).store_dead_letters))
+    except SPILL_ERRORS as exc:
+        state.error = f"spill unavailable: {type(exc).__name__}: {exc}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Drain a site's store spill into Elasticsearch.")
+    parser = argparse.ArgumentParser(
+        prog="python -m crawlers.pipelines.store",
+        description="Drain a site's store spill (its Redis list with REDIS_URL, and its "
+        "spill file if there is one) into Elasticsearch. Exit 0 when nothing is left, "
+        "1 otherwise.",
+    )
     parser.add_argument("command", choices=["drain"])
     parser.add_argument("site")
     parser.add_argument("--redis-url", help="default: the project's REDIS_URL setting")
     parser.add_argument(
         "--elasticsearch-url", help="default: the project's ELASTICSEARCH_URL setting"
+    )
+    parser.add_argument(
+        "--spill-file",
+        type=Path,
+        help="default: <STORE_SPILL_DIR, else PLATFORM_RUN_DIR/spill>/<site>.jsonl",
     )
     args = parser.parse_args(argv)
     settings = project_settings()
@@ -230,17 +389,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.set("REDIS_URL", args.redis_url, priority="cmdline")
     if args.elasticsearch_url:
         settings.set("ELASTICSEARCH_URL", args.elasticsearch_url, priority="cmdline")
-    redis_url = settings.get("REDIS_URL")
-    if not redis_url or not settings.get("ELASTICSEARCH_URL"):
-        parser.error("a Redis URL and an Elasticsearch URL are needed (options or settings)")
-    drained, remaining = drain_spill_sync(
-        args.site,
-        redis_url=redis_url,
-        es_kwargs=es_client_kwargs(settings),
-        settings=StoreSettings.from_settings(settings),
-    )
-    print(f"{args.site}: drained {drained} spilled items; {remaining} remain")
-    return 0 if remaining == 0 else 1
+    check_redis_url(settings.get("REDIS_URL"))
+    check_http_url(settings.get("ELASTICSEARCH_URL"), "ELASTICSEARCH_URL")
+    if not settings.get("ELASTICSEARCH_URL"):
+        raise ConfigurationError(
+            "ELASTICSEARCH_URL is not set: pass --elasticsearch-url http://HOST:9200 or set it"
+        )
+    spill_file = args.spill_file or spill_dir(settings) / f"{args.site}.jsonl"
+    return 0 if asyncio.run(drain_spills(args.site, settings, spill_file)) else 1
 
 
 if __name__ == "__main__":

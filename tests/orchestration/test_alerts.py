@@ -1,4 +1,5 @@
-"""Slack alerts: the real slack-sdk client posting to a local webhook receiver."""
+"""Slack alerts: the real slack-sdk client posting to a local webhook receiver; an alert
+Slack does not take is logged once, recorded, and reported by the health check."""
 
 from __future__ import annotations
 
@@ -7,10 +8,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from elasticsearch import Elasticsearch
 
 from core.config import PlatformSettings
-from orchestration.alerts import AlertDeliveryError, SlackNotifier, notify, render
-from services.slack_receiver import SlackReceiver
+from core.keys import PlatformKeys
+from orchestration import health
+from orchestration.alerts import (
+    AlertDeliveryError,
+    Delivery,
+    SlackNotifier,
+    failed_deliveries,
+    notify,
+    render,
+)
+from services.base import free_port
+from services.redis_server import RedisServer
+from services.slack_receiver import WEBHOOK_PATH, SlackReceiver
 
 SUMMARY = {
     "site": "demo",
@@ -46,14 +59,14 @@ def test_job_summary_template_carries_the_figures() -> None:
 
 def test_notify_posts_through_the_sdk(receiver: SlackReceiver) -> None:
     settings = PlatformSettings(slack_webhook_url=receiver.url)
-    assert notify("job_summary", settings=settings, **SUMMARY) is True
+    assert notify("job_summary", settings=settings, **SUMMARY) is Delivery.SENT
     (post,) = receiver.posts()
     assert "scrape-demo* completed" in str(post["text"])
 
 
 def test_notify_without_webhook_sends_nothing() -> None:
     settings = PlatformSettings(slack_webhook_url=None)
-    assert notify("job_summary", settings=settings, **SUMMARY) is False
+    assert notify("job_summary", settings=settings, **SUMMARY) is Delivery.OFF
 
 
 def test_non_2xx_is_retried_then_accepted(tmp_path: Path) -> None:
@@ -97,3 +110,40 @@ def test_one_bounded_retry_layer_and_a_logged_final_failure(
         SlackNotifier(receiver.url, attempts=1).send("job_summary", **SUMMARY)
         assert len(receiver.posts()) == 1
     assert "job_summary alert not delivered after 3 attempts: HTTP 503" in caplog.text
+
+
+def test_an_undelivered_alert_is_logged_once_recorded_and_reported_by_the_health_check(
+    redis_server: RedisServer, es: Elasticsearch, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = redis_server.client()
+    server.delete(PlatformKeys.alerts_failed)
+    webhook = f"http://127.0.0.1:{free_port()}{WEBHOOK_PATH}"  # nothing listens there
+    settings = PlatformSettings(slack_webhook_url=webhook, redis_url=redis_server.url)
+    caplog.set_level(logging.DEBUG)
+    try:
+        assert notify("job_summary", settings=settings, **SUMMARY) is Delivery.FAILED
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert [r.getMessage() for r in warnings] == [
+            "Slack job_summary alert not delivered after 4 attempts: URLError"
+        ]
+        assert WEBHOOK_PATH not in caplog.text  # the webhook URL is a secret
+        (entry,) = failed_deliveries(server)
+        assert {k: entry[k] for k in ("template", "error", "site", "job_id")} == {
+            "template": "job_summary",
+            "error": "URLError",
+            "site": "demo",
+            "job_id": "demo-1",
+        }
+
+        report = health.check(es, server=server, schedules={}, search_api_url="")
+        assert not report.healthy
+        assert report.problems == [
+            "1 Slack alert(s) not delivered since the last check (job_summary x1); last: "
+            f"job_summary at {entry['at']} (URLError)"
+        ]
+        assert f"| {entry['at']} | job_summary | demo | demo-1 | URLError |" in report.markdown()
+        health.acknowledge(server, report)
+        # Reported once: the next check sees only what failed since.
+        assert health.check(es, server=server, schedules={}, search_api_url="").healthy
+    finally:
+        server.delete(PlatformKeys.alerts_failed)

@@ -17,13 +17,15 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
+from core.keys import PlatformKeys
 from core.workers import WorkerRegistry
 from demo_site.catalog import build_catalog
+from orchestration.alerts import failed_deliveries
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.prefect_server import PrefectServer, PrefectWorker
 from services.redis_server import RedisServer
-from services.slack_receiver import SlackReceiver
+from services.slack_receiver import WEBHOOK_PATH, SlackReceiver
 from tests.crawlers.support import crawl_env, settings_argv, wait_for
 from tests.llm.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api
@@ -283,3 +285,52 @@ def test_llm_failure_is_retried_without_recrawling(stack: Stack) -> None:
         aggs={"items": {"cardinality": {"field": "item_key"}}},
     )["aggregations"]["items"]["value"]
     assert chunked == touched  # the retried step embedded exactly the job's new/changed items
+
+
+def test_slack_down_a_complete_run_stays_completed_and_the_health_check_reports_it(
+    stack: Stack,
+) -> None:
+    server = stack.redis.client()
+    server.delete(PlatformKeys.alerts_failed)
+    stack.slack.stop()  # the webhook refuses connections: every attempt fails
+    try:
+        run_id = stack.trigger("scrape-demo")
+        run = stack.wait(run_id)
+    finally:
+        stack.slack.start()
+    assert run["state"]["type"] == "COMPLETED", run["state"]
+    job_id = job_id_of(run_id)
+    job = stack.es().get(index="jobs", id=f"demo:{job_id}")["_source"]
+    assert (job["alerts_failed"], job["extra"]["alerts_failed"]) == (1, ["job_summary"])
+    (entry,) = failed_deliveries(server)
+    assert (entry["template"], entry["site"], entry["job_id"]) == ("job_summary", "demo", job_id)
+
+    def run_logs() -> list[dict[str, Any]]:
+        body = {"logs": {"flow_run_id": {"any_": [run_id]}}, "limit": 200}
+        return list(api(stack.prefect, "/logs/filter", body))
+
+    # One WARNING in the run's log names the alert and the error class; no hook error,
+    # and never the webhook URL (a secret).
+    wait_for(
+        lambda: any("job_summary alert" in log["message"] for log in run_logs()),
+        timeout=30,
+        what="the undelivered summary's line in the run's log",
+    )
+    logs = run_logs()
+    assert [log["message"] for log in logs if log["level"] >= 30] == [
+        f"Slack job_summary alert not delivered after 4 attempts: {entry['error']}"
+    ]
+    assert not any("error was encountered while running hook" in log["message"] for log in logs)
+    assert not any(WEBHOOK_PATH in log["message"] for log in logs)
+
+    health_id = stack.trigger("daily-health-check")
+    health_run = stack.wait(health_id, timeout=120)
+    # Unhealthy anyway (the scheduled sites were never scraped here); the report names it.
+    assert health_run["state"]["name"] == "Unhealthy", health_run["state"]
+    (report,) = [a["data"] for a in stack.artifacts(health_id) if a["key"] == "daily-health-check"]
+    assert f"| job_summary | demo | {job_id} | {entry['error']} |" in report
+    assert any(
+        "1 Slack alert(s) not delivered since the last check (job_summary x1)" in text
+        for text in slack_texts(stack)
+    )
+    assert failed_deliveries(server) == []  # reported once: cleared for the next check

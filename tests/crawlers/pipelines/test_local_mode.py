@@ -1,11 +1,15 @@
 """``scrapy crawl`` without the frontier: no services at all, and Elasticsearch only.
 
-Also a real crawl that yields invalid items: they are dropped with reasons counted.
+Also a real crawl that yields invalid items: they are dropped with reasons counted; and
+Elasticsearch down at close: the items spill to a file, and the command the close line
+names drains it.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +24,14 @@ from demo_site.catalog import build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from tests.crawlers.pipelines.support import count_docs, key_of, start_store_worker, stored_docs
-from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, log_excerpt, wait_all
+from tests.crawlers.support import (
+    REPO_ROOT,
+    crawl_env,
+    final_stats,
+    log_excerpt,
+    wait_all,
+    wait_for,
+)
 
 PRODUCTS = 240
 
@@ -168,3 +179,82 @@ def test_invalid_items_are_dropped_with_reasons_counted(tmp_path: Path) -> None:
     # Each drop is logged with its reasons: nothing disappears silently.
     assert "invalid demo_product BAD-2: price: float_type" in text
     assert text.count("Dropped:") == 5
+
+
+def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
+    site: DemoSite, tmp_path: Path
+) -> None:
+    # A node of its own, stopped mid-crawl and started again on its port and data.
+    data_dir = tmp_path / "es-home"
+    node = ElasticsearchNode(run_dir=tmp_path, data_dir=data_dir).start()
+    port = node.port
+    es = Elasticsearch(node.url, request_timeout=5, max_retries=0)
+    spill_file = tmp_path / "run" / "spill" / "demo.jsonl"
+    log = tmp_path / "local-spill.log"
+    try:
+        # Items trickle in (slow reviews API) and wait 3 s in the store's buffer: the
+        # node stops with a buffer full of items that dedup classified, which spill.
+        site.control(slow={"rate": 1.0, "ms": 500, "paths": ["/api/products/"]})
+        worker = start_store_worker(
+            job_id="local-spill",
+            base_url=site.url,
+            log_path=log,
+            redis_url=None,
+            es_url=node.url,
+            settings={
+                "PLATFORM_RUN_DIR": tmp_path / "run",
+                "STORE_FLUSH_INTERVAL": 3.0,
+                "STORE_BULK_SIZE": 1000,
+                "STORE_SPILL_AFTER": 1.0,
+                "STORE_CLOSE_TIMEOUT": 5.0,
+                "DEDUP_RETRY_TIMES": 0,  # items classified after the stop fail at once
+            },
+        )
+        wait_for(lambda: count_docs(es) >= 1, timeout=90, what="the first stored items")
+        node.stop()
+        assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
+    finally:
+        site.reset()
+    try:
+        spilled = [json.loads(line) for line in spill_file.read_text().splitlines()]
+        stats = final_stats(log)
+        assert len(spilled) == stats["store/spilled"] == stats["store/spill_remaining_at_close"]
+        assert spilled, log_excerpt(log)
+        # The close line names the exact command: it works from a shell with no settings.
+        (command,) = re.findall(
+            r"`(python -m crawlers\.pipelines\.store drain [^`]+)`", log.read_text()
+        )
+        argv = [sys.executable, *shlex.split(command)[1:]]
+        assert argv[-2:] == ["--spill-file", str(spill_file)]
+
+        def drain() -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                argv, cwd=REPO_ROOT, env=crawl_env(), capture_output=True, text=True, timeout=120
+            )
+
+        down = drain()  # the node is still down: one line, nothing touched
+        assert down.returncode == 1, down.stderr
+        assert down.stdout.splitlines() == [
+            f"demo: Elasticsearch unreachable at http://127.0.0.1:{port}: nothing drained, "
+            f"{len(spilled)} in file {spill_file} left"
+        ]
+        assert "Traceback" not in down.stderr
+        assert len(spill_file.read_text().splitlines()) == len(spilled)
+
+        node = ElasticsearchNode(run_dir=tmp_path, port=port, data_dir=data_dir).start()
+        up = drain()
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert up.stdout.splitlines() == [
+            f"demo: file {spill_file}: drained {len(spilled)}, 0 left; 0 dead letters "
+            f"({spill_file.with_name('demo.dead.jsonl')})"
+        ]
+        assert not spill_file.exists()
+        docs = stored_docs(es)
+        ids = [doc["_id"] for doc in docs]
+        assert len(ids) == len(set(ids)) == stats["store/indexed"] + len(spilled)
+        assert {entry["key"] for entry in spilled} <= set(ids)
+        assert len(ids) == stats["dedup/verdict/new"]  # every classified item, once
+        assert {doc["job_id"] for doc in docs} == {"local-spill"}
+    finally:
+        es.close()
+        node.stop()

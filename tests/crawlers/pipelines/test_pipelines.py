@@ -213,7 +213,10 @@ def test_drain_command_moves_a_spill_into_elasticsearch(
         timeout=60,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "demo: drained 25 spilled items; 0 remain" in result.stdout
+    assert (
+        "demo: redis list demo:store:spill: drained 25, 0 left; 0 dead letters "
+        "(demo:store:dead_letters)\n"
+    ) in result.stdout
     assert server.llen("demo:store:spill") == 0
     es.indices.refresh(index=IndexLayout.read_alias("demo"))
     assert es.count(index=IndexLayout.read_alias("demo"))["count"] == 25
