@@ -55,6 +55,9 @@ def test_job_summary_template_carries_the_figures() -> None:
     assert "*1200*" in text and "new 24" in text and "changed 60" in text
     assert "block rate: 1.2%" in text and "1m 12s" in text
     assert "Nova Dog Bed" in text and "and 22 more" in text
+    assert "incomplete" not in text  # nothing to warn about
+    text = render("job_summary", **{**SUMMARY, "incomplete": 4})
+    assert "incomplete: *4* stored without some of their parts" in text
 
 
 def test_notify_posts_through_the_sdk(receiver: SlackReceiver) -> None:
