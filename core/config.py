@@ -59,13 +59,14 @@ class OperatorError(SystemExit):
     it. Python prints a ``SystemExit`` whose ``code`` is no number and exits 1, so ``code``
     is a property: Python reads it once, as the exception ends the process, and that read
     writes the line and answers 2. A caller that can recover catches it by this name (and
-    reads ``message``); nothing is printed then.
+    reads ``message``); nothing is printed then. ``reported=True``: the line was logged
+    already (a crawl's log), the process only exits 2.
     """
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, reported: bool = False) -> None:
         super().__init__(message)
         self.message = message
-        self._reported = False
+        self._reported = reported
 
     @property  # type: ignore[override]
     def code(self) -> int:
