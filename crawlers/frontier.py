@@ -14,7 +14,8 @@ replaced atomically when a retry/redirect of it is queued. Acks are sent in batc
 (every ``FRONTIER_ACK_BATCH`` acks or poll tick) and new requests are checked against
 the job's seen-set and queued in one round trip. Redis being briefly unreachable loses
 nothing: pushes and acks that fail are kept locally and re-sent, and the worker does not
-close while it still holds them.
+close while it still holds them. A worker started while Redis is down waits for it in
+the scheduler's ``open`` (``crawlers.connect``), before anything else touches Redis.
 """
 
 from __future__ import annotations
