@@ -116,6 +116,7 @@ ENTRY_POINTS = {
 MALFORMED = {"ELASTICSEARCH_URL": "http://not a url", "REDIS_URL": "redis://:pw@redis:6379:1/0"}
 
 
+@pytest.mark.integration  # ten CLI processes, scrapy's among them
 @pytest.mark.parametrize(
     ("entry_point", "variable"),
     [(entry, "ELASTICSEARCH_URL") for entry in ENTRY_POINTS]

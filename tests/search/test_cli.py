@@ -63,11 +63,15 @@ def test_a_bad_site_or_k_is_one_line_before_elasticsearch_is_asked(
     assert info.value.message.endswith("(see --help)")
 
 
+def test_no_query_is_a_mistake_too() -> None:
+    with pytest.raises(OperatorError, match=r"^python -m search: give a query, or --health"):
+        main([])
+
+
 def test_the_process_prints_the_line_and_exits_2() -> None:
     assert one_line(cli("torch", "-k", "0")) == (
         "python -m search: argument -k: must be a whole number from 1 to 100, got '0' (see --help)"
     )
-    assert one_line(cli()) == "python -m search: give a query, or --health (see --help)"
 
 
 def test_a_site_without_a_chunks_index_is_one_line_naming_the_indexed_ones(
