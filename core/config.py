@@ -11,13 +11,15 @@ from the same table and the same parsing (``crawl_values``). docs/configuration.
 renders the table.
 
 A malformed value (a REDIS_URL that is no Redis URL, a PROXY_LIST_FILE that does not
-exist) raises ``ConfigurationError``: one line naming the variable and the fix, no
-traceback.
+exist) raises ``ConfigurationError``: one line naming the variable and the fix, exit
+status 2, no traceback (``OperatorError``, which the CLIs raise for their own mistakes).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,25 +40,60 @@ CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/b
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 HTTP_SCHEMES = ("http", "https")
+# A host name (letters, digits, ``.``, ``-``, ``_`` as compose services have) or an IP
+# address (IPv6 as urlsplit gives it: without its brackets, maybe with a zone).
+HOST_PATTERN = re.compile(r"[\w.-]+|[0-9a-fA-F:.]+(%[\w.-]+)?")
 
 
-class ConfigurationError(SystemExit):
-    """An operator's mistake in the configuration, named with its fix.
+# The exit status of an operator's mistake, as argparse's usage errors have it.
+EXIT_USAGE = 2
 
-    A ``SystemExit`` on purpose, like argparse's errors: uncaught, Python prints just the
-    message and exits with status 1 (no traceback), wherever it is raised: importing the
-    settings, a Scrapy add-on, a CLI. Catch it by this name where a caller can recover.
+
+class OperatorError(SystemExit):
+    """An operator's mistake (an argument, a setting, a service a command needs), named
+    with its fix: uncaught, it ends the process with that one line on stderr and exit
+    status 2, never a traceback.
+
+    A ``SystemExit`` on purpose: it ends any process that way wherever it is raised
+    (importing the settings, a Scrapy add-on, a CLI), without every entry point catching
+    it. Python prints a ``SystemExit`` whose ``code`` is no number and exits 1, so ``code``
+    is a property: Python reads it once, as the exception ends the process, and that read
+    writes the line and answers 2. A caller that can recover catches it by this name (and
+    reads ``message``); nothing is printed then. ``reported=True``: the line was logged
+    already (a crawl's log), the process only exits 2.
     """
+
+    def __init__(self, message: str, *, reported: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self._reported = reported
+
+    @property  # type: ignore[override]
+    def code(self) -> int:
+        if not self._reported:
+            self._reported = True
+            sys.stderr.write(f"{self.message}\n")
+            sys.stderr.flush()
+        return EXIT_USAGE
+
+
+class ConfigurationError(OperatorError):
+    """A malformed setting or environment variable, named with its fix."""
 
     def __init__(self, message: str) -> None:
         super().__init__(f"configuration error: {message}")
-        self.message = message
 
 
 def redacted(url: str) -> str:
-    """``url`` with the password of its userinfo masked, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` with the password of its userinfo masked, for messages (also when ``url`` is
+    malformed: then everything before its host is masked)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        scheme, sep, rest = url.rpartition("://")
+        return f"{scheme}{sep}****@{rest.rpartition('@')[2]}" if "@" in rest else url
+    if password is None:
         return url
     netloc = parts.netloc.rsplit("@", 1)[1]
     user = parts.username or ""
@@ -81,6 +118,11 @@ def check_url(name: str, value: object, schemes: tuple[str, ...], example: str) 
         )
     if parts.scheme != "unix" and not parts.hostname:
         raise ConfigurationError(f"{name}={redacted(text)!r} names no host: {fix}")
+    if any(char.isspace() for char in text) or (
+        parts.hostname and not HOST_PATTERN.fullmatch(parts.hostname)
+    ):
+        # urlsplit accepts ``http://not a url``; the clients refuse it at first use.
+        raise ConfigurationError(f"{name}={redacted(text)!r} is not a valid URL: {fix}")
     return text
 
 

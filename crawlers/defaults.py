@@ -80,6 +80,12 @@ FRONTIER_ACK_BATCH = 32
 # A request whose items failed in the pipelines (item_error: dedup or the store gave up,
 # the item is not durable) is crawled again this often, then acked with the failure counted.
 FRONTIER_ITEM_RETRY_TIMES = 2
+# A worker started while Redis is down waits for it (crawlers/connect.py): a ping every
+# FRONTIER_CONNECT_BACKOFF s, doubling up to the max. An always-on worker waits as long as
+# it takes; any other crawl gives up after FRONTIER_CONNECT_TIMEOUT s (exit status 2).
+FRONTIER_CONNECT_BACKOFF = 1.0
+FRONTIER_CONNECT_BACKOFF_MAX = 30.0
+FRONTIER_CONNECT_TIMEOUT = 120.0
 
 # --- the store (crawlers/pipelines/store.py, docs/pipelines.md); needs ELASTICSEARCH_URL ---
 STORE_BULK_SIZE = 500  # documents per bulk request: a full buffer is sent at once

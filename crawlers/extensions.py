@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
@@ -23,19 +22,10 @@ from core.frontier import RedisFrontier
 from core.jobstats import DeltaTracker, JobStats
 from core.keys import REDIS_ERRORS
 from core.workers import WorkerInfo, WorkerRegistry
+from crawlers.connect import always_on
 from crawlers.frontier import LeasingScheduler, frontier_enabled, is_leasing_scheduler
 
 logger = logging.getLogger(__name__)
-
-TRUE_WORDS = {"1", "true", "yes", "on"}
-
-
-def always_on(spider: Spider, default: bool) -> bool:
-    """``-a always_on=true`` on the command line wins over ``FRONTIER_ALWAYS_ON``."""
-    value: Any = getattr(spider, "always_on", None)
-    if value is None:
-        return default
-    return str(value).lower() in TRUE_WORDS
 
 
 class FrontierWorker:

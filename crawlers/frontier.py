@@ -14,7 +14,8 @@ replaced atomically when a retry/redirect of it is queued. Acks are sent in batc
 (every ``FRONTIER_ACK_BATCH`` acks or poll tick) and new requests are checked against
 the job's seen-set and queued in one round trip. Redis being briefly unreachable loses
 nothing: pushes and acks that fail are kept locally and re-sent, and the worker does not
-close while it still holds them.
+close while it still holds them. A worker started while Redis is down waits for it in
+the scheduler's ``open`` (``crawlers.connect``), before anything else touches Redis.
 """
 
 from __future__ import annotations
@@ -39,15 +40,18 @@ from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.conf import build_component_list
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 from scrapy_redis.connection import get_redis_from_settings
+from twisted.internet.defer import Deferred
 
 from core.frontier import Lease, RedisFrontier
 from core.keys import REDIS_ERRORS, SiteKeys
 from crawlers.acks import LEASE_META, LeaseAcks, unwrap_errback, wrap_errback
 from crawlers.compat import check_private_api
+from crawlers.connect import ConnectPolicy, always_on, redis_address, wait_for_redis
 
 logger = logging.getLogger(__name__)
 
@@ -283,18 +287,25 @@ class LeasingScheduler(BaseScheduler):
         crawler.signals.connect(scheduler.acks.spider_error, signal=signals.spider_error)
         return scheduler
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> Deferred[None]:
+        """Set up, then wait for Redis (``crawlers.connect``): the engine awaits this before
+        the pipelines, the worker extension or anything else touches Redis."""
+        settings = self.crawler.settings
         self.spider = spider
         self.job_id = str(
-            getattr(spider, "job_id", None)
-            or self.crawler.settings.get("JOB_ID")
-            or new_job_id(spider.name)
+            getattr(spider, "job_id", None) or settings.get("JOB_ID") or new_job_id(spider.name)
         )
         self.frontier = RedisFrontier(self.server, spider.name)
         self.queue = self.queue_cls(
             self.server, spider, worker_id=self.worker_id, batch=self.lease_batch
         )
         self.df.open()
+        policy = ConnectPolicy.from_settings(
+            settings, always_on=always_on(spider, settings.getbool("FRONTIER_ALWAYS_ON"))
+        )
+        return deferred_from_coro(
+            wait_for_redis(self.server, redis_address(settings["REDIS_URL"]), policy)
+        )
 
     def close(self, reason: str) -> None:
         self.flush_pending()

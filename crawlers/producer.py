@@ -7,7 +7,9 @@ start paths and sitemaps), each tagged with the job id, and go to ``<site>:start
 where workers lease them like any request. The spider is built the way a crawl builds
 it (``from_crawler`` with the project's settings, e.g. DEMO_SITE_URL), so the producer
 and the workers agree on the base URL. The Redis URL is ``--redis-url``, else the
-project's REDIS_URL setting (from the environment, crawlers.environment).
+project's REDIS_URL setting (from the environment, crawlers.environment). An unknown
+site, a missing or malformed Redis URL, and a Redis that is unreachable or refuses the
+credentials are one line and exit status 2, with nothing enqueued.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from scrapy.settings import BaseSettings, Settings
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
+from core.config import OperatorError, check_redis_url
 from core.frontier import RedisFrontier
 from core.keys import SiteKeys
+from crawlers.commands import check_site
+from crawlers.connect import check_redis, redis_address
 from crawlers.frontier import new_job_id
 from crawlers.spiders.base import SiteSpider
 
@@ -73,6 +78,9 @@ def produce(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line. Its mistakes (an unknown site, no or a malformed Redis URL, a
+    Redis that is unreachable or refuses the credentials) are one line and exit status 2,
+    checked before anything is enqueued."""
     parser = argparse.ArgumentParser(description="Enqueue a site's start requests for a job.")
     parser.add_argument("site")
     parser.add_argument("--job-id")
@@ -80,11 +88,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--redis-url", help="default: the REDIS_URL setting ($REDIS_URL)")
     args = parser.parse_args(argv)
     settings = get_project_settings()
-    redis_url = args.redis_url or settings.get("REDIS_URL")
+    check_site(SpiderLoader.from_settings(settings), args.site)
+    redis_url = check_redis_url(args.redis_url, "--redis-url") or settings.get("REDIS_URL")
     if not redis_url:
-        parser.error("REDIS_URL is not set: the producer needs the frontier")
+        raise OperatorError(
+            "REDIS_URL is not set: the producer enqueues into the Redis frontier; set "
+            "REDIS_URL like redis://[:password@]host:6379/0 or pass --redis-url"
+        )
     settings.set("REDIS_URL", redis_url, priority="cmdline")
     server = redis.Redis.from_url(redis_url)
+    check_redis(
+        server,
+        redis_address(redis_url),
+        "start Redis or point REDIS_URL (or --redis-url) at it; nothing enqueued",
+    )
     job = produce(server, args.site, job_id=args.job_id, base_url=args.base_url, settings=settings)
     print(f"enqueued {job.entries} start entries for {job.site} job {job.job_id}")
     return 0

@@ -16,6 +16,7 @@ from crawlers.environment import settings_from_environment
 BOT_NAME = "crawlers"
 SPIDER_MODULES = ["crawlers.spiders"]
 NEWSPIDER_MODULE = "crawlers.spiders"
+COMMANDS_MODULE = "crawlers.commands"  # `scrapy crawl`: an unknown site is one line, exit 2
 
 ADDONS = {"crawlers.addon.ScrapingPlatform": 0}
 

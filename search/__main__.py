@@ -5,7 +5,9 @@
     .venv/bin/python -m search --health
 
 Talks to Elasticsearch directly (``ELASTICSEARCH_URL``) with the configured embedder, the
-same code as the API. Exit status: 0 ok, 1 search error or unhealthy, 2 usage.
+same code as the API, and checks its arguments as the API does: ``--site`` a site name
+(the API's 422) with a chunks index (its 404), ``-k`` within the API's bounds (its 422).
+Exit status: 0 ok, 1 search error or unhealthy, 2 an operator's mistake (one line).
 """
 
 from __future__ import annotations
@@ -13,24 +15,60 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
+from typing import NoReturn
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 from rich.console import Console
 from rich.table import Table
 
-from core.config import get_settings
+from core.config import OperatorError, get_settings
 from llm.embedders import Embedder, EmbeddingError, default_embedder
-from search.core import MODES, HybridSearch, SearchError, SearchResult
+from llm.index import CHUNKS_PREFIX
+from search.api import SITE_PATTERN
+from search.core import MODES, HybridSearch, SearchError, SearchResult, UnknownSite
 from search.health import DEFAULT_STALE_AFTER, Health, check_health
+
+# The API's bound of ``k`` (search.api: ``Query(ge=1, le=100)``; a test holds them equal).
+K_MAX = 100
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (``OperatorError``: exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise OperatorError(f"{self.prog}: {message} (see --help)")
+
+
+def site_name(value: str) -> str:
+    if not re.fullmatch(SITE_PATTERN, value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is no site name (lowercase letters, digits, '_', '.' or '-', like demo)"
+        )
+    return value
+
+
+def result_count(value: str) -> int:
+    try:
+        k = int(value)
+    except ValueError:
+        k = 0
+    if not 1 <= k <= K_MAX:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {K_MAX}, got {value!r}")
+    return k
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m search", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m search", description=__doc__.splitlines()[0])
     parser.add_argument("query", nargs="?", help="what to search for")
-    parser.add_argument("--site", help="one site (default: every site's chunks index)")
-    parser.add_argument("-k", type=int, default=10, help="how many items (default 10)")
+    parser.add_argument(
+        "--site", type=site_name, help="one site (default: every site's chunks index)"
+    )
+    parser.add_argument(
+        "-k", type=result_count, default=10, help=f"how many items, 1 to {K_MAX} (default 10)"
+    )
     parser.add_argument("--mode", choices=MODES, default="hybrid")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--health", action="store_true", help="print ES and index freshness")
@@ -59,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _table(console, result)
         return 0
+    except UnknownSite as exc:
+        if args.site is None:  # no chunks index at all: nothing indexed yet, no mistake
+            console.print(f"[red]error:[/red] {exc}", markup=True)
+            return 1
+        raise OperatorError(
+            f"unknown site {args.site!r}: {exc}; sites with a chunks index: "
+            f"{', '.join(_indexed_sites(es)) or 'none'} (python -m search --health)"
+        ) from None
     except (SearchError, EmbeddingError) as exc:
         console.print(f"[red]error:[/red] {exc}", markup=True)
         return 1
@@ -67,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         es.close()
+
+
+def _indexed_sites(es: Elasticsearch) -> list[str]:
+    names = es.indices.get(index=f"{CHUNKS_PREFIX}*", allow_no_indices=True)
+    return sorted(name.removeprefix(CHUNKS_PREFIX) for name in names.body)
 
 
 def _print_json(console: Console, data: object) -> None:

@@ -19,6 +19,7 @@ from core.config import (
     ENVIRONMENT,
     REPO_ROOT,
     ConfigurationError,
+    OperatorError,
     PlatformSettings,
     crawl_environment,
     crawl_values,
@@ -70,12 +71,18 @@ def test_secrets_are_masked_everywhere_but_where_used() -> None:
         ({"search_api_url": "search-api:8088"}, "SEARCH_API_URL='search-api:8088' must start"),
         ({"demo_site_url": "http://"}, "DEMO_SITE_URL='http://' names no host"),
         ({"proxy_list_file": "/nonexistent/p.txt"}, "PROXY_LIST_FILE='/nonexistent/p.txt' cannot"),
+        # urlsplit takes these; the clients refused them with a traceback at first use.
+        (
+            {"elasticsearch_url": "http://not a url"},
+            "ELASTICSEARCH_URL='http://not a url' is not a valid URL",
+        ),
+        ({"redis_url": "redis://:pw@[::1/0"}, "REDIS_URL='redis://****@[::1/0' is not a valid"),
     ],
 )
 def test_a_malformed_value_names_the_variable(values: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigurationError) as info:
         PlatformSettings(**values)  # type: ignore[arg-type]
-    assert str(info.value) == info.value.code
+    assert str(info.value) == info.value.message
     assert str(info.value).startswith(f"configuration error: {message}")
 
 
@@ -89,11 +96,60 @@ def test_a_malformed_variable_ends_a_cli_with_one_line() -> None:
         text=True,
         timeout=60,
     )
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "configuration error: REDIS_URL='redis://:****@redis:notaport/0' is not a valid URL: "
         "set REDIS_URL like redis://[:password@]host:6379/0, or unset it"
     ]
+
+
+ENTRY_POINTS = {
+    "scrapy crawl": ["-m", "scrapy", "crawl", "demo"],
+    "producer": ["-m", "crawlers.producer", "demo"],
+    "store drain": ["-m", "crawlers.pipelines.store", "drain", "demo"],
+    "search CLI": ["-m", "search", "torch"],
+    "search API": ["-m", "search.api"],
+    "llm CLI": ["-m", "llm", "process", "--site", "demo", "--job", "j"],
+    "flows": ["-m", "orchestration.local_stack", "flow", "scrape", "--site", "demo"],
+}
+# Malformed in ways urlsplit alone accepts (a space in the host, two ports).
+MALFORMED = {"ELASTICSEARCH_URL": "http://not a url", "REDIS_URL": "redis://:pw@redis:6379:1/0"}
+
+
+@pytest.mark.integration  # ten CLI processes, scrapy's among them
+@pytest.mark.parametrize(
+    ("entry_point", "variable"),
+    [(entry, "ELASTICSEARCH_URL") for entry in ENTRY_POINTS]
+    + [(entry, "REDIS_URL") for entry in ("scrapy crawl", "producer", "llm CLI")],
+)
+def test_every_entry_point_ends_on_a_malformed_url_with_one_line(
+    entry_point: str, variable: str
+) -> None:
+    names = {v.name for v in ENVIRONMENT} | {"SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT"}
+    env = {k: v for k, v in os.environ.items() if k.upper() not in names}
+    result = subprocess.run(
+        [sys.executable, *ENTRY_POINTS[entry_point]],
+        cwd=REPO_ROOT,
+        env={**env, variable: MALFORMED[variable]},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr[-2000:]
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"configuration error: {variable}=") and "is not a valid URL" in line
+    assert "set " in line and "pw" not in line
+
+
+def test_an_operator_error_reports_itself_once_as_it_ends_the_process(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    error = OperatorError("unknown site 'x': known sites are demo")
+    assert (str(error), error.message) == (error.message, "unknown site 'x': known sites are demo")
+    assert capsys.readouterr().err == ""  # raised and caught: nothing printed
+    # Python reads ``code`` once as an uncaught SystemExit ends the process.
+    assert (error.code, error.code) == (2, 2)
+    assert capsys.readouterr().err == "unknown site 'x': known sites are demo\n"
 
 
 def test_crawl_values_only_for_variables_that_are_set() -> None:

@@ -367,7 +367,7 @@ def test_a_mistake_stops_the_crawl_with_one_line(site: DemoSite) -> None:
         (bad_setting, "configuration error: FRONTIER_ALWAYS_ON='maybe' is not a boolean"),
         (bad_variable, "configuration error: REDIS_URL='localhost:6379' must start with"),
     ]:
-        assert result.returncode == 1, result.stderr[-2000:]
+        assert result.returncode == 2, result.stderr[-2000:]
         assert "Traceback" not in result.stderr, result.stderr[-2000:]
         assert result.stderr.strip().splitlines()[-1].startswith(line), result.stderr[-2000:]
 

@@ -1,0 +1,85 @@
+"""``python -m search``: its arguments are checked as the API checks them, one line, exit 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from core.config import OperatorError
+from search.__main__ import K_MAX, main
+from search.api import create_app
+from services.es_node import ElasticsearchNode
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str, es_url: str = "http://127.0.0.1:1") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "REDIS_"))}
+    env.update(ELASTICSEARCH_URL=es_url, PYTHONPATH=str(REPO))
+    return subprocess.run(
+        [sys.executable, "-m", "search", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr[-2000:]
+    [line] = result.stderr.splitlines()
+    return line
+
+
+def test_k_has_the_api_s_bounds() -> None:
+    app = create_app(Elasticsearch("http://127.0.0.1:1"), None)
+    [k] = [p for p in app.openapi()["paths"]["/search"]["get"]["parameters"] if p["name"] == "k"]
+    assert (k["schema"]["minimum"], k["schema"]["maximum"]) == (1, K_MAX)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["-k", "0"], "argument -k: must be a whole number from 1 to 100, got '0'"),
+        (["-k", "101"], "argument -k: must be a whole number from 1 to 100, got '101'"),
+        (["-k", "ten"], "argument -k: must be a whole number from 1 to 100, got 'ten'"),
+        (["--site", "Demo Shop"], "argument --site: 'Demo Shop' is no site name (lowercase"),
+        (["--site", "../etc"], "argument --site: '../etc' is no site name (lowercase"),
+    ],
+)
+def test_a_bad_site_or_k_is_one_line_before_elasticsearch_is_asked(
+    args: list[str], line: str
+) -> None:
+    # Elasticsearch at a closed port: the mistake is named before any request.
+    with pytest.raises(OperatorError) as info:
+        main(["torch", *args])
+    assert info.value.message.startswith(f"python -m search: {line}")
+    assert info.value.message.endswith("(see --help)")
+
+
+def test_no_query_is_a_mistake_too() -> None:
+    with pytest.raises(OperatorError, match=r"^python -m search: give a query, or --health"):
+        main([])
+
+
+def test_the_process_prints_the_line_and_exits_2() -> None:
+    assert one_line(cli("torch", "-k", "0")) == (
+        "python -m search: argument -k: must be a whole number from 1 to 100, got '0' (see --help)"
+    )
+
+
+def test_a_site_without_a_chunks_index_is_one_line_naming_the_indexed_ones(
+    es_node: ElasticsearchNode,
+) -> None:
+    line = one_line(cli("torch", "--site", "nosuchsite", "--mode", "bm25", es_url=es_node.url))
+    assert line.startswith(
+        "unknown site 'nosuchsite': no chunks index for site 'nosuchsite' (chunks-nosuchsite); "
+        "sites with a chunks index: "
+    ), line
+    assert line.endswith("(python -m search --health)")
