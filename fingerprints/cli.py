@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.blocks import classify
+from crawlers.profiles import ProfileError
 from fingerprints.baseline import (
     SITES_DIR,
     BaselineError,
@@ -173,6 +174,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return _gate_output([result], args.json)
         return _coverage(args)
-    except (BaselineError, FileNotFoundError) as exc:
+    except (BaselineError, FileNotFoundError, ProfileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

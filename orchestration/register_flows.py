@@ -27,8 +27,8 @@ from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLi
 from prefect.deployments.runner import RunnerDeployment
 from prefect.exceptions import ObjectNotFound
 
-from core.config import REPO_ROOT
-from crawlers.profiles import load_profiles
+from core.config import REPO_ROOT, OperatorError
+from crawlers.profiles import ProfileError, load_profiles
 from orchestration.flows import check_site_versions, daily_health_check, scrape_site
 
 WORK_POOL = "scraping"
@@ -139,7 +139,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "0 when always-on workers serve the frontier (compose)",
     )
     args = parser.parse_args(argv)
-    for name in register(args.local_workers):
+    try:
+        names = register(args.local_workers)
+    except ProfileError as exc:
+        # Nothing registered: one line naming the profile, its key and the expected value.
+        raise OperatorError(str(exc)) from None
+    for name in names:
         print(f"registered {name}")
     return 0
 
