@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from bench.truth import (
     Truth,
     checks,
     expected_products,
+    item_key,
     read_docs,
     report_document,
     tally,
@@ -106,10 +107,27 @@ class FaultPlan:
     slow_rate: float = 0.5  # fraction of paths served slowly ...
     slow_ms: int = 1500  # ... this late (the crawl's pace: workers x 16 in flight)
     captcha_rate: float = 0.0  # product pages answered once with a CAPTCHA (blocks)
+    dead_parts: int = 0  # products whose reviews API answers 503 for the whole job
     drainer_kill: bool = True
     takeover_limit: float = 15.0  # seconds from the drainer kill to an empty spill
     takeover_timeout: float = 300.0  # how long the spill is watched after that kill
     drain_timeout: float | None = None  # None: the demo profile's drain timeout
+    recrawl: bool = True  # then a second job, no faults: every item complete, figures exact
+
+    def quiet(self) -> FaultPlan:
+        """The same crawl without any fault (the recrawl)."""
+        return replace(
+            self,
+            kill_every=None,
+            redis_restart_at=None,
+            es_stop_at=None,
+            bursts=(),
+            slow_rate=0.0,
+            captcha_rate=0.0,
+            dead_parts=0,
+            drainer_kill=False,
+            recrawl=False,
+        )
 
 
 @dataclass
@@ -146,10 +164,13 @@ class ChaosResult:
     takeover: Takeover | None
     crawl_seconds: float | None  # first to last request the shop served
     drain_seconds: float | None  # producer to drained (None: timed out)
+    dead_parts: list[str] = field(default_factory=list)  # item keys
+    recrawl: ChaosResult | None = None  # the second, quiet job
 
     @property
     def failures(self) -> list[Check]:
-        return [check for check in self.checks if not check.ok]
+        own = [check for check in self.checks if not check.ok]
+        return own + (self.recrawl.failures if self.recrawl else [])
 
     def table(self) -> str:
         return format_result(self)
@@ -169,20 +190,27 @@ class ChaosResult:
             "drain_seconds": self.drain_seconds,
             "events": [asdict(event) for event in self.events],
             "exits": [asdict(exit_) for exit_ in self.exits],
+            "dead_parts": self.dead_parts,
+            "recrawl": self.recrawl.to_dict() if self.recrawl else None,
         }
 
 
 class ChaosRun:
-    def __init__(self, plan: FaultPlan, stack: ChaosStack, log: Log) -> None:
+    def __init__(
+        self, plan: FaultPlan, stack: ChaosStack, log: Log, *, label: str = "", t0: float
+    ) -> None:
         self.plan = plan
         self.stack = stack
         self.log = log
+        self.label = label  # check names of a second job start with it
         self.rng = random.Random(plan.seed)
         self.server = stack.redis_client()
         self.keys = SiteKeys(SITE)
         self.job_id = new_job_id(SITE)
         self.events: list[Event] = []
-        self.t0 = time.monotonic()
+        self.t0 = t0  # events are timed from the first job's producer
+        self.started = t0  # this job's producer
+        self.dead_parts: list[str] = []
         self.pool = WorkerPool(
             self.job_id,
             run_dir=stack.run_dir,
@@ -205,6 +233,7 @@ class ChaosRun:
         return time.monotonic() - self.t0
 
     def event(self, what: str) -> None:
+        what = f"{self.label}{what}"
         self.events.append(Event(self.now(), what))
         self.log(f"[{self.now():7.1f}s] {what}")
 
@@ -233,9 +262,15 @@ class ChaosRun:
             behaviours["slow"] = {"rate": plan.slow_rate, "ms": plan.slow_ms}
         if plan.captcha_rate > 0:
             behaviours["captcha"] = {"rate": plan.captcha_rate, "paths": ["/product/"]}
+        if plan.dead_parts:
+            dead = self.rng.sample(sorted(p.sku for p in site.catalog().products), plan.dead_parts)
+            self.dead_parts = sorted(item_key(sku) for sku in dead)
+            paths = [f"/api/products/{sku}/reviews" for sku in sorted(dead)]
+            behaviours["unavailable"] = {"attempts": None, "paths": paths}
+            self.injected[f"{plan.dead_parts} dead parts"] = True
         if behaviours:
             site.control(**behaviours)
-        self.t0 = time.monotonic()
+        self.started = time.monotonic()
         job = produce(self.server, SITE, job_id=self.job_id, base_url=site.url)
         self.event(f"produced {job.job_id} ({job.entries} start entries)")
         self.pool.start(plan.workers, self.server)
@@ -417,7 +452,7 @@ class ChaosRun:
                 state = drain_state(self.server, SITE, self.job_id, stable_window=window)
                 if state.drained and spill_size(self.server, SITE) == 0:
                     self.event(f"drained: {state.describe()}")
-                    return self.now()
+                    return time.monotonic() - self.started
             time.sleep(1.0)
         self.event(f"not drained after {timeout:g}s: {state.describe() if state else '?'}")
         return None
@@ -445,10 +480,15 @@ class ChaosRun:
         }
         crawl_seconds = access[-1]["ts"] - access[0]["ts"] if len(access) > 1 else None
         verdict = checks(document, truth, blocks_served=served["blocks"])
+        if plan.dead_parts:
+            marked = [k for k in self.dead_parts if "reviews" in truth.parts_missing.get(k, [])]
+            verdict.append(Check("dead parts marked incomplete", len(marked), plan.dead_parts))
+        if not (plan.dead_parts or plan.bursts):
+            verdict.append(Check("incomplete (nothing kept parts down)", len(truth.incomplete), 0))
         planned = self._planned_faults()
-        verdict.append(
-            Check("faults injected", sum(1 for f in planned if self.injected.get(f)), len(planned))
-        )
+        if planned:
+            injected = sum(1 for fault in planned if self.injected.get(fault))
+            verdict.append(Check("faults injected", injected, len(planned)))
         verdict.append(
             Check("time to drain s (vs timeout)", drain_seconds, self.drain_timeout, limit=True)
         )
@@ -457,6 +497,8 @@ class ChaosRun:
             verdict.append(
                 Check("spill empty s after drainer kill", empty, plan.takeover_limit, limit=True)
             )
+        if self.label:
+            verdict = [replace(check, name=self.label + check.name) for check in verdict]
         return ChaosResult(
             plan=plan,
             job_id=self.job_id,
@@ -471,11 +513,14 @@ class ChaosRun:
             takeover=self.takeover,
             crawl_seconds=crawl_seconds,
             drain_seconds=drain_seconds,
+            dead_parts=self.dead_parts,
         )
 
     def _planned_faults(self) -> list[str]:
         plan = self.plan
         planned = [burst.describe() for burst in plan.bursts]
+        if plan.dead_parts:
+            planned.append(f"{plan.dead_parts} dead parts")
         if plan.kill_every:
             planned.append("worker kills")
         if plan.redis_restart_at is not None:
@@ -495,8 +540,16 @@ def run_chaos(
     plan: FaultPlan, run_dir: Path, *, log: Log | None = None, keep_data: bool = False
 ) -> ChaosResult:
     """One chaos run in ``run_dir`` (logs of every service and worker stay there)."""
+    log = log or (lambda line: None)
     with ChaosStack(run_dir, products=plan.products, seed=plan.seed, keep_data=keep_data) as stack:
-        result = ChaosRun(plan, stack, log or (lambda line: None)).run()
+        first = ChaosRun(plan, stack, log, t0=time.monotonic())
+        result = first.run()
+        if plan.recrawl:
+            # The next run must fetch again what the faults kept out: the shop is healthy.
+            stack.site.reset()
+            second = ChaosRun(plan.quiet(), stack, log, label="recrawl: ", t0=first.t0)
+            result.recrawl = second.run()
+            result.events += second.events
     (run_dir / "result.json").write_text(json.dumps(result.to_dict(), indent=1, default=str))
     return result
 
@@ -513,28 +566,43 @@ def _fmt(value: object) -> str:
 
 
 def format_result(result: ChaosResult) -> str:
-    plan, truth = result.plan, result.truth
+    plan = result.plan
+    lines = [
+        f"chaos soak: {plan.products} products, {plan.workers} workers, seed {plan.seed} "
+        f"(run dir {result.run_dir})",
+        f"{'figure':<44} {'report':>9} {'truth':>9}  verdict",
+    ]
+    for job in (result, result.recrawl):
+        if job is not None:
+            lines += _job_lines(job)
+    failures = result.failures
+    lines.append(
+        f"RESULT: {'PASS' if not failures else 'FAIL'}"
+        + (f" ({len(failures)} checks failed)" if failures else "")
+    )
+    return "\n".join(lines)
+
+
+def _job_lines(result: ChaosResult) -> list[str]:
+    truth, served = result.truth, result.served
     killed = [e for e in result.exits if e.how == "killed"]
     exited = [e for e in result.exits if e.how == "exited"]
     lines = [
-        f"chaos soak: job {result.job_id}, {plan.products} products, {plan.workers} workers, "
-        f"seed {plan.seed} (run dir {result.run_dir})",
-        f"faults: {len(killed)} workers SIGKILLed, {len(exited)} exited by themselves; "
-        f"shop served {result.served['requests']} requests, {result.served['503']} x 503, "
-        f"{result.served['slow']} slow, {result.served['blocks']} block pages",
         "",
-        f"{'figure':<42} {'report':>9} {'truth':>9}  verdict",
+        f"job {result.job_id}: {len(killed)} workers SIGKILLed, {len(exited)} exited by "
+        f"themselves; shop served {served['requests']} requests, {served['503']} x 503, "
+        f"{served['slow']} slow, {served['blocks']} block pages",
     ]
     for check in result.checks:
         lines.append(
-            f"{check.name:<42} {_fmt(check.report):>9} {_fmt(check.truth):>9}  {check.verdict}"
+            f"{check.name:<44} {_fmt(check.report):>9} {_fmt(check.truth):>9}  {check.verdict}"
             + (f"  ({check.note})" if check.note else "")
         )
-    lines += [
-        "",
-        f"expected {truth.expected}, stored {truth.stored}, job docs {truth.job_docs}, "
-        f"incomplete {len(truth.incomplete)} {dict(truth.incomplete_parts) or ''}",
-    ]
+    lines.append(
+        f"expected {truth.expected}, stored {truth.stored}, job docs {truth.job_docs} (new "
+        f"{truth.new}, changed {truth.changed}, unchanged {truth.unchanged}), incomplete "
+        f"{len(truth.incomplete)} {dict(truth.incomplete_parts) or ''}"
+    )
     for label, found in (
         ("missing", truth.missing),
         ("complete without parts", truth.complete_without_parts),
@@ -542,6 +610,7 @@ def format_result(result: ChaosResult) -> str:
         ("product fields differ", truth.wrong_fields),
         ("duplicate sku/url", truth.duplicate_skus + truth.duplicate_urls),
         ("unexpected", truth.unexpected),
+        ("dead parts", result.dead_parts),
     ):
         if found:
             lines.append(f"  {label}: {', '.join(found[:5])}{' ...' if len(found) > 5 else ''}")
@@ -564,9 +633,4 @@ def format_result(result: ChaosResult) -> str:
     if exited:
         lines.append("workers that exited by themselves:")
         lines += [f"  #{e.number} pid {e.pid} code {e.code}: {e.log_tail[-300:]}" for e in exited]
-    failures = result.failures
-    lines.append(
-        f"RESULT: {'PASS' if not failures else 'FAIL'}"
-        + (f" ({len(failures)} checks failed)" if failures else "")
-    )
-    return "\n".join(lines)
+    return lines

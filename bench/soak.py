@@ -3,15 +3,17 @@
     .venv/bin/python -m bench.soak [--products 5000] [--workers 3] [--seed 7]
         [--kill-every 6 10] [--es-down-seconds 35] [--burst-seconds 1.5]
         [--parts-burst-seconds 5] [--slow-rate 0.5] [--slow-ms 1500] [--captcha-rate 0.01]
-        [--takeover-limit 15] [--run-dir DIR] [--keep-data]
+        [--dead-parts 4] [--no-recrawl] [--takeover-limit 15] [--run-dir DIR] [--keep-data]
 
 Starts its own demo shop, persistent Redis and ES node (``bench.stack``), crawls with
 always-on workers while ``bench.chaos`` kills workers, restarts Redis, stops ES, bursts
-503s, serves slow pages and kills the spill drainer; then prints items expected / stored /
-duplicates / incomplete / complete-without-parts, each figure of the job's report
-(the jobs document) against the truth in Elasticsearch, the time to drain and the
-spill's takeover after the drainer kill. Exit code 1 if any enforced check fails.
-Logs of every service and worker stay in the run directory.
+503s, keeps the reviews API of a few products down, serves slow pages and kills the
+spill drainer. Then it prints items expected / stored / duplicates / incomplete /
+complete-without-parts, each figure of the job's report (the jobs document) against the
+truth in Elasticsearch, the time to drain and the spill's takeover after the drainer
+kill. A second, fault-free job follows: the next run must fetch what the faults kept
+out, and its figures must be exact too. Exit code 1 if any enforced check fails. Logs
+of every service and worker stay in the run directory.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ def plan_from(args: argparse.Namespace) -> FaultPlan:
         slow_rate=args.slow_rate,
         slow_ms=args.slow_ms,
         captcha_rate=args.captcha_rate,
+        dead_parts=args.dead_parts,
+        recrawl=not args.no_recrawl,
         takeover_limit=args.takeover_limit,
         drain_timeout=args.drain_timeout,
     )
@@ -79,6 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--slow-ms", type=int, default=default.slow_ms)
     parser.add_argument(
         "--captcha-rate", type=float, default=0.01, help="product pages blocked once"
+    )
+    parser.add_argument(
+        "--dead-parts",
+        type=int,
+        default=4,
+        help="products whose reviews API answers 503 for the whole job",
+    )
+    parser.add_argument(
+        "--no-recrawl",
+        action="store_true",
+        help="skip the second, fault-free job (everything complete, figures exact)",
     )
     parser.add_argument(
         "--takeover-limit",

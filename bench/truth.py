@@ -76,6 +76,7 @@ class Truth:
     duplicate_skus: list[str] = field(default_factory=list)  # skus on 2+ documents
     duplicate_urls: list[str] = field(default_factory=list)  # urls on 2+ documents
     incomplete: list[str] = field(default_factory=list)  # documents marked incomplete
+    parts_missing: dict[str, list[str]] = field(default_factory=dict)  # key -> parts marked
     incomplete_parts: Counter[str] = field(default_factory=Counter)  # part -> documents
     complete_without_parts: list[str] = field(default_factory=list)  # unmarked, parts wrong
     marked_but_complete: list[str] = field(default_factory=list)  # marked, parts all there
@@ -144,6 +145,7 @@ def tally(
         parts_ok = all(_same(doc.get(part), want.get(part)) for part in PARTS)
         if marked:
             truth.incomplete.append(key)
+            truth.parts_missing[key] = marked
             truth.incomplete_parts.update(marked)
             if parts_ok:
                 truth.marked_but_complete.append(key)
