@@ -57,6 +57,7 @@ from demo_site.behaviours import BLOCKS
 from services.base import port_open
 
 Log = Callable[[str], None]
+CATCH_ATTEMPTS = 3  # drainers caught, in case one releases the lock as the kill lands
 # Counters shown next to the verdict: how hard the faults hit (never enforced).
 SHOWN_COUNTERS = (
     "item_scraped_count",
@@ -225,6 +226,7 @@ class ChaosRun:
         self.takeover: Takeover | None = None
         self.injected: dict[str, bool] = {}
         self.drain_timeout = plan.drain_timeout or float(SiteProfile.load(SITE).timeouts.drain)
+        self.errors: list[str] = []  # from the fault threads
         self._kills_paused = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -294,6 +296,8 @@ class ChaosRun:
         redis_due, es_due = plan.redis_restart_at is not None, plan.es_stop_at is not None
         last_report = 0.0
         while True:
+            if self.errors:
+                raise RuntimeError("chaos run aborted: " + "; ".join(self.errors))
             for gone in self.pool.reap():
                 self.event(f"worker {gone.number} (pid {gone.pid}) exited by itself: {gone.code}")
             progress, empty = self.progress(), self.frontier_empty()
@@ -353,7 +357,14 @@ class ChaosRun:
         self.event("ES node ready")
 
     def _spawn(self, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=target, name=target.__name__, daemon=True)
+        def run() -> None:
+            try:
+                target()
+            except Exception as exc:  # a fault that could not be undone ends the run
+                self.errors.append(f"{target.__name__}: {type(exc).__name__}: {exc}")
+                self.event(f"{target.__name__} failed: {exc}")
+
+        thread = threading.Thread(target=run, name=target.__name__, daemon=True)
         self._threads.append(thread)
         thread.start()
 
@@ -368,21 +379,27 @@ class ChaosRun:
                 self.event("drainer kill not injected: ES did not come back")
                 return
             time.sleep(0.05)
-        value, spilled = b"", 0
-        deadline = time.monotonic() + 60
+        for _ in range(CATCH_ATTEMPTS):
+            caught = self._catch_holder(timeout=60.0)
+            if caught is None:
+                self.event("drainer kill not injected: never saw the lock held with a spill")
+                return
+            self._kills_paused.set()  # the measurement is of one kill, not of the schedule
+            try:
+                if self._kill_holder(*caught):
+                    return
+            finally:
+                self._kills_paused.clear()
+        self.event(f"drainer kill not injected: released the lock first {CATCH_ATTEMPTS} times")
+
+    def _catch_holder(self, *, timeout: float) -> tuple[bytes, int] | None:
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             value, spilled = self._lock_and_spill()
             if value and spilled:
-                break
+                return value, spilled
             time.sleep(0.005)
-        else:
-            self.event("drainer kill not injected: never saw the spill lock held with a spill")
-            return
-        self._kills_paused.set()  # the measurement is of one kill, not of the schedule
-        try:
-            self._kill_holder(value, spilled)
-        finally:
-            self._kills_paused.clear()
+        return None
 
     def _lock_and_spill(self) -> tuple[bytes, int]:
         def read() -> tuple[bytes, int]:
@@ -395,26 +412,29 @@ class ChaosRun:
         result: tuple[bytes, int] = self._safe(read, (b"", 0))
         return result
 
-    def _kill_holder(self, value: bytes, spilled: int) -> None:
+    def _kill_holder(self, value: bytes, spilled: int) -> bool:
+        """Kill the lock's holder; False if it let go of the lock before the kill landed
+        (nothing measured: catch another)."""
         text = value.decode(errors="replace")
         head = text.split(":", 1)[0]
         pid = int(head) if head.isdigit() and ":" in text else None
         with self.pool.lock:
-            if pid is not None and pid in self.pool.pids:
-                self.pool.kill(pid)
-                killed, targeted = [pid], True
-                self.event(f"SIGKILL spill drainer pid {pid} (lock {text!r}, spill {spilled})")
+            if pid is not None:
+                killed, targeted = ([pid] if self.pool.kill(pid) else []), True
+                what = f"SIGKILL spill drainer pid {pid}" if killed else f"holder {pid} was dead"
             else:
                 # The lock does not name its holder: kill every worker, the holder among them.
                 killed, targeted = sorted(self.pool.pids), False
                 for worker in killed:
                     self.pool.kill(worker)
-                self.event(
-                    f"lock {text!r} names no worker pid: SIGKILL all {len(killed)} workers "
-                    f"(the drainer among them), spill {spilled}"
-                )
-        self.injected["drainer kill"] = True
+                what = f"lock names no pid: SIGKILL all {len(killed)} workers (the drainer too)"
         killed_at = time.monotonic()
+        lock, _ = self._lock_and_spill()
+        if lock != value:
+            self.event(f"{what}, but the lock was released first; catching another drainer")
+            return False
+        self.event(f"{what} (lock {text!r}, spill {spilled})")
+        self.injected["drainer kill"] = True
         takeover = Takeover(targeted, text, killed, spilled)
         self.takeover = takeover
         while time.monotonic() - killed_at < self.plan.takeover_timeout:
@@ -428,9 +448,10 @@ class ChaosRun:
             if size == 0:
                 takeover.empty_seconds = elapsed
                 self.event(f"spill empty {elapsed:.1f}s after the drainer kill")
-                return
+                return True
             time.sleep(0.05)
         self.event(f"spill not empty {self.plan.takeover_timeout:g}s after the drainer kill")
+        return True
 
     # -- drain and measure --------------------------------------------------------------------
     def wait_for_drain(self) -> float | None:
