@@ -166,6 +166,7 @@ class ChaosResult:
     crawl_seconds: float | None  # first to last request the shop served
     drain_seconds: float | None  # producer to drained (None: timed out)
     dead_parts: list[str] = field(default_factory=list)  # item keys
+    es_unavailable: float | None = None  # seconds from the ES stop to ready again
     recrawl: ChaosResult | None = None  # the second, quiet job
 
     @property
@@ -192,6 +193,7 @@ class ChaosResult:
             "events": [asdict(event) for event in self.events],
             "exits": [asdict(exit_) for exit_ in self.exits],
             "dead_parts": self.dead_parts,
+            "es_unavailable": self.es_unavailable,
             "recrawl": self.recrawl.to_dict() if self.recrawl else None,
         }
 
@@ -227,6 +229,7 @@ class ChaosRun:
         self.injected: dict[str, bool] = {}
         self.drain_timeout = plan.drain_timeout or float(SiteProfile.load(SITE).timeouts.drain)
         self.errors: list[str] = []  # from the fault threads
+        self.es_unavailable: float | None = None  # ES stop to ready again, seconds
         self._kills_paused = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -347,6 +350,7 @@ class ChaosRun:
     def es_outage(self) -> None:
         es = self.stack.es
         self.event("ES node stop")
+        stopped = time.monotonic()
         es.stop()
         self.injected[f"ES down {self.plan.es_down_seconds:g}s"] = True
         time.sleep(self.plan.es_down_seconds)
@@ -354,7 +358,8 @@ class ChaosRun:
         if self.plan.drainer_kill:
             self._spawn(self.kill_drainer)
         es.start()
-        self.event("ES node ready")
+        self.es_unavailable = time.monotonic() - stopped
+        self.event(f"ES node ready ({self.es_unavailable:.1f}s after the stop)")
 
     def _spawn(self, target: Callable[[], None]) -> None:
         def run() -> None:
@@ -535,6 +540,7 @@ class ChaosRun:
             crawl_seconds=crawl_seconds,
             drain_seconds=drain_seconds,
             dead_parts=self.dead_parts,
+            es_unavailable=self.es_unavailable,
         )
 
     def _planned_faults(self) -> list[str]:
@@ -638,6 +644,11 @@ def _job_lines(result: ChaosResult) -> list[str]:
     lines.append(
         f"crawl {_fmt(result.crawl_seconds)} s (first to last request served), "
         f"time to drain {_fmt(result.drain_seconds)} s (from the producer)"
+        + (
+            f", ES unavailable {_fmt(result.es_unavailable)} s (stop to ready)"
+            if result.es_unavailable is not None
+            else ""
+        )
     )
     if result.takeover is not None:
         t = result.takeover
