@@ -5,6 +5,9 @@ one request (``?__behaviour=name[,name...]``); a client's setting overrides the 
 one of the same name, and a query-forced one overrides both. Settings are JSON objects:
 
 - ``error_burst`` {count: 5}: the scope's next ``count`` requests get 503.
+- ``unavailable`` {rate: 1.0, attempts: 1}: 503, as ``error_burst``, but per key: a
+  selected key fails on its first ``attempts`` requests (a resource that stays down
+  while the rest of the site answers).
 - ``redirect_loop`` {rate: 1.0}: 302 from p to p?__loop=1, which 302s back to p.
 - ``forbidden`` {rate: 1.0, attempts: 1}: 403 block page.
 - ``throttle`` {rate: 1.0, attempts: 1, retry_after: 1}: 429 with ``Retry-After``.
@@ -20,12 +23,13 @@ every path). Content behaviours (the last three) change HTML pages only.
 The rate rule, deterministic so a retry can succeed: a request's *key* is its path plus
 its query without ``__`` parameters. A key is *selected* for behaviour ``b`` when
 ``blake2b(f"{seed}:{b}:{key}")`` read as a fraction of 2**64 is below ``rate``. For the
-block behaviours (forbidden, throttle, captcha), a selected key is blocked on its first
-``attempts`` requests *within the scope* (the global scope counts every client's
-requests, a client scope only that client's), and served normally afterwards;
-``attempts: null`` blocks every request of a selected key. ``slow``, ``redirect_loop``
-and the content behaviours apply to every request of a selected key. Query-forced
-behaviours always apply and take parameters as ``__<param>=value`` (``__ms=200``).
+block behaviours (forbidden, throttle, captcha) and ``unavailable``, a selected key is
+blocked (or answered 503) on its first ``attempts`` requests *within the scope* (the
+global scope counts every client's requests, a client scope only that client's), and
+served normally afterwards; ``attempts: null`` fails every request of a selected key.
+``slow``, ``redirect_loop`` and the content behaviours apply to every request of a
+selected key. Query-forced behaviours always apply and take parameters as
+``__<param>=value`` (``__ms=200``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from aiohttp import web
 
 BEHAVIOURS: dict[str, dict[str, Any]] = {
     "error_burst": {"count": 5},
+    "unavailable": {"rate": 1.0, "attempts": 1},
     "redirect_loop": {"rate": 1.0},
     "forbidden": {"rate": 1.0, "attempts": 1},
     "throttle": {"rate": 1.0, "attempts": 1, "retry_after": 1},
@@ -51,6 +56,8 @@ BEHAVIOURS: dict[str, dict[str, Any]] = {
     "huge_page": {"rate": 1.0, "mb": 20},
 }
 BLOCKS = ("forbidden", "throttle", "captcha")
+# Behaviours that count a selected key's attempts (the rate rule below).
+COUNTED = (*BLOCKS, "unavailable")
 # Bounds keep a typo in a test from hanging the site or exhausting memory.
 _LIMITS: dict[str, tuple[float, float]] = {
     "rate": (0.0, 1.0),
@@ -246,14 +253,16 @@ class BehaviourEngine:
                 )
                 return decision
 
-            if name in BLOCKS:
+            if name in COUNTED:
                 if not forced_now:
                     counter = (scope, name, key)
                     self._attempts[counter] = self._attempts.get(counter, 0) + 1
                     if spec["attempts"] is not None and self._attempts[counter] > spec["attempts"]:
                         continue
                 decision.applied.append(name)
-                decision.response = block_response(name, spec)
+                decision.response = (
+                    error_response() if name == "unavailable" else block_response(name, spec)
+                )
                 return decision
 
             decision.applied.append(name)

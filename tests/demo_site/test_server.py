@@ -352,6 +352,21 @@ def test_error_burst(site: DemoSite, catalog: Catalog) -> None:
     assert statuses == [503, 503, 503, 200, 200]
 
 
+def test_unavailable_fails_chosen_paths_only(site: DemoSite, catalog: Catalog) -> None:
+    reviews = f"/api/products/{catalog.products[0].sku}/reviews"
+    other = f"/api/products/{catalog.products[1].sku}/reviews"
+    site.control(unavailable={"attempts": 2, "paths": [reviews]})
+    assert [fetch(site, reviews).status for _ in range(3)] == [503, 503, 200]
+    assert fetch(site, other).status == 200
+    # attempts null: the path stays down, even while an error burst comes and goes.
+    site.control(unavailable={"attempts": None, "paths": [reviews]}, error_burst={"count": 1})
+    assert [fetch(site, other).status, fetch(site, other).status] == [503, 200]
+    assert [fetch(site, reviews).status for _ in range(3)] == [503, 503, 503]
+    assert "Service Unavailable" in fetch(site, reviews).text
+    logged = [(e["status"], e["behaviour"]) for e in site.access_log() if e["path"] == reviews]
+    assert logged == [(503, "unavailable")] * 2 + [(200, None)] + [(503, "unavailable")] * 4
+
+
 def test_malformed_html_keeps_the_data(site: DemoSite, catalog: Catalog) -> None:
     product = catalog.products[4]
     site.control(malformed_html={})
