@@ -77,7 +77,8 @@ class Truth:
     duplicate_urls: list[str] = field(default_factory=list)  # urls on 2+ documents
     incomplete: list[str] = field(default_factory=list)  # documents marked incomplete
     parts_missing: dict[str, list[str]] = field(default_factory=dict)  # key -> parts marked
-    incomplete_parts: Counter[str] = field(default_factory=Counter)  # part -> documents
+    # part -> documents (a plain dict: dataclasses.asdict mangles a Counter)
+    incomplete_parts: dict[str, int] = field(default_factory=dict)
     complete_without_parts: list[str] = field(default_factory=list)  # unmarked, parts wrong
     marked_but_complete: list[str] = field(default_factory=list)  # marked, parts all there
     wrong_fields: list[str] = field(default_factory=list)  # product fields differ
@@ -146,7 +147,8 @@ def tally(
         if marked:
             truth.incomplete.append(key)
             truth.parts_missing[key] = marked
-            truth.incomplete_parts.update(marked)
+            for part in marked:
+                truth.incomplete_parts[part] = truth.incomplete_parts.get(part, 0) + 1
             if parts_ok:
                 truth.marked_but_complete.append(key)
         elif not parts_ok:
