@@ -49,7 +49,7 @@ from core.frontier import RedisFrontier
 from core.jobs_index import job_counters, job_started_at
 from core.keys import REDIS_ERRORS, SiteKeys
 from core.store import spill_size
-from crawlers.addon import project_settings
+from crawlers.addon import drain_window
 from crawlers.frontier import new_job_id
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
@@ -462,12 +462,7 @@ class ChaosRun:
     def wait_for_drain(self) -> float | None:
         """Drained as the flow's drain step decides (``orchestration.flows.drain_task``: the
         same stability window, and the spill empty); seconds since the producer, or None."""
-        settings = project_settings()
-        window = (
-            2 * settings.getfloat("STORE_FLUSH_INTERVAL")
-            + settings.getfloat("FRONTIER_STATS_INTERVAL")
-            + 1.0
-        )
+        window = drain_window()
         timeout = self.drain_timeout
         deadline = time.monotonic() + timeout
         state = None

@@ -161,6 +161,14 @@ def project_settings(settings: Settings | None = None) -> Settings:
     return settings
 
 
+def drain_window(settings: BaseSettings | None = None) -> float:
+    """Seconds a job's counters must stay still before it counts as drained: past the
+    store's flush window (twice) and a workers' stats push, plus a second of margin. The
+    flow's drain step and the soak benchmark wait the same way."""
+    s = settings if settings is not None else project_settings()
+    return 2 * s.getfloat("STORE_FLUSH_INTERVAL") + s.getfloat("FRONTIER_STATS_INTERVAL") + 1.0
+
+
 def install(settings: BaseSettings) -> None:
     """Defaults, components and (with REDIS_URL) the frontier, at 'addon' priority.
 

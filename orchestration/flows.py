@@ -163,14 +163,7 @@ def drain_task(
 ) -> dict[str, Any]:
     logger = get_run_logger()
     server = redis_client()
-    scrapy_settings = addon.project_settings()
-    # Drained only once counters were stable past the store's flush window and a stats push
-    # (the platform's defaults for both are project settings).
-    window = (
-        2 * scrapy_settings.getfloat("STORE_FLUSH_INTERVAL")
-        + scrapy_settings.getfloat("FRONTIER_STATS_INTERVAL")
-        + 1.0
-    )
+    window = addon.drain_window()
     workers: LocalWorkers | None = None
     if local_workers:
         run_dir = get_settings().platform_run_dir / "jobs" / job_id
