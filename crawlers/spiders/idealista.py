@@ -5,8 +5,10 @@
 Start entries are search result pages (the profile's ``start_paths``: an operation, a
 property kind and an area, e.g. ``/en/venta-viviendas/madrid/barrio-de-salamanca/``).
 Each result card links a detail page (``/inmueble/<id>/``, ``/imovel/<id>/`` on .pt);
-the card's own fields (price, rooms, size, title) travel with the request and fill what
-the detail page lacks. Pagination: ``.pagination li.next a`` up to ``MAX_LISTING_PAGES``.
+the card's own fields (price, rooms, size, floor, title, agency logo, features) travel
+with the request and fill what the detail page lacks. Cards are the same markup on
+idealista.com (Spanish UI, seen 2025) and idealista.pt (seen 2025); only the words differ.
+Pagination: ``.pagination li.next a`` up to ``MAX_LISTING_PAGES``.
 
 Detail pages carry their data in inline scripts, not JSON-LD: ``var config`` (property
 id, operation, typology), ``var adDetail.headerFeatures`` (price, area, rooms, floor),
@@ -74,6 +76,21 @@ _FEATURE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("furnished", ("furnished", "amueblado", "mobilado", "arredato")),
     ("new_development", ("new development", "obra nueva", "empreendimento")),
 )
+# A floor line, on cards ("Planta 3ª exterior con ascensor", "Bajo", " sin ascensor",
+# "1º andar com elevador", "Rés do chão") and detail pages ("5th floor exterior with lift"):
+# the level, then what idealista shows after it (its own data calls that part subText).
+_FLOOR_LEVEL = re.compile(
+    r"\b(?:planta|entreplanta|bajo|s[óo]tano|semis[óo]tano|semi-s[óo]tano|principal|"
+    r"floor|ground|basement|mezzanine|andar|r[ée]s[- ]do[- ]ch[ãa]o|cave|sobreloja|"
+    r"piano|seminterrato|baixos|entresol)\b",
+    re.IGNORECASE,
+)
+_FLOOR_QUALIFIER = re.compile(
+    r"\b(?:exterior|interior|(?:con|sin|com|sem|with|without|amb|sense|senza)\s+"
+    r"(?:ascensor|ascensore|elevador|lift))\b",
+    re.IGNORECASE,
+)
+_WITH_LIFT = re.compile(r"\b(?:con|com|with|amb)\s+(?:ascensore?|elevador|lift)\b", re.IGNORECASE)
 
 
 class IdealistaSpider(ProductionSpider):
@@ -117,6 +134,8 @@ class IdealistaSpider(ProductionSpider):
         for name, value in (card or {}).items():
             if fields.get(name) in (None, "", []) and name in fields:
                 fields[name] = value  # the search card knew it
+            elif name == "features" and value:
+                fields[name] = unique([*fields[name], *value])  # both pages' keywords
         self.note_missing(response.url, fields, LISTING_FIELDS)
         self.count("listings")
         yield PropertyListing(**fields)
@@ -152,11 +171,15 @@ def extract_search_cards(response: TextResponse) -> list[dict[str, Any]]:
         url = response.urljoin(href)
         match = _ID_IN_PATH.search(urlparse(url).path)
         listing_id = article.attrib.get("data-element-id") or (match.group(1) if match else None)
-        price = money(css_text(article, ".item-price ::text"))
-        details = [text(t) for t in article.css(".item-detail::text").getall()]
+        # The first price only: a reduced price shows the old one beside it.
+        price = money(css_text(article.css(".item-price")[:1], "::text"))
+        details = [css_text(detail, "::text") for detail in article.css(".item-detail")]
         title = text(article.css("a.item-link::attr(title)").get()) or css_text(
             article, "a.item-link::text"
         )
+        floor, floor_features = _floor_line(details)
+        extras = [css_text(e, "::text") for e in article.css(".item-parking, .item-ribbon")]
+        features = unique([*floor_features, *_features([e for e in extras if e])])
         cards.append(
             {
                 "url": url,
@@ -166,8 +189,12 @@ def extract_search_cards(response: TextResponse) -> list[dict[str, Any]]:
                 "currency": price.currency,
                 "area_m2": _area(details),
                 "rooms": _rooms(details),
+                "floor": floor,
+                "features": features or None,
                 "description": long_text(css_text(article, ".item-description ::text")),
-                "agency": text(article.css(".logo-branding a::attr(title)").get()),
+                # The advertiser's logo: its link's title, else the image's alt text.
+                "agency": text(article.css(".logo-branding a::attr(title)").get())
+                or text(article.css(".logo-branding img::attr(alt)").get()),
             }
         )
     return cards
@@ -213,7 +240,7 @@ def extract_listing(response: TextResponse, default_country: str | None = None) 
         "area_m2": to_float(header.get("CONSTRUCTED_AREA")) or _area(info + lines),
         "rooms": to_int(header.get("ROOM_NUMBER")) if "ROOM_NUMBER" in header else _rooms(info),
         "bathrooms": _bathrooms(lines),
-        "floor": header.get("FLOOR_NUMBER") or _floor(info),
+        "floor": header.get("FLOOR_NUMBER") or _floor_line(info)[0],
         "address": places[0] if places else _street(title),
         "neighbourhood": minor.split(",")[0].strip() if minor else None,
         "city": minor.split(",")[-1].strip() if minor and "," in minor else None,
@@ -334,11 +361,22 @@ def _bathrooms(lines: list[str]) -> int | None:
     return None
 
 
-def _floor(values: list[str | None]) -> str | None:
+def _floor_line(values: list[str | None]) -> tuple[str | None, list[str]]:
+    """The first floor line's level as shown ("Planta 3ª", "Bajo", "1º andar"; None when
+    the line names none, as " exterior con ascensor" does) and its feature keywords:
+    "exterior" and "lift" (idealista's own search filters); "interior" and "sin ascensor"
+    add none."""
     for value in values:
-        if value and any(w in value.lower() for w in ("floor", "planta", "andar", "piano")):
-            return value.split(" exterior")[0].split(" interior")[0].split(" com ")[0].strip()
-    return None
+        if not value or not (_FLOOR_LEVEL.search(value) or _FLOOR_QUALIFIER.search(value)):
+            continue
+        qualifier = _FLOOR_QUALIFIER.search(value)
+        level = text(value[: qualifier.start()] if qualifier else value)
+        rest = value[qualifier.start() :] if qualifier else ""
+        features = ["exterior"] if re.search(r"\bexterior\b", rest, re.IGNORECASE) else []
+        if _WITH_LIFT.search(rest):
+            features.append("lift")
+        return level, features
+    return None, []
 
 
 def _features(lines: list[str]) -> list[str]:
