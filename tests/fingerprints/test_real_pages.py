@@ -12,6 +12,9 @@ Findings these tests pin down:
   share a template family (98% of the .pt page's shingles occur on the .com page), but
   the .com page has hundreds more (contact form, modals, language menus): 0.25.
   They are different page types (``detail_es``, ``detail_pt``), not one.
+  Their search pages (``search_es_2025``, Spanish UI, and ``search_pt_2025``) are one page
+  type (0.89 each way): same cards, filters and pagination; the .com page renders its
+  header and menus on the server (no ``#shell-root``), the only structural difference.
 - booking and facebook have two page types each; they do not match each other.
 """
 
@@ -55,7 +58,7 @@ PAGES: dict[str, dict[str, list[str]]] = {
     "idealista": {
         "detail_es": ["idealista/detail_es_2026.html"],
         "detail_pt": ["idealista/detail_pt_2025.html"],
-        "search": ["idealista/search_pt_2025.html"],
+        "search": ["idealista/search_pt_2025.html", "idealista/search_es_2025.html"],
     },
     "booking_com": {
         "search": ["booking_com/search_2025.html"],
@@ -124,6 +127,15 @@ def test_idealista_detail_pages_of_two_countries_are_different_page_types(
     assert compare(pt, one_page_baseline(es)).similarity < DEFAULT_THRESHOLD
     assert compare(es, one_page_baseline(pt)).similarity < DEFAULT_THRESHOLD
     # Same template family: nearly all of the .pt page's structure is on the .com page.
+    assert len(pt.skeleton & es.skeleton) / len(pt.skeleton) > 0.9
+
+
+def test_idealista_search_pages_of_two_countries_are_one_page_type(
+    prints: Mapping[str, Fingerprint],
+) -> None:
+    es, pt = prints["idealista/search_es_2025.html"], prints["idealista/search_pt_2025.html"]
+    assert compare(es, one_page_baseline(pt)).similarity >= DEFAULT_THRESHOLD
+    assert compare(pt, one_page_baseline(es)).similarity >= DEFAULT_THRESHOLD
     assert len(pt.skeleton & es.skeleton) / len(pt.skeleton) > 0.9
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import scrapy
 from scrapy.utils.test import get_crawler
 
 from crawlers.spiders.idealista import (
@@ -98,6 +99,133 @@ def test_real_search_page_cards_and_next_page() -> None:
     )
     assert first["agency"] == "Atlantic Houses Luxury Real Estate ®"
     assert next_page_url(page) == f"{PT}/comprar-casas/cascais/pagina-2?ordem=precos-desc"
+    palace = next(card for card in cards if card["listing_id"] == "34012525")
+    assert {k: palace[k] for k in ("rooms", "area_m2", "floor", "features", "agency")} == {
+        "rooms": 10,  # "T10"
+        "area_m2": 1_455.0,  # "1.455 m² área bruta"
+        "floor": "Rés do chão",
+        "features": ["parking"],  # "Garagem incluída"
+        "agency": "Porta da Frente Christie\u2019s Real Estate Internacional",
+    }
+    assert [c["floor"] for c in cards].count(None) == 29  # the only card that shows a floor
+
+
+LLEIDA = f"{COM}/venta-viviendas/lleida-lleida/?ordenado-por=fecha-publicacion-desc"
+
+
+def _without_description(card: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in card.items() if k != "description"}
+
+
+def test_real_search_page_of_idealista_com_in_spanish() -> None:
+    page = real_response("idealista/search_es_2025.html", LLEIDA)
+    cards = extract_search_cards(page)
+    assert len(cards) == 30  # two advertising articles left out
+    ids = [card["listing_id"] for card in cards]
+    assert len(set(ids)) == 30
+    assert all(card["url"] == f"{COM}/inmueble/{card['listing_id']}/" for card in cards)
+    assert all((card["currency"], card["price"] is not None) == ("EUR", True) for card in cards)
+    assert _without_description(cards[0]) == {
+        "url": f"{COM}/inmueble/107654102/",
+        "listing_id": "107654102",
+        "title": "Casa o chalet independiente en Ciutat Jardí, Lleida",
+        "price": 525_000.0,  # "525.000€"
+        "currency": "EUR",
+        "area_m2": 260.0,
+        "rooms": 5,  # "5 hab."
+        "floor": None,  # a house: no floor line
+        "features": None,
+        "agency": None,
+    }
+    assert cards[0]["description"].startswith("En breve presentamos chalet unifamiliar de 220m2")
+    assert _without_description(cards[-1]) == {
+        "url": f"{COM}/inmueble/107609581/",
+        "listing_id": "107609581",
+        "title": "Piso en Sant Salvador, 14, Pardinyes, Lleida",
+        "price": 260_000.0,
+        "currency": "EUR",
+        "area_m2": 130.0,
+        "rooms": 4,
+        "floor": "Planta 1ª",  # "Planta 1ª exterior con ascensor"
+        # exterior, con ascensor; the "Obra nueva" ribbon; "Garaje incluido"
+        "features": ["exterior", "lift", "new_development", "parking"],
+        "agency": None,
+    }
+    # After the "Destacado" label: a featured card with the advertiser's logo, on the
+    # ground floor ("Bajo exterior con ascensor").
+    featured = cards[20]
+    assert _without_description(featured) == {
+        "url": f"{COM}/inmueble/107627142/",
+        "listing_id": "107627142",
+        "title": "Piso en calle Bellavista, 13, La Bordeta, Lleida",
+        "price": 98_000.0,
+        "currency": "EUR",
+        "area_m2": 61.0,
+        "rooms": 2,
+        "floor": "Bajo",
+        "features": ["exterior", "lift"],
+        "agency": "IMMO CENTRE GESTOR LLEIDA, S.L.U.",
+    }
+    by_id = {card["listing_id"]: card for card in cards}
+    # Floor lines without a level: " exterior con ascensor", " sin ascensor",
+    # " exterior sin ascensor"; a level without more: "Planta 3ª ".
+    quirks = {
+        i: (by_id[i]["floor"], by_id[i]["features"])
+        for i in ("107642432", "107630217", "107410720", "107621047", "107651666")
+    }
+    assert quirks == {
+        "107642432": (None, ["exterior", "lift", "parking"]),
+        "107630217": (None, None),
+        "107410720": (None, ["exterior"]),
+        "107621047": ("Planta 3ª", None),
+        "107651666": ("Planta 3ª", ["lift", "parking"]),  # "Planta 3ª con ascensor"
+    }
+    assert by_id["107638083"]["rooms"] is None  # "Estudio": the card shows no bedrooms
+    floors = [card["floor"] for card in cards]
+    assert (floors.count(None), floors.count("Planta 5ª"), floors.count("Bajo")) == (13, 4, 1)
+    agencies = {card["listing_id"]: card["agency"] for card in cards if card["agency"]}
+    assert agencies == {  # every card with a logo-branding picture, and only those
+        "107651666": "TESTA HOMES",
+        "107616323": "Nivell immobiliaria",
+        "107627142": "IMMO CENTRE GESTOR LLEIDA, S.L.U.",
+        "107410720": "EQUIHABITAT",
+        "107612806": "Rencasa",
+    }
+    assert next_page_url(page) == (
+        f"{COM}/venta-viviendas/lleida-lleida/pagina-2.htm?ordenado-por=fecha-publicacion-desc"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "url", "next_url"),
+    [
+        pytest.param(
+            "search_es_2025.html",
+            LLEIDA,
+            f"{COM}/venta-viviendas/lleida-lleida/pagina-2.htm?ordenado-por=fecha-publicacion-desc",
+            id="es",
+        ),
+        pytest.param(
+            "search_pt_2025.html",
+            f"{PT}/comprar-casas/cascais/?ordem=precos-desc",
+            f"{PT}/comprar-casas/cascais/pagina-2?ordem=precos-desc",
+            id="pt",
+        ),
+    ],
+)
+def test_the_spider_follows_every_card_and_the_next_page(
+    name: str, url: str, next_url: str
+) -> None:
+    page = real_response(f"idealista/{name}", url).replace(request=scrapy.Request(url))
+    spider = IdealistaSpider.from_crawler(get_crawler(IdealistaSpider), base_url=COM)
+    requests = list(spider.parse(page))
+    assert all(isinstance(r, scrapy.Request) for r in requests)
+    details, pages = requests[:-1], requests[-1]
+    cards = extract_search_cards(page)
+    assert [r.url for r in details] == [card["url"] for card in cards]
+    assert [r.cb_kwargs["card"] for r in details] == cards
+    assert all(r.callback == spider.parse_listing for r in details)
+    assert (pages.url, pages.callback, pages.meta["listing_page"]) == (next_url, spider.parse, 2)
 
 
 def _without_scripts(body: bytes) -> bytes:
@@ -137,6 +265,60 @@ def test_search_fixture_links_details_and_the_next_page() -> None:
     assert next_page_url(last) is None
 
 
+def test_spanish_search_fixture_cards() -> None:
+    url = f"{COM}/venta-viviendas/huesca-huesca/"
+    page = fixture_response(SITE, "fixtures/search/venta-huesca.html", url)
+    cards = extract_search_cards(page)
+    got = [
+        (c["listing_id"], c["price"], c["rooms"], c["area_m2"], c["floor"], c["features"])
+        for c in cards
+    ]
+    assert got == [
+        ("108200101", 168_000.0, 3, 95.0, "Planta 2ª", ["exterior", "lift"]),
+        ("108200245", 215_000.0, 4, 132.0, "Planta 4ª", ["lift", "parking"]),
+        ("108199870", 389_000.0, 5, 310.0, None, ["new_development"]),
+        ("108199512", 79_500.0, None, 38.0, None, ["exterior"]),
+        ("108198004", 142_000.0, 2, 70.0, "Bajo", ["lift"]),
+        ("108197655", 131_000.0, 3, 104.0, "Entreplanta", ["exterior", "lift", "parking"]),
+    ]
+    assert [c["agency"] for c in cards] == [
+        None,
+        "Fincas Alto Aragón",
+        None,
+        None,
+        "Huesca Home Inmobiliaria, S.L.",
+        None,
+    ]
+    assert cards[0]["url"] == f"{COM}/inmueble/108200101/"
+    assert next_page_url(page) == f"{url}pagina-2.htm"
+
+
+def test_the_card_fills_what_the_detail_page_lacks() -> None:
+    url = f"{COM}/inmueble/108198004/"
+    page = fixture_response(
+        SITE, "fixtures/search/venta-huesca.html", f"{COM}/venta-viviendas/huesca-huesca/"
+    )
+    card = next(c for c in extract_search_cards(page) if c["listing_id"] == "108198004")
+    detail = response(
+        Path("x.html"),
+        url,
+        b"<html><body><h1 class='main-info__title-main'>Piso en venta en plaza de Navarra</h1>"
+        b"<span class='info-data-price'>142.000 \xe2\x82\xac</span>"
+        b"<div class='details-property_features'><ul><li>Terraza</li></ul></div>"
+        b"</body></html>",
+    )
+    spider = IdealistaSpider.from_crawler(get_crawler(IdealistaSpider), base_url=COM)
+    [item] = list(spider.parse_listing(detail, card=card))
+    assert (item.title, item.price) == ("Piso en venta en plaza de Navarra", 142_000.0)
+    assert (item.floor, item.rooms, item.area_m2, item.agency) == (
+        "Bajo",
+        2,
+        70.0,
+        "Huesca Home Inmobiliaria, S.L.",
+    )
+    assert item.features == ["terrace", "lift"]  # the detail page's, then the card's
+
+
 def test_a_detail_without_data_is_counted(caplog: pytest.LogCaptureFixture) -> None:
     crawler = get_crawler(IdealistaSpider)
     spider = IdealistaSpider.from_crawler(crawler, base_url=COM)
@@ -157,7 +339,12 @@ def test_datadome_and_idealista_block_pages_are_recognised() -> None:
     assert verdict(SITE, ours, 403).kind == "captcha"
     own = verdict(SITE, fixture(SITE, "blocked/uso-indebido.html").read_bytes(), 200)
     assert (own.kind, own.reason) == ("blocked", "idealista block page on a thin page")
-    for name in ("detail_es_2026.html", "detail_pt_2025.html", "search_pt_2025.html"):
+    for name in (
+        "detail_es_2026.html",
+        "detail_pt_2025.html",
+        "search_pt_2025.html",
+        "search_es_2025.html",
+    ):
         # Real pages load DataDome's tags.js and carry login-form CAPTCHAs: still ok.
         assert verdict(SITE, real_page(f"idealista/{name}").read_bytes()).ok, name
     for page in sorted(fixture(SITE, "fixtures").glob("*/*.html")):
