@@ -33,6 +33,7 @@ REAL_PAGES: dict[str, list[tuple[str, str, bool]]] = {
         ("idealista/detail_es_2026.html", "detail", True),
         # idealista.pt, assumed to share the .com search template: it does.
         ("idealista/search_pt_2025.html", "search", True),
+        ("idealista/search_es_2025.html", "search", True),
         # A slimmer browser-rendered .pt detail page: another page type (0.25), which a
         # profile for idealista.pt would baseline on its own.
         ("idealista/detail_pt_2025.html", "detail", False),
