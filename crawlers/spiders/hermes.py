@@ -79,6 +79,8 @@ _CURRENCY_META = (
     '[itemprop="priceCurrency"]::attr(content)',
 )
 _CARD_PRICE = ".product-item-price .price ::text"
+# The product page's "Material" detail in the markets' languages (ASSUMED, as the page).
+_MATERIAL_LABELS = ("material", "matière", "materiale", "materiaal", "素材", "소재")
 PAGE_SIZE = 48
 
 
@@ -395,7 +397,7 @@ def extract_product(response: TextResponse, sku: str | None = None) -> dict[str,
         "name": css_text(response, "h1.product-title::text"),
         "price": to_float(printed),
         "color": css_text(response, ".product-color .value::text"),
-        "material": details.get("material"),
+        "material": next((details[k] for k in _MATERIAL_LABELS if k in details), None),
         "description": long_text(css_text(response, ".product-description ::text")),
     }
     for name, value in dom.items():
@@ -407,6 +409,6 @@ def extract_product(response: TextResponse, sku: str | None = None) -> dict[str,
             printed=[printed],
             country=page_country(response),
         )
-    attributes.update({k: v for k, v in details.items() if k not in ("material",)})
+    attributes.update({k: v for k, v in details.items() if k not in _MATERIAL_LABELS})
     fields["attributes"] = attributes or None
     return fields
