@@ -182,11 +182,16 @@ def page_country(response: TextResponse, stated: Any = None) -> str | None:
     """The page's market as an ISO 3166 country: as its data states it (the category's
     ``country``, else the region of ``<html lang="en-ca">``), else from its locale path's
     market code (``/uk/en/`` -> GB)."""
-    for value in (text(stated), _lang_region(response.xpath("/html/@lang").get())):
-        if value and re.fullmatch(r"[A-Za-z]{2}", value):
-            return value.upper()
     prefix = locale_prefix(response)
-    return country_of_market(prefix.split("/")[1] if prefix else None)
+    for value in (
+        text(stated),
+        _lang_region(response.xpath("/html/@lang").get()),
+        prefix.split("/")[1] if prefix else None,
+    ):
+        country = country_of_market(value)  # "uk" in a lang region too -> GB
+        if country:
+            return country
+    return None
 
 
 def _lang_region(lang: str | None) -> str | None:

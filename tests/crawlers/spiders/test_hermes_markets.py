@@ -238,6 +238,7 @@ def test_the_page_data_wins_over_the_path() -> None:
     # The country the page names (state, <html lang>) over the path's market.
     assert_market(NOBODY, "SGD", "${}", country="SG")
     assert_market("/us/en/", "SGD", "${}", country="SG")
+    assert_market(NOBODY, "GBP", "£{}", country="UK")  # hermes' market code as a region
     # A stated code that is a sign counts as printed: "$" only confirms the market.
     assert product_currency("/au/en/", "{}", stated="$") == "AUD"
 
