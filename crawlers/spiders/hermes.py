@@ -18,6 +18,16 @@ category's items), then JSON-LD ``Product``, then the markup
 (``h1``, ``.price``, ``.product-description``, ``.product-detail``): each layer is
 optional, so a product page that differs from the model still yields the category data.
 
+Currency: every market (``/ca/en/``, ``/fr/fr/``, ``/jp/ja/``, ...) prices in its own
+currency and the state gives bare numbers. A currency code the page states (an ASSUMED
+``currency`` key in the state, JSON-LD ``priceCurrency``, a price meta tag) wins, then
+the sign the page prints the price with (the card's ``CA$6,250``, the product page's
+price), then the market's currency: the country the page names (the category's
+``country``, ``<html lang="en-ca">``), else its path's. A sign several currencies share
+(``$``, ``¥``, ``£``, ``kr``) only confirms the market's currency; a price whose
+currency stays unknown is yielded without one and counted (``hermes/currency_unknown``).
+The tables are in ``hermes_markets``.
+
 Pagination (ASSUMED): the category page's "Load more items" button fetches the next 48
 products with JavaScript; the spider requests ``?page=N`` while ``total`` exceeds what it
 has seen, which is the URL the button leads to on the site.
@@ -27,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlencode, urlparse
 
 import scrapy
@@ -39,6 +49,7 @@ from crawlers.spiders.common import (
     ProductionSpider,
     absolute,
     css_text,
+    find_key,
     first,
     has_type,
     long_text,
@@ -49,24 +60,27 @@ from crawlers.spiders.common import (
     to_float,
     unique,
 )
+from crawlers.spiders.hermes_markets import (
+    country_of_market,
+    resolve_currency,
+    stated_code,
+)
 
 PRODUCT_FIELDS = ("name", "price", "currency", "availability", "images")
 _STATE = '//script[@id="hermes-state"]/text()'
 _SKU_IN_URL = re.compile(r"-(H[0-9A-Z]{6,})/?$")
 _LOCALE = re.compile(r"^/([a-z]{2})/([a-z]{2})/")
-# hermes.com country paths -> currency (prices in the state carry no currency).
-_CURRENCY = {
-    "ca": "CAD",
-    "us": "USD",
-    "uk": "GBP",
-    "fr": "EUR",
-    "de": "EUR",
-    "it": "EUR",
-    "es": "EUR",
-    "ch": "CHF",
-    "jp": "JPY",
-    "au": "AUD",
-}
+# Where a page may state its prices' currency as a code. ASSUMED keys and tags: the saved
+# category page has none (its state gives bare numbers, its cards print "CA$6,250").
+_CURRENCY_KEYS = ("currency", "currencyCode", "priceCurrency")
+_CURRENCY_META = (
+    'meta[property="product:price:currency"]::attr(content)',
+    'meta[property="og:price:currency"]::attr(content)',
+    '[itemprop="priceCurrency"]::attr(content)',
+)
+_CARD_PRICE = ".product-item-price .price ::text"
+# The product page's "Material" detail in the markets' languages (ASSUMED, as the page).
+_MATERIAL_LABELS = ("material", "matière", "materiale", "materiaal", "素材", "소재")
 PAGE_SIZE = 48
 
 
@@ -114,9 +128,18 @@ class HermesSpider(ProductionSpider):
             if not found.get("name"):
                 self.logger.warning("%s: product page unreadable, category data only", response.url)
                 self.count("product_page_unparsed")
+        # Without a currency of its own, the product page's price keeps the category's:
+        # both pages are the same market's (the product URL carries the category's locale).
         self.note_missing(response.url, fields, PRODUCT_FIELDS)
+        self.note_currency(response.url, fields)
         self.count("products")
         yield Product(**fields)
+
+    def note_currency(self, url: str, fields: dict[str, Any]) -> None:
+        """A price whose currency the page did not establish: reported, never guessed."""
+        if fields.get("price") is not None and not fields.get("currency"):
+            self.logger.warning("%s: price %s in an unknown currency", url, fields["price"])
+            self.count("currency_unknown")
 
     def on_product_error(self, failure: Failure) -> Iterator[scrapy.Request | Product]:
         """The product page again later in the job; once its rounds are spent, the
@@ -128,7 +151,9 @@ class HermesSpider(ProductionSpider):
         if retry is not None:
             yield retry
             return
-        yield Product(**request.cb_kwargs["partial"], incomplete=["product_page"])
+        partial = request.cb_kwargs["partial"]
+        self.note_currency(request.url, partial)
+        yield Product(**partial, incomplete=["product_page"])
 
 
 # -- extraction (pure functions: tests feed them saved pages) ------------------------------
@@ -153,9 +178,37 @@ def locale_prefix(response: TextResponse) -> str:
     return f"/{match.group(1)}/{match.group(2)}" if match else ""
 
 
-def currency_of(response: TextResponse, country: str | None = None) -> str | None:
-    code = country or locale_prefix(response).removeprefix("/").split("/")[0]
-    return _CURRENCY.get(code.lower())
+def page_country(response: TextResponse, stated: Any = None) -> str | None:
+    """The page's market as an ISO 3166 country: as its data states it (the category's
+    ``country``, else the region of ``<html lang="en-ca">``), else from its locale path's
+    market code (``/uk/en/`` -> GB)."""
+    prefix = locale_prefix(response)
+    for value in (
+        text(stated),
+        _lang_region(response.xpath("/html/@lang").get()),
+        prefix.split("/")[1] if prefix else None,
+    ):
+        country = country_of_market(value)  # "uk" in a lang region too -> GB
+        if country:
+            return country
+    return None
+
+
+def _lang_region(lang: str | None) -> str | None:
+    """``en-ca`` -> ``ca``, ``zh-Hant-tw`` -> ``tw``; None without a region."""
+    match = re.match(r"^[A-Za-z]{2,3}(?:-[A-Za-z]{4})?-([A-Za-z]{2})\b", (lang or "").strip())
+    return match.group(1) if match else None
+
+
+def stated_currency(response: TextResponse, *bodies: Any) -> str | None:
+    """A currency code the page states for all its prices: in a state body (ASSUMED
+    keys), a price meta tag, or its JSON-LD offers; None when absent or contradictory."""
+    values: list[Any] = [b.get(k) for b in bodies if isinstance(b, dict) for k in _CURRENCY_KEYS]
+    values += [response.css(query).get() for query in _CURRENCY_META]
+    for node in structured_nodes(response, "json-ld"):
+        values += list(find_key(node, "priceCurrency"))
+    codes = {code for value in values if (code := stated_code(first(value)))}
+    return codes.pop() if len(codes) == 1 else None
 
 
 def extract_category(response: TextResponse) -> dict[str, Any]:
@@ -167,15 +220,18 @@ def extract_category(response: TextResponse) -> dict[str, Any]:
     category_name = text(category_body.get("title")) or css_text(
         response, "h1 .header-title-current ::text"
     )
-    country = text(category_body.get("country"))
-    currency = currency_of(response, country)
+    money = _Pricing(
+        country=page_country(response, category_body.get("country")),
+        stated=stated_currency(response, products_body),
+        printed=_card_prices(response),
+    )
     prefix = locale_prefix(response)
     items = (products_body.get("products") or {}).get("items") or []
-    products = [_from_state_item(item, response, prefix, currency, category_name) for item in items]
+    products = [_from_state_item(item, response, prefix, money, category_name) for item in items]
     products = [p for p in products if p]
     source = "state"
     if not products:
-        products = _from_grid(response, currency, category_name)
+        products = _from_grid(response, money, category_name)
         source = "grid"
     page = response.url.split("page=")[-1] if "page=" in response.url else "1"
     return {
@@ -189,6 +245,34 @@ def extract_category(response: TextResponse) -> dict[str, Any]:
     }
 
 
+class _Pricing(NamedTuple):
+    """What a category page tells about its prices' currency (see hermes_markets)."""
+
+    country: str | None
+    stated: str | None  # a code stated for the whole page
+    printed: dict[str, str]  # SKU -> the card's printed price
+
+    def currency(self, item_code: Any = None, sku: str | None = None) -> str | None:
+        card = self.printed.get(sku or "")
+        return resolve_currency(
+            stated=(item_code, self.stated),
+            # The product's own card; without one, every card (they share a currency).
+            printed=[card] if card else list(self.printed.values()),
+            country=self.country,
+        )
+
+
+def _card_prices(response: TextResponse) -> dict[str, str]:
+    """SKU -> the price its grid card prints (``CA$6,250``)."""
+    prices = {}
+    for card in response.css(".product-item"):
+        sku = _SKU_IN_URL.search(urlparse(card.css("a.product-item-name::attr(href)").get("")).path)
+        price = css_text(card, _CARD_PRICE)
+        if sku and price:
+            prices[sku.group(1)] = price
+    return prices
+
+
 def _availability(stock: Any) -> str | None:
     if not isinstance(stock, dict):
         return None
@@ -199,8 +283,12 @@ def _availability(stock: Any) -> str | None:
     return "OutOfStock"
 
 
+def _item_currency(item: dict[str, Any]) -> Any:
+    return next((item[k] for k in _CURRENCY_KEYS if item.get(k)), None)
+
+
 def _from_state_item(
-    item: Any, response: TextResponse, prefix: str, currency: str | None, category: str | None
+    item: Any, response: TextResponse, prefix: str, money: _Pricing, category: str | None
 ) -> dict[str, Any]:
     if not isinstance(item, dict) or not item.get("sku") or not item.get("url"):
         return {}
@@ -209,14 +297,16 @@ def _from_state_item(
     images = [
         absolute(response, a.get("url")) for a in item.get("assets") or [] if isinstance(a, dict)
     ]
+    price = to_float(item.get("price"))
+    sku = str(item["sku"])
     return {
         "url": url,
-        "product_id": str(item["sku"]),
+        "product_id": sku,
         "name": text(item.get("title")),
         "brand": "Hermès",
         "category": category,
-        "price": to_float(item.get("price")),
-        "currency": currency if item.get("price") is not None else None,
+        "price": price,
+        "currency": money.currency(_item_currency(item), sku) if price is not None else None,
         "availability": _availability(item.get("stock")),
         "color": text(item.get("avgColor")),
         "images": unique(images) or None,
@@ -224,7 +314,7 @@ def _from_state_item(
 
 
 def _from_grid(
-    response: TextResponse, currency: str | None, category: str | None
+    response: TextResponse, money: _Pricing, category: str | None
 ) -> list[dict[str, Any]]:
     products = []
     for card in response.css(".product-item"):
@@ -233,7 +323,8 @@ def _from_grid(
             continue
         url = response.urljoin(href)
         sku = _SKU_IN_URL.search(urlparse(url).path)
-        price = css_text(card, ".product-item-price .price ::text")
+        printed = css_text(card, _CARD_PRICE)
+        price = to_float(printed)
         image = card.css("img::attr(src)").get()
         products.append(
             {
@@ -242,8 +333,12 @@ def _from_grid(
                 "name": css_text(card, ".product-title ::text"),
                 "brand": "Hermès",
                 "category": category,
-                "price": to_float(price),
-                "currency": currency if price else None,
+                "price": price,
+                "currency": resolve_currency(
+                    stated=[money.stated], printed=[printed], country=money.country
+                )
+                if price is not None
+                else None,
                 "images": [absolute(response, image)] if image else None,
             }
         )
@@ -265,16 +360,17 @@ def extract_product(response: TextResponse, sku: str | None = None) -> dict[str,
         None,
     )
     attributes: dict[str, Any] = {}
+    stated: list[Any] = []  # currency codes, the product's own first
     if body:
         fields.update(
             name=text(body.get("title")),
             price=to_float(body.get("price")),
-            currency=currency_of(response) if body.get("price") is not None else None,
             availability=_availability(body.get("stock")),
             color=text(body.get("avgColor")),
             material=text(body.get("materials")),
             description=long_text(body.get("description")),
         )
+        stated.append(_item_currency(body))
         if body.get("dimensions"):
             attributes["dimensions"] = text(body["dimensions"])
     for node in structured_nodes(response, "json-ld"):
@@ -285,7 +381,6 @@ def extract_product(response: TextResponse, sku: str | None = None) -> dict[str,
         found = {
             "name": text(node.get("name")),
             "price": to_float(offer.get("price")),
-            "currency": text(offer.get("priceCurrency")),
             "availability": schema_name(offer.get("availability")),
             "color": text(node.get("color")),
             "material": text(node.get("material")),
@@ -294,6 +389,7 @@ def extract_product(response: TextResponse, sku: str | None = None) -> dict[str,
         for name, value in found.items():
             if fields.get(name) is None:
                 fields[name] = value
+        stated.append(first(offer.get("priceCurrency")))
         break
     details = {}
     for detail in response.css(".product-detail"):
@@ -301,18 +397,23 @@ def extract_product(response: TextResponse, sku: str | None = None) -> dict[str,
         value = css_text(detail, ".value::text")
         if label and value:
             details[label.lower()] = value
+    printed = css_text(response, ".product-price .price ::text")
     dom = {
         "name": css_text(response, "h1.product-title::text"),
-        "price": to_float(css_text(response, ".product-price .price ::text")),
+        "price": to_float(printed),
         "color": css_text(response, ".product-color .value::text"),
-        "material": details.get("material"),
+        "material": next((details[k] for k in _MATERIAL_LABELS if k in details), None),
         "description": long_text(css_text(response, ".product-description ::text")),
     }
     for name, value in dom.items():
         if fields.get(name) is None:
             fields[name] = value
-    if fields["price"] is not None and fields["currency"] is None:
-        fields["currency"] = currency_of(response)
-    attributes.update({k: v for k, v in details.items() if k not in ("material",)})
+    if fields["price"] is not None:
+        fields["currency"] = resolve_currency(
+            stated=[*stated, stated_currency(response)],
+            printed=[printed],
+            country=page_country(response),
+        )
+    attributes.update({k: v for k, v in details.items() if k not in _MATERIAL_LABELS})
     fields["attributes"] = attributes or None
     return fields

@@ -183,6 +183,24 @@ def test_different_page_types_of_one_site_do_not_match(prints: Mapping[str, Fing
         assert similarity < DEFAULT_THRESHOLD, (base, other, similarity)
 
 
+def test_hermes_markets_are_content_not_structure(prints: Mapping[str, Fingerprint]) -> None:
+    """Another market's category page (locale paths, language, currency) is the same
+    page type as the saved Canadian one: the gate must not report it as a change."""
+    name = "hermes/category_ca_2025.html"
+    baseline = one_page_baseline(prints[name])
+    saved = (REAL_PAGES / name).read_text(encoding="utf-8")
+    for locale, lang, sign in (("/fr/fr/", "fr-fr", "€"), ("/jp/ja/", "ja-jp", "¥")):
+        moved = saved.replace("/ca/en/", locale).replace('lang="en-ca"', f'lang="{lang}"')
+        moved = moved.replace("CA$", sign)
+        assert compare(fingerprint(moved), baseline).similarity == 1.0, locale
+    fixtures = Path(__file__).resolve().parents[2] / "fingerprints/sites/hermes/fixtures/category"
+    scores = {
+        page: round(compare(fingerprint((fixtures / page).read_bytes()), baseline).similarity, 3)
+        for page in ("bags.html", "fr-sacs-et-pochettes.html", "us-bags.html")
+    }
+    assert scores == dict.fromkeys(scores, 0.978)  # our fixtures of three markets, alike
+
+
 def content_only_change(body: bytes, seed: int) -> str:
     """Other text, other links/ids/images, fewer repeated items: content, not layout."""
     rnd = random.Random(seed)
