@@ -265,7 +265,9 @@ def merge_results(
     squares), ``images`` (a larger photo than the card's thumbnail), and ``hotel_id``,
     ``property_type``, ``location``, which only the store has.
     """
-    by_path = {urlparse(h["url"]).path: h for h in reversed(store)}  # first one wins
+    by_path: dict[str, dict[str, Any]] = {}
+    for result in store:
+        by_path.setdefault(urlparse(result["url"]).path, result)
     merged: dict[str, dict[str, Any]] = {}
     for card in cards:
         path = urlparse(card["url"]).path
@@ -457,11 +459,13 @@ def _ref(store: dict[str, Any], value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _entity(store: dict[str, Any], parent: dict[str, Any], key: str, typename: str) -> dict:
-    """``parent[key]`` resolved, else the store's only entity of ``typename``."""
-    found = _ref(store, parent.get(key))
-    if found:
-        return found
+def _entity(
+    store: dict[str, Any], parent: dict[str, Any], key: str, typename: str
+) -> dict[str, Any]:
+    """``parent[key]`` resolved (``null``: the page has none); without a parent, the
+    store's only entity of ``typename``."""
+    if key in parent:
+        return _ref(store, parent[key])
     matches = [v for v in store.values() if isinstance(v, dict) and v.get("__typename") == typename]
     return matches[0] if len(matches) == 1 else {}
 
