@@ -111,6 +111,16 @@ GENERIC_MARKERS: tuple[Marker, ...] = (
         "captcha",
         needles=("captcha-delivery.com",),
     ),
+    # What DataDome's CAPTCHA page shows before its script runs: the same on every site it
+    # protects (seen on idealista), so the page is known when the script comes from
+    # another host name.
+    Marker(
+        "datadome interstitial text",
+        r"please enable js and disable any ad blocker",
+        "captcha",
+        "thin",
+        needles=("ad blocker",),
+    ),
     # Cloudflare managed challenge. Real pages load /cdn-cgi/challenge-platform/scripts/jsd
     # (bot detection), which carries none of these.
     Marker(
@@ -127,6 +137,19 @@ GENERIC_MARKERS: tuple[Marker, ...] = (
         "blocked",
         "thin",
         needles=("been blocked",),
+    ),
+    # AWS WAF challenge and CAPTCHA interstitials: an empty page that runs the WAF's
+    # JavaScript (``AwsWafIntegration.getToken()`` then a reload; the CAPTCHA variant's
+    # ``window.gokuProps``). Protected real pages load the same challenge.js for a silent
+    # token and set ``awsWafCookieDomainList`` too, so the script and the integration
+    # count only on a thin page; gokuProps (the interstitial's sealed context) anywhere.
+    Marker("aws waf challenge", r"window\.gokuProps\s*=", "captcha", needles=("gokuprops",)),
+    Marker(
+        "aws waf challenge",
+        r"AwsWafIntegration\.\w+\(|awswaf\.com/[^\"']*/(?:challenge|captcha)\.js",
+        "captcha",
+        "thin",
+        needles=("awswafintegration", "awswaf.com"),
     ),
     # PerimeterX / HUMAN.
     Marker(
@@ -324,6 +347,9 @@ def classify(
         return Verdict("throttled", reason, status)
     if _header(headers, "cf-mitigated").lower() == "challenge":
         return Verdict("captcha", "cloudflare challenge (cf-mitigated header)", status)
+    # AWS WAF names its action on the answer (202 challenge, 405 CAPTCHA).
+    if _header(headers, "x-amzn-waf-action").lower() in ("challenge", "captcha"):
+        return Verdict("captcha", "aws waf challenge (x-amzn-waf-action header)", status)
 
     page = _Page(body, rules)
     for kind in _PRECEDENCE:

@@ -15,7 +15,9 @@ without the internet. The manifest::
       "ignore_query": ["checkin", "checkout"],       # parameters that do not select a page
       "routes": {
         "/review/shop.example": "fixtures/company_reviews/shop-page-1.html",
-        "/blocked/datadome": {"file": "blocked/datadome.html", "status": 403}
+        "/blocked/datadome": {"file": "blocked/datadome.html", "status": 403},
+        "/hotel/x.html": {"file": "fixtures/hotel/x.html",             # a block page first:
+                          "first": {"file": "blocked/waf.html", "status": 202, "times": 1}}
       }
     }
 
@@ -24,13 +26,16 @@ body is served with every listed host (also JSON-escaped and protocol-relative f
 rewritten to the replay's base URL, so links the spider follows stay on loopback. A route
 key may carry a query (``/search?page=2``); lookups try the exact path and query, then the
 query's parameters sorted, without the ``ignore_query`` ones (dates a spider computes at
-run time). Unknown paths answer 404.
+run time). Unknown paths answer 404. A route's ``first`` answer is served instead of its
+file for the route's first ``times`` requests (a site that challenges a client before
+serving the page), counted since the replay started.
 
 The replay also answers absolute-form requests (``GET http://host/path``), as a forward
 proxy would: a site whose profile requires proxies (``needs_proxies = true``) crawls the
 replay with ``PROXY_LIST=<replay URL>``, so the rotating-proxy middleware runs as it
 does in production. ``GET /__replay/log`` returns the access log (``DELETE`` clears it);
-``/__replay/`` is disallowed by robots.txt and never logged.
+``/__replay/`` is disallowed by robots.txt and never logged. Each log entry names the
+``X-Demo-Client`` a loopback proxy added (``client``), so tests see which proxy asked.
 """
 
 from __future__ import annotations
@@ -44,8 +49,9 @@ import re
 import signal
 import sys
 import urllib.request
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any, Self
@@ -71,6 +77,9 @@ class Route:
     file: Path
     status: int = 200
     content_type: str = "text/html"
+    # Served instead of ``file`` for the route's first ``first_times`` requests.
+    first: Route | None = None
+    first_times: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,13 +110,14 @@ class ReplayManifest:
         ignore = frozenset(raw.get("ignore_query") or ())
         for key, spec in (raw.get("routes") or {}).items():
             spec = {"file": spec} if isinstance(spec, str) else dict(spec)
-            route = Route(
-                file=root / spec["file"],
-                status=int(spec.get("status", 200)),
-                content_type=str(spec.get("content_type", "text/html")),
-            )
-            if not route.file.is_file():
-                raise ManifestError(f"{path}: route {key!r} names a missing file {route.file}")
+            first = spec.get("first")
+            route = _route(root, spec)
+            if first is not None:
+                first_route = _route(root, first)
+                route = replace(route, first=first_route, first_times=int(first.get("times", 1)))
+            for file in (route.file, *([route.first.file] if route.first else [])):
+                if not file.is_file():
+                    raise ManifestError(f"{path}: route {key!r} names a missing file {file}")
             routes[normalise_target(key, ignore=ignore)] = route
         if not routes:
             raise ManifestError(f"{path}: no routes")
@@ -129,10 +139,19 @@ class ReplayManifest:
         )
 
     def lookup(self, path: str, query: str) -> Route | None:
-        exact = self.routes.get(path + (f"?{query}" if query else ""))
-        if exact is not None:
-            return exact
-        return self.routes.get(normalise_target(path, query, ignore=self.ignore_query))
+        found = self.find(path, query)
+        return found[1] if found else None
+
+    def find(self, path: str, query: str) -> tuple[str, Route] | None:
+        """The route serving ``path?query`` and its key in ``routes``."""
+        for key in (
+            path + (f"?{query}" if query else ""),
+            normalise_target(path, query, ignore=self.ignore_query),
+        ):
+            route = self.routes.get(key)
+            if route is not None:
+                return key, route
+        return None
 
     def rewrite(self, body: str, base: str) -> str:
         """Every listed site host in ``body`` pointed at ``base`` (the replay's URL)."""
@@ -147,6 +166,14 @@ class ReplayManifest:
         for pattern in self._patterns:
             body = pattern.sub(swap, body)
         return body
+
+
+def _route(root: Path, spec: Mapping[str, Any]) -> Route:
+    return Route(
+        file=root / spec["file"],
+        status=int(spec.get("status", 200)),
+        content_type=str(spec.get("content_type", "text/html")),
+    )
 
 
 def normalise_target(
@@ -171,6 +198,7 @@ def _host_pattern(host: str) -> re.Pattern[str]:
 # -- the server ----------------------------------------------------------------------------
 
 _LOG = web.AppKey("replay_log", list)
+_SERVED = web.AppKey("replay_served", Counter)
 _SITE = web.AppKey("replay_site", ReplayManifest)
 
 
@@ -197,19 +225,25 @@ async def handle(request: web.Request) -> web.StreamResponse:
         "path": path + (f"?{request.query_string}" if request.query_string else ""),
         "proxied": request.raw_path.startswith(("http://", "https://")),
         "user_agent": request.headers.get("User-Agent", ""),
+        "client": request.headers.get("X-Demo-Client", ""),
     }
     request.app[_LOG].append(entry)
     if path == "/robots.txt":
         entry["status"] = 200
         return web.Response(text=manifest.robots, content_type="text/plain")
-    route = manifest.lookup(path, request.query_string)
-    if route is None:
+    found = manifest.find(path, request.query_string)
+    if found is None:
         entry["status"] = 404
         return web.Response(
             text="<html><body>not in the replay</body></html>",
             status=404,
             content_type="text/html",
         )
+    key, route = found
+    served = request.app[_SERVED]
+    served[key] += 1
+    if route.first is not None and served[key] <= route.first_times:
+        route = route.first
     file, status = route.file, route.status
     if manifest.session_cookie and not _has_session(request, manifest.session_cookie):
         entry["session"] = False
@@ -234,6 +268,7 @@ def create_app(manifest: ReplayManifest) -> web.Application:
     app = web.Application()
     app[_SITE] = manifest
     app[_LOG] = []
+    app[_SERVED] = Counter()
     app.router.add_route("*", "/{tail:.*}", handle)
     return app
 

@@ -184,6 +184,37 @@ def test_real_datadome_block_page_is_a_captcha_with_any_status() -> None:
 
 
 @needs_real_pages
+def test_real_aws_waf_challenge_is_a_captcha_by_the_generic_rules() -> None:
+    """booking.com's AWS WAF challenge: an empty page running AwsWafIntegration; real
+    booking.com pages load the same challenge.js and set awsWafCookieDomainList too."""
+    body = (REAL_PAGES / "booking_com" / "awswaf_block_page.html").read_bytes()
+    for status in (202, 200):
+        verdict = classify(status, {"Content-Type": "text/html"}, body)
+        assert str(verdict) == "captcha: aws waf challenge on a thin page"
+    for name in ("hotel_2026.html", "search_2025_03.html", "search_2025.html"):
+        assert b"challenge.js" in (page := (REAL_PAGES / "booking_com" / name).read_bytes())
+        assert classify(200, {"Content-Type": "text/html"}, page).ok, name
+
+
+def test_aws_waf_action_header_is_a_captcha_whatever_the_body() -> None:
+    body = b"<html><body>" + b"<p>a page</p>" * 200 + b"</body></html>"
+    for action, status in (("challenge", 202), ("captcha", 405)):
+        verdict = classify(status, {"x-amzn-waf-action": action}, body)
+        assert (str(verdict), verdict.status) == (
+            "captcha: aws waf challenge (x-amzn-waf-action header)",
+            status,
+        )
+    assert classify(200, {"X-Amzn-Waf-Action": "allow"}, body).ok
+
+
+def test_datadome_text_without_its_script_is_a_captcha_on_a_thin_page_only() -> None:
+    thin = b"<html><body><p id='cmsg'>Please enable JS and disable any ad blocker</p></body></html>"
+    assert str(classify(403, {}, thin)) == "captcha: datadome interstitial text on a thin page"
+    article = b"<p>" + b"Readers: please enable JS and disable any ad blocker. " * 60 + b"</p>"
+    assert classify(200, {}, b"<html><body>" + article + b"</body></html>").ok
+
+
+@needs_real_pages
 def test_real_pages_are_ok_and_classified_fast() -> None:
     """g2 carries a DataDome tag and Cloudflare's challenge-platform script, idealista a
     contact-form CAPTCHA, trustpilot a reCAPTCHA textarea: all real pages."""

@@ -15,7 +15,9 @@ Findings these tests pin down:
   Their search pages (``search_es_2025``, Spanish UI, and ``search_pt_2025``) are one page
   type (0.89 each way): same cards, filters and pagination; the .com page renders its
   header and menus on the server (no ``#shell-root``), the only structural difference.
-- booking and facebook have two page types each; they do not match each other.
+- booking and facebook have two page types each; they do not match each other. booking's
+  two search pages (2025-03, 2025-12) and two hotel pages (2016-18, 2026) are layout
+  generations of one page type each: they do not match each other either.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ PAGES: dict[str, dict[str, list[str]]] = {
     },
     "booking_com": {
         "search": ["booking_com/search_2025.html"],
+        # March 2025 search results rendered after "load more": an older card layout.
+        "search_2025_03": ["booking_com/search_2025_03.html"],
+        "hotel": ["booking_com/hotel_2026.html"],
         "hotel_old": ["booking_com/hotel_old.html"],
     },
     "facebook_marketplace": {
@@ -230,3 +235,24 @@ def test_content_changes_keep_every_real_page_above_threshold(
     changed = content_only_change((REAL_PAGES / name).read_bytes(), seed=len(name))
     similarity = compare(fingerprint(changed), one_page_baseline(prints[name])).similarity
     assert similarity >= DEFAULT_THRESHOLD, (name, similarity)
+
+
+def test_booking_waf_challenge_fails_as_blocked_not_as_structure_change(
+    prints: Mapping[str, Fingerprint],
+) -> None:
+    hotel = "booking_com/hotel_2026.html"
+    baseline = SiteBaseline(
+        "booking_com",
+        DEFAULT_THRESHOLD,
+        {"hotel": PageTypeBaseline.build("hotel", [prints[hotel]])},
+        {},
+    )
+    real = Page(hotel, "hotel", 200, {}, (REAL_PAGES / hotel).read_bytes())
+    assert evaluate("booking_com", [real], baseline).passed
+    challenge = (REAL_PAGES / "booking_com" / "awswaf_block_page.html").read_bytes()
+    for status in (202, 200):  # AWS WAF answers 202; a CDN or proxy may say 200
+        block = Page("https://www.booking.com/hotel/in/x.html", "hotel", status, {}, challenge)
+        result = evaluate("booking_com", [real, block], baseline)
+        assert (result.passed, result.status) == (False, "blocked"), result.summary()
+        assert "captcha: aws waf challenge" in result.reason
+        assert result.changed_page_types == []

@@ -43,7 +43,11 @@ REAL_PAGES: dict[str, list[tuple[str, str, bool]]] = {
     "hermes": [("hermes/category_ca_2025.html", "category", True)],
     "booking_com": [
         ("booking_com/search_2025.html", "search", True),
-        # The old (2016-18) hotel layout against the assumed modern one: a change.
+        # The March 2025 search layout (197 cards after "load more"): an older generation,
+        # reported as a change; the spider reads it all the same (test_booking_com).
+        ("booking_com/search_2025_03.html", "search", False),
+        ("booking_com/hotel_2026.html", "hotel", True),
+        # The old (2016-18) hotel layout against the current one: a change.
         ("booking_com/hotel_old.html", "hotel", False),
     ],
     "facebook_marketplace": [
