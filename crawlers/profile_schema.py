@@ -82,6 +82,7 @@ PageTypeName = Annotated[
         lambda name: bool(name) and name[0] not in "_-" and set(name) <= _PAGE_TYPE_CHARS,
     ),
 ]
+SpiderMethod = Annotated[str, _expected("the name of a spider method", str.isidentifier)]
 
 
 # -- the tables ----------------------------------------------------------------------------------
@@ -113,6 +114,8 @@ class PageTypeTable(Table):
     sample_paths: list[UrlPath] = []
     selectors: dict[str, Text] = {}
     threshold: Threshold | None = None
+    # The spider method that parses this page type: the gate runs it on a drifted sample.
+    callback: SpiderMethod | None = None
 
 
 class FingerprintTable(Table):
@@ -121,6 +124,7 @@ class FingerprintTable(Table):
     the same rules."""
 
     threshold: Threshold | None = None
+    strict: bool = False  # any structure drift fails the gate, even with complete extraction
     page_types: dict[PageTypeName, PageTypeTable] = {}
 
 

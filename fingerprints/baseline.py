@@ -62,6 +62,7 @@ class PageTypeConfig:
     sample_paths: tuple[str, ...] = ()
     selectors: Mapping[str, str] = field(default_factory=dict)
     threshold: float | None = None
+    callback: str | None = None  # the spider method that parses this page type
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class FingerprintConfig:
     threshold: float | None = None
     page_types: Mapping[str, PageTypeConfig] = field(default_factory=dict)
     declared: bool = False  # False: no profile or no [fingerprint] table
+    strict: bool = False  # any drift fails the gate (docs/fingerprints.md)
 
     @classmethod
     def from_mapping(
@@ -78,6 +80,9 @@ class FingerprintConfig:
     ) -> FingerprintConfig:
         raw = dict(raw)
         threshold = _threshold(raw.pop("threshold", None), f"{source}: threshold")
+        strict = raw.pop("strict", False)
+        if not isinstance(strict, bool):
+            raise BaselineError(f"{source}: strict must be true or false")
         page_types: dict[str, PageTypeConfig] = {}
         for name, table in dict(raw.pop("page_types", {}) or {}).items():
             where = f"{source}: page_types.{name}"
@@ -89,6 +94,9 @@ class FingerprintConfig:
             paths = table.pop("sample_paths", [])
             selectors = table.pop("selectors", {})
             page_threshold = _threshold(table.pop("threshold", None), f"{where}.threshold")
+            callback = table.pop("callback", None)
+            if callback is not None and not (isinstance(callback, str) and callback.isidentifier()):
+                raise BaselineError(f"{where}.callback: the name of a spider method")
             if table:
                 raise BaselineError(f"{where}: unknown keys {sorted(table)}")
             if not isinstance(paths, list) or not all(
@@ -99,10 +107,12 @@ class FingerprintConfig:
                 isinstance(q, str) and q.strip() for q in selectors.values()
             ):
                 raise BaselineError(f"{where}.selectors: a table of name = selector")
-            page_types[name] = PageTypeConfig(tuple(paths), dict(selectors), page_threshold)
+            page_types[name] = PageTypeConfig(
+                tuple(paths), dict(selectors), page_threshold, callback
+            )
         if raw:
             raise BaselineError(f"{source}: unknown keys {sorted(raw)}")
-        return cls(threshold=threshold, page_types=page_types, declared=True)
+        return cls(threshold=threshold, page_types=page_types, declared=True, strict=strict)
 
     @classmethod
     def for_site(cls, site: str, profiles_dir: Path | None = None) -> FingerprintConfig:

@@ -29,6 +29,10 @@ DEFAULT_MIN_ITEMS = 20
 # A field that was filled on at least this share of items and now on none has vanished,
 # whatever its tolerance: the typical broken selector on a rarely filled field.
 VANISHED_MIN_RATE = 0.02
+# A gate's sample has a handful of items, too few for fill rates: there a field counts as
+# lost when it is empty on every sampled item and the baseline's rate makes such a run
+# of empties less likely than this by chance ((1 - rate) ** items).
+LOST_SIGNIFICANCE = 0.05
 
 
 def is_filled(value: Any) -> bool:
@@ -206,6 +210,29 @@ def compare_coverage(items: Iterable[Any], baseline: CoverageBaseline) -> Covera
             drops.append(FieldDrop(name, expectation.rate, actual, tolerance))
     new = tuple(n for n, r in rates.items() if n not in baseline.fields and r > 0)
     return CoverageReport(baseline.site, total, rates, tuple(drops), new)
+
+
+def lost_fields(
+    items: Iterable[Any], baseline: CoverageBaseline, significance: float = LOST_SIGNIFICANCE
+) -> tuple[FieldDrop, ...]:
+    """The baseline's fields a sample lost (the gate's check of a drifted sample).
+
+    A small sample (fewer than ``min_items``) loses a field only when the field is empty
+    on every item and chance explains that less than ``significance`` of the time; a
+    large one is judged by ``compare_coverage``'s drops as well.
+    """
+    items = list(items)
+    total, rates = fill_rates(items, baseline.fields)
+    if total == 0:
+        return ()
+    lost = {
+        name: FieldDrop(name, expectation.rate, 0.0, baseline.tolerance_for(name))
+        for name, expectation in sorted(baseline.fields.items())
+        if rates.get(name, 0.0) == 0 and (1 - expectation.rate) ** total < significance
+    }
+    if total >= baseline.min_items:
+        lost |= {drop.field: drop for drop in compare_coverage(items, baseline).drops}
+    return tuple(lost[name] for name in sorted(lost))
 
 
 def coverage_path(site: str, sites_dir: Path = SITES_DIR) -> Path:

@@ -11,13 +11,28 @@ writes anything anywhere.
 Precedence when several problems occur: ``error`` > ``no_baseline`` > ``blocked`` >
 ``fetch_failed`` > ``structure_changed``. A block page says nothing about the site's
 structure, so it is reported as blocked, never as a structure change.
+
+A structure change is then judged by the data (``fingerprints.extraction``): the page
+type's own spider callback runs on the sample and its items are validated (item schema,
+field-coverage baseline). The ``verdict``:
+
+- ``passed``: the structure matches the baseline;
+- ``drifted``: it does not, but extraction is complete (``passed`` stays True: the run
+  goes on, with a warning and a proposed new baseline);
+- ``structure_changed``: it does not and extraction fails, yields invalid items or loses a
+  field (fail closed), or the profile asks for ``strict = true``;
+- ``blocked``, ``fetch_failed``, ``no_baseline``, ``error``: as ``status``.
+
+``status`` keeps its meaning (what the structural comparison found), so a drifted result
+has status ``structure_changed`` and verdict ``drifted``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,14 +49,26 @@ from fingerprints.baseline import (
     sha256,
     site_dir,
 )
+from fingerprints.coverage import CoverageBaseline, load_coverage_baseline
+from fingerprints.extraction import (
+    ExtractionReport,
+    Fetch,
+    judge_extraction,
+    run_callbacks,
+    site_spider,
+)
 from fingerprints.sampler import Page, SamplerError, fetch_sample
-from fingerprints.structure import Comparison, compare, fingerprint
+from fingerprints.structure import Comparison, PageTypeBaseline, compare, fingerprint
 
 GateStatus = Literal[
     "passed", "structure_changed", "blocked", "fetch_failed", "no_baseline", "error"
 ]
+GateVerdict = Literal[
+    "passed", "drifted", "structure_changed", "blocked", "fetch_failed", "no_baseline", "error"
+]
 PageOutcome = Literal["ok", "changed", "blocked", "fetch_failed", "no_baseline"]
 Mode = Literal["live", "fixtures"]
+PARTS = "_parts"  # the sampler's page type for the follow-up requests of callbacks
 _PRECEDENCE: tuple[GateStatus, ...] = (
     "error",
     "no_baseline",
@@ -143,6 +170,16 @@ class GateResult:
     reason: str
     page_types: Mapping[str, PageTypeResult] = field(default_factory=dict)
     mode: Mode = "live"
+    verdict: GateVerdict | None = None  # None: the status (set in __post_init__)
+    # SiteBaseline-shaped JSON of the sampled structure (drifted and structure_changed).
+    proposed_baseline: Mapping[str, Any] | None = None
+    # ExtractionReport.to_dict(): per page type items, invalid items, lost fields, and
+    # "failed_fields": {page_type: [field, ...]}. Set when extraction was judged.
+    extraction: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict is None:
+            object.__setattr__(self, "verdict", self.status)
 
     @property
     def changed_page_types(self) -> list[str]:
@@ -155,11 +192,16 @@ class GateResult:
     def summary(self) -> str:
         """Plain text for an alert (Slack, Prefect artifact, log)."""
         what = "live structure check" if self.mode == "live" else "fixture check"
-        verdict = "passed" if self.passed else f"FAILED ({self.status})"
+        if self.verdict == "drifted":
+            verdict = "DRIFTED (extraction complete, the run continues)"
+        else:
+            verdict = "passed" if self.passed else f"FAILED ({self.verdict})"
         lines = [f"{self.site}: {what} {verdict}: {self.reason}"]
         for name, result in self.page_types.items():
             sim = "n/a" if result.similarity is None else f"{result.similarity:.3f}"
             state = "ok" if result.passed else "FAILED"
+            if not result.passed and self.verdict == "drifted":
+                state = "drifted"
             features = result.changed_features
             changed = f"; changed: {', '.join(features)}" if features else ""
             lines.append(
@@ -168,16 +210,21 @@ class GateResult:
             )
             if not result.passed:
                 lines += [f"    {line}" for line in result.details()]
+        failed = (self.extraction or {}).get("failed_fields") or {}
+        lines += [f"- extraction failed on {name}: {', '.join(f)}" for name, f in failed.items()]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
             "status": self.status,
+            "verdict": self.verdict,
             "site": self.site,
             "mode": self.mode,
             "reason": self.reason,
             "page_types": {k: v.to_dict() for k, v in self.page_types.items()},
+            "proposed_baseline": self.proposed_baseline,
+            "extraction": self.extraction,
         }
 
 
@@ -289,6 +336,82 @@ def _reason(
     return head
 
 
+def propose_baseline(
+    result: GateResult, pages: Sequence[Page], baseline: SiteBaseline
+) -> SiteBaseline:
+    """The baseline the sampled pages would give (``PageTypeBaseline.build``, the builder
+    ``python -m fingerprints baseline`` uses), with the same selectors and thresholds;
+    page types not in the sample keep their current entry."""
+    prints: dict[str, list[Any]] = {}
+    digests: dict[str, dict[str, str]] = {}
+    for page in pages:
+        checks = result.page_types.get(page.page_type)
+        page_baseline = baseline.page_types.get(page.page_type)
+        if checks is None or page_baseline is None or not _comparable(checks, page.url):
+            continue
+        fp = fingerprint(page.body, page_baseline.selector_queries, content_type=page.content_type)
+        prints.setdefault(page.page_type, []).append(fp)
+        digests.setdefault(page.page_type, {})[page.url] = hashlib.sha256(page.body).hexdigest()
+    page_types = dict(baseline.page_types)
+    fixtures = {name: dict(entries) for name, entries in baseline.fixtures.items()}
+    for name, page_prints in prints.items():
+        old = baseline.page_types[name]
+        page_types[name] = PageTypeBaseline.build(
+            name, page_prints, old.selector_queries, threshold=old.threshold
+        )
+        fixtures[name] = digests[name]
+    return SiteBaseline(baseline.site, baseline.threshold, page_types, fixtures)
+
+
+def _comparable(result: PageTypeResult, url: str) -> bool:
+    return any(c.url == url and c.outcome in ("ok", "changed") for c in result.pages)
+
+
+def extraction_targets(result: GateResult, pages: Sequence[Page]) -> list[Page]:
+    """The compared pages of every page type with a changed page: what the callbacks get."""
+    changed = set(result.changed_page_types)
+    return [
+        page
+        for page in pages
+        if page.page_type in changed and _comparable(result.page_types[page.page_type], page.url)
+    ]
+
+
+def decide(
+    result: GateResult,
+    extraction: ExtractionReport | None,
+    *,
+    strict: bool = False,
+    proposed: SiteBaseline | None = None,
+    note: str = "",
+) -> GateResult:
+    """The verdict of a structural result once the extraction is judged (pure).
+
+    Only a ``structure_changed`` status is open to judgement: a block, a fetch failure, a
+    missing baseline or an error keep their precedence, and a match stays ``passed``.
+    """
+    if result.status != "structure_changed":
+        return result
+    extra: dict[str, Any] = {
+        "proposed_baseline": proposed.to_dict() if proposed is not None else None,
+        "extraction": extraction.to_dict() if extraction is not None else None,
+    }
+    if extraction is not None and extraction.complete and not strict:
+        reason = (
+            result.reason.replace("structure changed:", "structure drifted:", 1)
+            + f" | extraction complete: {extraction.describe()}"
+        )
+        return replace(result, passed=True, verdict="drifted", reason=reason, **extra)
+    if extraction is None:
+        why = note or "extraction not judged"
+    elif not extraction.complete:
+        why = "extraction failed: " + "; ".join(extraction.problems())
+    else:
+        why = "extraction complete, but the profile is strict (any drift fails)"
+    reason = f"{result.reason} | {why}"
+    return replace(result, passed=False, verdict="structure_changed", reason=reason, **extra)
+
+
 # -- entry points (never raise) ------------------------------------------------------------------
 
 
@@ -312,6 +435,9 @@ def check_site(site: str, *, sites_dir: Path = SITES_DIR) -> GateResult:
         result = evaluate(
             site, pages, baseline, config=config, rules=_block_rules(site), mode="fixtures"
         )
+        # No network here: a part a callback asks for (a reviews API) cannot be fetched,
+        # so such a page type cannot show complete extraction and fails closed.
+        result = judge_sample(result, pages, baseline, config, sites_dir=sites_dir)
     except BaselineError as exc:
         return failure(site, "no_baseline", str(exc), "fixtures")
     except Exception as exc:  # fail closed: a crash is a failed gate, never a pass
@@ -320,8 +446,39 @@ def check_site(site: str, *, sites_dir: Path = SITES_DIR) -> GateResult:
         edited = _edited_fixtures(baseline, sites_dir)
         if edited:
             reason = result.reason + "; note: fixtures changed since the baseline: " + edited
-            return GateResult(True, "passed", site, reason, result.page_types, "fixtures")
+            return replace(result, reason=reason)
     return result
+
+
+def judge_sample(
+    result: GateResult,
+    pages: Sequence[Page],
+    baseline: SiteBaseline,
+    config: FingerprintConfig,
+    *,
+    sites_dir: Path = SITES_DIR,
+    base_url: str | None = None,
+    fetch: Fetch | None = None,
+) -> GateResult:
+    """A structure change judged by the data: the site's callbacks on the changed page
+    types' pages, their items against the item schemas and the coverage baseline. The
+    I/O edge of ``decide``: builds the spider, reads coverage.json, fetches parts."""
+    if result.status != "structure_changed":
+        return result
+    proposed = propose_baseline(result, pages, baseline)
+    callbacks = {name: pt.callback for name, pt in config.page_types.items()}
+    try:
+        coverage: CoverageBaseline | None = load_coverage_baseline(result.site, sites_dir)
+    except BaselineError:
+        coverage = None
+    try:
+        spider = site_spider(result.site, base_url)
+        outputs = run_callbacks(spider, extraction_targets(result, pages), callbacks, fetch=fetch)
+        report = judge_extraction(outputs, coverage)
+    except Exception as exc:  # no spider, a broken profile: not judged, fail closed
+        note = f"extraction could not run ({type(exc).__name__}: {exc})"
+        return decide(result, None, strict=config.strict, proposed=proposed, note=note)
+    return decide(result, report, strict=config.strict, proposed=proposed)
 
 
 def _edited_fixtures(baseline: SiteBaseline, sites_dir: Path) -> str:
@@ -380,7 +537,18 @@ def verify_site(
                 "empty sample: no [fingerprint.page_types.*] sample_paths in the site profile",
             )
         pages = fetch_sample(site, plan, base_url=base_url, timeout=timeout, settings=settings)
-        return evaluate(site, pages, baseline, config=config, rules=_block_rules(site))
+        result = evaluate(site, pages, baseline, config=config, rules=_block_rules(site))
+
+        def fetch(urls: Sequence[str]) -> dict[str, Page]:
+            # The parts a callback asks for, through the same fetch stack as the sample.
+            parts = fetch_sample(
+                site, {PARTS: tuple(urls)}, base_url=base_url, timeout=timeout, settings=settings
+            )
+            return {page.path: page for page in parts}
+
+        return judge_sample(
+            result, pages, baseline, config, sites_dir=sites_dir, base_url=base_url, fetch=fetch
+        )
     except BaselineError as exc:
         return failure(site, "no_baseline", str(exc))
     except SamplerError as exc:

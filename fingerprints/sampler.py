@@ -158,7 +158,8 @@ class _SamplerMixin:
                     "handle_httpstatus_list": _HANDLED_STATUSES,
                 }
                 entry = {
-                    "url": base + path,
+                    # A path of the site, or an absolute URL (a callback's follow-up).
+                    "url": path if "://" in path else base + path,
                     "callback": "sample_page",
                     "errback": "sample_failed",
                     "dont_filter": True,

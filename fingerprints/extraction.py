@@ -1,0 +1,369 @@
+"""Does the data still come out? The site's own callbacks on a sample whose structure changed.
+
+A structure change is not always a scraping failure: a redesign that renames classes and
+wraps blocks in new elements leaves JSON-LD, microdata and ``__NEXT_DATA__`` in place, and
+the spider reads its fields from those. So when the gate sees a changed page type, it
+runs the callback the profile names for it (``[fingerprint.page_types.<type>] callback``)
+on the sampled pages and judges what comes out.
+
+Two halves, I/O at the edges:
+
+- ``run_callbacks`` is the harness: it builds the site spider with the project's settings
+  (no crawl, no reactor, no frontier, no pipelines) and calls the callback on each page.
+  A request that carries a partial item in ``cb_kwargs`` completes that item (a reviews
+  API, a detail page): it is fetched with ``fetch`` (the sampler, in the live gate) and its
+  callback run, up to ``PART_DEPTH`` hops. Any other request is navigation: counted, never
+  followed. Items are tagged with the spider's job id, as ``JobTagMiddleware`` would.
+- ``judge_extraction`` is pure: outputs and the site's coverage baseline in, a report out.
+  Extraction is complete when every page yielded something, no callback failed, every
+  item validates against its schema (``core.items_schema``) and no field of the coverage
+  baseline is lost (``fingerprints.coverage.lost_fields``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from itemadapter import ItemAdapter, is_item
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from scrapy.responsetypes import responsetypes
+from scrapy.settings import Settings
+from scrapy.spiderloader import SpiderLoader
+from scrapy.statscollectors import MemoryStatsCollector
+
+import crawlers.items  # noqa: F401 - registers the item types for schema_for
+from core.items_schema import UnknownItemType, schema_for
+from fingerprints.coverage import CoverageBaseline, is_filled, lost_fields
+from fingerprints.sampler import Page
+
+SETTINGS_MODULE = "crawlers.settings"
+PART_DEPTH = 2  # product page -> reviews API -> (one more, e.g. a second API page)
+MAX_INVALID_SHOWN = 5
+# Fetch absolute URLs (the follow-up requests of a sample): one Page per URL, by URL.
+Fetch = Callable[[Sequence[str]], Mapping[str, Page]]
+
+
+@dataclass(frozen=True)
+class PageOutput:
+    """What the callback (and the parts it asked for) yielded for one sampled page."""
+
+    url: str
+    page_type: str
+    callback: str | None
+    items: tuple[Any, ...] = ()
+    requests: int = 0  # navigation requests: counted, not followed
+    errors: tuple[str, ...] = ()  # the callback raised, none declared, a part not fetched
+
+
+# -- the harness (builds the spider, calls callbacks; fetches only through ``fetch``) ------
+
+
+def site_spider(site: str, base_url: str | None = None) -> Spider:
+    """The site's spider with its profile's settings, ready for callbacks, never crawling."""
+    settings = Settings()
+    settings.setmodule(SETTINGS_MODULE, priority="project")
+    spider_class = SpiderLoader.from_settings(settings).load(site)
+    crawler = Crawler(spider_class, settings)
+    crawler.stats = MemoryStatsCollector(crawler)  # the spiders count what they see
+    kwargs: dict[str, Any] = {"job_id": f"fingerprint-{site}"}
+    if base_url:
+        kwargs["base_url"] = base_url
+    spider = spider_class.from_crawler(crawler, **kwargs)
+    crawler.spider = spider
+    return spider
+
+
+def page_response(
+    page: Page, request: Request | None = None, base: str = "http://fixture.invalid"
+) -> Response:
+    """The page as Scrapy gives it to a callback (a fixture's path is put under ``base``)."""
+    url = page.url if "://" in page.url else base.rstrip("/") + "/" + page.url.lstrip("/")
+    headers = dict(page.headers)
+    cls = responsetypes.from_args(headers=headers, url=url, body=page.body)
+    request = request or Request(url)
+    return cls(url=url, status=page.status, headers=headers, body=page.body, request=request)
+
+
+def run_callbacks(
+    spider: Spider,
+    pages: Sequence[Page],
+    callbacks: Mapping[str, str | None],
+    *,
+    fetch: Fetch | None = None,
+) -> list[PageOutput]:
+    """Each page through its page type's callback; parts fetched with ``fetch`` (none:
+    a part is reported as not fetched, e.g. in the fixture check, which has no network)."""
+    outputs: list[PageOutput] = []
+    pending: list[tuple[int, Request]] = []
+    for page in pages:
+        name = callbacks.get(page.page_type)
+        method = getattr(spider, name, None) if name else None
+        if method is None:
+            problem = (
+                f"the spider has no method {name!r}"
+                if name
+                else f"no callback declared ([fingerprint.page_types.{page.page_type}] callback)"
+            )
+            outputs.append(PageOutput(page.url, page.page_type, name, errors=(problem,)))
+            continue
+        base = str(getattr(spider, "base_url", "") or "http://fixture.invalid")
+        output, parts = _call(spider, method, page_response(page, base=base), {}, page, name)
+        pending += [(len(outputs), part) for part in parts]
+        outputs.append(output)
+    for _ in range(PART_DEPTH):
+        if not pending:
+            break
+        pending = _follow(spider, outputs, pending, fetch)
+    for index, request in pending:
+        outputs[index] = _with_error(outputs[index], f"{request.url}: more than {PART_DEPTH} hops")
+    return outputs
+
+
+def _follow(
+    spider: Spider,
+    outputs: list[PageOutput],
+    pending: list[tuple[int, Request]],
+    fetch: Fetch | None,
+) -> list[tuple[int, Request]]:
+    if fetch is None:
+        for index, request in pending:
+            problem = f"{request.url}: follow-up request not fetched (no network in this check)"
+            outputs[index] = _with_error(outputs[index], problem)
+        return []
+    fetched = fetch(list(dict.fromkeys(request.url for _, request in pending)))
+    more: list[tuple[int, Request]] = []
+    for index, request in pending:
+        page = fetched.get(request.url)
+        reason = _unusable(page)
+        if page is None or reason:
+            outputs[index] = _with_error(outputs[index], f"{request.url}: {reason}")
+            continue
+        method = request.callback if callable(request.callback) else spider.parse
+        output, parts = _call(
+            spider, method, page_response(page, request), request.cb_kwargs, page, None
+        )
+        outputs[index] = replace(
+            outputs[index],
+            items=outputs[index].items + output.items,
+            requests=outputs[index].requests + output.requests,
+            errors=outputs[index].errors + output.errors,
+        )
+        more += [(index, part) for part in parts]
+    return more
+
+
+def _unusable(page: Page | None) -> str:
+    if page is None:
+        return "not fetched"
+    if page.error:
+        return page.error
+    if not 200 <= page.status < 300:
+        return f"HTTP {page.status}"
+    return ""
+
+
+def _with_error(output: PageOutput, problem: str) -> PageOutput:
+    return replace(output, errors=(*output.errors, problem))
+
+
+def _call(
+    spider: Spider,
+    method: Callable[..., Any],
+    response: Response,
+    kwargs: Mapping[str, Any],
+    page: Page,
+    name: str | None,
+) -> tuple[PageOutput, list[Request]]:
+    items: list[Any] = []
+    parts: list[Request] = []
+    navigation = 0
+    try:
+        for output in _outputs(method(response, **kwargs)):
+            if isinstance(output, Request):
+                if output.cb_kwargs:  # carries a partial item: part of this page's data
+                    parts.append(output)
+                else:
+                    navigation += 1
+            elif is_item(output):
+                items.append(_tagged(output, spider))
+    except Exception as exc:  # a callback that crashes on the new layout: extraction failed
+        problem = f"{response.url}: {getattr(method, '__name__', 'callback')} raised {exc!r}"
+        return PageOutput(page.url, page.page_type, name, tuple(items), navigation, (problem,)), []
+    return PageOutput(page.url, page.page_type, name, tuple(items), navigation), parts
+
+
+def _outputs(result: Any) -> list[Any]:
+    """A callback's outputs, whether it returns, yields or is ``async``."""
+    if result is None:
+        return []
+    if inspect.isasyncgen(result):
+
+        async def drain() -> list[Any]:
+            return [output async for output in result]
+
+        return asyncio.run(drain())
+    if inspect.iscoroutine(result):
+        return _outputs(asyncio.run(result))
+    if isinstance(result, Request) or is_item(result):
+        return [result]
+    return list(result)
+
+
+def _tagged(item: Any, spider: Spider) -> Any:
+    adapter = ItemAdapter(item)
+    job_id = getattr(spider, "job_id", None)
+    if job_id and "job_id" in adapter.field_names() and not adapter.get("job_id"):
+        adapter["job_id"] = job_id
+    return item
+
+
+# -- the judgement (pure) -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageTypeExtraction:
+    page_type: str
+    callback: str | None
+    pages: int
+    items: int
+    requests: int
+    invalid: tuple[Mapping[str, Any], ...] = ()  # {"url", "errors": [...]}
+    lost_fields: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.errors and not self.invalid and not self.lost_fields
+
+    @property
+    def failed_fields(self) -> list[str]:
+        """Fields lost on this page type's items or invalid on one of them."""
+        names = list(self.lost_fields)
+        for entry in self.invalid:
+            for error in entry["errors"]:
+                name = error.split(":", 1)[0].split(".", 1)[0]
+                if name not in names:
+                    names.append(name)
+        return names
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "complete": self.complete,
+            "callback": self.callback,
+            "pages": self.pages,
+            "items": self.items,
+            "requests": self.requests,
+            "invalid_items": len(self.invalid),
+            "invalid": list(self.invalid[:MAX_INVALID_SHOWN]),
+            "lost_fields": list(self.lost_fields),
+            "errors": list(self.errors),
+        }
+
+
+@dataclass(frozen=True)
+class ExtractionReport:
+    page_types: Mapping[str, PageTypeExtraction] = field(default_factory=dict)
+    lost: tuple[str, ...] = ()  # coverage baseline fields lost over the whole sample
+    coverage_note: str = ""  # e.g. no coverage baseline: only the item schemas judged
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.page_types) and all(p.complete for p in self.page_types.values())
+
+    @property
+    def failed_fields(self) -> dict[str, list[str]]:
+        return {
+            name: result.failed_fields
+            for name, result in self.page_types.items()
+            if result.failed_fields
+        }
+
+    def problems(self, limit: int = 3) -> list[str]:
+        lines = []
+        for name, result in self.page_types.items():
+            if result.complete:
+                continue
+            parts = list(result.errors[:limit])
+            if result.invalid:
+                parts.append(f"{len(result.invalid)} invalid item(s)")
+            if result.lost_fields:
+                parts.append("fields lost: " + ", ".join(result.lost_fields))
+            lines.append(f"{name}: " + "; ".join(parts))
+        return lines
+
+    def describe(self) -> str:
+        counts = ", ".join(
+            f"{name} {r.items} item(s)/{r.requests} link(s) from {r.pages} page(s)"
+            for name, r in self.page_types.items()
+        )
+        return counts + (f" ({self.coverage_note})" if self.coverage_note else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "complete": self.complete,
+            "page_types": {k: v.to_dict() for k, v in self.page_types.items()},
+            "lost_fields": list(self.lost),
+            "failed_fields": self.failed_fields,
+            "coverage_note": self.coverage_note,
+        }
+
+
+def judge_extraction(
+    outputs: Sequence[PageOutput], coverage: CoverageBaseline | None
+) -> ExtractionReport:
+    """Complete: every page yielded, nothing raised, every item valid, no field lost."""
+    all_items = [item for output in outputs for item in output.items]
+    lost = tuple(drop.field for drop in lost_fields(all_items, coverage)) if coverage else ()
+    by_type: dict[str, list[PageOutput]] = {}
+    for output in outputs:
+        by_type.setdefault(output.page_type, []).append(output)
+    results = {name: _judge_type(name, group, lost) for name, group in by_type.items()}
+    note = "" if coverage else "no coverage baseline: items judged by their schema only"
+    return ExtractionReport(results, lost, note)
+
+
+def _judge_type(
+    name: str, outputs: Sequence[PageOutput], lost: Iterable[str]
+) -> PageTypeExtraction:
+    errors: list[str] = []
+    invalid: list[Mapping[str, Any]] = []
+    items: list[Any] = []
+    for output in outputs:
+        errors += output.errors
+        if not output.errors and not output.items and not output.requests:
+            errors.append(f"{output.url}: the callback yielded nothing")
+        for item in output.items:
+            items.append(item)
+            problems = _item_errors(item)
+            if problems:
+                invalid.append({"url": output.url, "errors": problems})
+    # A field lost over the sample is this page type's loss when none of its items has it.
+    own_lost = tuple(f for f in lost if items and not _filled_anywhere(items, f))
+    return PageTypeExtraction(
+        page_type=name,
+        callback=outputs[0].callback,
+        pages=len(outputs),
+        items=len(items),
+        requests=sum(o.requests for o in outputs),
+        invalid=tuple(invalid),
+        lost_fields=own_lost,
+        errors=tuple(errors),
+    )
+
+
+def _item_errors(item: Any) -> list[str]:
+    try:
+        validation = schema_for(item).validate(item)
+    except UnknownItemType as exc:
+        return [f"_item: {exc}"]
+    return [str(error) for error in validation.errors]
+
+
+def _filled_anywhere(items: Sequence[Any], name: str) -> bool:
+    return any(is_filled(ItemAdapter(item).get(name)) for item in items)
