@@ -1,10 +1,13 @@
-"""HTML, JSON and XML renderings of the catalog, in two layouts.
+"""HTML, JSON and XML renderings of the catalog, in three layouts.
 
 ``v1`` is the reference markup: JSON-LD ``Product`` plus schema.org microdata on the
 product page, ``rel=next`` plus numbered pagination on listings. ``v2`` shows the same
 data with a different structure (class names, tags, a ``__STATE__`` JSON blob instead
 of JSON-LD ``Product``, no microdata, "Load more" pagination, comma decimals) so that
-structure-change detection has something real to detect.
+structure-change detection has something real to detect: the spider's selectors break.
+``v3`` is a redesign that keeps the data reachable: every class name and wrapper is
+new, but JSON-LD, microdata, ``data-reviews-url`` and the link URLs are as in v1, so a
+spider reading structured data still gets every field (the gate's "drifted" case).
 
 Every function here is pure: the server caches the bytes it returns.
 """
@@ -20,7 +23,7 @@ from demo_site.catalog import Catalog, Category, Product
 
 PAGE_SIZE = 24
 SITEMAP_CHUNK = 500
-LAYOUTS = ("v1", "v2")
+LAYOUTS = ("v1", "v2", "v3")
 SCHEMA = "https://schema.org/"
 _AVAILABILITY_LABEL = {"InStock": "In stock", "OutOfStock": "Out of stock", "PreOrder": "Pre-order"}
 _V2_STOCK = {"InStock": "in_stock", "OutOfStock": "sold_out", "PreOrder": "preorder"}
@@ -427,10 +430,146 @@ def _v2_product(product: Product, base: str) -> str:
     return _v2_document(product.name, body, head)
 
 
+# -- v3: new classes and wrappers, the same structured data ------------------------------
+
+
+def _v3_document(title: str, body: str, head: str = "") -> str:
+    return f"""<!DOCTYPE html>
+<html lang="en" data-design="2025">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)} — Demo Store</title>
+{head}
+<link rel="stylesheet" href="/static/ds-2025.css">
+</head>
+<body class="ds-body">
+<div class="ds-app"><div class="ds-shell">
+<div class="ds-masthead"><div class="ds-masthead__inner">
+<a class="ds-logo" href="/"><span class="ds-logo__word">Demo</span>Store</a>
+<div class="ds-masthead__tools"><a class="ds-basket" href="/cart" rel="nofollow">Basket</a></div>
+</div></div>
+<div class="ds-page" role="main"><div class="ds-page__inner">
+{body}
+</div></div>
+<div class="ds-foot"><div class="ds-foot__inner"><span>© 2025 Demo Store</span></div></div>
+</div></div>
+</body>
+</html>
+"""
+
+
+def _v3_card(product: Product) -> str:
+    return (
+        f'<div class="ds-card" data-sku="{product.sku}"><div class="ds-card__frame">'
+        f'<a class="ds-card__link" href="{product.url}">'
+        f'<div class="ds-card__media"><img src="{product.image}" alt="" loading="lazy"></div>'
+        f'<div class="ds-card__body"><span class="ds-card__name">{escape(product.name)}</span>'
+        f'<span class="ds-card__price">€ {_money(product.price)}</span></div></a></div></div>'
+    )
+
+
+def _v3_home(catalog: Catalog, base: str) -> str:
+    tiles = "\n".join(
+        f'<div class="ds-dept"><a class="ds-dept__link" href="{category_path(c.slug)}">'
+        f'<span class="ds-dept__name">{escape(c.name)}</span>'
+        f'<span class="ds-dept__count">{len(catalog.by_category[c.slug])}</span></a></div>'
+        for c in catalog.categories
+    )
+    featured = "\n".join(_v3_card(p) for p in catalog.products[:8])
+    body = f"""<div class="ds-hero"><div class="ds-hero__copy">Welcome to the Demo Store</div></div>
+<div class="ds-block ds-block--depts"><div class="ds-block__head">Departments</div>
+<div class="ds-depts">
+{tiles}
+</div></div>
+<div class="ds-block ds-block--featured"><div class="ds-block__head">Featured</div>
+<div class="ds-cards">
+{featured}
+</div></div>"""
+    return _v3_document("Home", body, f'<link rel="canonical" href="{base}/">')
+
+
+def _v3_listing(catalog: Catalog, category: Category, page: int, base: str) -> str:
+    products = catalog.by_category[category.slug]
+    pages = page_count(len(products))
+    chunk = products[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    steps = []
+    for number in range(1, pages + 1):
+        if number == page:
+            steps.append(f'<span class="ds-pager__step is-active">{number}</span>')
+        else:
+            href = category_path(category.slug, number)
+            steps.append(f'<a class="ds-pager__step" href="{href}">{number}</a>')
+    if page < pages:
+        nxt = category_path(category.slug, page + 1)
+        steps.append(
+            f'<a class="ds-pager__step ds-pager__step--next" rel="next" href="{nxt}">→</a>'
+        )
+    cards = "\n".join(_v3_card(p) for p in chunk)
+    body = f"""<div class="ds-trail"><a class="ds-trail__item" href="/">Home</a>\
+<span class="ds-trail__item">{escape(category.name)}</span></div>
+<div class="ds-heading"><div class="ds-heading__title">{escape(category.name)}</div>
+<div class="ds-heading__meta">{len(products)} products</div></div>
+<div class="ds-cards ds-cards--grid">
+{cards}
+</div>
+<div class="ds-pager" aria-label="Pages">{"".join(steps)}</div>"""
+    head = f'<link rel="canonical" href="{base}{category_path(category.slug, page)}">'
+    title = category.name if page == 1 else f"{category.name}, page {page}"
+    return _v3_document(title, body, head)
+
+
+def _v3_product(product: Product, base: str) -> str:
+    head = "\n".join(
+        (
+            f'<link rel="canonical" href="{base}{product.url}">',
+            '<script type="application/ld+json">'
+            + _json_for_script(product_jsonld(product, base))
+            + "</script>",
+            '<script type="application/ld+json">'
+            + _json_for_script(_breadcrumb_jsonld(product, base))
+            + "</script>",
+        )
+    )
+    availability = product.availability
+    category_href = category_path(product.category_slug)
+    body = f"""<div class="ds-trail"><a class="ds-trail__item" href="/">Home</a>\
+<a class="ds-trail__item" href="{category_href}">{escape(product.category)}</a></div>
+<div class="ds-pdp" itemscope itemtype="https://schema.org/Product">
+<div class="ds-pdp__col ds-pdp__col--media"><div class="ds-pdp__frame">
+<img class="ds-pdp__img" itemprop="image" src="{base}{product.image}" \
+alt="{escape(product.name)}"></div></div>
+<div class="ds-pdp__col ds-pdp__col--info"><div class="ds-pdp__stack">
+<div class="ds-pdp__name" itemprop="name">{escape(product.name)}</div>
+<div class="ds-pdp__meta"><span class="ds-pdp__ref" itemprop="sku">{product.sku}</span>
+<span class="ds-pdp__maker" itemprop="brand" itemscope itemtype="https://schema.org/Brand">\
+<span itemprop="name">{escape(product.brand)}</span></span>
+<a class="ds-pdp__dept" href="{category_href}"><span itemprop="category">\
+{escape(product.category)}</span></a></div>
+<div class="ds-pdp__buy" itemprop="offers" itemscope itemtype="https://schema.org/Offer">
+<div class="ds-pdp__price"><span itemprop="price" content="{_money(product.price)}">\
+€ {_money(product.price)}</span></div>
+<meta itemprop="priceCurrency" content="{product.currency}">
+<link itemprop="availability" href="{SCHEMA}{availability}">
+<div class="ds-pdp__stock">{_AVAILABILITY_LABEL[availability]}</div>
+<div class="ds-pdp__cta"><button class="ds-button" type="button">Add to basket</button></div>
+</div>
+<div class="ds-pdp__score" itemprop="aggregateRating" itemscope \
+itemtype="https://schema.org/AggregateRating"><span itemprop="ratingValue">\
+{product.rating:.1f}</span> ★ · <span itemprop="reviewCount">{product.review_count}</span></div>
+<div class="ds-pdp__text" itemprop="description">{escape(product.description)}</div>
+</div></div></div>
+<div class="ds-block ds-block--reviews"><div class="ds-block__head">Reviews</div>
+<div class="ds-reviews" data-reviews-url="{reviews_api_path(product.sku)}"></div></div>"""
+    return _v3_document(product.name, body, head)
+
+
 # -- layout-independent -----------------------------------------------------------------
 
 
 def home(catalog: Catalog, layout: str, base: str) -> str:
+    if layout == "v3":
+        return _v3_home(catalog, base)
     return _v2_home(catalog, base) if layout == "v2" else _v1_home(catalog, base)
 
 
@@ -438,6 +577,8 @@ def listing(catalog: Catalog, slug: str, page: int, layout: str, base: str) -> s
     category = catalog.category_by_slug.get(slug)
     if category is None or not 1 <= page <= page_count(len(catalog.by_category[slug])):
         return None
+    if layout == "v3":
+        return _v3_listing(catalog, category, page, base)
     if layout == "v2":
         return _v2_listing(catalog, category, page, base)
     return _v1_listing(catalog, category, page, base)
@@ -447,6 +588,8 @@ def product_page(catalog: Catalog, sku: str, layout: str, base: str) -> str | No
     product = catalog.by_sku.get(sku)
     if product is None:
         return None
+    if layout == "v3":
+        return _v3_product(product, base)
     return _v2_product(product, base) if layout == "v2" else _v1_product(product, base)
 
 
@@ -540,6 +683,8 @@ def image_svg(catalog: Catalog, sku: str) -> str | None:
 
 def simple_page(layout: str, title: str, message: str) -> str:
     body = f'<h1 class="page-title">{escape(title)}</h1>\n<p>{escape(message)}</p>'
+    if layout == "v3":
+        return _v3_document(title, body)
     if layout == "v2":
         return _v2_document(title, body)
     return _v1_document(title, body)

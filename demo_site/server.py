@@ -8,7 +8,7 @@ under ``/edge/`` (``malformed``, ``bad-encoding``, ``redirect-loop``, ``huge``, 
 Control (never logged, disallowed by robots.txt):
 
 - ``GET /__control``: the state (see ``SiteState.snapshot``).
-- ``POST /__control``: JSON with any of ``layout`` ("v1"/"v2"), ``revision`` (int),
+- ``POST /__control``: JSON with any of ``layout`` ("v1"/"v2"/"v3"), ``revision`` (int),
   ``block_seed`` (int), ``behaviours`` ({name: spec|null}), ``clients``
   ({client: {name: spec|null}|null}); merges, answers with the new state, 400 if invalid.
 - ``POST /__control/reset``: behaviours, counters and the access log cleared; layout

@@ -45,6 +45,9 @@ from fingerprints.sampler import Page
 SETTINGS_MODULE = "crawlers.settings"
 PART_DEPTH = 2  # product page -> reviews API -> (one more, e.g. a second API page)
 MAX_INVALID_SHOWN = 5
+# A failed page type without items failed on every field the baseline fills this often.
+EXPECTED_RATE = 0.5
+_HARNESS_FIELDS = frozenset({"job_id", "incomplete"})  # set by middlewares, not extraction
 # Fetch absolute URLs (the follow-up requests of a sample): one Page per URL, by URL.
 Fetch = Callable[[Sequence[str]], Mapping[str, Page]]
 
@@ -236,6 +239,7 @@ class PageTypeExtraction:
     invalid: tuple[Mapping[str, Any], ...] = ()  # {"url", "errors": [...]}
     lost_fields: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    expected_fields: tuple[str, ...] = ()  # the coverage baseline's (for a failed type)
 
     @property
     def complete(self) -> bool:
@@ -243,7 +247,10 @@ class PageTypeExtraction:
 
     @property
     def failed_fields(self) -> list[str]:
-        """Fields lost on this page type's items or invalid on one of them."""
+        """Fields lost on this page type's items or invalid on one of them; when it failed
+        without yielding a single item, every field the coverage baseline expects."""
+        if self.errors and not self.items:
+            return list(self.expected_fields)
         names = list(self.lost_fields)
         for entry in self.invalid:
             for error in entry["errors"]:
@@ -323,7 +330,15 @@ def judge_extraction(
     by_type: dict[str, list[PageOutput]] = {}
     for output in outputs:
         by_type.setdefault(output.page_type, []).append(output)
-    results = {name: _judge_type(name, group, lost) for name, group in by_type.items()}
+    expected = tuple(
+        name
+        for name, expectation in sorted((coverage.fields if coverage else {}).items())
+        if expectation.rate >= EXPECTED_RATE and name not in _HARNESS_FIELDS
+    )
+    results = {
+        name: replace(_judge_type(name, group, lost), expected_fields=expected)
+        for name, group in by_type.items()
+    }
     note = "" if coverage else "no coverage baseline: items judged by their schema only"
     return ExtractionReport(results, lost, note)
 
