@@ -251,6 +251,37 @@ def test_v2_layout_changes_the_markup_not_the_data(site: DemoSite, catalog: Cata
     assert fetch(site, product.url).text == v1[2]
 
 
+def test_v3_layout_changes_classes_and_wrappers_keeps_the_structured_data(
+    site: DemoSite, catalog: Catalog
+) -> None:
+    product = catalog.products[0]
+    v1 = fetch(site, product.url)
+    assert site.control(layout="v3")["layout"] == "v3"
+    home, listing, page = (fetch(site, p) for p in ("/", "/category/kitchen", product.url))
+
+    # Every class the v1 markup had is gone, and so are its list and article wrappers.
+    for response in (home, listing, page):
+        assert not response.selector.css(
+            "a.category-link, a.product-link, .product-card, nav.pagination, "
+            "h1.product-title, .product-price, article, ul, h1"
+        )
+    assert home.selector.css('a[href*="/category/"]::attr(href)').getall() == [
+        f"/category/{c.slug}" for c in catalog.categories
+    ]
+    assert len(listing.selector.css("div.ds-card")) == 24
+    assert listing.selector.css('a[rel="next"]::attr(href)').get() == "/category/kitchen?page=2"
+
+    # The data stays reachable: the same JSON-LD and microdata values, the reviews API.
+    assert jsonld_blocks(page) == jsonld_blocks(v1)
+    microdata = "//*[@itemprop]/@itemprop"
+    assert sorted(page.selector.xpath(microdata).getall()) == sorted(
+        v1.selector.xpath(microdata).getall()
+    )
+    assert page.selector.css("[data-reviews-url]").attrib["data-reviews-url"] == (
+        f"/api/products/{product.sku}/reviews"
+    )
+
+
 def test_revision_switch_at_runtime(site: DemoSite, catalog: Catalog) -> None:
     revised = catalog.revised(1)
     state = site.control(revision=1)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from demo_site.catalog import build_catalog
 from fingerprints.baseline import SITES_DIR, FingerprintConfig
 from fingerprints.gate import GateResult, check_all, check_site, verify_site
 from services.base import free_port
@@ -100,6 +101,12 @@ def test_layout_v2_fails_naming_page_types_and_features(site: DemoSite) -> None:
     assert "jsonld:Product" in summary
     assert "state:__STATE__" in summary
     assert "listing (similarity" in result.reason and "product (similarity" in result.reason
+    # Judged by the data too: the demo spider gets nothing out of a v2 product page.
+    assert result.verdict == "structure_changed"
+    assert "extraction failed" in result.reason
+    assert result.extraction is not None and not result.extraction["complete"]
+    assert {"name", "price", "brand"} <= set(result.extraction["failed_fields"]["product"])
+    assert result.proposed_baseline is not None
     # Fail-closed and side-effect free: nothing under fingerprints/ changed, and the
     # site saw only robots.txt and the sample, never the start of a crawl.
     assert tree_digest(SITES_DIR) == before
@@ -108,6 +115,66 @@ def test_layout_v2_fails_naming_page_types_and_features(site: DemoSite) -> None:
     print(
         "\nv2 similarities:", {k: round(v.similarity or 0, 3) for k, v in result.page_types.items()}
     )
+
+
+def test_layout_v3_drifts_the_data_still_complete(site: DemoSite) -> None:
+    """New class names and wrappers, structured data intact: the run may go on."""
+    before = tree_digest(SITES_DIR)
+    site.control(layout="v3")
+
+    result = verify_site("demo", base_url=site.url, timeout=120)
+
+    assert (result.verdict, result.passed, result.status) == (
+        "drifted",
+        True,
+        "structure_changed",
+    ), result.summary()
+    assert {"listing", "product"} <= set(result.changed_page_types)
+    assert "DRIFTED" in result.summary() and "extraction complete" in result.reason
+    assert result.extraction is not None
+    product = result.extraction["page_types"]["product"]
+    sample = profile_sample()
+    assert product["items"] == len(sample["product"]) and product["invalid_items"] == 0
+    assert result.extraction["failed_fields"] == {}
+    assert result.extraction["page_types"]["listing"]["requests"] > 0
+    # The proposed baseline describes v3: the same sample passes against it.
+    assert result.proposed_baseline is not None
+    assert set(result.proposed_baseline["page_types"]) == {"home", "listing", "product"}
+    # Nothing written; the site saw robots.txt, the sample and the products' reviews API
+    # (the part the product callback asks for), never a crawl.
+    assert tree_digest(SITES_DIR) == before
+    reviews = {f"/api/products/{path.rsplit('/', 1)[1]}/reviews" for path in sample["product"]}
+    sample_paths = {p for paths in sample.values() for p in paths}
+    assert {e["path"] for e in site.access_log()} == {"/robots.txt", *sample_paths, *reviews}
+
+
+def test_layout_v3_crawl_yields_every_item(tmp_path: Path) -> None:
+    """The drifted layout really scrapes: a crawl of a v3 shop, item by item."""
+    catalog = build_catalog(n_products=150)
+    out = tmp_path / "items.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
+    with DemoSite(products=150, layout="v3", run_dir=tmp_path) as shop:
+        command = [sys.executable, "-m", "scrapy", "crawl", "demo", "-O", str(out)]
+        run = subprocess.run(
+            [*command, "-a", f"base_url={shop.url}"],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+        items = {item["sku"]: item for item in map(json.loads, out.read_text().splitlines())}
+        assert set(items) == {p.sku for p in catalog.products}
+        wrong = {}
+        for product in catalog.products:
+            expected = product.to_dict(shop.url)
+            got = items[product.sku]
+            diff = {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}
+            if diff:
+                wrong[product.sku] = diff
+        assert wrong == {}, list(wrong.items())[:2]
+    assert "layout changed? fell back" in run.stderr  # the spider noticed, and coped
 
 
 @pytest.mark.parametrize(
