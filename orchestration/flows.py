@@ -39,7 +39,9 @@ from core.store import spill_size
 from crawlers import addon
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
+from fingerprints.baseline import dumps
 from fingerprints.gate import check_all, verify_site
+from fingerprints.proposed import save_proposed_baseline
 from llm.embedders import default_embedder
 from llm.process import process_job
 from orchestration import health
@@ -133,11 +135,25 @@ def preflight_task(site: str, require_consumers: bool) -> dict[str, Any]:
 @task(name="verify-structure", cache_policy=RESUMABLE, persist_result=True)
 def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]:
     result = verify_site(site, base_url=base_url)
-    get_run_logger().info(result.summary())
+    logger = get_run_logger()
+    logger.info(result.summary())
     if not result.passed:
         # Raising (not returning) keeps a failed gate out of the cache: a retry re-checks.
         raise StructureGateFailed(result.to_dict() | {"summary": result.summary()})
-    return result.to_dict()
+    report = result.to_dict()
+    if result.verdict == "drifted" and result.proposed_baseline is not None:
+        # Never over baseline.json: a new file to review, and the run's artifact. Inside
+        # the cached task, so a retry of the run does not propose (and warn) twice.
+        path = save_proposed_baseline(site, result.proposed_baseline)
+        logger.warning("structure drifted; proposed baseline written to %s", path)
+        create_markdown_artifact(
+            f"## Proposed baseline for {site}\n\n{result.reason}\n\nWritten to `{path}`.\n\n"
+            f"```json\n{dumps(result.proposed_baseline)}```",
+            key=f"{site.replace('_', '-')}-proposed-baseline",
+            description=f"{site}: the structure the drifted sample shows",
+        )
+        report["proposed_baseline_path"] = str(path)
+    return report
 
 
 @task(
@@ -269,6 +285,9 @@ def scrape_site(
         )
         alert_structure_change(site, result)
         return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
+    report = gate.result()
+    if report.get("verdict") == "drifted":  # the data still comes out: warn, go on
+        warn_structure_drift(site, report, scrape=True)
     profile = SiteProfile.load(site)  # the gate passed, so the site has a profile
 
     produce_task.with_options(timeout_seconds=profile.timeouts.producer)(site, job_id, base_url)
@@ -299,6 +318,43 @@ def alert_structure_change(site: str, result: dict[str, Any]) -> None:
     )
 
 
+def warn_structure_drift(site: str, result: dict[str, Any], *, scrape: bool) -> None:
+    """The Slack warning for a drifted gate: what changed, and the proposed baseline."""
+    page_types = []
+    for name, detail in (result.get("page_types") or {}).items():
+        if detail.get("passed", False):
+            continue
+        missing = {
+            selector
+            for page in detail.get("pages", [])
+            for selector in (page.get("comparison") or {}).get("missing_required", [])
+        }
+        page_types.append(
+            {
+                "name": name,
+                "similarity": detail.get("similarity"),
+                "threshold": detail.get("threshold"),
+                "changed": detail.get("changed_features", []),
+                "missing": sorted(missing),
+            }
+        )
+    extraction = result.get("extraction") or {}
+    counts = ", ".join(
+        f"{name}: {entry.get('items', 0)} valid item(s), {entry.get('requests', 0)} link(s)"
+        for name, entry in (extraction.get("page_types") or {}).items()
+    )
+    notify(
+        "structure_drift",
+        site=site,
+        what=f"scrape-{site}" if scrape else f"{site} fixtures",
+        reason=result.get("reason", ""),
+        page_types=page_types,
+        extraction=counts or "no items needed",
+        proposed_path=result.get("proposed_baseline_path"),
+        run_url=run_url(),
+    )
+
+
 @flow(
     name="check-site-versions",
     log_prints=True,
@@ -308,16 +364,20 @@ def alert_structure_change(site: str, result: dict[str, Any]) -> None:
 def check_site_versions(sites: list[str] | None = None) -> Any:
     """Every site's fixtures against its baseline (daily, before the first scrape)."""
     results = check_all(sites)
-    lines = ["| site | status | reason |", "|---|---|---|"]
+    # verdict: passed | drifted (structure changed, extraction complete) | structure_changed
+    # (fail closed) | blocked, fetch_failed, no_baseline, error.
+    lines = ["| site | verdict | reason |", "|---|---|---|"]
     for result in results:
-        lines.append(f"| {result.site} | {result.status} | {result.reason} |")
+        lines.append(f"| {result.site} | {result.verdict} | {result.reason} |")
         if not result.passed:
             alert_structure_change(result.site, result.to_dict())
+        elif result.verdict == "drifted":
+            warn_structure_drift(result.site, result.to_dict(), scrape=False)
     create_markdown_artifact("\n".join(lines), key="check-site-versions")
     failed = [result.site for result in results if not result.passed]
     if failed:
         return Failed(name="StructureChanged", message=f"structure changed: {', '.join(failed)}")
-    return {result.site: result.status for result in results}
+    return {result.site: result.verdict for result in results}
 
 
 @flow(
