@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from core.items_schema import schema_by_type
 from crawlers.profiles import SiteProfile
 from crawlers.spiders.base import SiteSpider
 from fingerprints.baseline import FingerprintConfig, load_baseline
-from fingerprints.gate import Page, check_all, check_page, verify_site
+from fingerprints.gate import Page, check_all, check_page, evaluate, judge_sample, verify_site
 from orchestration.register_flows import specs
 from services.replay_site import ReplayManifest, ReplaySite
 from tests.sites.support import SITES, real_page, site_rules
@@ -100,6 +101,48 @@ def test_real_pages_against_the_fixture_baseline(
     check = check_page(Page(name, page_type, 200, {}, body), baseline, threshold, site_rules(site))
     print(f"{name} vs {site}/{page_type}: {check.similarity:.3f} -> {check.outcome}")
     assert check.outcome == ("ok" if passes else "changed"), check.reason
+
+
+# The structurally changed real pages, judged by their data: (verdict, the page's URL).
+# Only trustpilot's profile names a callback for its page type; without one, a change
+# cannot be judged by extraction and fails closed.
+CHANGED_VERDICTS: dict[str, tuple[str, str]] = {
+    "trustpilot/twenix.es.html": ("drifted", "https://www.trustpilot.com/review/twenix.es"),
+    "idealista/detail_pt_2025.html": ("structure_changed", "https://www.idealista.pt/imovel/1/"),
+    "booking_com/search_2025_03.html": (
+        "structure_changed",
+        "https://www.booking.com/searchresults.html?ss=Lisbon",
+    ),
+    "booking_com/hotel_old.html": ("structure_changed", "https://www.booking.com/hotel/x.html"),
+}
+
+
+@pytest.mark.parametrize(
+    ("site", "name", "page_type"),
+    [
+        pytest.param(site, name, page_type, id=name)
+        for site, cases in REAL_PAGES.items()
+        for name, page_type, passes in cases
+        if not passes
+    ],
+)
+def test_changed_real_pages_are_judged_by_their_data(site: str, name: str, page_type: str) -> None:
+    verdict, url = CHANGED_VERDICTS[name]
+    body = real_page(name).read_bytes()
+    baseline, config = load_baseline(site), FingerprintConfig.for_site(site)
+    # This page type only: the site's other page types are not in this sample.
+    baseline = dataclasses.replace(baseline, page_types={page_type: baseline.page_types[page_type]})
+    config = dataclasses.replace(config, page_types={page_type: config.page_types[page_type]})
+    pages = [Page(url, page_type, 200, {"Content-Type": "text/html"}, body)]
+    structural = evaluate(site, pages, baseline, config=config, rules=site_rules(site))
+    assert structural.status == "structure_changed"
+    result = judge_sample(structural, pages, baseline, config)
+    print(f"{name}: {result.verdict}: {result.reason[-160:]}")
+    assert result.verdict == verdict, result.summary()
+    assert result.passed == (verdict == "drifted")
+    assert result.proposed_baseline is not None
+    if config.page_types[page_type].callback is None:
+        assert "no callback declared" in result.reason
 
 
 @pytest.fixture
