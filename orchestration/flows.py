@@ -368,7 +368,8 @@ def check_site_versions(sites: list[str] | None = None) -> Any:
     # (fail closed) | blocked, fetch_failed, no_baseline, error.
     lines = ["| site | verdict | reason |", "|---|---|---|"]
     for result in results:
-        lines.append(f"| {result.site} | {result.verdict} | {result.reason} |")
+        reason = result.reason.replace("|", "\\|")  # a table cell
+        lines.append(f"| {result.site} | {result.verdict} | {reason} |")
         if not result.passed:
             alert_structure_change(result.site, result.to_dict())
         elif result.verdict == "drifted":

@@ -19,9 +19,16 @@ from typing import Any
 import pytest
 
 from crawlers.items import DemoProduct
+from crawlers.profile_schema import FingerprintTable
 from demo_site.catalog import build_catalog
 from demo_site.pages import product_page
-from fingerprints.baseline import SITES_DIR, FingerprintConfig, SiteBaseline, load_baseline
+from fingerprints.baseline import (
+    SITES_DIR,
+    BaselineError,
+    FingerprintConfig,
+    SiteBaseline,
+    load_baseline,
+)
 from fingerprints.coverage import CoverageBaseline, FieldExpectation, lost_fields
 from fingerprints.extraction import PageOutput, judge_extraction, run_callbacks, site_spider
 from fingerprints.gate import (
@@ -274,3 +281,26 @@ def test_proposed_baselines_are_new_files_never_overwritten(tmp_path: Path) -> N
     assert first.parent == tmp_path / "demo" / "proposed"
     assert json.loads(first.read_text()) == {"site": "demo"}
     assert baseline_file.read_text() == "{}"
+
+
+def test_profile_keys_strict_and_callback() -> None:
+    config = FingerprintConfig.from_mapping(
+        {"strict": True, "page_types": {"product": {"callback": "parse_product"}}}
+    )
+    assert config.strict and config.page_types["product"].callback == "parse_product"
+    assert not FingerprintConfig.from_mapping({}).strict
+    with pytest.raises(BaselineError, match="strict must be true or false"):
+        FingerprintConfig.from_mapping({"strict": "yes"})
+    with pytest.raises(BaselineError, match="callback: the name of a spider method"):
+        FingerprintConfig.from_mapping({"page_types": {"product": {"callback": "parse product"}}})
+    table = FingerprintTable.model_validate(
+        {"strict": True, "page_types": {"product": {"callback": "parse_product"}}}
+    )
+    assert table.strict and table.page_types["product"].callback == "parse_product"
+    with pytest.raises(ValueError, match="the name of a spider method"):
+        FingerprintTable.model_validate({"page_types": {"product": {"callback": "1st"}}})
+    # The shipped profiles name the callbacks their spiders really have.
+    for site in ("demo", "trustpilot", "g2"):
+        spider = site_spider(site)
+        for page_type in FingerprintConfig.for_site(site).page_types.values():
+            assert page_type.callback and callable(getattr(spider, page_type.callback))
