@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.blocks import BlockRules, classify
+from core.config import ConfigurationError
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.baseline import (
     SITES_DIR,
@@ -475,7 +476,7 @@ def judge_sample(
         spider = site_spider(result.site, base_url)
         outputs = run_callbacks(spider, extraction_targets(result, pages), callbacks, fetch=fetch)
         report = judge_extraction(outputs, coverage)
-    except Exception as exc:  # no spider, a broken profile: not judged, fail closed
+    except (Exception, ConfigurationError) as exc:  # no spider, a bad profile: fail closed
         note = f"extraction could not run ({type(exc).__name__}: {exc})"
         return decide(result, None, strict=config.strict, proposed=proposed, note=note)
     return decide(result, report, strict=config.strict, proposed=proposed)
