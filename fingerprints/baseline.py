@@ -28,7 +28,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +36,12 @@ from core.blocks import classify
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.structure import (
     DEFAULT_THRESHOLD,
+    FEATURES,
     FINGERPRINT_VERSION,
+    Comparison,
     PageTypeBaseline,
     SelectorBaseline,
+    compare,
     fingerprint,
 )
 
@@ -129,6 +132,11 @@ class FingerprintConfig:
     def sample(self) -> dict[str, tuple[str, ...]]:
         return {name: pt.sample_paths for name, pt in self.page_types.items() if pt.sample_paths}
 
+    def subset(self, page_types: Sequence[str]) -> FingerprintConfig:
+        """Only these page types (a subset check must not ask for the others' samples)."""
+        kept = {name: pt for name, pt in self.page_types.items() if name in page_types}
+        return replace(self, page_types=kept)
+
 
 def _threshold(value: Any, where: str) -> float | None:
     if value is None:
@@ -208,6 +216,20 @@ class SiteBaseline:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BaselineError(f"{source}: malformed baseline ({exc!r})") from exc
 
+    def subset(self, page_types: Sequence[str]) -> SiteBaseline:
+        """Only these page types: what a check of part of a site is judged against."""
+        unknown = sorted(set(page_types) - set(self.page_types))
+        if unknown:
+            raise BaselineError(
+                f"site {self.site!r}: the baseline has no page type(s) {', '.join(unknown)} "
+                f"(it has {', '.join(sorted(self.page_types)) or 'none'})"
+            )
+        return replace(
+            self,
+            page_types={k: v for k, v in self.page_types.items() if k in page_types},
+            fixtures={k: v for k, v in self.fixtures.items() if k in page_types},
+        )
+
     def stale_reasons(self, config: FingerprintConfig | None) -> list[str]:
         """Why this baseline no longer fits the code or the profile (empty: it fits)."""
         reasons = []
@@ -223,6 +245,19 @@ class SiteBaseline:
             elif dict(page_config.selectors) != baseline.selector_queries:
                 reasons.append(f"the profile's selectors for {name!r} differ from the baseline's")
         return reasons
+
+
+def restrict(
+    baseline: SiteBaseline, config: FingerprintConfig, page_types: Sequence[str] | None
+) -> tuple[SiteBaseline, FingerprintConfig]:
+    """The baseline and profile section of these page types only (None: all of them).
+
+    A check of a subset judges only the types given: the others are neither required
+    in the sample nor compared. Unknown page types raise ``BaselineError``.
+    """
+    if not page_types:
+        return baseline, config
+    return baseline.subset(page_types), config.subset(page_types)
 
 
 def site_dir(site: str, sites_dir: Path = SITES_DIR) -> Path:
@@ -293,9 +328,10 @@ def compute_baseline(
     sites_dir: Path = SITES_DIR,
     config: FingerprintConfig | None = None,
     threshold: float | None = None,
+    profiles_dir: Path | None = None,
 ) -> SiteBaseline:
     """The baseline of a site's fixture pages (not saved). Refuses block pages."""
-    config = config if config is not None else FingerprintConfig.for_site(site)
+    config = config if config is not None else FingerprintConfig.for_site(site, profiles_dir)
     pages = fixture_pages(site, sites_dir)
     if not pages:
         raise BaselineError(
@@ -323,6 +359,87 @@ def compute_baseline(
         fixtures[page_type] = {p.relative_to(root).as_posix(): sha256(p) for p in files}
     site_threshold = threshold or config.threshold or DEFAULT_THRESHOLD
     return SiteBaseline(site, site_threshold, page_types, fixtures)
+
+
+# -- the fixtures against their own baseline --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FixtureScore:
+    """One fixture page against a baseline, judged as the fixture check judges it."""
+
+    page_type: str
+    path: str  # relative to the site directory, as recorded in baseline.json
+    threshold: float
+    comparison: Comparison
+
+    @property
+    def similarity(self) -> float:
+        return self.comparison.similarity
+
+    @property
+    def passed(self) -> bool:
+        return self.comparison.passed(self.threshold)
+
+    @property
+    def lacks(self) -> dict[str, tuple[str, ...]]:
+        """Feature -> baseline tokens (seen on most fixtures) that this page does not have."""
+        lacking = {
+            f: self.comparison.removed[f] for f in FEATURES if self.comparison.removed.get(f)
+        }
+        if self.comparison.missing_required:
+            lacking["selectors"] = self.comparison.missing_required
+        return lacking
+
+    def describe(self, limit: int = 6) -> list[str]:
+        lines = []
+        for feature, tokens in self.lacks.items():
+            more = f" (+{len(tokens) - limit} more)" if len(tokens) > limit else ""
+            lines.append(f"lacks {feature}: {', '.join(tokens[:limit])}{more}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "page_type": self.page_type,
+            "path": self.path,
+            "similarity": round(self.similarity, 4),
+            "threshold": self.threshold,
+            "passed": self.passed,
+            "lacks": {k: list(v) for k, v in self.lacks.items()},
+        }
+
+
+def score_fixtures(
+    baseline: SiteBaseline,
+    *,
+    sites_dir: Path = SITES_DIR,
+    config: FingerprintConfig | None = None,
+) -> list[FixtureScore]:
+    """Each fixture page's similarity to ``baseline``, worst first.
+
+    The same comparison and threshold as the fixture check (``fingerprints.gate``):
+    a fixture that fails here fails ``python -m fingerprints check`` too. A fixture
+    lacking a block most others have (reviews, a rating) scores low because every token
+    of the block costs its frequency; that is what ``baseline`` reports as an outlier.
+    """
+    root = site_dir(baseline.site, sites_dir)
+    scores = []
+    for page_type, files in fixture_pages(baseline.site, sites_dir).items():
+        page_baseline = baseline.page_types.get(page_type)
+        if page_baseline is None:
+            continue
+        threshold = baseline.threshold_for(page_type, config)
+        for path in files:
+            fp = fingerprint(path.read_bytes(), page_baseline.selector_queries)
+            scores.append(
+                FixtureScore(
+                    page_type,
+                    path.relative_to(root).as_posix(),
+                    threshold,
+                    compare(fp, page_baseline),
+                )
+            )
+    return sorted(scores, key=lambda s: (s.passed, s.similarity, s.path))
 
 
 def fixture_name(path: str) -> str:

@@ -1,31 +1,44 @@
 """``python -m fingerprints``: baselines, the fixture check, the live gate, field coverage.
 
-    python -m fingerprints baseline <site> [--from-url URL] [--threshold X] [-s NAME=VALUE ...]
-    python -m fingerprints check [<site> ...] [--json]
-    python -m fingerprints verify <site> [--base-url URL] [--json] [-s NAME=VALUE ...]
+    python -m fingerprints baseline <site> [--from-url URL] [--threshold X] [--accept-outliers]
+                                    [-s NAME=VALUE ...]
+    python -m fingerprints check [<site> ...] [--page-type T ...] [--json]
+    python -m fingerprints verify <site> [--page-type T ... [--path P ...]] [--base-url URL]
+                                  [--json] [-s NAME=VALUE ...]
     python -m fingerprints coverage <site> <items.jsonl> [--update] [--tolerance X] [--json]
 
-Exit codes: 0 passed / written, 1 the gate or coverage check failed, 2 bad usage or
-an input that cannot be used (e.g. blocked pages offered as fixtures).
+Every command takes ``--sites-dir DIR`` (baselines and fixtures, default
+fingerprints/sites) and ``--profiles-dir DIR`` (site profiles, default crawlers/profiles),
+before or after the command name, for sites kept outside this repository.
+
+Exit codes: 0 passed / written, 1 the gate or coverage check failed (for ``baseline``:
+some of its own fixtures fall below the threshold, nothing written), 2 bad usage or an
+input that cannot be used (e.g. blocked pages offered as fixtures).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from core.blocks import classify
-from crawlers.profiles import ProfileError
+from crawlers.profiles import PROFILES_DIR, ProfileError
 from fingerprints.baseline import (
+    BASELINE_FILE,
     SITES_DIR,
     BaselineError,
     FingerprintConfig,
+    FixtureScore,
     compute_baseline,
     dumps,
+    load_baseline,
     save_baseline,
+    score_fixtures,
+    site_dir,
     write_fixtures,
 )
 from fingerprints.coverage import (
@@ -58,13 +71,43 @@ def _add_settings_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_directory_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    # On the top parser with the defaults; on each command with SUPPRESS, so that an
+    # option given after the command wins and one given before it is not reset.
+    def default(value: Path) -> object:
+        return value if top else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--sites-dir",
+        type=Path,
+        default=default(SITES_DIR),
+        metavar="DIR",
+        help="where site directories (fixtures, baseline.json) live (default: fingerprints/sites)",
+    )
+    parser.add_argument(
+        "--profiles-dir",
+        type=Path,
+        default=default(PROFILES_DIR),
+        metavar="DIR",
+        help="where site profiles (<site>.toml) live (default: crawlers/profiles)",
+    )
+
+
+def _add_page_type_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--page-type",
+        dest="page_types",
+        action="append",
+        metavar="TYPE",
+        help="judge only this page type (repeatable; default: every page type)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fingerprints", description=__doc__.split("\n")[0]
     )
-    parser.add_argument(
-        "--sites-dir", type=Path, default=SITES_DIR, help="where site directories live"
-    )
+    _add_directory_options(parser, top=True)
     commands = parser.add_subparsers(dest="command", required=True)
 
     baseline = commands.add_parser(
@@ -77,14 +120,30 @@ def _parser() -> argparse.ArgumentParser:
         help="first replace the fixtures with the profile's sample pages fetched from URL",
     )
     baseline.add_argument("--threshold", type=float, help="site threshold to record")
+    baseline.add_argument(
+        "--accept-outliers",
+        action="store_true",
+        help="write the baseline even though some of its own fixtures fall below the "
+        "threshold (check will report them until they are replaced)",
+    )
     _add_settings_option(baseline)
 
     check = commands.add_parser("check", help="every site's fixtures against its baseline")
     check.add_argument("sites", nargs="*", help="default: every site directory")
+    _add_page_type_option(check)
     check.add_argument("--json", action="store_true")
 
     verify = commands.add_parser("verify", help="the live gate: fetch a sample and compare")
     verify.add_argument("site")
+    _add_page_type_option(verify)
+    verify.add_argument(
+        "--path",
+        dest="paths",
+        action="append",
+        metavar="PATH",
+        help="fetch this path instead of the profile's sample_paths (repeatable; needs "
+        "exactly one --page-type, the type of these pages)",
+    )
     verify.add_argument("--base-url", help="default: the site spider's base URL")
     verify.add_argument("--timeout", type=float, default=300.0)
     verify.add_argument("--json", action="store_true")
@@ -98,17 +157,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     coverage.add_argument("--tolerance", type=float, help="allowed drop (with --update)")
     coverage.add_argument("--json", action="store_true")
+    for command in (baseline, check, verify, coverage):
+        _add_directory_options(command, top=False)
     return parser
 
 
 def _baseline(args: argparse.Namespace) -> int:
+    config = FingerprintConfig.for_site(args.site, args.profiles_dir)
     if args.from_url:
-        config = FingerprintConfig.for_site(args.site)
         if not config.sample():
             print(f"{args.site}: the profile declares no sample_paths", file=sys.stderr)
             return 2
         pages = fetch_sample(
-            args.site, config.sample(), base_url=args.from_url, settings=dict(args.settings)
+            args.site,
+            config.sample(),
+            base_url=args.from_url,
+            settings=dict(args.settings),
+            profiles_dir=args.profiles_dir,
         )
         bad = []
         for page in pages:
@@ -123,11 +188,58 @@ def _baseline(args: argparse.Namespace) -> int:
             by_type.setdefault(page.page_type, []).append((page.path, page.body))
         for path in write_fixtures(args.site, by_type, sites_dir=args.sites_dir):
             print(f"wrote {path}")
-    baseline = compute_baseline(args.site, sites_dir=args.sites_dir, threshold=args.threshold)
+    baseline = compute_baseline(
+        args.site, sites_dir=args.sites_dir, config=config, threshold=args.threshold
+    )
+    scores = score_fixtures(baseline, sites_dir=args.sites_dir, config=config)
+    _print_scores(scores)
+    outliers = [s for s in scores if not s.passed]
+    if outliers and not args.accept_outliers:
+        print(_outlier_advice(args.site, outliers, config), file=sys.stderr)
+        return 1
     path = save_baseline(baseline, args.sites_dir)
     counts = ", ".join(f"{k}: {v.pages} page(s)" for k, v in baseline.page_types.items())
     print(f"wrote {path} ({counts}; threshold {baseline.threshold})")
+    if outliers:
+        print(
+            f"accepted {len(outliers)} outlier(s): `check {args.site}` fails on them "
+            "until they are replaced or the threshold lowered",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _print_scores(scores: Sequence[FixtureScore]) -> None:
+    """Every fixture against the new baseline, worst first: outliers are seen before use."""
+    print("fixtures against the new baseline (worst first):")
+    for score in scores:
+        mark = "ok" if score.passed else "BELOW THRESHOLD"
+        print(f"  {score.similarity:.3f}  {score.path}  ({mark}, threshold {score.threshold:.2f})")
+        if not score.passed:
+            print("\n".join(f"         {line}" for line in score.describe()))
+
+
+def _outlier_advice(
+    site: str,
+    outliers: Sequence[FixtureScore],
+    config: FingerprintConfig,
+) -> str:
+    # A page passes at similarity >= threshold: round the suggestion down, never up.
+    lowest = math.floor(min(s.similarity for s in outliers) * 100) / 100
+    where = (
+        "the profile's [fingerprint] threshold (or [fingerprint.page_types.<type>] threshold)"
+        if config.declared
+        else "--threshold"
+    )
+    names = ", ".join(s.path for s in outliers)
+    return (
+        f"{site}: {len(outliers)} fixture(s) fall below the threshold of the baseline "
+        f"computed from them, so `check {site}` would fail: {names}. baseline.json not "
+        "written. Fix: add fixtures that also lack what these lack (an optional block then "
+        "weighs less), remove the outliers if they are not representative, lower "
+        f"{where} to {lowest:.2f} or less, or "
+        "rerun with --accept-outliers to write the baseline anyway"
+    )
 
 
 def _gate_output(results: Sequence[object], as_json: bool) -> int:
@@ -157,22 +269,49 @@ def _coverage(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _verify(args: argparse.Namespace) -> int:
+    page_types = args.page_types or None
+    sample = None
+    if args.paths:
+        if not page_types or len(page_types) != 1:
+            print(
+                "error: --path needs exactly one --page-type (the type of those pages), "
+                "e.g. --page-type product --path /product/X",
+                file=sys.stderr,
+            )
+            return 2
+        sample = {page_types[0]: tuple(args.paths)}
+    # A mistyped page type is the operator's to fix (exit 2), not a failed gate.
+    if page_types and (site_dir(args.site, args.sites_dir) / BASELINE_FILE).exists():
+        load_baseline(args.site, args.sites_dir).subset(page_types)
+    result = verify_site(
+        args.site,
+        base_url=args.base_url,
+        sample=sample,
+        sites_dir=args.sites_dir,
+        timeout=args.timeout,
+        settings=dict(args.settings),
+        profiles_dir=args.profiles_dir,
+        page_types=page_types,
+    )
+    return _gate_output([result], args.json)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "baseline":
             return _baseline(args)
         if args.command == "check":
-            return _gate_output(check_all(args.sites, sites_dir=args.sites_dir), args.json)
-        if args.command == "verify":
-            result = verify_site(
-                args.site,
-                base_url=args.base_url,
+            results = check_all(
+                args.sites,
                 sites_dir=args.sites_dir,
-                timeout=args.timeout,
-                settings=dict(args.settings),
+                profiles_dir=args.profiles_dir,
+                page_types=args.page_types or None,
             )
-            return _gate_output([result], args.json)
+            return _gate_output(results, args.json)
+        if args.command == "verify":
+            return _verify(args)
         return _coverage(args)
     except (BaselineError, FileNotFoundError, ProfileError) as exc:
         print(f"error: {exc}", file=sys.stderr)

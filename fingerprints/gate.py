@@ -47,6 +47,7 @@ from fingerprints.baseline import (
     fixture_pages,
     list_sites,
     load_baseline,
+    restrict,
     sha256,
     site_dir,
 )
@@ -416,26 +417,40 @@ def decide(
 # -- entry points (never raise) ------------------------------------------------------------------
 
 
-def _block_rules(site: str) -> BlockRules:
-    if not (PROFILES_DIR / f"{site}.toml").exists():
+def _block_rules(site: str, profiles_dir: Path | None = None) -> BlockRules:
+    directory = profiles_dir or PROFILES_DIR
+    if not (directory / f"{site}.toml").exists():
         return BlockRules()
-    return BlockRules.from_settings(SiteProfile.load(site).settings)
+    return BlockRules.from_settings(SiteProfile.load(site, directory).settings)
 
 
-def check_site(site: str, *, sites_dir: Path = SITES_DIR) -> GateResult:
-    """The site's stored fixture pages against its baseline (the daily check)."""
+def check_site(
+    site: str,
+    *,
+    sites_dir: Path = SITES_DIR,
+    profiles_dir: Path | None = None,
+    page_types: Sequence[str] | None = None,
+) -> GateResult:
+    """The site's stored fixture pages against its baseline (the daily check).
+
+    ``page_types``: judge only these (None: all); ``profiles_dir``: where the site's
+    profile is (default: crawlers/profiles).
+    """
     try:
-        baseline = load_baseline(site, sites_dir)
-        config = FingerprintConfig.for_site(site)
+        baseline, config = restrict(
+            load_baseline(site, sites_dir),
+            FingerprintConfig.for_site(site, profiles_dir),
+            page_types,
+        )
         root = site_dir(site, sites_dir)
         pages = [
             Page(path.relative_to(root).as_posix(), page_type, 200, {}, path.read_bytes())
             for page_type, paths in fixture_pages(site, sites_dir).items()
+            if page_type in baseline.page_types or not page_types
             for path in paths
         ]
-        result = evaluate(
-            site, pages, baseline, config=config, rules=_block_rules(site), mode="fixtures"
-        )
+        rules = _block_rules(site, profiles_dir)
+        result = evaluate(site, pages, baseline, config=config, rules=rules, mode="fixtures")
         # No network here: a part a callback asks for (a reviews API) cannot be fetched,
         # so such a page type cannot show complete extraction and fails closed.
         result = judge_sample(result, pages, baseline, config, sites_dir=sites_dir)
@@ -490,7 +505,8 @@ def _edited_fixtures(baseline: SiteBaseline, sites_dir: Path) -> str:
     }
     current = {
         path.relative_to(root).as_posix(): path
-        for paths in fixture_pages(baseline.site, sites_dir).values()
+        for page_type, paths in fixture_pages(baseline.site, sites_dir).items()
+        if page_type in baseline.fixtures  # a subset check notes its own page types only
         for path in paths
     }
     changed = [p for p, f in current.items() if p in recorded and sha256(f) != recorded[p]]
@@ -505,11 +521,18 @@ def _edited_fixtures(baseline: SiteBaseline, sites_dir: Path) -> str:
 
 
 def check_all(
-    sites: Iterable[str] | None = None, *, sites_dir: Path = SITES_DIR
+    sites: Iterable[str] | None = None,
+    *,
+    sites_dir: Path = SITES_DIR,
+    profiles_dir: Path | None = None,
+    page_types: Sequence[str] | None = None,
 ) -> list[GateResult]:
     """Every site directory's fixtures (or the named sites) against their baselines."""
     names = list(sites) if sites else list_sites(sites_dir)
-    return [check_site(name, sites_dir=sites_dir) for name in names]
+    return [
+        check_site(name, sites_dir=sites_dir, profiles_dir=profiles_dir, page_types=page_types)
+        for name in names
+    ]
 
 
 def verify_site(
@@ -520,30 +543,56 @@ def verify_site(
     sites_dir: Path = SITES_DIR,
     timeout: float = 300.0,
     settings: Mapping[str, Any] | None = None,
+    profiles_dir: Path | None = None,
+    page_types: Sequence[str] | None = None,
 ) -> GateResult:
     """Fetch the site's sample pages live and compare them with its baseline.
 
     ``sample`` (page type -> paths) overrides the profile's ``sample_paths``;
     ``base_url`` overrides the spider's default base URL; ``settings`` are Scrapy
-    settings for the sampler's crawl (see ``fetch_sample``). Fail-closed: never raises.
+    settings for the sampler's crawl (see ``fetch_sample``); ``page_types`` judges
+    only these types (None: every baseline type must be sampled); ``profiles_dir``
+    is where the site's profile is, for this process and the sampler's spider.
+    Fail-closed: never raises.
     """
     try:
-        baseline = load_baseline(site, sites_dir)
-        config = FingerprintConfig.for_site(site)
-        plan = {k: tuple(v) for k, v in (sample or config.sample()).items() if v}
+        baseline, config = restrict(
+            load_baseline(site, sites_dir),
+            FingerprintConfig.for_site(site, profiles_dir),
+            page_types,
+        )
+        plan = {
+            k: tuple(v)
+            for k, v in (sample or config.sample()).items()
+            if v and (k in baseline.page_types or not page_types)
+        }
         if not plan:
             return failure(
                 site,
                 "fetch_failed",
                 "empty sample: no [fingerprint.page_types.*] sample_paths in the site profile",
             )
-        pages = fetch_sample(site, plan, base_url=base_url, timeout=timeout, settings=settings)
-        result = evaluate(site, pages, baseline, config=config, rules=_block_rules(site))
+        pages = fetch_sample(
+            site,
+            plan,
+            base_url=base_url,
+            timeout=timeout,
+            settings=settings,
+            profiles_dir=profiles_dir,
+        )
+        result = evaluate(
+            site, pages, baseline, config=config, rules=_block_rules(site, profiles_dir)
+        )
 
         def fetch(urls: Sequence[str]) -> dict[str, Page]:
             # The parts a callback asks for, through the same fetch stack as the sample.
             parts = fetch_sample(
-                site, {PARTS: tuple(urls)}, base_url=base_url, timeout=timeout, settings=settings
+                site,
+                {PARTS: tuple(urls)},
+                base_url=base_url,
+                timeout=timeout,
+                settings=settings,
+                profiles_dir=profiles_dir,
             )
             return {page.path: page for page in parts}
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from scrapy import Request, Spider
@@ -31,7 +32,7 @@ from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
 from core.config import REPO_ROOT
-from crawlers.profiles import SiteProfile
+from crawlers.profiles import PROFILES_DIR, SiteProfile
 from crawlers.spiders.base import SiteSpider
 
 RECORD_PREFIX = "FPSAMPLE "
@@ -73,17 +74,21 @@ def fetch_sample(
     base_url: str | None = None,
     timeout: float = 300.0,
     settings: Mapping[str, Any] | None = None,
+    profiles_dir: Path | None = None,
 ) -> list[Page]:
     """One ``Page`` per requested path (an ``error`` page when nothing came back).
 
     ``settings`` (JSON values) are set on the sampler's crawl as ``-s NAME=value`` would
-    be; they cannot switch the frontier or an item store back on.
+    be; they cannot switch the frontier or an item store back on. ``profiles_dir``: the
+    site's profile is read from there (a site kept outside this repository), by the
+    site's spider if the project has one, else by a plain spider with its settings.
     """
     plan = {
         "site": site,
         "base_url": base_url,
         "sample": {k: list(v) for k, v in sample.items()},
         "settings": dict(settings or {}),
+        "profiles_dir": str(profiles_dir.resolve()) if profiles_dir else None,
     }
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED_ENV}
     env["SCRAPY_SETTINGS_MODULE"] = "crawlers.settings"
@@ -217,17 +222,22 @@ def _record(
     return record
 
 
-def _spider_class(site: str, settings: Any) -> type:
+def _spider_class(site: str, settings: Any, profiles_dir: Path = PROFILES_DIR) -> type:
     try:
         base: type = SpiderLoader.from_settings(settings).load(site)
     except KeyError:
-        base = _profile_spider(site, Spider)
-    return type(f"{base.__name__}Sampler", (_SamplerMixin, base), {"name": site})
+        base = _profile_spider(site, Spider, profiles_dir)
+    attrs: dict[str, Any] = {"name": site}
+    if issubclass(base, SiteSpider) and profiles_dir != PROFILES_DIR:
+        # SiteSpider.load_profile keeps a profile whose site is the spider's name: the
+        # project's spider, configured by the profile from the other directory.
+        attrs["_profile"] = SiteProfile.load(site, profiles_dir)
+    return type(f"{base.__name__}Sampler", (_SamplerMixin, base), attrs)
 
 
-def _profile_spider(site: str, spider: type) -> type:
+def _profile_spider(site: str, spider: type, profiles_dir: Path = PROFILES_DIR) -> type:
     """A plain spider with the site profile's settings, for a site without a spider yet."""
-    profile = SiteProfile.load(site)
+    profile = SiteProfile.load(site, profiles_dir)
 
     class ProfileSpider(spider):  # type: ignore[valid-type, misc]
         name = site
@@ -253,7 +263,8 @@ def main() -> int:
     settings.set("ITEM_PIPELINES", {}, priority="cmdline")
     settings.set("FEEDS", {}, priority="cmdline")
     settings.set("TELNETCONSOLE_ENABLED", False, priority="cmdline")
-    spider_class = _spider_class(plan["site"], settings)
+    profiles_dir = Path(plan["profiles_dir"]) if plan.get("profiles_dir") else PROFILES_DIR
+    spider_class = _spider_class(plan["site"], settings, profiles_dir)
     spider_class.sample_plan = plan["sample"]
     kwargs: dict[str, Any] = {}
     if plan.get("base_url"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,9 @@ from fingerprints.baseline import (
     fixture_name,
     list_sites,
     load_baseline,
+    restrict,
     save_baseline,
+    score_fixtures,
 )
 from fingerprints.gate import check_all, check_site
 from fingerprints.structure import FINGERPRINT_VERSION
@@ -93,6 +96,80 @@ def test_fixture_check_catches_a_changed_fixture_and_notes_edits(tmp_path: Path)
     result = check_site("shop", sites_dir=tmp_path)
     assert (result.passed, result.status) == (False, "structure_changed")
     assert result.changed_page_types == ["product"]
+
+
+def without_optional_blocks(html: str) -> str:
+    """A product page with no rating and no reviews section (both optional on real sites)."""
+    html = re.sub(r'<div class="product-rating".*?</div>', "", html, flags=re.S)
+    return re.sub(r'<section class="reviews-section">.*?</section>', "", html, flags=re.S)
+
+
+def make_site_with_outlier(sites: Path, name: str = "shop", products: int = 4) -> Path:
+    site = make_site(sites, name)
+    catalog = build_catalog(n_products=200)
+    directory = site / "fixtures" / "product"
+    for product in catalog.products[3:products]:
+        html = pages.product_page(catalog, product.sku, "v1", BASE) or ""
+        (directory / f"{product.sku}.html").write_text(html)
+    first = directory / "DM-00001.html"
+    first.write_text(without_optional_blocks(first.read_text()))
+    return site
+
+
+def test_fixture_scores_agree_with_the_fixture_check(tmp_path: Path) -> None:
+    """One fixture lacking an optional block: its score against the baseline computed from
+    it is the one the fixture check finds, on both sides of the threshold."""
+    make_site_with_outlier(tmp_path)
+    for threshold, outliers in ((0.85, []), (0.9, ["fixtures/product/DM-00001.html"])):
+        baseline = compute_baseline("shop", sites_dir=tmp_path, threshold=threshold)
+        scores = score_fixtures(baseline, sites_dir=tmp_path)
+        assert [s.path for s in scores if not s.passed] == outliers
+        worst = scores[0]
+        assert worst.path == "fixtures/product/DM-00001.html"
+        assert "microdata:AggregateRating" in worst.lacks["schema"]
+        assert any("product-rating" in token for token in worst.lacks["skeleton"])
+        assert worst.to_dict()["lacks"]["schema"] == list(worst.lacks["schema"])
+
+        save_baseline(baseline, tmp_path)
+        result = check_site("shop", sites_dir=tmp_path)
+        assert result.passed == (not outliers), result.summary()
+        product = result.page_types["product"]
+        assert product.similarity == pytest.approx(worst.similarity)
+        failing = [p.url for r in result.page_types.values() for p in r.pages if p.outcome != "ok"]
+        assert failing == outliers
+
+
+def test_a_subset_is_judged_alone(tmp_path: Path) -> None:
+    make_site(tmp_path)
+    save_baseline(compute_baseline("shop", sites_dir=tmp_path), tmp_path)
+    baseline = load_baseline("shop", tmp_path)
+    config = FingerprintConfig.from_mapping(
+        {"page_types": {"listing": {"sample_paths": ["/l"]}, "product": {"sample_paths": ["/p"]}}}
+    )
+    part, part_config = restrict(baseline, config, ["product"])
+    assert set(part.page_types) == set(part.fixtures) == {"product"}
+    assert part_config.sample() == {"product": ("/p",)}
+    assert part.stale_reasons(part_config) == []
+    assert restrict(baseline, config, None) == (baseline, config)
+    with pytest.raises(
+        BaselineError, match=r"no page type\(s\) prodcut \(it has listing, product\)"
+    ):
+        restrict(baseline, config, ["prodcut"])
+
+    # The fixture check of one page type: only its pages, no word about the others.
+    catalog = build_catalog(n_products=200)
+    listing = tmp_path / "shop" / "fixtures" / "listing" / "kitchen.html"
+    listing.write_text(pages.listing(catalog, "kitchen", 1, "v2", BASE) or "")
+    assert check_site("shop", sites_dir=tmp_path).status == "structure_changed"
+    result = check_site("shop", sites_dir=tmp_path, page_types=["product"])
+    assert (result.passed, result.status) == (True, "passed"), result.summary()
+    assert list(result.page_types) == ["product"]
+    assert "edited" not in result.reason  # the edited listing fixture is not this check's
+    result = check_all(sites_dir=tmp_path, page_types=["listing"])[0]
+    assert (result.passed, result.status) == (False, "structure_changed")
+    result = check_site("shop", sites_dir=tmp_path, page_types=["reviews"])
+    assert (result.passed, result.status) == (False, "no_baseline")
+    assert "no page type(s) reviews" in result.reason
 
 
 def test_block_pages_are_refused_as_fixtures(tmp_path: Path) -> None:
