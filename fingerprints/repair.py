@@ -313,10 +313,6 @@ class _Suggestion(BaseModel):
     why: str = ""
 
 
-class _Answer(BaseModel):
-    suggestions: list[_Suggestion]
-
-
 # -- the entry point ------------------------------------------------------------------------
 
 
@@ -343,6 +339,7 @@ def suggest_repairs(
         logger.info("repair suggestions for %s skipped: %s", site, reason)
         return RepairReport(site, skipped=reason)
     wanted = {pt: list(names) for pt, names in failed_fields.items() if names and pages.get(pt)}
+    unsampled = [pt for pt, names in failed_fields.items() if names and not pages.get(pt)]
     if not wanted:
         reason = "no sample pages for the page types whose fields failed"
         logger.info("repair suggestions for %s skipped: %s", site, reason)
@@ -352,7 +349,7 @@ def suggest_repairs(
     rules = current_rules or {}
     kept: list[Repair] = []
     discarded: list[Discarded] = []
-    errors: list[str] = []
+    errors = [f"{pt}: no sample page to ask about or validate on" for pt in unsampled]
     for page_type, names in wanted.items():
         known = [name for name in names if name in hints]
         discarded += [
@@ -386,6 +383,9 @@ def suggest_repairs(
             continue
         parsed = [(url, Selector(text=html)) for url, html in samples]
         for suggestion in suggestions:
+            if isinstance(suggestion, str):
+                discarded.append(Discarded(page_type, "?", "-", suggestion))
+                continue
             rule = Rule(suggestion.kind, suggestion.selector.strip(), suggestion.path.strip())
             if suggestion.field not in fields:
                 discarded.append(
@@ -436,7 +436,9 @@ def _prompt(
     return "\n".join(parts)
 
 
-def _ask(client: openai.OpenAI, model: str, prompt: str) -> list[_Suggestion]:
+def _ask(client: openai.OpenAI, model: str, prompt: str) -> list[_Suggestion | str]:
+    """The model's suggestions; a malformed entry is the reason it cannot be used (one
+    bad entry must not cost the others). ValueError: no usable answer at all."""
     completion = client.chat.completions.create(
         model=model,
         messages=[
@@ -453,19 +455,18 @@ def _ask(client: openai.OpenAI, model: str, prompt: str) -> list[_Suggestion]:
         raw = json.loads(content)
     except ValueError:
         raise ValueError("not JSON") from None
-    if isinstance(raw, dict) and isinstance(raw.get("suggestions"), list):
-        # One malformed entry must not cost the others.
-        valid = []
-        for entry in raw["suggestions"]:
-            try:
-                valid.append(_Suggestion.model_validate(entry))
-            except ValidationError:
-                continue
-        return valid
-    try:
-        return _Answer.model_validate(raw).suggestions
-    except ValidationError:
-        raise ValueError("no 'suggestions' list") from None
+    entries = raw.get("suggestions") if isinstance(raw, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("no 'suggestions' list")
+    suggestions: list[_Suggestion | str] = []
+    for entry in entries:
+        try:
+            suggestions.append(_Suggestion.model_validate(entry))
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"]) or "entry"
+            suggestions.append(f"malformed suggestion: {where}: {first['msg']}")
+    return suggestions
 
 
 def _is_list(annotation: Any) -> bool:

@@ -146,7 +146,7 @@ def test_malformed_rules_and_unknown_fields_are_discarded_with_the_reason(
     )
     report = suggest_repairs(
         "demo",
-        {"product": ["brand", "colour"]},
+        {"product": ["brand", "colour"], "listing": ["name"]},
         {"product": v2_pages},
         client=chat_client(settings_for(stub)),
         model="stub-chat-1",
@@ -156,6 +156,8 @@ def test_malformed_rules_and_unknown_fields_are_discarded_with_the_reason(
     assert reasons[("brand", "css: div[[[")].startswith("invalid css selector: ")
     assert reasons[("brand", "xpath: //h9/text()")] == f"no value on {v2_pages[0][0]}"
     assert reasons[("sku", "css: .pdp::attr(data-id)")] == "not a failing field"
+    assert reasons[("?", "-")].startswith("malformed suggestion: kind: Input should be 'css'")
+    assert report.errors == ("listing: no sample page to ask about or validate on",)
     ((field, rule),) = [(r.field, str(r.rule)) for r in report.kept]
     assert (field, rule) == ("brand", "css: .pdp__by b")  # an element: its whole text
 
