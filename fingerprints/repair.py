@@ -482,7 +482,12 @@ def _is_list(annotation: Any) -> bool:
 def _validate(
     rule: Rule, annotation: Any, pages: Sequence[tuple[str, Selector]]
 ) -> tuple[tuple[str, Any], ...] | str:
-    """The validated value on every page, or why the rule is discarded."""
+    """The validated value on every page, or why the rule is discarded.
+
+    Validation is pydantic's lax mode on purpose: a selector yields text, so ``"4.5"``
+    passes for a number field (the spider converts it as it does today) while ``"59,99"``
+    or ``"4.5 of 5"`` do not. The table shows the converted values.
+    """
     adapter: TypeAdapter[Any] = TypeAdapter(annotation)
     many = _is_list(annotation)
     found: list[tuple[str, Any]] = []
