@@ -193,6 +193,9 @@ class PlatformSettings(BaseSettings):
     # Retries of one embeddings request (429/5xx/timeouts), with the SDK's backoff: the
     # one retry layer of that hop.
     embedding_max_retries: int = Field(default=6, ge=0, le=20)
+    # The chat model that suggests replacement rules when a site's extraction breaks
+    # (fingerprints.repair), on the same OpenAI-compatible endpoint.
+    chat_model: str = "gpt-4o-mini"
 
     # Proxies: a comma/newline separated list, and/or a file with one proxy per line.
     proxy_list: Annotated[list[str], NoDecode] = Field(default_factory=list, repr=False)
@@ -373,6 +376,13 @@ ENVIRONMENT: tuple[Variable, ...] = (
         None,
         "retries of one embeddings request (429/5xx/timeouts) with backoff, then the step fails",
         "6",
+    ),
+    Variable(
+        "CHAT_MODEL",
+        None,
+        "the chat model suggesting repairs of broken selectors (needs OPENAI_BASE_URL or "
+        "OPENAI_API_KEY)",
+        "gpt-4o-mini",
     ),
 )
 

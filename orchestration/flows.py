@@ -47,6 +47,7 @@ from llm.process import process_job
 from orchestration import health
 from orchestration.alerts import notify
 from orchestration.hooks import alert_failed_run, alert_failed_step, send_job_summary
+from orchestration.repairs import alert_lines
 from orchestration.report import markdown, summary_context, table_rows
 from orchestration.steps import LocalWorkers, StepError, job_id_for, preflight, wait_for_drain
 
@@ -315,6 +316,7 @@ def alert_structure_change(site: str, result: dict[str, Any]) -> None:
         reason=result.get("reason", ""),
         page_types=page_types,
         run_url=run_url(),
+        repairs=alert_lines(site, result),  # validated rule suggestions for failed fields
     )
 
 

@@ -5,6 +5,10 @@ float32) ``encoding_format``, results carrying their ``index``, usage counts, an
 OpenAI's error JSON. It checks the bearer key (401 ``invalid_api_key``), can fail the next
 calls on purpose (429 with ``Retry-After``, 500), can send ``x-ratelimit-*`` headers,
 and records every call (batch size, format, status, time) for the tests to inspect.
+
+``POST /v1/chat/completions`` answers as a chat model would: ``chat_answer`` (set by the
+test) turns the request's messages into the assistant's text, returned in OpenAI's
+completion JSON; every chat request body is kept in ``chat_requests``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import numpy as np
 from aiohttp import web
 
 VectorFn = Callable[[Sequence[str]], list[list[float]]]
+# The assistant's text for a chat request's messages.
+ChatFn = Callable[[list[dict[str, Any]]], str]
 
 
 def hashed_vectors(dims: int) -> VectorFn:
@@ -65,6 +71,8 @@ class OpenAIStub:
         self.vectors = vectors or hashed_vectors(dims)
         self.calls: list[Call] = []
         self.rate_limit_headers: dict[str, str] = {}
+        self.chat_answer: ChatFn | None = None
+        self.chat_requests: list[dict[str, Any]] = []
         self._failures: list[_Failure] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -83,6 +91,7 @@ class OpenAIStub:
     def reset(self) -> None:
         with self._lock:
             self.calls.clear()
+            self.chat_requests.clear()
             self._failures.clear()
             self.rate_limit_headers = {}
 
@@ -147,6 +156,57 @@ class OpenAIStub:
             headers=dict(self.rate_limit_headers),
         )
 
+    def _unauthorized(self, request: web.Request) -> web.Response | None:
+        if request.headers.get("Authorization") == f"Bearer {self.api_key}":
+            return None
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        masked = f"{given[:3]}***{given[-2:]}" if len(given) > 6 else "***"
+        return _error(
+            401,
+            f"Incorrect API key provided: {masked}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            "invalid_request_error",
+            "invalid_api_key",
+        )
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        refused = self._unauthorized(request)
+        if refused is not None:
+            return refused
+        body: dict[str, Any] = await request.json()
+        with self._lock:
+            self.chat_requests.append(body)
+            failure = self._failures.pop(0) if self._failures else None
+        if failure is not None:
+            return _error(failure.status, "The server had an error", "server_error", None)
+        if self.chat_answer is None or not body.get("messages"):
+            return _error(400, "no chat model here", "invalid_request_error", None)
+        messages = list(body["messages"])
+        content = await asyncio.get_running_loop().run_in_executor(None, self.chat_answer, messages)
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+        completion_tokens = len(content.split())
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{len(self.chat_requests)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": str(body.get("model")),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content, "refusal": None},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
+
     def start(self) -> OpenAIStub:
         ready = threading.Event()
 
@@ -155,6 +215,7 @@ class OpenAIStub:
             self._loop = loop
             app = web.Application()
             app.router.add_post("/v1/embeddings", self._embeddings)
+            app.router.add_post("/v1/chat/completions", self._chat)
             self._runner = web.AppRunner(app)
             loop.run_until_complete(self._runner.setup())
             site = web.TCPSite(self._runner, "127.0.0.1", 0)
