@@ -26,7 +26,7 @@ import redis
 from elasticsearch import Elasticsearch
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import INPUTS, RUN_ID, TASK_SOURCE
+from prefect.cache_policies import INPUTS, RUN_ID, TASK_SOURCE, Inputs
 from prefect.runtime import flow_run
 from prefect.states import Failed
 from redis.backoff import ExponentialWithJitterBackoff
@@ -42,7 +42,7 @@ from crawlers.profiles import SiteProfile
 from fingerprints.gate import check_all, verify_site
 from llm.embedders import default_embedder
 from llm.process import process_job
-from orchestration import health
+from orchestration import approval, health
 from orchestration.alerts import notify
 from orchestration.hooks import alert_failed_run, alert_failed_step, send_job_summary
 from orchestration.report import markdown, summary_context, table_rows
@@ -51,6 +51,9 @@ from orchestration.steps import LocalWorkers, StepError, job_id_for, preflight, 
 # Cached per task, inputs and flow run: a retry of the same run (same run id) skips the
 # steps that completed; a new run never reuses an old run's results.
 RESUMABLE = TASK_SOURCE + INPUTS + RUN_ID
+# The same, ignoring the gate report passed in: a run resumed after an approval re-runs the
+# gate (the flow starts again from the top), but the decision applies to what was shown.
+HELD_PER_RUN = TASK_SOURCE + Inputs(exclude=["result"]) + RUN_ID
 
 
 class StructureGateFailed(StepError):
@@ -132,12 +135,28 @@ def preflight_task(site: str, require_consumers: bool) -> dict[str, Any]:
 
 @task(name="verify-structure", cache_policy=RESUMABLE, persist_result=True)
 def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]:
-    result = verify_site(site, base_url=base_url)
+    result = verify_site(site, base_url=base_url, sites_dir=approval.sites_dir())
     get_run_logger().info(result.summary())
     if not result.passed:
         # Raising (not returning) keeps a failed gate out of the cache: a retry re-checks.
         raise StructureGateFailed(result.to_dict() | {"summary": result.summary()})
     return result.to_dict()
+
+
+@task(name="approval-request", cache_policy=HELD_PER_RUN, persist_result=True)
+def approval_request_task(site: str, job_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    """The gate report an operator is asked to decide on, alerted once: cached for the run,
+    so the resumed run gets this report (and sends no second alert)."""
+    alert_structure_change(site, result)
+    return result
+
+
+@task(name="accept-baseline", on_failure=[alert_failed_step])
+def accept_baseline_task(site: str, result: dict[str, Any], note: str) -> str:
+    by = f"Prefect flow run {flow_run.get_name()} ({flow_run.get_id()})"
+    path = approval.accept(site, result, note=note, by=by)
+    get_run_logger().info("accepted the proposed baseline of %s: %s", site, path)
+    return str(path)
 
 
 @task(
@@ -247,11 +266,15 @@ def scrape_site(
     job_id: str | None = None,
     local_workers: int = 0,
     base_url: str | None = None,
+    approval_timeout: int | None = None,
 ) -> Any:
     """Scrape one site: gate on structure, crawl through the frontier, embed, report.
 
     ``local_workers``: 0 when always-on workers serve the frontier (compose); N > 0 to
     launch N ``scrapy crawl`` worker processes for this run (local mode).
+    ``approval_timeout``: seconds a failed-closed gate with a proposed baseline waits,
+    suspended, for an operator's decision (``orchestration/approval.py``); default
+    ``GATE_APPROVAL_TIMEOUT``, 0 fails at once.
     """
     job_id = job_id or default_job_id(site)
     logger = get_run_logger()
@@ -267,8 +290,16 @@ def scrape_site(
             if isinstance(error, StructureGateFailed)
             else {"status": "error", "reason": str(error), "page_types": {}}
         )
-        alert_structure_change(site, result)
-        return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
+        timeout = approval.timeout_seconds(approval_timeout)
+        if not approval.can_approve(result, timeout):
+            alert_structure_change(site, result)
+            return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
+        result = approval_request_task(site, job_id, result)
+        # Suspends the run (its process exits); the resumed run gets the operator's answer.
+        decision = approval.request_decision(site, result, timeout)
+        if decision.decision != "accept":
+            return Failed(name="FailedClosed", message=approval.rejection(site, decision))
+        accept_baseline_task(site, result, decision.note)
     profile = SiteProfile.load(site)  # the gate passed, so the site has a profile
 
     produce_task.with_options(timeout_seconds=profile.timeouts.producer)(site, job_id, base_url)

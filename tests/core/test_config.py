@@ -168,4 +168,6 @@ def test_crawl_values_only_for_variables_that_are_set() -> None:
         "OPENAI_BASE_URL",
         "EMBEDDING_MODEL",
         "EMBEDDING_MAX_RETRIES",
+        "FINGERPRINT_SITES_DIR",
+        "GATE_APPROVAL_TIMEOUT",
     }
