@@ -54,6 +54,11 @@ class ApprovalStack(Stack):
         """What the UI's Resume form sends."""
         return dict(api(self.prefect, f"/flow_runs/{run_id}/resume", {"run_input": run_input}))
 
+    def state_names(self, run_id: str) -> list[str]:
+        """Every state the run went through, oldest first."""
+        states = api(self.prefect, f"/flow_run_states/?flow_run_id={run_id}")
+        return [state["name"] for state in sorted(states, key=lambda s: s["timestamp"])]
+
     def reset_baselines(self) -> None:
         shutil.rmtree(self.sites, ignore_errors=True)
         shutil.copytree(SITES_DIR / "demo", self.sites / "demo")
@@ -170,16 +175,16 @@ def test_suspended_runs_free_the_slot_reject_and_timeout_fail_closed(
     stack: ApprovalStack, baselines: Path
 ) -> None:
     original = (baselines / "demo" / "baseline.json").read_text()
-    # One scrape of a site at a time: the second run can only start once the first one,
-    # suspended, has given its slot back.
     rejected = stack.trigger("scrape-demo")
-    unanswered = stack.trigger("scrape-demo", approval_timeout=5)
     stack.wait_for_state(rejected, "PAUSED")
-    stack.wait_for_state(unanswered, "PAUSED")
-
-    run = stack.wait(unanswered, timeout=120)  # nobody answers: the server fails it
+    # One scrape of a site at a time: this run can only start because the first one,
+    # suspended, gave its slot back. Nobody answers it: the server fails it at its deadline.
+    unanswered = stack.trigger("scrape-demo", approval_timeout=5)
+    run = stack.wait(unanswered, timeout=300)
     assert run["state"]["type"] == "FAILED", run["state"]
     assert "never resumed" in run["state"]["message"]
+    assert "Suspended" in stack.state_names(unanswered)
+    assert stack.flow_run(rejected)["state"]["name"] == "Suspended"  # still waiting
 
     answer = stack.resume(rejected, {"decision": "reject", "note": "the shop is broken"})
     assert answer["status"] == "ACCEPT", answer
