@@ -209,6 +209,14 @@ class PlatformSettings(BaseSettings):
     # Where the demo site is served when the harness is not told otherwise.
     demo_site_url: str = DEFAULT_DEMO_SITE_URL
 
+    # The scrape flow's structure gate: the per-site baselines it reads and where a
+    # baseline accepted in the Prefect UI is written (None: fingerprints/sites).
+    fingerprint_sites_dir: Path | None = None
+    # Seconds a run whose gate failed closed with a proposed baseline waits, suspended,
+    # for an operator's accept/reject in the Prefect UI; 0: no approval step, it fails
+    # at once. Unanswered in time: it fails (closed).
+    gate_approval_timeout: int = Field(default=0, ge=0)
+
     _split_proxies = field_validator("proxy_list", mode="before")(_split_list)
 
     # A malformed URL stops the process with one line (ConfigurationError), not at first use.
@@ -383,6 +391,19 @@ ENVIRONMENT: tuple[Variable, ...] = (
         "the chat model suggesting repairs of broken selectors (needs OPENAI_BASE_URL or "
         "OPENAI_API_KEY)",
         "gpt-4o-mini",
+    ),
+    Variable(
+        "FINGERPRINT_SITES_DIR",
+        None,
+        "the per-site baselines the scrape flow's gate reads and approvals write",
+        "fingerprints/sites",
+    ),
+    Variable(
+        "GATE_APPROVAL_TIMEOUT",
+        None,
+        "seconds a run whose gate failed closed waits, suspended, for accept/reject in the "
+        "Prefect UI; unanswered: it fails",
+        "0 (no approval step)",
     ),
 )
 

@@ -26,7 +26,7 @@ import redis
 from elasticsearch import Elasticsearch
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import INPUTS, RUN_ID, TASK_SOURCE
+from prefect.cache_policies import INPUTS, RUN_ID, TASK_SOURCE, Inputs
 from prefect.runtime import flow_run
 from prefect.states import Failed
 from redis.backoff import ExponentialWithJitterBackoff
@@ -44,7 +44,7 @@ from fingerprints.gate import check_all, verify_site
 from fingerprints.proposed import save_proposed_baseline
 from llm.embedders import default_embedder
 from llm.process import process_job
-from orchestration import health
+from orchestration import approval, health
 from orchestration.alerts import notify
 from orchestration.hooks import alert_failed_run, alert_failed_step, send_job_summary
 from orchestration.repairs import alert_lines
@@ -54,6 +54,9 @@ from orchestration.steps import LocalWorkers, StepError, job_id_for, preflight, 
 # Cached per task, inputs and flow run: a retry of the same run (same run id) skips the
 # steps that completed; a new run never reuses an old run's results.
 RESUMABLE = TASK_SOURCE + INPUTS + RUN_ID
+# The same, ignoring the gate report passed in: a run resumed after an approval re-runs the
+# gate (the flow starts again from the top), but the decision applies to what was shown.
+HELD_PER_RUN = TASK_SOURCE + Inputs(exclude=["result"]) + RUN_ID
 
 
 class StructureGateFailed(StepError):
@@ -135,7 +138,7 @@ def preflight_task(site: str, require_consumers: bool) -> dict[str, Any]:
 
 @task(name="verify-structure", cache_policy=RESUMABLE, persist_result=True)
 def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]:
-    result = verify_site(site, base_url=base_url)
+    result = verify_site(site, base_url=base_url, sites_dir=approval.sites_dir())
     logger = get_run_logger()
     logger.info(result.summary())
     if not result.passed:
@@ -145,7 +148,9 @@ def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[
     if result.verdict == "drifted" and result.proposed_baseline is not None:
         # Never over baseline.json: a new file to review, and the run's artifact. Inside
         # the cached task, so a retry of the run does not propose (and warn) twice.
-        path = save_proposed_baseline(site, result.proposed_baseline)
+        path = save_proposed_baseline(
+            site, result.proposed_baseline, sites_dir=approval.sites_dir()
+        )
         logger.warning("structure drifted; proposed baseline written to %s", path)
         create_markdown_artifact(
             f"## Proposed baseline for {site}\n\n{result.reason}\n\nWritten to `{path}`.\n\n"
@@ -155,6 +160,22 @@ def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[
         )
         report["proposed_baseline_path"] = str(path)
     return report
+
+
+@task(name="approval-request", cache_policy=HELD_PER_RUN, persist_result=True)
+def approval_request_task(site: str, job_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    """The gate report an operator is asked to decide on, alerted once: cached for the run,
+    so the resumed run gets this report (and sends no second alert)."""
+    alert_structure_change(site, result)
+    return result
+
+
+@task(name="accept-baseline", on_failure=[alert_failed_step])
+def accept_baseline_task(site: str, result: dict[str, Any], note: str) -> str:
+    by = f"Prefect flow run {flow_run.get_name()} ({flow_run.get_id()})"
+    path = approval.accept(site, result, note=note, by=by)
+    get_run_logger().info("accepted the proposed baseline of %s: %s", site, path)
+    return str(path)
 
 
 @task(
@@ -264,11 +285,15 @@ def scrape_site(
     job_id: str | None = None,
     local_workers: int = 0,
     base_url: str | None = None,
+    approval_timeout: int | None = None,
 ) -> Any:
     """Scrape one site: gate on structure, crawl through the frontier, embed, report.
 
     ``local_workers``: 0 when always-on workers serve the frontier (compose); N > 0 to
     launch N ``scrapy crawl`` worker processes for this run (local mode).
+    ``approval_timeout``: seconds a failed-closed gate with a proposed baseline waits,
+    suspended, for an operator's decision (``orchestration/approval.py``); default
+    ``GATE_APPROVAL_TIMEOUT``, 0 fails at once.
     """
     job_id = job_id or default_job_id(site)
     logger = get_run_logger()
@@ -284,11 +309,18 @@ def scrape_site(
             if isinstance(error, StructureGateFailed)
             else {"status": "error", "reason": str(error), "page_types": {}}
         )
-        alert_structure_change(site, result)
-        return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
-    report = gate.result()
-    if report.get("verdict") == "drifted":  # the data still comes out: warn, go on
-        warn_structure_drift(site, report, scrape=True)
+        timeout = approval.timeout_seconds(approval_timeout)
+        if not approval.can_approve(result, timeout):
+            alert_structure_change(site, result)
+            return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
+        result = approval_request_task(site, job_id, result)
+        # Suspends the run (its process exits); the resumed run gets the operator's answer.
+        decision = approval.request_decision(site, result, timeout)
+        if decision.decision != "accept":
+            return Failed(name="FailedClosed", message=approval.rejection(site, decision))
+        accept_baseline_task(site, result, decision.note)
+    elif (report := gate.result()).get("verdict") == "drifted":
+        warn_structure_drift(site, report, scrape=True)  # the data still comes out: go on
     profile = SiteProfile.load(site)  # the gate passed, so the site has a profile
 
     produce_task.with_options(timeout_seconds=profile.timeouts.producer)(site, job_id, base_url)
@@ -365,7 +397,7 @@ def warn_structure_drift(site: str, result: dict[str, Any], *, scrape: bool) -> 
 )
 def check_site_versions(sites: list[str] | None = None) -> Any:
     """Every site's fixtures against its baseline (daily, before the first scrape)."""
-    results = check_all(sites)
+    results = check_all(sites, sites_dir=approval.sites_dir())
     # verdict: passed | drifted (structure changed, extraction complete) | structure_changed
     # (fail closed) | blocked, fetch_failed, no_baseline, error.
     lines = ["| site | verdict | reason |", "|---|---|---|"]

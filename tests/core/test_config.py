@@ -169,4 +169,6 @@ def test_crawl_values_only_for_variables_that_are_set() -> None:
         "EMBEDDING_MODEL",
         "EMBEDDING_MAX_RETRIES",
         "CHAT_MODEL",
+        "FINGERPRINT_SITES_DIR",
+        "GATE_APPROVAL_TIMEOUT",
     }

@@ -1,0 +1,203 @@
+"""Approving a new baseline from the Prefect UI: real Prefect server and worker, Redis, ES,
+the demo shop in layout v2 (selectors broken: the gate fails closed with a proposal).
+
+Runs are resumed through the API exactly as the UI's "Resume" form does (POST
+/flow_runs/{id}/resume with ``run_input``). The worker reads and writes baselines in a
+temporary copy of fingerprints/sites (FINGERPRINT_SITES_DIR): the repository's
+baseline.json is never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from fingerprints.baseline import SITES_DIR
+from fingerprints.versions import baseline_history
+from services.demo_site import DemoSite
+from services.es_node import ElasticsearchNode
+from services.prefect_server import PrefectServer, PrefectWorker
+from services.redis_server import RedisServer
+from services.slack_receiver import SlackReceiver
+from tests.llm.openai_stub import OpenAIStub
+from tests.orchestration.prefect_api import api
+from tests.orchestration.test_scrape_flow import FINAL, PRODUCTS, Stack
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_BASELINE = SITES_DIR / "demo" / "baseline.json"
+
+
+class ApprovalStack(Stack):
+    sites: Path
+
+    def wait_for_state(self, run_id: str, state_type: str, timeout: float = 300) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = self.flow_run(run_id)
+            if run["state"]["type"] == state_type:
+                return run
+            assert run["state"]["type"] not in FINAL, run["state"]
+            time.sleep(1)
+        raise AssertionError(f"flow run {run_id} not {state_type} after {timeout}s")
+
+    def resume(self, run_id: str, run_input: dict[str, Any]) -> dict[str, Any]:
+        """What the UI's Resume form sends."""
+        return dict(api(self.prefect, f"/flow_runs/{run_id}/resume", {"run_input": run_input}))
+
+    def state_names(self, run_id: str) -> list[str]:
+        """Every state the run went through, oldest first."""
+        states = api(self.prefect, f"/flow_run_states/?flow_run_id={run_id}")
+        return [state["name"] for state in sorted(states, key=lambda s: s["timestamp"])]
+
+    def reset_baselines(self) -> None:
+        shutil.rmtree(self.sites, ignore_errors=True)
+        shutil.copytree(SITES_DIR / "demo", self.sites / "demo")
+
+
+@pytest.fixture(scope="module")
+def stack(
+    tmp_path_factory: pytest.TempPathFactory,
+    prefect_server: PrefectServer,
+    redis_server: RedisServer,
+    es_node: ElasticsearchNode,
+) -> Iterator[ApprovalStack]:
+    run_dir = tmp_path_factory.mktemp("approval-stack")
+    sites = run_dir / "sites"
+    redis_server.client().flushdb()
+    Elasticsearch(es_node.url).indices.delete(
+        index="items-demo*,chunks-demo*,platform-jobs*", ignore_unavailable=True
+    )
+    openai = OpenAIStub(dims=16)
+    openai.start()
+    with (
+        DemoSite(run_dir=run_dir, products=PRODUCTS, name="approval-site", layout="v2") as site,
+        SlackReceiver(run_dir=run_dir) as slack,
+    ):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+        env.update(prefect_server.client_environment())
+        done = subprocess.run(
+            [sys.executable, "-m", "orchestration.register_flows", "--local-workers", "2"],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        worker_env = {
+            "REDIS_URL": redis_server.url,
+            "ELASTICSEARCH_URL": es_node.url,
+            "DEMO_SITE_URL": site.url,
+            "SLACK_WEBHOOK_URL": slack.url,
+            "OPENAI_BASE_URL": openai.base_url,
+            "OPENAI_API_KEY": openai.api_key,
+            "EMBEDDING_MODEL": "stub-embedding",
+            "PLATFORM_RUN_DIR": str(run_dir),
+            "FINGERPRINT_SITES_DIR": str(sites),
+            "GATE_APPROVAL_TIMEOUT": "900",
+        }
+        with PrefectWorker(
+            prefect_server, pool="scraping", run_dir=run_dir, extra_env=worker_env, cwd=REPO_ROOT
+        ):
+            approval_stack = ApprovalStack(
+                prefect_server, site, redis_server, es_node, slack, openai
+            )
+            approval_stack.sites = sites
+            yield approval_stack
+    openai.stop()
+
+
+@pytest.fixture
+def baselines(stack: ApprovalStack) -> Iterator[Path]:
+    """A fresh copy of the repository's demo baseline for each test; the repository's own
+    baseline.json is the same after the test."""
+    before = REPO_BASELINE.read_bytes()
+    stack.reset_baselines()
+    yield stack.sites
+    assert REPO_BASELINE.read_bytes() == before
+
+
+def structure_alerts(stack: Stack) -> list[str]:
+    texts = [str(post.get("text", "")) for post in stack.slack.posts()]
+    return [text for text in texts if "skipped (fail-closed)" in text]
+
+
+def test_accepting_in_the_ui_writes_the_new_baseline_and_the_run_goes_on(
+    stack: ApprovalStack, baselines: Path
+) -> None:
+    original = (baselines / "demo" / "baseline.json").read_text()
+    alerts = len(structure_alerts(stack))
+    run_id = stack.trigger("scrape-demo")
+
+    run = stack.wait_for_state(run_id, "PAUSED")
+    assert run["state"]["name"] == "Suspended", run["state"]
+    # Suspended, not paused: the run's process is gone and the input it waits for is
+    # declared (the UI renders the form from this schema, with the description above it).
+    details = run["state"]["state_details"]
+    assert details["pause_reschedule"] is True and details["pause_timeout"]
+    keyset = details["run_input_keyset"]
+    schema = api(stack.prefect, f"/flow_runs/{run_id}/input/{keyset['schema']}")
+    assert schema["required"] == ["decision"]
+    assert schema["properties"]["decision"]["enum"] == ["accept", "reject"]
+    description = api(stack.prefect, f"/flow_runs/{run_id}/input/{keyset['description']}")
+    assert "**scrape-demo: the structure gate failed closed" in description
+    assert (baselines / "demo" / "baseline.json").read_text() == original
+    assert "producer" not in stack.task_states(run_id)
+
+    answer = stack.resume(run_id, {"decision": "accept", "note": "v2 is the new shop"})
+    assert answer["status"] == "ACCEPT", answer
+    run = stack.wait(run_id, timeout=600)
+    assert run["state"]["type"] == "COMPLETED", run["state"]
+    tasks = stack.task_states(run_id)
+    assert tasks["accept-baseline"] == "COMPLETED" and tasks["report"] == "COMPLETED"
+
+    accepted = json.loads((baselines / "demo" / "baseline.json").read_text())
+    (version,) = baseline_history("demo", sites_dir=baselines)
+    assert version.note == "v2 is the new shop" and run_id in version.by
+    assert version.previous is not None
+    assert (baselines / "demo" / version.previous).read_text() == original
+    assert accepted["site"] == "demo" and accepted != json.loads(original)
+    # One structure alert for the run, not a second one when it resumed.
+    assert len(structure_alerts(stack)) == alerts + 1
+
+
+def test_suspended_runs_free_the_slot_reject_and_timeout_fail_closed(
+    stack: ApprovalStack, baselines: Path
+) -> None:
+    original = (baselines / "demo" / "baseline.json").read_text()
+    rejected = stack.trigger("scrape-demo")
+    stack.wait_for_state(rejected, "PAUSED")
+    # One scrape of a site at a time: this run can only start because the first one,
+    # suspended, gave its slot back. Nobody answers it: the server fails it at its deadline.
+    unanswered = stack.trigger("scrape-demo", approval_timeout=5)
+    run = stack.wait(unanswered, timeout=300)
+    assert run["state"]["type"] == "FAILED", run["state"]
+    assert "never resumed" in run["state"]["message"]
+    assert "Suspended" in stack.state_names(unanswered)
+    assert stack.flow_run(rejected)["state"]["name"] == "Suspended"  # still waiting
+
+    answer = stack.resume(rejected, {"decision": "reject", "note": "the shop is broken"})
+    assert answer["status"] == "ACCEPT", answer
+    run = stack.wait(rejected, timeout=300)
+    assert (run["state"]["type"], run["state"]["name"]) == ("FAILED", "FailedClosed")
+    assert run["state"]["message"] == (
+        "structure gate: the proposed baseline of demo was rejected in the Prefect UI: "
+        "the shop is broken"
+    )
+    for run_id in (rejected, unanswered):
+        tasks = stack.task_states(run_id)
+        assert "producer" not in tasks and "accept-baseline" not in tasks
+    assert (baselines / "demo" / "baseline.json").read_text() == original
+    assert baseline_history("demo", sites_dir=baselines) == []
+    server = stack.redis.client()
+    assert server.llen("demo:start_urls") == 0 and server.zcard("demo:requests") == 0
