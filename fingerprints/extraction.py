@@ -13,9 +13,14 @@ Two halves, I/O at the edges:
   A request that carries a partial item in ``cb_kwargs`` completes that item (a reviews
   API, a detail page): it is fetched with ``fetch`` (the sampler, in the live gate) and its
   callback run, up to ``PART_DEPTH`` hops. Any other request is navigation: counted, never
-  followed. Items are tagged with the spider's job id, as ``JobTagMiddleware`` would.
+  followed. A request to the callback another page type declares (a search page's detail
+  pages) is navigation too, even with a partial item: that page type is judged on its own
+  sample. A POST (a GraphQL continuation) is never a part: ``fetch`` gets URLs. Requests
+  back to the page's own callback are counted apart (``pagination``). Items are tagged
+  with the spider's job id, as ``JobTagMiddleware`` would.
 - ``judge_extraction`` is pure: outputs and the site's coverage baseline in, a report out.
-  Extraction is complete when every page yielded something, no callback failed, every
+  Extraction is complete when every page yielded items or requests other than its own
+  pagination (a listing's detail pages), no callback failed, every
   item validates against its schema (``core.items_schema``) and no field of the coverage
   baseline is lost (``fingerprints.coverage.lost_fields``).
 """
@@ -62,6 +67,7 @@ class PageOutput:
     items: tuple[Any, ...] = ()
     requests: int = 0  # navigation requests: counted, not followed
     errors: tuple[str, ...] = ()  # the callback raised, none declared, a part not fetched
+    pagination: int = 0  # requests back to the page's own callback: no proof of data
 
 
 # -- the harness (builds the spider, calls callbacks; fetches only through ``fetch``) ------
@@ -104,6 +110,7 @@ def run_callbacks(
     a part is reported as not fetched, e.g. in the fixture check, which has no network)."""
     outputs: list[PageOutput] = []
     pending: list[tuple[int, Request]] = []
+    declared = {name for name in callbacks.values() if name}
     for page in pages:
         name = callbacks.get(page.page_type)
         method = getattr(spider, name, None) if name else None
@@ -116,7 +123,8 @@ def run_callbacks(
             outputs.append(PageOutput(page.url, page.page_type, name, errors=(problem,)))
             continue
         base = str(getattr(spider, "base_url", "") or "http://fixture.invalid")
-        output, parts = _call(spider, method, page_response(page, base=base), {}, page, name)
+        response = page_response(page, base=base)
+        output, parts = _call(spider, method, response, {}, page, name, declared)
         pending += [(len(outputs), part) for part in parts]
         outputs.append(output)
     for _ in range(PART_DEPTH):
@@ -149,7 +157,7 @@ def _follow(
             continue
         method = request.callback if callable(request.callback) else spider.parse
         output, parts = _call(
-            spider, method, page_response(page, request), request.cb_kwargs, page, None
+            spider, method, page_response(page, request), request.cb_kwargs, page, None, set()
         )
         outputs[index] = replace(
             outputs[index],
@@ -182,23 +190,43 @@ def _call(
     kwargs: Mapping[str, Any],
     page: Page,
     name: str | None,
+    declared: set[str],
 ) -> tuple[PageOutput, list[Request]]:
+    """``declared``: the callbacks the profile names (a request to one is never followed:
+    its page type is judged on its own sample)."""
     items: list[Any] = []
     parts: list[Request] = []
-    navigation = 0
+    navigation = pagination = 0
     try:
         for output in _outputs(method(response, **kwargs)):
             if isinstance(output, Request):
-                if output.cb_kwargs:  # carries a partial item: part of this page's data
-                    parts.append(output)
+                target = _callback_name(output)
+                if name and target == name:
+                    pagination += 1
+                if output.cb_kwargs and output.method == "GET" and target not in declared:
+                    parts.append(output)  # carries a partial item: part of this page's data
                 else:
                     navigation += 1
             elif is_item(output):
                 items.append(_tagged(output, spider))
     except Exception as exc:  # a callback that crashes on the new layout: extraction failed
         problem = f"{response.url}: {getattr(method, '__name__', 'callback')} raised {exc!r}"
-        return PageOutput(page.url, page.page_type, name, tuple(items), navigation, (problem,)), []
-    return PageOutput(page.url, page.page_type, name, tuple(items), navigation), parts
+        errors: tuple[str, ...] = (problem,)
+        parts = []
+    else:
+        errors = ()
+    result = PageOutput(
+        page.url, page.page_type, name, tuple(items), navigation, errors, pagination=pagination
+    )
+    return result, parts
+
+
+def _callback_name(request: Request) -> str:
+    """The name of the spider method a request calls back (Scrapy's default: ``parse``)."""
+    callback = request.callback
+    if callback is None:
+        return "parse"
+    return str(getattr(callback, "__name__", callback))
 
 
 def _outputs(result: Any) -> list[Any]:
@@ -351,8 +379,11 @@ def _judge_type(
     items: list[Any] = []
     for output in outputs:
         errors += output.errors
-        if not output.errors and not output.items and not output.requests:
-            errors.append(f"{output.url}: the callback yielded nothing")
+        # A listing page's data is its requests for the detail pages: its pagination alone
+        # is no proof that the listing still reads its cards.
+        if not output.errors and not output.items and output.requests <= output.pagination:
+            what = "nothing" if not output.requests else "only its own pagination"
+            errors.append(f"{output.url}: the callback yielded {what}")
         for item in output.items:
             items.append(item)
             problems = _item_errors(item)

@@ -154,7 +154,11 @@ class BookingComSpider(ProductionSpider):
                 meta={"listing_page": number + 1},
             )
 
-    def parse_hotel(self, response: Response, partial: dict[str, Any]) -> Iterator[Hotel]:
+    def parse_hotel(
+        self, response: Response, partial: dict[str, Any] | None = None
+    ) -> Iterator[Hotel]:
+        # No partial: the hotel page alone, at its own URL (the structure gate judges it).
+        partial = partial or {"url": response.url}
         fields = dict(partial)
         if isinstance(response, TextResponse):
             found = extract_hotel(response)

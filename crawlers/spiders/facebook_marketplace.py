@@ -199,9 +199,10 @@ class FacebookMarketplaceSpider(ProductionSpider):
         )
 
     def parse_item(
-        self, response: Response, partial: dict[str, Any]
+        self, response: Response, partial: dict[str, Any] | None = None
     ) -> Iterator[MarketplaceListing]:
-        fields = dict(partial)
+        # No partial: the item page alone, at its own URL (the structure gate judges it).
+        fields = dict(partial or {"url": response.url})
         if isinstance(response, TextResponse):
             self.check_session(response)
             found = extract_item(response)

@@ -118,7 +118,11 @@ class HermesSpider(ProductionSpider):
                 meta={"listing_page": number + 1},
             )
 
-    def parse_product(self, response: Response, partial: dict[str, Any]) -> Iterator[Product]:
+    def parse_product(
+        self, response: Response, partial: dict[str, Any] | None = None
+    ) -> Iterator[Product]:
+        # No partial: the product page alone, at its own URL (the structure gate judges it).
+        partial = partial or {"url": response.url}
         fields = dict(partial)
         if isinstance(response, TextResponse):
             found = extract_product(response, partial.get("product_id"))
