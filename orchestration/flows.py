@@ -163,10 +163,14 @@ def verify_structure_task(site: str, job_id: str, base_url: str | None) -> dict[
 
 
 @task(name="approval-request", cache_policy=HELD_PER_RUN, persist_result=True)
-def approval_request_task(site: str, job_id: str, result: dict[str, Any]) -> dict[str, Any]:
+def approval_request_task(
+    site: str, job_id: str, result: dict[str, Any], timeout: int = 0
+) -> dict[str, Any]:
     """The gate report an operator is asked to decide on, alerted once: cached for the run,
-    so the resumed run gets this report (and sends no second alert)."""
-    alert_structure_change(site, result)
+    so the resumed run gets this report (and sends no second alert). The alert says until
+    when the run waits (``timeout`` seconds from now, as the form's description does)."""
+    until = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=timeout)
+    alert_structure_change(site, result, waiting_until=until.strftime("%Y-%m-%d %H:%M UTC"))
     return result
 
 
@@ -313,7 +317,7 @@ def scrape_site(
         if not approval.can_approve(result, timeout):
             alert_structure_change(site, result)
             return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
-        result = approval_request_task(site, job_id, result)
+        result = approval_request_task(site, job_id, result, timeout)
         # Suspends the run (its process exits); the resumed run gets the operator's answer.
         decision = approval.request_decision(site, result, timeout)
         if decision.decision != "accept":
@@ -330,7 +334,10 @@ def scrape_site(
     return {"site": site, "job_id": job_id, "items": summary["items"]}
 
 
-def alert_structure_change(site: str, result: dict[str, Any]) -> None:
+def alert_structure_change(
+    site: str, result: dict[str, Any], *, waiting_until: str | None = None
+) -> None:
+    """``waiting_until``: the run is suspended for an operator's accept/reject until then."""
     page_types = [
         {
             "name": name,
@@ -349,6 +356,7 @@ def alert_structure_change(site: str, result: dict[str, Any]) -> None:
         page_types=page_types,
         run_url=run_url(),
         repairs=alert_lines(site, result),  # validated rule suggestions for failed fields
+        waiting_until=waiting_until,
     )
 
 

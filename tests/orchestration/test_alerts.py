@@ -60,6 +60,33 @@ def test_job_summary_template_carries_the_figures() -> None:
     assert "incomplete: *4* stored without some of their parts" in text
 
 
+def test_structure_change_says_when_the_run_waits_for_an_operator() -> None:
+    context = {
+        "site": "demo",
+        "status_label": "structure changed",
+        "reason": "structure changed: product (similarity 0.41 < 0.85)",
+        "page_types": [
+            {"name": "product", "similarity": 0.41, "threshold": 0.85, "changed": ["skeleton"]}
+        ],
+        "run_url": "http://prefect.invalid/runs/flow-run/1",
+        "repairs": "",
+    }
+    skipped = render("structure_change", **context)
+    assert "skipped (fail-closed)" in skipped
+    assert "python -m fingerprints baseline demo" in skipped
+    assert "Prefect UI" not in skipped
+    assert render("structure_change", **context, waiting_until=None) == skipped
+
+    waiting = render("structure_change", **context, waiting_until="2026-12-01 14:00 UTC")
+    assert "skipped (fail-closed)" in waiting  # the same alert, counted the same way
+    assert "the run is suspended" in waiting
+    assert "accept/reject in the Prefect UI" in waiting
+    assert "until 2026-12-01 14:00 UTC" in waiting
+    assert "no answer by then, ends it Failed" in waiting
+    assert "similarity 0.41" in waiting and "<http://prefect.invalid/runs/flow-run/1|" in waiting
+    assert "python -m fingerprints baseline" not in waiting
+
+
 def test_notify_posts_through_the_sdk(receiver: SlackReceiver) -> None:
     settings = PlatformSettings(slack_webhook_url=receiver.url)
     assert notify("job_summary", settings=settings, **SUMMARY) is Delivery.SENT
