@@ -36,6 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from itemadapter import ItemAdapter
+
 from core.blocks import BlockRules, classify
 from core.config import ConfigurationError
 from crawlers.profiles import PROFILES_DIR, SiteProfile
@@ -51,10 +53,11 @@ from fingerprints.baseline import (
     sha256,
     site_dir,
 )
-from fingerprints.coverage import CoverageBaseline, load_coverage_baseline
+from fingerprints.coverage import CoverageBaseline, is_filled, load_coverage_baseline
 from fingerprints.extraction import (
     ExtractionReport,
     Fetch,
+    PageOutput,
     judge_extraction,
     run_callbacks,
     site_spider,
@@ -489,12 +492,63 @@ def judge_sample(
         coverage = None
     try:
         spider = site_spider(result.site, base_url)
-        outputs = run_callbacks(spider, extraction_targets(result, pages), callbacks, fetch=fetch)
+        targets = extraction_targets(result, pages)
+        if coverage is not None:
+            changed = {page.page_type for page in targets}
+            fixtures = _fixture_outputs(spider, result.site, changed, callbacks, sites_dir)
+            coverage = coverage_for_page_types(coverage, fixtures, changed)
+        outputs = run_callbacks(spider, targets, callbacks, fetch=fetch)
         report = judge_extraction(outputs, coverage)
     except (Exception, ConfigurationError) as exc:  # no spider, a bad profile: fail closed
         note = f"extraction could not run ({type(exc).__name__}: {exc})"
         return decide(result, None, strict=config.strict, proposed=proposed, note=note)
     return decide(result, report, strict=config.strict, proposed=proposed)
+
+
+def coverage_for_page_types(
+    coverage: CoverageBaseline, fixtures: Sequence[PageOutput], page_types: Iterable[str]
+) -> CoverageBaseline:
+    """The coverage baseline narrowed to what these page types fill on their own.
+
+    The site's rates are measured on complete items, which may join a listing card and a
+    detail page; judged alone, a detail page cannot fill what only the card supplies (a
+    hermes product page has no category). So a field is expected of the sample only when
+    the same callbacks fill it on the site's own fixtures. A page type whose fixtures
+    yield no items offline (its items wait for parts from the network) keeps every field.
+    """
+    fillable: set[str] = set()
+    for page_type in page_types:
+        items = [item for out in fixtures if out.page_type == page_type for item in out.items]
+        if not items:
+            return coverage
+        fillable |= {
+            name for name in coverage.fields if any(is_filled(_field(i, name)) for i in items)
+        }
+    kept = {name: rule for name, rule in coverage.fields.items() if name in fillable}
+    return replace(coverage, fields=kept)
+
+
+def _fixture_outputs(
+    spider: Any,
+    site: str,
+    page_types: Iterable[str],
+    callbacks: Mapping[str, str | None],
+    sites_dir: Path,
+) -> list[PageOutput]:
+    """The callbacks on the site's committed fixtures of ``page_types`` (offline)."""
+    wanted = set(page_types)
+    root = site_dir(site, sites_dir)
+    pages = [
+        Page(path.relative_to(root).as_posix(), page_type, 200, {}, path.read_bytes())
+        for page_type, paths in fixture_pages(site, sites_dir).items()
+        if page_type in wanted
+        for path in paths
+    ]
+    return run_callbacks(spider, pages, callbacks)
+
+
+def _field(item: Any, name: str) -> Any:
+    return ItemAdapter(item).get(name)
 
 
 def _edited_fixtures(baseline: SiteBaseline, sites_dir: Path) -> str:

@@ -20,7 +20,7 @@ import crawlers.settings
 from fingerprints.baseline import SITES_DIR, FingerprintConfig, load_baseline
 from fingerprints.coverage import load_coverage_baseline
 from fingerprints.extraction import ExtractionReport, judge_extraction, run_callbacks, site_spider
-from fingerprints.gate import Page, evaluate, judge_sample
+from fingerprints.gate import Page, coverage_for_page_types, evaluate, judge_sample
 
 SITES = ("idealista", "hermes", "booking_com", "facebook_marketplace")
 PAGE_TYPES = {
@@ -129,7 +129,8 @@ def test_the_fixtures_extract_completely(site: str, page_type: str) -> None:
     result = report.page_types[page_type]
     if (site, page_type) == ("hermes", "product"):
         # Everything the product page states is read; what only the category page knows
-        # is lost on the page alone (see HERMES_CATEGORY_ONLY): fails closed, by design.
+        # is lost on the page alone (see HERMES_CATEGORY_ONLY) against the site's whole
+        # coverage; the gate narrows it to what the page type fills on its own.
         assert sorted(result.lost_fields) == HERMES_CATEGORY_ONLY, report.problems()
         assert not result.errors and not result.invalid and result.items == 7
         return
@@ -193,8 +194,9 @@ def gate_verdict(site: str, page_type: str) -> tuple[str, str]:
         # detail page's rooms, baths, city, features by class too: fails closed.
         ("idealista", "search", "structure_changed"),
         ("idealista", "detail", "structure_changed"),
-        # The product page judged alone loses the category's fields (see above).
-        ("hermes", "product", "structure_changed"),
+        # The product page judged alone: only what its own fixtures fill is expected of it
+        # (gate.coverage_for_page_types), so the category's fields are not "lost".
+        ("hermes", "product", "drifted"),
     ],
 )
 def test_a_restyled_page_type_through_the_gate(site: str, page_type: str, verdict: str) -> None:
@@ -257,3 +259,18 @@ def test_listing_detail_requests_are_judged_not_followed() -> None:
     # Undeclared detail callback: the request carries a partial item, so it is a part.
     (part,) = run_callbacks(spider, [listing(cards)], {"listing": "parse"})
     assert "follow-up request not fetched" in part.errors[0]
+
+
+def test_the_gate_expects_of_a_page_type_only_what_its_own_fixtures_fill() -> None:
+    spider = site_spider("hermes")
+    callbacks = {
+        name: pt.callback for name, pt in FingerprintConfig.for_site("hermes").page_types.items()
+    }
+    coverage = load_coverage_baseline("hermes", SITES_DIR)
+    fixtures = run_callbacks(spider, pages_of("hermes", "product"), callbacks)
+    narrowed = coverage_for_page_types(coverage, fixtures, ["product"])
+    assert set(HERMES_CATEGORY_ONLY) <= set(coverage.fields)
+    assert not set(HERMES_CATEGORY_ONLY) & set(narrowed.fields)
+    assert {"name", "price"} <= set(narrowed.fields)
+    # A page type whose fixtures yield nothing offline keeps every field.
+    assert coverage_for_page_types(coverage, [], ["product"]) is coverage
