@@ -44,10 +44,15 @@ VERDICTS = (NEW, CHANGED, UNCHANGED)
 
 # KEYS: hashes, first_seen, last_changed, job verdicts, job new, job changed, job stats,
 #       job incomplete, job invalid
-# ARGV: key, content hash, now (epoch ms), ttl of the job keys (s),
+# ARGV: key, content hash, now (epoch ms; empty: Redis' TIME), ttl of the job keys (s),
 #       parts the item lacks (comma-separated; empty: complete)
 _CLASSIFY = """
 local key, hash, now = ARGV[1], ARGV[2], ARGV[3]
+if now == '' then
+  -- The shared clock: Redis' own, never the worker's (ordering and timestamps decide).
+  local t = redis.call('TIME')
+  now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
 -- The job's ledger (core.ledger): the latest delivery of a key says whether it is
 -- complete, and a key that reached dedup is not an invalid item of the job.
 if ARGV[5] ~= '' then
@@ -95,7 +100,7 @@ if not first then
   redis.call('HSET', KEYS[2], key, now)
 end
 local changed = redis.call('HGET', KEYS[3], key) or first
-return {verdict, first, changed}
+return {verdict, first, changed, now}
 """
 
 
@@ -214,11 +219,14 @@ class ChangeState(ABC):
     ) -> ItemState:
         """The item's verdict in ``job_id`` (backend errors propagate: the caller retries).
 
-        ``incomplete``: the parts the item was scraped without (recorded in the job's
-        ledger by backends that keep one)."""
+        ``seen_ms``: when it was seen; None: now, by the backend's clock (a shared one
+        where there is one: Redis' ``TIME``, never a worker's). ``incomplete``: the
+        parts the item was scraped without (recorded in the job's ledger by backends
+        that keep one)."""
         loop = asyncio.get_running_loop()
-        seen = now_ms() if seen_ms is None else seen_ms
-        request = Request(job_id, key, content_hash, seen, loop.create_future(), tuple(incomplete))
+        request = Request(
+            job_id, key, content_hash, seen_ms, loop.create_future(), tuple(incomplete)
+        )
         self._queue.append(request)
         if self._sender is None or self._sender.done():
             self._sender = loop.create_task(self._send_queued())
@@ -228,10 +236,9 @@ class ChangeState(ABC):
         self, job_id: str, entries: Sequence[tuple[str, str]], *, seen_ms: int | None = None
     ) -> list[ItemState]:
         """Classify ``(key, content hash)`` pairs (in order)."""
-        seen = now_ms() if seen_ms is None else seen_ms
         return list(
             await asyncio.gather(
-                *(self.classify(job_id, key, digest, seen_ms=seen) for key, digest in entries)
+                *(self.classify(job_id, key, digest, seen_ms=seen_ms) for key, digest in entries)
             )
         )
 
@@ -262,7 +269,7 @@ class Request:
     job_id: str
     key: str
     content_hash: str
-    seen_ms: int
+    seen_ms: int | None  # None: the backend's clock
     future: asyncio.Future[ItemState]
     incomplete: tuple[str, ...] = ()
 
@@ -306,25 +313,31 @@ class ChangeDetector(ChangeState):
             for r in batch:
                 await self._script(
                     keys=self._keys(r.job_id),
-                    args=[r.key, r.content_hash, r.seen_ms, self.job_ttl, ",".join(r.incomplete)],
+                    args=[
+                        r.key,
+                        r.content_hash,
+                        "" if r.seen_ms is None else r.seen_ms,
+                        self.job_ttl,
+                        ",".join(r.incomplete),
+                    ],
                     client=pipe,
                 )
             raws = await pipe.execute(raise_on_error=False)
         return [
-            raw if isinstance(raw, Exception) else _state(r.key, r.content_hash, r.seen_ms, raw)
+            raw if isinstance(raw, Exception) else _state(r.key, r.content_hash, raw)
             for r, raw in zip(batch, raws, strict=True)
         ]
 
 
-def _state(key: str, digest: str, seen: int, raw: list[bytes | str | int]) -> ItemState:
-    verdict, first, changed = (_text(value) for value in raw)
+def _state(key: str, digest: str, raw: list[bytes | str | int]) -> ItemState:
+    verdict, first, changed, seen = (_text(value) for value in raw)
     return ItemState(
         key=key,
         verdict=verdict,
         content_hash=digest,
         first_seen_ms=int(first),
         last_changed_ms=int(changed),
-        seen_ms=seen,
+        seen_ms=int(seen),
     )
 
 

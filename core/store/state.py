@@ -23,7 +23,7 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from core.dedup import ChangeState, ItemState, Known, Request, decide
+from core.dedup import ChangeState, ItemState, Known, Request, decide, now_ms
 from core.store.layout import doc_id_for, epoch_ms, index_for_key
 
 _SOURCE = ["content_hash", "first_seen", "last_changed"]
@@ -65,7 +65,9 @@ class DocumentState(ChangeState):
                 prior = s.verdict if earlier.job_id == r.job_id else None
             else:
                 known, prior = stored.get(r.key), None
-            state = decide(r.key, known, r.content_hash, r.seen_ms, prior)
+            # One process, so its own clock (local mode has no shared one).
+            seen = now_ms() if r.seen_ms is None else r.seen_ms
+            state = decide(r.key, known, r.content_hash, seen, prior)
             self._remember(r.job_id, state)
             if state.verdict != prior:
                 self._count(f"items/{state.verdict}", 1)

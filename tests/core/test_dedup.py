@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -11,6 +12,7 @@ import redis
 
 from core.dedup import (
     ChangeDetector,
+    ItemState,
     Known,
     connect_async,
     decide,
@@ -175,3 +177,34 @@ def test_the_async_client_does_not_retry_and_takes_the_socket_params() -> None:
 
     # The caller (the dedup pipeline) is the one retry layer of the hop.
     assert asyncio.run(main()) == (0, 1.5)
+
+
+def test_timestamps_come_from_redis_not_from_a_worker_clock_an_hour_behind(
+    server: redis.Redis,
+    redis_server: RedisServer,
+    site: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two workers, one whose clock runs an hour behind: the times that order writes
+    (the store's external version) and first_seen/last_changed are Redis' own."""
+    key = f"{site}:product:A"
+    real_time = time.time
+
+    async def classify(job: str, digest: str) -> ItemState:
+        client = connect_async(redis_server.url)
+        try:
+            return await ChangeDetector(client, site).classify(job, key, digest)
+        finally:
+            await client.aclose()
+
+    first = asyncio.run(classify("j1", "h1"))  # the correct worker
+    monkeypatch.setattr(time, "time", lambda: real_time() - 3600)  # the late one
+    second = asyncio.run(classify("j2", "h2"))
+    monkeypatch.undo()
+    redis_now_ms = int(server.time()[0]) * 1000
+    assert abs(first.seen_ms - redis_now_ms) < 10_000
+    # The late worker's write is the newer one: its version (seen_ms) is larger, so
+    # Elasticsearch keeps it rather than refusing it as stale.
+    assert first.seen_ms <= second.seen_ms < redis_now_ms + 10_000
+    assert second.verdict == "changed" and second.last_changed_ms == second.seen_ms
+    assert stored_state(server, site, key) == ("h2", first.seen_ms, second.seen_ms)
