@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import redis.asyncio
 from scrapy import signals
@@ -33,15 +35,32 @@ class LedgerUnavailable(RuntimeError):
     """Redis stayed unreachable through every retry: the fact is not recorded."""
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    times: int
+    backoff: float
+    backoff_max: float
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> RetryPolicy:
+        """``DEDUP_RETRY_*``: the policy of every Redis write an item waits for."""
+        return cls(
+            int(required(settings, "DEDUP_RETRY_TIMES")),
+            float(required(settings, "DEDUP_RETRY_BACKOFF")),
+            float(required(settings, "DEDUP_RETRY_BACKOFF_MAX")),
+        )
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.backoff_max, self.backoff * 2 ** (attempt - 1)))
+
+
 class CrawlLedger:
     def __init__(self, crawler: Crawler) -> None:
         s = crawler.settings
         self.crawler = crawler
         self.url = str(s.get("REDIS_URL"))
         self.params = s.getdict("REDIS_PARAMS")
-        self.times = int(required(s, "DEDUP_RETRY_TIMES"))
-        self.backoff = float(required(s, "DEDUP_RETRY_BACKOFF"))
-        self.backoff_max = float(required(s, "DEDUP_RETRY_BACKOFF_MAX"))
+        self.retry = RetryPolicy.from_settings(s)
         self._server: redis.asyncio.Redis | None = None
         self._ledger: JobLedger | None = None
 
@@ -84,11 +103,11 @@ class CrawlLedger:
                 return await write(self._site_ledger())
             except REDIS_ERRORS as exc:
                 attempt += 1
-                if attempt > self.times:
+                if attempt > self.retry.times:
                     raise LedgerUnavailable(
-                        f"job ledger unreachable after {self.times} retries "
+                        f"job ledger unreachable after {self.retry.times} retries "
                         f"({type(exc).__name__}); the request is crawled again"
                     ) from None
                 if attempt == 1:
                     logger.warning("job ledger unreachable (%s); retrying", type(exc).__name__)
-                await asyncio.sleep(min(self.backoff_max, self.backoff * 2 ** (attempt - 1)))
+                await asyncio.sleep(self.retry.delay(attempt))

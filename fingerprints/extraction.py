@@ -390,7 +390,7 @@ def _judge_type(
             if problems:
                 invalid.append({"url": output.url, "errors": problems})
     # A field lost over the sample is this page type's loss when none of its items has it.
-    own_lost = tuple(f for f in lost if items and not _filled_anywhere(items, f))
+    own_lost = tuple(f for f in lost if items and not filled_anywhere(items, f))
     return PageTypeExtraction(
         page_type=name,
         callback=outputs[0].callback,
@@ -411,5 +411,6 @@ def _item_errors(item: Any) -> list[str]:
     return [str(error) for error in validation.errors]
 
 
-def _filled_anywhere(items: Sequence[Any], name: str) -> bool:
+def filled_anywhere(items: Sequence[Any], name: str) -> bool:
+    """Whether any of ``items`` fills field ``name`` (``fingerprints.coverage.is_filled``)."""
     return any(is_filled(ItemAdapter(item).get(name)) for item in items)

@@ -31,12 +31,10 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
-
-from itemadapter import ItemAdapter
 
 from core.blocks import BlockRules, classify
 from core.config import ConfigurationError
@@ -53,11 +51,12 @@ from fingerprints.baseline import (
     sha256,
     site_dir,
 )
-from fingerprints.coverage import CoverageBaseline, is_filled, load_coverage_baseline
+from fingerprints.coverage import CoverageBaseline, load_coverage_baseline
 from fingerprints.extraction import (
     ExtractionReport,
     Fetch,
     PageOutput,
+    filled_anywhere,
     judge_extraction,
     run_callbacks,
     site_spider,
@@ -445,13 +444,7 @@ def check_site(
             FingerprintConfig.for_site(site, profiles_dir),
             page_types,
         )
-        root = site_dir(site, sites_dir)
-        pages = [
-            Page(path.relative_to(root).as_posix(), page_type, 200, {}, path.read_bytes())
-            for page_type, paths in fixture_pages(site, sites_dir).items()
-            if page_type in baseline.page_types or not page_types
-            for path in paths
-        ]
+        pages = _fixture_sample(site, sites_dir, baseline.page_types if page_types else None)
         rules = _block_rules(site, profiles_dir)
         result = evaluate(site, pages, baseline, config=config, rules=rules, mode="fixtures")
         # No network here: a part a callback asks for (a reviews API) cannot be fetched,
@@ -521,9 +514,7 @@ def coverage_for_page_types(
         items = [item for out in fixtures if out.page_type == page_type for item in out.items]
         if not items:
             return coverage
-        fillable |= {
-            name for name in coverage.fields if any(is_filled(_field(i, name)) for i in items)
-        }
+        fillable |= {name for name in coverage.fields if filled_anywhere(items, name)}
     kept = {name: rule for name, rule in coverage.fields.items() if name in fillable}
     return replace(coverage, fields=kept)
 
@@ -536,19 +527,20 @@ def _fixture_outputs(
     sites_dir: Path,
 ) -> list[PageOutput]:
     """The callbacks on the site's committed fixtures of ``page_types`` (offline)."""
-    wanted = set(page_types)
+    return run_callbacks(spider, _fixture_sample(site, sites_dir, set(page_types)), callbacks)
+
+
+def _fixture_sample(
+    site: str, sites_dir: Path, page_types: Container[str] | None = None
+) -> list[Page]:
+    """The site's committed fixture pages as a sample (of ``page_types``; None: all)."""
     root = site_dir(site, sites_dir)
-    pages = [
+    return [
         Page(path.relative_to(root).as_posix(), page_type, 200, {}, path.read_bytes())
         for page_type, paths in fixture_pages(site, sites_dir).items()
-        if page_type in wanted
+        if page_types is None or page_type in page_types
         for path in paths
     ]
-    return run_callbacks(spider, pages, callbacks)
-
-
-def _field(item: Any, name: str) -> Any:
-    return ItemAdapter(item).get(name)
 
 
 def _edited_fixtures(baseline: SiteBaseline, sites_dir: Path) -> str:

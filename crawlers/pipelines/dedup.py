@@ -33,7 +33,7 @@ from scrapy.exceptions import NotConfigured
 from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
-from core.store.settings import required
+from crawlers.ledger import RetryPolicy
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 
 logger = logging.getLogger(__name__)
@@ -50,16 +50,6 @@ class DedupNote:
 
 class DedupUnavailable(RuntimeError):
     """The dedup state stayed unreachable through every retry: the item fails."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    times: int
-    backoff: float
-    backoff_max: float
-
-    def delay(self, attempt: int) -> float:
-        return float(min(self.backoff_max, self.backoff * 2 ** (attempt - 1)))
 
 
 class DedupPipeline:
@@ -79,12 +69,7 @@ class DedupPipeline:
         s = crawler.settings
         if not s.get("REDIS_URL") and not s.get("ELASTICSEARCH_URL"):
             raise NotConfigured("DedupPipeline needs REDIS_URL or ELASTICSEARCH_URL")
-        retry = RetryPolicy(
-            int(required(s, "DEDUP_RETRY_TIMES")),
-            float(required(s, "DEDUP_RETRY_BACKOFF")),
-            float(required(s, "DEDUP_RETRY_BACKOFF_MAX")),
-        )
-        return cls(crawler, retry)
+        return cls(crawler, RetryPolicy.from_settings(s))
 
     async def open_spider(self) -> None:
         # Clients are created here, inside the running event loop they bind to.

@@ -23,7 +23,7 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from core.items_schema import ItemSchema, UnknownItemType, content_hash, plain_fields, schema_for
+from core.items_schema import ItemSchema, UnknownItemType, plain_fields, schema_for
 from crawlers.ledger import CrawlLedger
 from crawlers.pipelines.common import job_of, site_of
 
@@ -70,5 +70,5 @@ class ValidationPipeline:
             ref = schema.key(site_of(self.crawler), fields)
         except ValueError:
             # Nothing to key it on: the same invalid content is still one record.
-            ref = f"{schema.item_type}:content:{content_hash(schema.content(fields))}"
+            ref = f"{schema.item_type}:content:{schema.content_hash(fields)}"
         await self.ledger.invalid(job_id, ref, message)
