@@ -14,7 +14,7 @@ REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingErro
 
 @dataclass(frozen=True)
 class SiteKeys:
-    """Every Redis key of one site, named ``<site>:<what>``: the one key registry.
+    """Every Redis key of one site, named ``{<site>}:<what>``: the one key registry.
 
     Frontier, worker registry, job stats, drain, dedup state and the store's spill all
     take their key names from here; no other module spells a key.
@@ -23,118 +23,124 @@ class SiteKeys:
     site: str
 
     @property
+    def tag(self) -> str:
+        """``{site}``: a Redis Cluster hash tag, so every key of a site is in one slot and
+        each Lua script (which may touch only one slot) works on a cluster as on one Redis."""
+        return "{" + self.site + "}"
+
+    @property
     def queue(self) -> str:
-        return f"{self.site}:requests"
+        return f"{self.tag}:requests"
 
     @property
     def start_urls(self) -> str:
-        return f"{self.site}:start_urls"
+        return f"{self.tag}:start_urls"
 
     @property
     def leases(self) -> str:
-        return f"{self.site}:leases"
+        return f"{self.tag}:leases"
 
     @property
     def lease_scores(self) -> str:
-        return f"{self.site}:lease_scores"
+        return f"{self.tag}:lease_scores"
 
     @property
     def lease_owners(self) -> str:
-        return f"{self.site}:lease_owners"
+        return f"{self.tag}:lease_owners"
 
     @property
     def push_seq(self) -> str:
-        return f"{self.site}:push_seq"
+        return f"{self.tag}:push_seq"
 
     @property
     def lease_seq(self) -> str:
-        return f"{self.site}:lease_seq"
+        return f"{self.tag}:lease_seq"
 
     @property
     def worker_prefix(self) -> str:
         """Prefix of each worker's heartbeat key (``<prefix><worker id>``)."""
-        return f"{self.site}:worker:"
+        return f"{self.tag}:worker:"
 
     @property
     def workers(self) -> str:
-        return f"{self.site}:workers"
+        return f"{self.tag}:workers"
 
     def seen(self, job_id: str) -> str:
-        return f"{self.site}:job:{job_id}:seen"
+        return f"{self.tag}:job:{job_id}:seen"
 
     def stats(self, job_id: str) -> str:
-        return f"{self.site}:job:{job_id}:stats"
+        return f"{self.tag}:job:{job_id}:stats"
 
     @property
     def current_job(self) -> str:
-        return f"{self.site}:current_job"
+        return f"{self.tag}:current_job"
 
     @property
     def jobs(self) -> str:
-        return f"{self.site}:jobs"
+        return f"{self.tag}:jobs"
 
     def drain_probe(self, job_id: str) -> str:
         """Hash: digest of the job's counters/queues and since when it has been stable."""
-        return f"{self.site}:job:{job_id}:drain_probe"
+        return f"{self.tag}:job:{job_id}:drain_probe"
 
     # -- item pipelines (core.dedup, core.store) -------------------------------------
     @property
     def item_hashes(self) -> str:
         """Hash: item key -> content hash of its last stored version."""
-        return f"{self.site}:item_hashes"
+        return f"{self.tag}:item_hashes"
 
     @property
     def item_first_seen(self) -> str:
         """Hash: item key -> epoch ms it was first seen."""
-        return f"{self.site}:item_first_seen"
+        return f"{self.tag}:item_first_seen"
 
     @property
     def item_last_changed(self) -> str:
         """Hash: item key -> epoch ms its content last changed."""
-        return f"{self.site}:item_last_changed"
+        return f"{self.tag}:item_last_changed"
 
     def job_verdicts(self, job_id: str) -> str:
         """Hash: item key -> new | changed | unchanged, for one job."""
-        return f"{self.site}:job:{job_id}:verdicts"
+        return f"{self.tag}:job:{job_id}:verdicts"
 
     def job_new(self, job_id: str) -> str:
         """Set: keys of the job's new items (for the LLM step and alerts)."""
-        return f"{self.site}:job:{job_id}:new"
+        return f"{self.tag}:job:{job_id}:new"
 
     def job_changed(self, job_id: str) -> str:
         """Set: keys of the job's changed items."""
-        return f"{self.site}:job:{job_id}:changed"
+        return f"{self.tag}:job:{job_id}:changed"
 
     # -- the job's ledger (core.ledger): idempotent records the report's figures count ---
     def job_stored(self, job_id: str) -> str:
         """Set: keys of the job's items Elasticsearch has accepted (or holds newer)."""
-        return f"{self.site}:job:{job_id}:stored"
+        return f"{self.tag}:job:{job_id}:stored"
 
     def job_invalid(self, job_id: str) -> str:
         """Hash: reference of each item validation dropped (its key, else URL) -> reason."""
-        return f"{self.site}:job:{job_id}:invalid"
+        return f"{self.tag}:job:{job_id}:invalid"
 
     def job_incomplete(self, job_id: str) -> str:
         """Hash: item key -> the parts it was stored without (comma-separated)."""
-        return f"{self.site}:job:{job_id}:incomplete"
+        return f"{self.tag}:job:{job_id}:incomplete"
 
     def job_blocked(self, job_id: str) -> str:
         """Hash: ``<request fingerprint>:<attempt>`` -> block kind, per blocked response."""
-        return f"{self.site}:job:{job_id}:blocked"
+        return f"{self.tag}:job:{job_id}:blocked"
 
     @property
     def store_spill(self) -> str:
         """List: store actions not yet accepted by Elasticsearch (JSON)."""
-        return f"{self.site}:store:spill"
+        return f"{self.tag}:store:spill"
 
     @property
     def store_spill_lock(self) -> str:
-        return f"{self.site}:store:spill_lock"
+        return f"{self.tag}:store:spill_lock"
 
     @property
     def store_dead_letters(self) -> str:
         """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
-        return f"{self.site}:store:dead_letters"
+        return f"{self.tag}:store:dead_letters"
 
 
 class PlatformKeys:

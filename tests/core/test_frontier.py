@@ -161,7 +161,8 @@ def test_drain_reclaims_dead_workers_leases(server: redis.Redis, site: str) -> N
 def test_consumer_check_names_the_missing_consumers(server: redis.Redis, site: str) -> None:
     missing = check_consumers(server, site)
     assert not missing.ok
-    assert f"{site}:start_urls" in missing.message() and f"{site}:requests" in missing.message()
+    assert f"{{{site}}}:start_urls" in missing.message()
+    assert f"{{{site}}}:requests" in missing.message()
     beat(server, site, "w1")
     present = check_consumers(server, site)
     assert present.ok and "w1" in present.message()

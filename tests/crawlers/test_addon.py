@@ -91,7 +91,7 @@ def test_a_new_project_with_the_add_on_crawls_through_the_frontier_into_elastics
     root = start_project(tmp_path, redis_server.url, es_node.url)
     job_id = "addon-project-1"
     run_producer("demo", job_id=job_id, base_url=site.url, redis_url=redis_server.url, cwd=root)
-    assert clean.llen("demo:start_urls") == 1
+    assert clean.llen("{demo}:start_urls") == 1
 
     log = tmp_path / "worker.log"
     # Only the test's pace on the command line: close soon once the frontier is empty.
@@ -108,4 +108,4 @@ def test_a_new_project_with_the_add_on_crawls_through_the_frontier_into_elastics
     assert "crawlers.addon.ScrapingPlatform" in text
     assert f"scraping platform: frontier on {redis_server.url}" in text
     assert_stored_once(es, log, job_id, PRODUCTS)
-    assert clean.llen("demo:start_urls") == 0 and clean.zcard("demo:requests") == 0
+    assert clean.llen("{demo}:start_urls") == 0 and clean.zcard("{demo}:requests") == 0

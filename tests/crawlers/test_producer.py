@@ -94,4 +94,4 @@ def test_the_right_password_enqueues(guarded: RedisServer) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().endswith("for demo job job-1")
-    assert client.get("demo:current_job") == b"job-1"
+    assert client.get("{demo}:current_job") == b"job-1"

@@ -408,7 +408,7 @@ def test_settings_alone_run_the_frontier_into_elasticsearch(
 ) -> None:
     job_id = "settings-only-1"
     run_producer("demo", job_id=job_id, base_url=site.url, redis_url=redis_server.url)
-    assert clean.llen("demo:start_urls") == 1
+    assert clean.llen("{demo}:start_urls") == 1
     log = tmp_path / "worker.log"
     services = {"REDIS_URL": redis_server.url, "ELASTICSEARCH_URL": es_node.url}
     tuning = {"FRONTIER_IDLE_CLOSE_SECONDS": 2, "STORE_FLUSH_INTERVAL": 0.5, "LOG_FILE": log}
@@ -420,4 +420,4 @@ def test_settings_alone_run_the_frontier_into_elasticsearch(
     assert f"scraping platform: frontier on {redis_server.url}" in text
     assert "crawlers.extensions.FrontierWorker" in text
     assert_stored_once(es, log, job_id, PRODUCTS)
-    assert clean.llen("demo:start_urls") == 0 and clean.zcard("demo:requests") == 0
+    assert clean.llen("{demo}:start_urls") == 0 and clean.zcard("{demo}:requests") == 0

@@ -211,8 +211,8 @@ def test_gate_failure_skips_the_scrape_fail_closed(stack: Stack) -> None:
     assert run["state"]["type"] == "FAILED" and run["state"]["name"] == "FailedClosed"
     job_id = job_id_of(run_id)
     server = stack.redis.client()
-    assert server.llen("demo:start_urls") == 0 and server.zcard("demo:requests") == 0
-    assert not server.exists(f"demo:job:{job_id}:stats")
+    assert server.llen("{demo}:start_urls") == 0 and server.zcard("{demo}:requests") == 0
+    assert not server.exists(f"{demo}:job:{job_id}:stats")
     es.indices.refresh(index="items-demo,jobs")
     assert (es.count(index="items-demo")["count"], es.count(index="jobs")["count"]) == before
     assert "producer" not in stack.task_states(run_id)
@@ -234,7 +234,7 @@ def test_preflight_fails_fast_when_workers_were_killed(stack: Stack, tmp_path: P
     )
     server = stack.redis.client()
     deadline = time.monotonic() + 60
-    while not server.smembers("demo:workers") and time.monotonic() < deadline:
+    while not server.smembers("{demo}:workers") and time.monotonic() < deadline:
         time.sleep(0.2)
     worker.kill()  # the always-on worker dies before the scheduled run
     worker.wait()
@@ -245,7 +245,7 @@ def test_preflight_fails_fast_when_workers_were_killed(stack: Stack, tmp_path: P
     run = stack.wait(run_id, timeout=120)
     assert run["state"]["type"] == "FAILED"
     assert time.monotonic() - started < 90
-    assert "no live consumers for demo:start_urls, demo:requests" in run["state"]["message"]
+    assert "no live consumers for {demo}:start_urls, {demo}:requests" in run["state"]["message"]
     assert any("failed at step *preflight*" in text for text in slack_texts(stack))
 
 

@@ -172,7 +172,7 @@ def test_a_document_elasticsearch_refuses_is_dropped_and_kept(
             await dedup.close_spider()
 
     asyncio.run(main())
-    assert redis_server.client().llen("demo:store:dead_letters") == 1
+    assert redis_server.client().llen("{demo}:store:dead_letters") == 1
     assert crawler.stats.get_value("store/dead_letter") == 1  # type: ignore[union-attr]
 
 
@@ -200,7 +200,7 @@ def test_drain_command_moves_a_spill_into_elasticsearch(
             )
         )
     server = redis_server.client()
-    server.rpush("demo:store:spill", *[a.to_json() for a in actions])
+    server.rpush("{demo}:store:spill", *[a.to_json() for a in actions])
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
     argv = [sys.executable, "-m", "crawlers.pipelines.store", "drain", "demo"]
     argv += ["--redis-url", redis_server.url, "--elasticsearch-url", es_node.url]
@@ -214,9 +214,9 @@ def test_drain_command_moves_a_spill_into_elasticsearch(
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert (
-        "demo: redis list demo:store:spill: drained 25, 0 left; 0 dead letters "
-        "(demo:store:dead_letters)\n"
+        "demo: redis list {demo}:store:spill: drained 25, 0 left; 0 dead letters "
+        "({demo}:store:dead_letters)\n"
     ) in result.stdout
-    assert server.llen("demo:store:spill") == 0
+    assert server.llen("{demo}:store:spill") == 0
     es.indices.refresh(index=IndexLayout.read_alias("demo"))
     assert es.count(index=IndexLayout.read_alias("demo"))["count"] == 25
