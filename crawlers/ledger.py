@@ -82,6 +82,13 @@ class CrawlLedger:
     async def blocked(self, job_id: str, response_ref: str, kind: str) -> None:
         await self._write(lambda ledger: ledger.blocked(job_id, response_ref, kind))
 
+    async def redis_time(self) -> float:
+        """Redis' own clock (``TIME``), in epoch seconds: the clock every worker shares."""
+        self._site_ledger()
+        assert self._server is not None
+        seconds, micros = await self._server.time()
+        return float(seconds) + float(micros) / 1e6
+
     async def close(self) -> None:
         if self._server is not None:
             await self._server.aclose()

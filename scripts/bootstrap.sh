@@ -11,10 +11,12 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 
 log() { printf '[bootstrap] %s\n' "$*" >&2; }
 
-# 1. Debian packages: Redis and Chromium (Playwright cannot download browsers here).
+# 1. Debian packages: Redis, Chromium, Maven, libfaketime (Playwright cannot download browsers here).
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# libfaketime: the test of a worker whose clock runs an hour behind.
+[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || need_apt+=(libfaketime)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

@@ -17,8 +17,9 @@ With ``REDIS_URL`` every blocked response is recorded in the job's ledger
 (``core.ledger``: one record per request fingerprint and attempt) before it is retried or
 given up on: the report's block figure counts those records, exact after worker kills.
 
-A request may carry ``not_before`` in its meta (epoch seconds): it waits until then before
-it is sent (a part re-queued across the job with backoff, ``SiteSpider.retry_part``).
+A request may carry ``not_before`` in its meta (epoch seconds on the shared clock,
+``crawlers.clock``): it waits until then before it is sent (a part re-queued across the
+job with backoff, ``SiteSpider.retry_part``), whichever worker set it.
 
 Stats: ``fetch/retry/<kind>``, ``fetch/gave_up/<kind>`` (kind: blocked, captcha,
 throttled, error, network), ``fetch/backoff_ms``, ``fetch/redirect_loop``.
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from typing import Any
 
 from scrapy import signals
@@ -40,6 +40,7 @@ from scrapy.http import Request, Response
 from scrapy.utils.asyncio import sleep
 
 from core.blocks import Verdict
+from crawlers.clock import SharedClock
 from crawlers.fetch.classify import ResponseClassifier
 from crawlers.fetch.redact import proxy_id, redact
 from crawlers.frontier import ITEM_RETRY_META, JOB_META
@@ -108,6 +109,7 @@ class BlockRetryMiddleware(RetryMiddleware):
         self.backoff_max = settings.getfloat("RETRY_BACKOFF_MAX", 30.0)
         self.not_before_max = settings.getfloat("PART_RETRY_BACKOFF_MAX")
         self.ledger = CrawlLedger.of(crawler)
+        self.clock = SharedClock.of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BlockRetryMiddleware:
@@ -141,8 +143,9 @@ class BlockRetryMiddleware(RetryMiddleware):
     async def process_request(self, request: Request) -> None:
         not_before = request.meta.get(NOT_BEFORE_META)
         if not_before:
-            # Capped: a worker whose clock differs from the one that set it waits no longer.
-            delay = min(float(not_before) - time.time(), self.not_before_max)
+            await self.clock.refresh()
+            # Capped as well: a request set by an older worker never waits longer.
+            delay = min(float(not_before) - self.clock.now(), self.not_before_max)
             if delay > 0:
                 await sleep(delay)
 

@@ -10,7 +10,6 @@ belong to the scheduler and the ``FrontierWorker`` extension, which serve any sp
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
@@ -21,6 +20,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from core.config import ConfigurationError
+from crawlers.clock import SharedClock
 from crawlers.fetch.retry import NOT_BEFORE_META, PART_RETRY_META, backoff_delay
 from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
 from crawlers.profiles import ProfileError, SiteProfile
@@ -159,7 +159,7 @@ class SiteSpider(Spider):
         )
         retry = request.replace(dont_filter=True)
         retry.meta[PART_RETRY_META] = rounds + 1
-        retry.meta[NOT_BEFORE_META] = time.time() + delay
+        retry.meta[NOT_BEFORE_META] = SharedClock.of(self.crawler).now() + delay
         retry.meta.pop("retry_times", None)  # a new round of the fetch layer's retries
         stats.inc_value(f"parts/requeued/{part}")
         self.logger.warning(

@@ -212,7 +212,7 @@ def test_gate_failure_skips_the_scrape_fail_closed(stack: Stack) -> None:
     job_id = job_id_of(run_id)
     server = stack.redis.client()
     assert server.llen("{demo}:start_urls") == 0 and server.zcard("{demo}:requests") == 0
-    assert not server.exists(f"{demo}:job:{job_id}:stats")
+    assert not server.exists(f"{{demo}}:job:{job_id}:stats")
     es.indices.refresh(index="items-demo,jobs")
     assert (es.count(index="items-demo")["count"], es.count(index="jobs")["count"]) == before
     assert "producer" not in stack.task_states(run_id)

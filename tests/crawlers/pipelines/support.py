@@ -27,11 +27,13 @@ def start_store_worker(
     settings: dict[str, object] | None = None,
     arguments: dict[str, str] | None = None,
     output: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """A ``scrapy crawl demo`` worker with the project's own pipelines (the add-on's).
 
     ``redis_url``/``es_url`` None: that service is not configured (its pipeline is off).
-    Configured by ``-s`` settings only: no platform variable reaches the worker.
+    Configured by ``-s`` settings only: no platform variable reaches the worker. ``env``:
+    extra process variables (e.g. libfaketime's, for a worker whose clock is off).
     """
     services = {"REDIS_URL": redis_url, "ELASTICSEARCH_URL": es_url}
     merged: dict[str, object] = {
@@ -51,7 +53,7 @@ def start_store_worker(
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
     argv += settings_argv(merged)
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env=crawl_env())
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env={**crawl_env(), **(env or {})})
 
 
 def stored_docs(es: Elasticsearch, site: str = SITE) -> list[dict[str, Any]]:
