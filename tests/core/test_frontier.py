@@ -16,9 +16,18 @@ from core.workers import WorkerInfo, WorkerRegistry, check_consumers
 from services.redis_server import RedisServer
 
 
-@pytest.fixture
-def server(redis_server: RedisServer) -> Iterator[redis.Redis]:
-    client = redis_server.client()
+@pytest.fixture(params=["redis", "redis_cluster"])
+def server(request: pytest.FixtureRequest, redis_server: RedisServer) -> Iterator[redis.Redis]:
+    """Every test on one Redis and on the session's Redis Cluster (three masters): each
+    script touches only the site's slot."""
+    if request.param == "redis_cluster":
+        try:
+            cluster = request.getfixturevalue("redis_cluster")
+        except pytest.FixtureLookupError:
+            pytest.skip("no redis_cluster fixture (services.redis_server.RedisCluster)")
+        client = cluster.client()
+    else:
+        client = redis_server.client()
     yield client
     client.flushdb()
 
