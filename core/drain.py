@@ -19,6 +19,22 @@ from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.workers import WorkerInfo, WorkerRegistry
 
+# How long the job's digest has been unchanged, on Redis' clock (any number of pollers,
+# on any machine, agree on it whatever their own clocks say). Returns milliseconds.
+# KEYS: probe hash ; ARGV: digest, TTL of the probe (s)
+_PROBE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local seen = redis.call('HMGET', KEYS[1], 'digest', 'since_ms')
+if seen[1] ~= ARGV[1] or not seen[2] then
+  redis.call('HSET', KEYS[1], 'digest', ARGV[1], 'since_ms', now)
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[2]))
+  return 0
+end
+return now - tonumber(seen[2])
+"""
+PROBE_TTL = 24 * 3600
+
 
 @dataclass
 class DrainState:
@@ -63,8 +79,9 @@ def drain_state(
     """Report the frontier's drain state for ``site``/``job_id``.
 
     Leases of dead workers are reclaimed first (always safe, and without it a crashed
-    worker's leases would hold the job open forever). Counter stability is tracked in
-    Redis, so any number of pollers, in any process, agree on it.
+    worker's leases would hold the job open forever), in bounded batches: a poll never
+    reads all leases. Counter stability is tracked in Redis on Redis' clock, so any
+    number of pollers, in any process, agree on it.
     """
     frontier = RedisFrontier(server, site)
     reclaimed = frontier.reclaim()
@@ -78,17 +95,8 @@ def drain_state(
         json.dumps([sorted(counters.items()), queued, leased]).encode()
     ).hexdigest()
     probe_key = SiteKeys(site).drain_probe(job_id)
-    now = time.time()
-    with server.pipeline(transaction=True) as pipe:
-        pipe.hget(probe_key, "digest")
-        pipe.hget(probe_key, "since")
-        previous, since = pipe.execute()
-    if previous is None or previous.decode() != digest or since is None:
-        server.hset(probe_key, mapping={"digest": digest, "since": repr(now)})
-        server.expire(probe_key, 24 * 3600)
-        stable_for = 0.0
-    else:
-        stable_for = now - float(since)
+    stable_ms = server.register_script(_PROBE)(keys=[probe_key], args=[digest, PROBE_TTL])
+    stable_for = int(stable_ms) / 1000
 
     return DrainState(
         site=site,

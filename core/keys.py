@@ -65,6 +65,27 @@ class SiteKeys:
     def workers(self) -> str:
         return f"{self.tag}:workers"
 
+    @property
+    def worker_deadlines(self) -> str:
+        """Sorted set: worker id -> deadline (epoch ms on Redis' clock) after which the
+        worker is dead and its leases go back to the queue."""
+        return f"{self.tag}:worker_deadlines"
+
+    @property
+    def worker_leases_prefix(self) -> str:
+        """Prefix of each worker's set of lease ids (``<prefix><worker id>``)."""
+        return f"{self.tag}:worker_leases:"
+
+    def worker_leases(self, worker_id: str) -> str:
+        """Set: the lease ids a worker holds."""
+        return self.worker_leases_prefix + worker_id
+
+    @property
+    def lease_index(self) -> str:
+        """Marker: every lease is in its owner's lease set and every owner has a deadline
+        (set by the first reclaim, after indexing leases taken before the sets existed)."""
+        return f"{self.tag}:lease_index"
+
     def seen(self, job_id: str) -> str:
         return f"{self.tag}:job:{job_id}:seen"
 

@@ -1,4 +1,9 @@
-"""Worker registry: each crawl worker's heartbeat in Redis, with what it is doing."""
+"""Worker registry: each crawl worker's heartbeat in Redis, with what it is doing.
+
+Liveness is decided by Redis' clock only: a heartbeat sets the worker's key with a TTL
+and its deadline (Redis ``TIME`` + the TTL) in the site's deadlines set, in one script,
+so a worker whose clock is wrong is judged exactly like one whose clock is right.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,13 @@ from core.keys import SiteKeys
 
 @dataclass
 class WorkerInfo:
-    """What a worker reports in each heartbeat."""
+    """What a worker reports in each heartbeat.
+
+    The wall-clock fields (``started_at``, ``last_activity``, ``heartbeat_at``) are the
+    worker's own clock and informational only (shown to operators): nothing decides on
+    them. Whether a worker is alive is the heartbeat key's TTL and the worker's deadline,
+    both on Redis' clock.
+    """
 
     worker_id: str
     site: str
@@ -37,31 +48,59 @@ class WorkerInfo:
         return cls(**json.loads(raw))
 
 
+# KEYS: heartbeat key, workers set, deadlines ; ARGV: worker id, info (JSON), TTL (ms)
+_HEARTBEAT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[1])
+return now
+"""
+
+# KEYS: heartbeat key, workers set, deadlines ; ARGV: worker id
+# The deadline becomes "due": leases the worker still holds are reclaimed at the next
+# reclaim (and the entry removed there once it holds none).
+_UNREGISTER = """
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], 'XX', 0, ARGV[1])
+return 1
+"""
+
+
 class WorkerRegistry:
-    """Heartbeats live at ``<site>:worker:<id>`` with a TTL; a worker whose key expired is dead."""
+    """Heartbeats live at ``{<site>}:worker:<id>`` with a TTL, and each worker's deadline
+    (Redis' clock) in ``{<site>}:worker_deadlines``; a worker whose key expired is dead."""
 
     def __init__(self, server: redis.Redis, site: str, *, ttl: float = 15.0) -> None:
         self.server = server
         self.keys = SiteKeys(site)
         self.ttl = ttl
+        self._heartbeat = server.register_script(_HEARTBEAT)
+        self._unregister = server.register_script(_UNREGISTER)
 
-    def heartbeat(self, info: WorkerInfo) -> None:
+    def _keys(self, worker_id: str) -> list[str]:
+        return [self.keys.worker_prefix + worker_id, self.keys.workers, self.keys.worker_deadlines]
+
+    def heartbeat(self, info: WorkerInfo) -> int:
+        """Write the heartbeat and push the worker's deadline to Redis' now + TTL; returns
+        that now (epoch ms, Redis' clock)."""
         info.heartbeat_at = time.time()
-        with self.server.pipeline(transaction=True) as pipe:
-            pipe.set(
-                self.keys.worker_prefix + info.worker_id, info.to_json(), px=int(self.ttl * 1000)
+        ttl_ms = max(1, int(self.ttl * 1000))
+        return int(
+            self._heartbeat(
+                keys=self._keys(info.worker_id), args=[info.worker_id, info.to_json(), ttl_ms]
             )
-            pipe.sadd(self.keys.workers, info.worker_id)
-            pipe.execute()
+        )
 
     def unregister(self, worker_id: str) -> None:
-        with self.server.pipeline(transaction=True) as pipe:
-            pipe.delete(self.keys.worker_prefix + worker_id)
-            pipe.srem(self.keys.workers, worker_id)
-            pipe.execute()
+        """Remove the worker; leases it still holds become due for reclaim at once."""
+        self._unregister(keys=self._keys(worker_id), args=[worker_id])
 
     def live(self) -> list[WorkerInfo]:
-        """Workers whose heartbeat has not expired; expired ones are pruned from the set."""
+        """Workers whose heartbeat key has not expired (its TTL runs on Redis' clock);
+        expired ones are pruned from the set."""
         ids = sorted(member.decode() for member in self.server.smembers(self.keys.workers))
         if not ids:
             return []

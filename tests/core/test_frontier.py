@@ -16,9 +16,18 @@ from core.workers import WorkerInfo, WorkerRegistry, check_consumers
 from services.redis_server import RedisServer
 
 
-@pytest.fixture
-def server(redis_server: RedisServer) -> Iterator[redis.Redis]:
-    client = redis_server.client()
+@pytest.fixture(params=["redis", "redis_cluster"])
+def server(request: pytest.FixtureRequest, redis_server: RedisServer) -> Iterator[redis.Redis]:
+    """Every test on one Redis and on the session's Redis Cluster (three masters): each
+    script touches only the site's slot."""
+    if request.param == "redis_cluster":
+        try:
+            cluster = request.getfixturevalue("redis_cluster")
+        except pytest.FixtureLookupError:
+            pytest.skip("no redis_cluster fixture (services.redis_server.RedisCluster)")
+        client = cluster.client()
+    else:
+        client = redis_server.client()
     yield client
     client.flushdb()
 
@@ -181,3 +190,136 @@ def test_push_with_fingerprint_queues_each_url_once(server: redis.Redis, site: s
     )
     assert frontier.leased() == 0 and frontier.queued() == 0
     assert server.ttl(seen) > 0
+
+
+def redis_ms(server: redis.Redis) -> int:
+    seconds, micros = server.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def test_dead_workers_leases_return_once_with_their_scores_in_bounded_batches(
+    server: redis.Redis, site: str
+) -> None:
+    frontier = RedisFrontier(server, site)
+    for i in range(1050):
+        frontier.push(f"r{i}".encode(), priority=i % 7)
+    scores = dict(server.zrange(frontier.keys.queue, 0, -1, withscores=True))
+    beat(server, site, "live")
+    live = frontier.lease("live", 50)
+    dead = frontier.lease("dead", 1000)  # never heartbeats: due at once
+    assert frontier.leased_by() == {"live": 50, "dead": 1000}
+
+    rounds = []
+    while n := frontier.reclaim(batch=100, rounds=1):
+        rounds.append(n)
+    assert rounds == [100] * 10  # each call bounded by the batch; none lost, none twice
+    requeued = dict(server.zrange(frontier.keys.queue, 0, -1, withscores=True))
+    assert requeued == {lease.data: scores[lease.data] for lease in dead}
+    # The live worker's leases were not touched; the dead worker left the deadlines.
+    assert frontier.leased() == 50 and frontier.leased_by() == {"live": 50}
+    assert server.zscore(frontier.keys.worker_deadlines, "dead") is None
+    assert frontier.ack(*(lease.lease_id for lease in live)) == 50
+    assert frontier.leased_by() == {}
+
+
+def test_acks_and_replacing_pushes_leave_the_workers_lease_set(
+    server: redis.Redis, site: str
+) -> None:
+    frontier = RedisFrontier(server, site)
+    for name in (b"a", b"b", b"c"):
+        frontier.push(name)
+    beat(server, site, "w1")
+    a, b, c = frontier.lease("w1", 3)
+    frontier.ack(a.lease_id)
+    frontier.push(b"b-retry", replaces_lease=b.lease_id)
+    assert server.smembers(frontier.keys.worker_leases("w1")) == {c.lease_id.encode()}
+    assert frontier.reclaim(release_worker="w1") == 1
+    assert server.exists(frontier.keys.worker_leases("w1")) == 0
+
+
+def test_release_and_unregister_return_all_of_a_workers_leases(
+    server: redis.Redis, site: str
+) -> None:
+    frontier = RedisFrontier(server, site)
+    for i in range(40):
+        frontier.push(f"r{i}".encode())
+    registry = WorkerRegistry(server, site, ttl=30)
+    registry.heartbeat(WorkerInfo(worker_id="closing", site=site))
+    registry.heartbeat(WorkerInfo(worker_id="gone", site=site))
+    frontier.lease("closing", 30)
+    frontier.lease("gone", 10)
+    # A clean close releases everything it holds, whatever the batch size.
+    assert frontier.reclaim(release_worker="closing", batch=7, rounds=1) == 30
+    # An unregistered worker is due at once, though its heartbeat TTL had time left.
+    registry.unregister("gone")
+    assert frontier.reclaim() == 10
+    assert frontier.leased() == 0 and frontier.queued() == 40
+
+
+def test_liveness_runs_on_redis_clock_not_the_workers(
+    server: redis.Redis, site: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frontier = RedisFrontier(server, site)
+    frontier.push(b"r")
+    registry = WorkerRegistry(server, site, ttl=1.0)
+    real_time = time.time
+    with monkeypatch.context() as clock:
+        clock.setattr(time, "time", lambda: real_time() - 3600)  # an hour behind
+        info = WorkerInfo(worker_id="late", site=site)
+        beat_at = registry.heartbeat(info)
+    assert info.heartbeat_at < real_time() - 3000  # the worker's clock: shown, not used
+    deadline = server.zscore(frontier.keys.worker_deadlines, "late")
+    assert deadline == beat_at + 1000  # Redis' TIME + the TTL
+    frontier.lease("late", 1)
+    assert [w.worker_id for w in registry.live()] == ["late"]
+    assert frontier.reclaim() == 0
+    # Alive until the deadline on Redis' clock, reclaimed right after it.
+    while True:
+        before = redis_ms(server)
+        reclaimed = frontier.reclaim()
+        after = redis_ms(server)
+        if reclaimed:
+            break
+        assert before < deadline
+        time.sleep(0.01)
+    assert reclaimed == 1 and deadline <= after < deadline + 1000
+
+
+def test_leases_from_before_the_lease_sets_are_indexed_once(server: redis.Redis, site: str) -> None:
+    """A Redis holding leases of the previous layout (lease hashes only): the first
+    reclaim indexes them; the dead owner's go back, the live owner's stay."""
+    frontier = RedisFrontier(server, site)
+    k = frontier.keys
+    for lease_id, data, score, owner in [
+        ("1", b"old-dead-a", "-5", "old-dead"),
+        ("2", b"old-dead-b", "start", "old-dead"),
+        ("3", b"old-live", "0", "old-live"),
+    ]:
+        server.hset(k.leases, lease_id, data)
+        server.hset(k.lease_scores, lease_id, score)
+        server.hset(k.lease_owners, lease_id, owner)
+    server.set(k.worker_prefix + "old-live", "{}", px=30_000)
+    assert frontier.reclaim() == 2
+    assert server.zrange(k.queue, 0, -1, withscores=True) == [(b"old-dead-a", -5.0)]
+    assert server.lrange(k.start_urls, 0, -1) == [b"old-dead-b"]
+    assert frontier.leased_by() == {"old-live": 1}
+    assert server.exists(k.lease_index) == 1
+    assert frontier.ack("3") == 1 and frontier.leased_by() == {}
+
+
+def test_drain_stability_runs_on_redis_clock(
+    server: redis.Redis, site: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = drain_state(server, site, "j", stable_window=0.2)
+    assert first.counters_stable_for == 0.0
+    real_time = time.time
+    # A poller whose clock is an hour ahead does not see the window as long passed...
+    monkeypatch.setattr(time, "time", lambda: real_time() + 3600)
+    second = drain_state(server, site, "j", stable_window=0.2)
+    assert 0.0 <= second.counters_stable_for < 60 and not second.drained
+    monkeypatch.undo()
+    # ...and every poller sees it pass once it has, on Redis' clock.
+    start = real_time()
+    while not drain_state(server, site, "j", stable_window=0.2).drained:
+        assert real_time() - start < 30
+        time.sleep(0.02)
