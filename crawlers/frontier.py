@@ -4,7 +4,8 @@ Installed when ``REDIS_URL`` is set: ``SCHEDULER = LeasingScheduler`` (a
 ``scrapy.core.scheduler.BaseScheduler``), ``SCHEDULER_QUEUE_CLASS = LeasedQueue``,
 ``DUPEFILTER_CLASS = JobDupeFilter`` and the spider middleware ``LeaseAckMiddleware``
 (the outermost), next to the ``crawlers.extensions.FrontierWorker`` extension. From
-scrapy-redis it uses the Redis connection factory (``REDIS_URL``, ``REDIS_PARAMS``) and
+scrapy-redis it uses the Redis connection factory (``REDIS_URL``, ``REDIS_PARAMS``; with
+``REDIS_CLUSTER`` redis-py's cluster client instead, ``crawlers.connect``) and
 the pickle serializer of its queues; the rest is owned here.
 
 A request popped from Redis carries its lease id in ``meta``. The lease is acked when
@@ -44,14 +45,19 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
-from scrapy_redis.connection import get_redis_from_settings
 from twisted.internet.defer import Deferred
 
 from core.frontier import Lease, RedisFrontier
 from core.keys import REDIS_ERRORS, SiteKeys
 from crawlers.acks import LEASE_META, LeaseAcks, unwrap_errback, wrap_errback
 from crawlers.compat import check_private_api
-from crawlers.connect import ConnectPolicy, always_on, redis_address, wait_for_redis
+from crawlers.connect import (
+    ConnectPolicy,
+    always_on,
+    redis_address,
+    redis_from_settings,
+    wait_for_redis,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -212,7 +218,7 @@ class JobDupeFilter(BaseDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, get_redis_from_settings(crawler.settings))
+        return cls(crawler, redis_from_settings(crawler.settings))
 
     def fingerprint(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
@@ -280,7 +286,7 @@ class LeasingScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         check_private_api()
-        scheduler = cls(crawler, get_redis_from_settings(crawler.settings))
+        scheduler = cls(crawler, redis_from_settings(crawler.settings))
         for signal in (signals.item_scraped, signals.item_dropped):
             crawler.signals.connect(scheduler.acks.item_done, signal=signal)
         crawler.signals.connect(scheduler.acks.item_failed, signal=signals.item_error)

@@ -36,6 +36,7 @@ def check_worker(site: str, host: str | None = None) -> tuple[bool, str]:
     import redis
 
     from core.config import get_settings
+    from core.redis_client import connect
     from core.workers import WorkerRegistry
 
     settings = get_settings()
@@ -43,8 +44,11 @@ def check_worker(site: str, host: str | None = None) -> tuple[bool, str]:
         return False, "REDIS_URL is not set"
     host = host or socket.gethostname()
     try:
-        server = redis.Redis.from_url(
-            settings.redis_url, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT
+        server = connect(
+            settings.redis_url,
+            cluster=settings.redis_cluster,
+            socket_timeout=TIMEOUT,
+            socket_connect_timeout=TIMEOUT,
         )
         try:
             live = WorkerRegistry(server, site).live()
