@@ -34,6 +34,7 @@ from redis.retry import Retry
 from core.config import PlatformSettings, get_settings
 from core.dedup import job_changes
 from core.jobs_index import job_counters, job_started_at, write_job_document
+from core.keys import REDIS_ERRORS
 from core.redis_client import Client, connect
 from core.store import spill_size
 from crawlers import addon
@@ -81,13 +82,17 @@ def redis_client() -> Client:
     url = settings.redis_url
     if not url:
         raise StepError("REDIS_URL is not set: the scrape flow needs the Redis frontier")
-    return connect(
-        url,
-        cluster=settings.redis_cluster,
-        socket_timeout=10,
-        socket_connect_timeout=5,
-        retry=Retry(ExponentialWithJitterBackoff(base=0.5, cap=4.0), REDIS_RETRIES),
-    )
+    try:
+        return connect(
+            url,
+            cluster=settings.redis_cluster,
+            socket_timeout=10,
+            socket_connect_timeout=5,
+            retry=Retry(ExponentialWithJitterBackoff(base=0.5, cap=4.0), REDIS_RETRIES),
+        )
+    except REDIS_ERRORS as exc:
+        # Only a cluster client connects when built (it reads the slot map).
+        raise StepError(f"Redis Cluster unreachable ({type(exc).__name__}: {exc})") from None
 
 
 def es_client() -> Elasticsearch:

@@ -28,7 +28,7 @@ from crawlers.connect import (
 from crawlers.producer import produce
 from services.base import free_port
 from services.demo_site import DemoSite
-from services.redis_server import RedisServer
+from services.redis_server import RedisCluster, RedisServer
 from tests.crawlers.support import (
     REPO_ROOT,
     crawl_env,
@@ -194,3 +194,34 @@ def test_a_worker_refused_by_redis_exits_2_at_once_with_one_line(tmp_path: Path)
         f"Redis at redis://127.0.0.1:{store.port} refused the credentials (AuthenticationError"
     )
     assert "set its password in REDIS_URL like redis://:password@host:6379/0" in refused
+
+
+def test_a_worker_whose_redis_cluster_setting_does_not_match_exits_2_with_one_line(
+    tmp_path: Path, redis_server: RedisServer, redis_cluster: RedisCluster
+) -> None:
+    def crawl(settings: dict[str, object]) -> tuple[int, str, str]:
+        log = tmp_path / f"{uuid.uuid4().hex}.log"
+        argv = [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", "always_on=true"]
+        result = subprocess.run(
+            argv + settings_argv({**settings, "LOG_FILE": str(log)}),
+            cwd=REPO_ROOT,
+            env=crawl_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        text = log.read_text() if log.exists() else ""
+        assert "Traceback" not in text + result.stderr, text[-3000:]
+        return result.returncode, text, result.stderr
+
+    # Not set, but a cluster node: found at the first contact (always-on or not).
+    code, text, _ = crawl({"REDIS_URL": redis_cluster.url})
+    [error] = [line for line in text.splitlines() if " ERROR: " in line]
+    assert code == 2 and "is a Redis Cluster node but REDIS_CLUSTER is not set" in error
+    # Set, but a plain Redis: the cluster client cannot start; one line on stderr.
+    code, _, stderr = crawl({"REDIS_URL": redis_server.url, "REDIS_CLUSTER": True})
+    assert code == 2 and stderr.splitlines() == [
+        f"REDIS_CLUSTER is set but Redis at 127.0.0.1:{redis_server.port} is not in cluster "
+        "mode: unset REDIS_CLUSTER, or point REDIS_URL at a node of the Redis Cluster "
+        "(cluster mode)"
+    ]
