@@ -92,13 +92,16 @@ def cluster_error(url: str, exc: RedisClusterException) -> Exception:
     return exc
 
 
-def check_mode(client: Client, address: str) -> None:
+def check_mode(client: Client, address: str | None = None) -> None:
     """Raise ``RedisModeError`` unless the server's mode matches the client's: a single-
     Redis client must not talk to a cluster node. (A cluster client on a plain Redis
-    fails when it is built: ``connect``.) ``address``: how messages name the server.
-    Redis errors propagate."""
+    fails when it is built: ``connect``.) ``address``: how messages name the server
+    (default: its host and port). Redis errors propagate."""
     if is_cluster(client):
         return
+    if address is None:
+        options = client.connection_pool.connection_kwargs
+        address = f"{options.get('host', 'localhost')}:{options.get('port', 6379)}"
     info = client.info("cluster")
     if int(info.get("cluster_enabled", 0)):
         raise RedisModeError(

@@ -73,7 +73,7 @@ def preflight(
     consumers: int | None = None
     try:
         redis_ok = bool(server.ping())
-        check_mode(server, "REDIS_URL")
+        check_mode(server)
     except RedisModeError as exc:
         redis_ok = False
         problems.append(exc.message)
