@@ -47,7 +47,7 @@ def connect(url: str, *, cluster: bool = False, **kwargs: Any) -> Client:
     try:
         return redis.cluster.RedisCluster.from_url(url, **cluster_options(url, kwargs))
     except RedisClusterException as exc:
-        raise cluster_error(url, exc) from None
+        raise cluster_error(url, exc) from exc
 
 
 def connect_async(url: str, *, cluster: bool = False, **kwargs: Any) -> AsyncClient:
@@ -89,6 +89,8 @@ def cluster_error(url: str, exc: RedisClusterException) -> Exception:
         )
     if "cannot be connected" in text:
         return redis.ConnectionError(f"Redis Cluster unreachable at {_address(url)}")
+    if "not covered" in text:  # the cluster is forming, or a master is down
+        return redis.ConnectionError(f"Redis Cluster at {_address(url)} not ready ({text})")
     return exc
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,22 +79,14 @@ def redis_from_settings(settings: BaseSettings) -> Client:
     """The crawl's sync Redis client (``REDIS_URL``, ``REDIS_PARAMS``): scrapy-redis'
     factory for one Redis, redis-py's cluster client with ``REDIS_CLUSTER``.
 
-    A cluster client reads the slot map when it is built: with no node reachable it is
-    an operator's mistake here (one line, exit 2), where one Redis is waited for later
-    (``wait_for_redis``)."""
+    A single-Redis client connects on first use; a cluster client reads the slot map as
+    it is built, so with no node reachable this raises ``redis.ConnectionError`` (the
+    worker builds it inside ``wait_for_redis``)."""
     if not settings.getbool("REDIS_CLUSTER"):
         return get_redis_from_settings(settings)
-    url = str(settings["REDIS_URL"])
     params = {**scrapy_redis_defaults.REDIS_PARAMS, **settings.getdict("REDIS_PARAMS")}
     params.pop("redis_cls", None)
-    try:
-        return connect(url, cluster=True, **params)
-    except REDIS_ERRORS as exc:
-        raise OperatorError(
-            f"{unreachable(redis_address(url), exc)}: start the Redis Cluster or point "
-            "REDIS_URL at one of its nodes (a worker with REDIS_CLUSTER needs a reachable "
-            "node when it starts)"
-        ) from None
+    return connect(str(settings["REDIS_URL"]), cluster=True, **params)
 
 
 def ping_checked(server: Client, address: str) -> None:
@@ -146,16 +139,22 @@ class ConnectPolicy:
         return float(min(self.backoff_max, self.backoff * 2 ** (attempt - 1)))
 
 
-async def wait_for_redis(server: Client, address: str, policy: ConnectPolicy) -> None:
-    """Return once ``server`` answers a PING; raise OperatorError when the policy gives up,
-    Redis refuses the credentials, or REDIS_CLUSTER does not match the server (waiting
-    would fix neither)."""
+async def wait_for_redis(
+    connect: Callable[[], Client], address: str, policy: ConnectPolicy
+) -> Client:
+    """The client ``connect`` builds, once it answers a PING (a cluster client is built
+    again until a node answers: it reads the slot map as it is built). Raise
+    OperatorError when the policy gives up, Redis refuses the credentials, or
+    REDIS_CLUSTER does not match the server (waiting would fix neither)."""
     started = time.monotonic()
     attempt = 0
+    server: Client | None = None
     while True:
         attempt += 1
         try:
             # In a thread: the reactor stays responsive (a stop signal, the log) meanwhile.
+            if server is None:
+                server = await run_in_thread(connect)
             await run_in_thread(ping_checked, server, address)
         except redis.AuthenticationError as exc:
             message = f"{refused_credentials(address, exc)}: {CREDENTIALS_FIX}"
@@ -190,4 +189,4 @@ async def wait_for_redis(server: Client, address: str, policy: ConnectPolicy) ->
                     attempt,
                     time.monotonic() - started,
                 )
-            return
+            return server

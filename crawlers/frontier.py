@@ -28,7 +28,8 @@ import socket
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any, Self
 
 import redis
@@ -49,6 +50,7 @@ from twisted.internet.defer import Deferred
 
 from core.frontier import Lease, RedisFrontier
 from core.keys import REDIS_ERRORS, SiteKeys
+from core.redis_client import Client
 from crawlers.acks import LEASE_META, LeaseAcks, unwrap_errback, wrap_errback
 from crawlers.compat import check_private_api
 from crawlers.connect import (
@@ -211,14 +213,29 @@ class JobDupeFilter(BaseDupeFilter):
     ``seen_key`` and ``fingerprint``; ``request_seen`` serves everyone else.
     """
 
-    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
+    def __init__(self, crawler: Crawler, server: Client | None) -> None:
         self.crawler = crawler
-        self.server = server
+        # None (a Redis Cluster, whose client connects as it is built): the leasing
+        # scheduler hands over its client once connected, else it is built on first use.
+        self._server = server
         self.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, redis_from_settings(crawler.settings))
+        settings = crawler.settings
+        return cls(
+            crawler, None if settings.getbool("REDIS_CLUSTER") else redis_from_settings(settings)
+        )
+
+    @property
+    def server(self) -> Client:
+        if self._server is None:
+            self._server = redis_from_settings(self.crawler.settings)
+        return self._server
+
+    @server.setter
+    def server(self, server: Client) -> None:
+        self._server = server
 
     def fingerprint(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
@@ -248,10 +265,11 @@ class LeasingScheduler(BaseScheduler):
     carry none: the spider's ``job_id``, else the ``JOB_ID`` setting, else a new one.
     """
 
-    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
+    def __init__(self, crawler: Crawler, server: Client | None) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.stats = crawler.stats
+        # None: a Redis Cluster client, built in ``open`` once a node answers.
         self.server = server
         self.worker_id = new_worker_id()
         self.lease_batch = settings.getint("FRONTIER_LEASE_BATCH")
@@ -286,7 +304,9 @@ class LeasingScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         check_private_api()
-        scheduler = cls(crawler, redis_from_settings(crawler.settings))
+        settings = crawler.settings
+        cluster = settings.getbool("REDIS_CLUSTER")
+        scheduler = cls(crawler, None if cluster else redis_from_settings(settings))
         for signal in (signals.item_scraped, signals.item_dropped):
             crawler.signals.connect(scheduler.acks.item_done, signal=signal)
         crawler.signals.connect(scheduler.acks.item_failed, signal=signals.item_error)
@@ -301,19 +321,34 @@ class LeasingScheduler(BaseScheduler):
         self.job_id = str(
             getattr(spider, "job_id", None) or settings.get("JOB_ID") or new_job_id(spider.name)
         )
-        self.frontier = RedisFrontier(self.server, spider.name)
-        self.queue = self.queue_cls(
-            self.server, spider, worker_id=self.worker_id, batch=self.lease_batch
-        )
         self.df.open()
         policy = ConnectPolicy.from_settings(
             settings, always_on=always_on(spider, settings.getbool("FRONTIER_ALWAYS_ON"))
         )
+        server = self.server
+        if server is not None:
+            self._use(server)
+        connect = (lambda: server) if server is not None else partial(redis_from_settings, settings)
         return deferred_from_coro(
-            wait_for_redis(self.server, redis_address(settings["REDIS_URL"]), policy)
+            self._connect(connect, redis_address(settings["REDIS_URL"]), policy)
+        )
+
+    async def _connect(
+        self, connect: Callable[[], Client], address: str, policy: ConnectPolicy
+    ) -> None:
+        self._use(await wait_for_redis(connect, address, policy))
+
+    def _use(self, server: Client) -> None:
+        self.server = self.df.server = server
+        self.frontier = RedisFrontier(server, self.spider.name)
+        self.queue = self.queue_cls(
+            server, self.spider, worker_id=self.worker_id, batch=self.lease_batch
         )
 
     def close(self, reason: str) -> None:
+        if self.server is None:  # never connected (the cluster stayed unreachable)
+            self.df.close(reason)
+            return
         self.flush_pending()
         # Leases still held (a stop mid-crawl) go back to the queue for other workers.
         try:

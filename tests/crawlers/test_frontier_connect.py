@@ -214,14 +214,62 @@ def test_a_worker_whose_redis_cluster_setting_does_not_match_exits_2_with_one_li
         assert "Traceback" not in text + result.stderr, text[-3000:]
         return result.returncode, text, result.stderr
 
-    # Not set, but a cluster node: found at the first contact (always-on or not).
-    code, text, _ = crawl({"REDIS_URL": redis_cluster.url})
+    # Found at the first contact, even always-on: waiting would not fix the setting.
+    # Not set, but a cluster node:
+    code, text, stderr = crawl({"REDIS_URL": redis_cluster.url})
     [error] = [line for line in text.splitlines() if " ERROR: " in line]
-    assert code == 2 and "is a Redis Cluster node but REDIS_CLUSTER is not set" in error
-    # Set, but a plain Redis: the cluster client cannot start; one line on stderr.
-    code, _, stderr = crawl({"REDIS_URL": redis_server.url, "REDIS_CLUSTER": True})
-    assert code == 2 and stderr.splitlines() == [
+    assert (code, stderr) == (2, "") and not RETRY_LINE.search(text)
+    assert error.split(" ERROR: ", 1)[1].startswith(
+        f"Redis at redis://127.0.0.1:{redis_cluster.nodes[0].port} is a Redis Cluster node "
+        "but REDIS_CLUSTER is not set"
+    )
+    # Set, but a plain Redis (the cluster client cannot start):
+    code, text, stderr = crawl({"REDIS_URL": redis_server.url, "REDIS_CLUSTER": True})
+    [error] = [line for line in text.splitlines() if " ERROR: " in line]
+    assert (code, stderr) == (2, "") and not RETRY_LINE.search(text)
+    assert error.split(" ERROR: ", 1)[1] == (
         f"REDIS_CLUSTER is set but Redis at 127.0.0.1:{redis_server.port} is not in cluster "
         "mode: unset REDIS_CLUSTER, or point REDIS_URL at a node of the Redis Cluster "
         "(cluster mode)"
-    ]
+    )
+
+
+def test_a_worker_started_before_the_redis_cluster_waits_then_crawls(
+    site: DemoSite, tmp_path: Path
+) -> None:
+    site.reset()
+    cluster = RedisCluster(run_dir=tmp_path)  # ports chosen; no node runs yet
+    log = tmp_path / "worker.log"
+    job_id = f"connect-{uuid.uuid4().hex[:6]}"
+    worker = start_worker(
+        redis_url=cluster.url,
+        job_id=job_id,
+        base_url=site.url,
+        sink_key="{demo}:items",
+        log_path=log,
+        settings={**FAST, "REDIS_CLUSTER": True},
+        arguments={"always_on": "true"},
+    )
+    try:
+        wait_for(
+            lambda: log.exists() and len(RETRY_LINE.findall(log.read_text())) >= 2,
+            timeout=90,
+            what="two retry lines",
+        )
+        assert worker.poll() is None, log_excerpt(log)
+        cluster.start()
+        client = cluster.client()
+        produce(client, "demo", job_id=job_id, base_url=site.url)
+        wait_for(lambda: client.llen("{demo}:items") >= PRODUCTS, timeout=120, what="the crawl")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0, log_excerpt(log)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        cluster.stop()
+    text = log.read_text()
+    assert "Traceback" not in text and " ERROR: " not in text, log_excerpt(log, 80)
+    assert {address for address, *_ in RETRY_LINE.findall(text)} == {
+        f"redis://127.0.0.1:{cluster.nodes[0].port}"
+    }
+    assert f"Redis at redis://127.0.0.1:{cluster.nodes[0].port} answers" in text
