@@ -171,11 +171,15 @@ class RedisCluster:
         return all(node.alive() for node in self.nodes)
 
     def start(self) -> Self:
-        for node in self.nodes:
-            node.start()
-        if not self._formed():
-            self._create()
-        self.wait_ok()
+        try:
+            for node in self.nodes:
+                node.start()
+            if not self._formed():
+                self._create()
+            self.wait_ok()
+        except BaseException:
+            self.stop()  # no half-formed cluster left running
+            raise
         return self
 
     def stop(self) -> None:
