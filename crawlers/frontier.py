@@ -326,9 +326,12 @@ class LeasingScheduler(BaseScheduler):
             settings, always_on=always_on(spider, settings.getbool("FRONTIER_ALWAYS_ON"))
         )
         server = self.server
-        if server is not None:
+        connect: Callable[[], Client]
+        if server is not None:  # one Redis: its client connects on first use
             self._use(server)
-        connect = (lambda: server) if server is not None else partial(redis_from_settings, settings)
+            connect = lambda: server  # noqa: E731
+        else:  # a Redis Cluster: its client is built by the wait, once a node answers
+            connect = partial(redis_from_settings, settings)
         return deferred_from_coro(
             self._connect(connect, redis_address(settings["REDIS_URL"]), policy)
         )
@@ -336,10 +339,13 @@ class LeasingScheduler(BaseScheduler):
     async def _connect(
         self, connect: Callable[[], Client], address: str, policy: ConnectPolicy
     ) -> None:
-        self._use(await wait_for_redis(connect, address, policy))
+        server = await wait_for_redis(connect, address, policy)
+        if self.server is None:
+            self.df.server = server
+            self._use(server)
 
     def _use(self, server: Client) -> None:
-        self.server = self.df.server = server
+        self.server = server
         self.frontier = RedisFrontier(server, self.spider.name)
         self.queue = self.queue_cls(
             server, self.spider, worker_id=self.worker_id, batch=self.lease_batch
