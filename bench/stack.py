@@ -31,6 +31,7 @@ from redis.retry import Retry
 
 from core.config import REPO_ROOT
 from core.keys import REDIS_ERRORS
+from core.redis_client import connect
 from core.workers import WorkerRegistry
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
@@ -79,7 +80,7 @@ class ChaosStack:
 
     def redis_client(self) -> redis.Redis:
         """A client that rides out a restart: reconnects, retrying a few times."""
-        return redis.Redis.from_url(
+        return connect(
             self.redis.url,
             socket_timeout=5,
             socket_connect_timeout=2,

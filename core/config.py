@@ -170,6 +170,8 @@ class PlatformSettings(BaseSettings):
 
     # Frontier. None: `scrapy crawl` uses Scrapy's own in-memory scheduler.
     redis_url: str | None = None
+    # REDIS_URL is a seed node of a Redis Cluster (core.redis_client picks the client).
+    redis_cluster: bool = False
 
     # Search store. None: local mode starts the embedded node (services.es_node).
     elasticsearch_url: str | None = None
@@ -302,6 +304,13 @@ ENVIRONMENT: tuple[Variable, ...] = (
         "the frontier (scheduler, dupefilter, worker registry), dedup state, job stats and "
         "the store's spill",
         "no frontier: Scrapy's own scheduler; dedup off",
+    ),
+    Variable(
+        "REDIS_CLUSTER",
+        "REDIS_CLUSTER",
+        "1: REDIS_URL is a seed node of a Redis Cluster; every Redis client is redis-py's "
+        'cluster client (docs/frontier.md, "Redis Cluster")',
+        "0: one Redis",
     ),
     Variable(
         "ELASTICSEARCH_URL",

@@ -36,8 +36,10 @@ import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from core import redis_client
 from core.jobstats import STATS_TTL_SECONDS
 from core.keys import REDIS_ERRORS, SiteKeys
+from core.redis_client import AsyncClient
 
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 VERDICTS = (NEW, CHANGED, UNCHANGED)
@@ -165,15 +167,26 @@ def decide(
 _STRENGTH = {UNCHANGED: 0, CHANGED: 1, NEW: 2}
 
 
+# Per-node connection cap of the asyncio cluster client: it does not wait for a free
+# connection (redis-py raises MaxConnectionsError, a ConnectionError callers retry), so it
+# is far above what a worker keeps in flight on the one master of its site.
+CLUSTER_MAX_CONNECTIONS = 128
+
+
 def connect_async(
-    url: str, *, max_connections: int = 16, params: Mapping[str, Any] | None = None
-) -> redis.asyncio.Redis:
+    url: str,
+    *,
+    max_connections: int = 16,
+    params: Mapping[str, Any] | None = None,
+    cluster: bool = False,
+) -> AsyncClient:
     """An asyncio client whose pool makes callers wait for a free connection.
 
     Hundreds of items in flight would otherwise exceed the default pool (100) and fail
     with "Too many connections"; a few connections pipelined by Redis are just as fast.
     ``params``: the crawl's ``REDIS_PARAMS``, of which the socket options apply. The
-    client never retries: its caller is the one retry layer of the hop.
+    client never retries: its caller is the one retry layer of the hop. ``cluster``: a
+    Redis Cluster client (``core.redis_client``; ``REDIS_CLUSTER``).
     """
     options: dict[str, Any] = {
         "socket_timeout": 5,
@@ -181,6 +194,14 @@ def connect_async(
         "health_check_interval": 15,
     }
     options.update({k: v for k, v in (params or {}).items() if k in options})
+    if cluster:
+        return redis_client.connect_async(
+            url,
+            cluster=True,
+            max_connections=max(max_connections, CLUSTER_MAX_CONNECTIONS),
+            retry=Retry(NoBackoff(), 0),
+            **options,
+        )
     pool = redis.asyncio.BlockingConnectionPool.from_url(
         url,
         max_connections=max_connections,
@@ -283,11 +304,12 @@ class ChangeDetector(ChangeState):
 
     transient_errors = REDIS_ERRORS
 
-    def __init__(
-        self, server: redis.asyncio.Redis, site: str, *, job_ttl: int = STATS_TTL_SECONDS
-    ) -> None:
+    def __init__(self, server: AsyncClient, site: str, *, job_ttl: int = STATS_TTL_SECONDS) -> None:
         super().__init__()
         self.server = server
+        # A cluster pipeline refuses EVALSHA (redis-py cannot route a script's load):
+        # there the script goes as EVAL, which Redis caches by its hash all the same.
+        self._cluster = redis_client.is_cluster(server)
         self.site = site
         self.keys = SiteKeys(site)
         self.job_ttl = job_ttl
@@ -311,17 +333,18 @@ class ChangeDetector(ChangeState):
     async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
         async with self.server.pipeline(transaction=False) as pipe:
             for r in batch:
-                await self._script(
-                    keys=self._keys(r.job_id),
-                    args=[
-                        r.key,
-                        r.content_hash,
-                        "" if r.seen_ms is None else r.seen_ms,
-                        self.job_ttl,
-                        ",".join(r.incomplete),
-                    ],
-                    client=pipe,
-                )
+                keys = self._keys(r.job_id)
+                args = [
+                    r.key,
+                    r.content_hash,
+                    "" if r.seen_ms is None else r.seen_ms,
+                    self.job_ttl,
+                    ",".join(r.incomplete),
+                ]
+                if self._cluster:
+                    pipe.eval(_CLASSIFY, len(keys), *keys, *args)
+                else:
+                    await self._script(keys=keys, args=args, client=pipe)
             raws = await pipe.execute(raise_on_error=False)
         return [
             raw if isinstance(raw, Exception) else _state(r.key, r.content_hash, raw)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +25,12 @@ import redis
 from scrapy import Spider
 from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import run_in_thread, sleep
+from scrapy_redis import defaults as scrapy_redis_defaults
+from scrapy_redis.connection import get_redis_from_settings
 
 from core.config import OperatorError
 from core.keys import REDIS_ERRORS
+from core.redis_client import Client, RedisModeError, check_mode, connect, ping_all
 
 logger = logging.getLogger(__name__)
 
@@ -71,14 +75,46 @@ def unreachable(address: str, exc: BaseException) -> str:
     return f"Redis at {address} unreachable ({failure_reason(exc)})"
 
 
-def check_redis(server: redis.Redis, address: str, fix: str) -> None:
+def redis_from_settings(settings: BaseSettings) -> Client:
+    """The crawl's sync Redis client (``REDIS_URL``, ``REDIS_PARAMS``): scrapy-redis'
+    factory for one Redis, redis-py's cluster client with ``REDIS_CLUSTER``.
+
+    A single-Redis client connects on first use; a cluster client reads the slot map as
+    it is built, so with no node reachable this raises ``redis.ConnectionError`` (the
+    worker builds it inside ``wait_for_redis``)."""
+    if not settings.getbool("REDIS_CLUSTER"):
+        return get_redis_from_settings(settings)
+    params = {**scrapy_redis_defaults.REDIS_PARAMS, **settings.getdict("REDIS_PARAMS")}
+    params.pop("redis_cls", None)
+    return connect(str(settings["REDIS_URL"]), cluster=True, **params)
+
+
+def ping_checked(server: Client, address: str) -> None:
+    """PING (every node of a cluster), then check REDIS_CLUSTER matches the server."""
+    ping_all(server)
+    check_mode(server, address)
+
+
+def check_redis(server: Client, address: str, fix: str) -> None:
     """One ping for a command (the producer): a failure is one line, exit 2, with ``fix``."""
     try:
-        server.ping()
+        ping_checked(server, address)
     except redis.AuthenticationError as exc:
         raise OperatorError(f"{refused_credentials(address, exc)}: {CREDENTIALS_FIX}") from None
     except REDIS_ERRORS as exc:
         raise OperatorError(f"{unreachable(address, exc)}: {fix}") from None
+
+
+def connect_checked(url: str, fix: str, *, cluster: bool = False, **kwargs: Any) -> Client:
+    """A client for a command, checked with one ping (``check_redis``): any failure, a
+    cluster client's start included, is one line and exit 2, with ``fix``."""
+    address = redis_address(url)
+    try:
+        server = connect(url, cluster=cluster, **kwargs)
+    except REDIS_ERRORS as exc:
+        raise OperatorError(f"{unreachable(address, exc)}: {fix}") from None
+    check_redis(server, address, fix)
+    return server
 
 
 @dataclass(frozen=True)
@@ -103,20 +139,30 @@ class ConnectPolicy:
         return float(min(self.backoff_max, self.backoff * 2 ** (attempt - 1)))
 
 
-async def wait_for_redis(server: redis.Redis, address: str, policy: ConnectPolicy) -> None:
-    """Return once ``server`` answers a PING; raise OperatorError when the policy gives up
-    or Redis refuses the credentials (waiting would not fix them)."""
+async def wait_for_redis(
+    connect: Callable[[], Client], address: str, policy: ConnectPolicy
+) -> Client:
+    """The client ``connect`` builds, once it answers a PING (a cluster client is built
+    again until a node answers: it reads the slot map as it is built). Raise
+    OperatorError when the policy gives up, Redis refuses the credentials, or
+    REDIS_CLUSTER does not match the server (waiting would fix neither)."""
     started = time.monotonic()
     attempt = 0
+    server: Client | None = None
     while True:
         attempt += 1
         try:
             # In a thread: the reactor stays responsive (a stop signal, the log) meanwhile.
-            await run_in_thread(server.ping)
+            if server is None:
+                server = await run_in_thread(connect)
+            await run_in_thread(ping_checked, server, address)
         except redis.AuthenticationError as exc:
             message = f"{refused_credentials(address, exc)}: {CREDENTIALS_FIX}"
             logger.error("%s", message)
             raise OperatorError(message, reported=True) from None
+        except RedisModeError as exc:
+            logger.error("%s", exc.message)
+            raise OperatorError(exc.message, reported=True) from None
         except REDIS_ERRORS as exc:
             waited = time.monotonic() - started
             delay = policy.delay(attempt)
@@ -143,4 +189,4 @@ async def wait_for_redis(server: redis.Redis, address: str, policy: ConnectPolic
                     attempt,
                     time.monotonic() - started,
                 )
-            return
+            return server

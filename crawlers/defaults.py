@@ -16,6 +16,7 @@ from core import config
 
 # --- services (docs/configuration.md: set by environment variable or -s) ---
 REDIS_URL = None  # the frontier, dedup and the store's spill; None: all off
+REDIS_CLUSTER = False  # REDIS_URL is a seed node of a Redis Cluster (core.redis_client)
 ELASTICSEARCH_URL = None  # the store; None: the store pipeline is off
 ELASTICSEARCH_USERNAME = None
 ELASTICSEARCH_PASSWORD = None  # secret: SecretStr from the environment

@@ -4,7 +4,8 @@ Installed when ``REDIS_URL`` is set: ``SCHEDULER = LeasingScheduler`` (a
 ``scrapy.core.scheduler.BaseScheduler``), ``SCHEDULER_QUEUE_CLASS = LeasedQueue``,
 ``DUPEFILTER_CLASS = JobDupeFilter`` and the spider middleware ``LeaseAckMiddleware``
 (the outermost), next to the ``crawlers.extensions.FrontierWorker`` extension. From
-scrapy-redis it uses the Redis connection factory (``REDIS_URL``, ``REDIS_PARAMS``) and
+scrapy-redis it uses the Redis connection factory (``REDIS_URL``, ``REDIS_PARAMS``; with
+``REDIS_CLUSTER`` redis-py's cluster client instead, ``crawlers.connect``) and
 the pickle serializer of its queues; the rest is owned here.
 
 A request popped from Redis carries its lease id in ``meta``. The lease is acked when
@@ -27,7 +28,8 @@ import socket
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Any, Self
 
 import redis
@@ -44,14 +46,20 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
-from scrapy_redis.connection import get_redis_from_settings
 from twisted.internet.defer import Deferred
 
 from core.frontier import Lease, RedisFrontier
 from core.keys import REDIS_ERRORS, SiteKeys
+from core.redis_client import Client
 from crawlers.acks import LEASE_META, LeaseAcks, unwrap_errback, wrap_errback
 from crawlers.compat import check_private_api
-from crawlers.connect import ConnectPolicy, always_on, redis_address, wait_for_redis
+from crawlers.connect import (
+    ConnectPolicy,
+    always_on,
+    redis_address,
+    redis_from_settings,
+    wait_for_redis,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -205,14 +213,29 @@ class JobDupeFilter(BaseDupeFilter):
     ``seen_key`` and ``fingerprint``; ``request_seen`` serves everyone else.
     """
 
-    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
+    def __init__(self, crawler: Crawler, server: Client | None) -> None:
         self.crawler = crawler
-        self.server = server
+        # None (a Redis Cluster, whose client connects as it is built): the leasing
+        # scheduler hands over its client once connected, else it is built on first use.
+        self._server = server
         self.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, get_redis_from_settings(crawler.settings))
+        settings = crawler.settings
+        return cls(
+            crawler, None if settings.getbool("REDIS_CLUSTER") else redis_from_settings(settings)
+        )
+
+    @property
+    def server(self) -> Client:
+        if self._server is None:
+            self._server = redis_from_settings(self.crawler.settings)
+        return self._server
+
+    @server.setter
+    def server(self, server: Client) -> None:
+        self._server = server
 
     def fingerprint(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()
@@ -242,10 +265,11 @@ class LeasingScheduler(BaseScheduler):
     carry none: the spider's ``job_id``, else the ``JOB_ID`` setting, else a new one.
     """
 
-    def __init__(self, crawler: Crawler, server: redis.Redis) -> None:
+    def __init__(self, crawler: Crawler, server: Client | None) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.stats = crawler.stats
+        # None: a Redis Cluster client, built in ``open`` once a node answers.
         self.server = server
         self.worker_id = new_worker_id()
         self.lease_batch = settings.getint("FRONTIER_LEASE_BATCH")
@@ -280,7 +304,9 @@ class LeasingScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         check_private_api()
-        scheduler = cls(crawler, get_redis_from_settings(crawler.settings))
+        settings = crawler.settings
+        cluster = settings.getbool("REDIS_CLUSTER")
+        scheduler = cls(crawler, None if cluster else redis_from_settings(settings))
         for signal in (signals.item_scraped, signals.item_dropped):
             crawler.signals.connect(scheduler.acks.item_done, signal=signal)
         crawler.signals.connect(scheduler.acks.item_failed, signal=signals.item_error)
@@ -295,19 +321,40 @@ class LeasingScheduler(BaseScheduler):
         self.job_id = str(
             getattr(spider, "job_id", None) or settings.get("JOB_ID") or new_job_id(spider.name)
         )
-        self.frontier = RedisFrontier(self.server, spider.name)
-        self.queue = self.queue_cls(
-            self.server, spider, worker_id=self.worker_id, batch=self.lease_batch
-        )
         self.df.open()
         policy = ConnectPolicy.from_settings(
             settings, always_on=always_on(spider, settings.getbool("FRONTIER_ALWAYS_ON"))
         )
+        server = self.server
+        connect: Callable[[], Client]
+        if server is not None:  # one Redis: its client connects on first use
+            self._use(server)
+            connect = lambda: server  # noqa: E731
+        else:  # a Redis Cluster: its client is built by the wait, once a node answers
+            connect = partial(redis_from_settings, settings)
         return deferred_from_coro(
-            wait_for_redis(self.server, redis_address(settings["REDIS_URL"]), policy)
+            self._connect(connect, redis_address(settings["REDIS_URL"]), policy)
+        )
+
+    async def _connect(
+        self, connect: Callable[[], Client], address: str, policy: ConnectPolicy
+    ) -> None:
+        server = await wait_for_redis(connect, address, policy)
+        if self.server is None:
+            self.df.server = server
+            self._use(server)
+
+    def _use(self, server: Client) -> None:
+        self.server = server
+        self.frontier = RedisFrontier(server, self.spider.name)
+        self.queue = self.queue_cls(
+            server, self.spider, worker_id=self.worker_id, batch=self.lease_batch
         )
 
     def close(self, reason: str) -> None:
+        if self.server is None:  # never connected (the cluster stayed unreachable)
+            self.df.close(reason)
+            return
         self.flush_pending()
         # Leases still held (a stop mid-crawl) go back to the queue for other workers.
         try:

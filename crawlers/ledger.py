@@ -60,6 +60,7 @@ class CrawlLedger:
         self.crawler = crawler
         self.url = str(s.get("REDIS_URL"))
         self.params = s.getdict("REDIS_PARAMS")
+        self.cluster = s.getbool("REDIS_CLUSTER")
         self.retry = RetryPolicy.from_settings(s)
         self._server: redis.asyncio.Redis | None = None
         self._ledger: JobLedger | None = None
@@ -99,7 +100,9 @@ class CrawlLedger:
         if self._ledger is None:
             spider = self.crawler.spider
             assert spider is not None, "the ledger is written while a spider runs"
-            self._server = connect_async(self.url, max_connections=4, params=self.params)
+            self._server = connect_async(
+                self.url, max_connections=4, params=self.params, cluster=self.cluster
+            )
             self._ledger = JobLedger(self._server, spider.name)
         return self._ledger
 

@@ -20,7 +20,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import redis
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings, Settings
 from scrapy.spiderloader import SpiderLoader
@@ -29,8 +28,9 @@ from scrapy.utils.project import get_project_settings
 from core.config import OperatorError, check_redis_url
 from core.frontier import RedisFrontier
 from core.keys import SiteKeys
+from core.redis_client import Client
 from crawlers.commands import check_site
-from crawlers.connect import check_redis, redis_address
+from crawlers.connect import connect_checked
 from crawlers.frontier import new_job_id
 from crawlers.spiders.base import SiteSpider
 
@@ -51,7 +51,7 @@ def spider_class(site: str, settings: BaseSettings | None = None) -> type[SiteSp
 
 
 def produce(
-    server: redis.Redis,
+    server: Client,
     site: str,
     *,
     job_id: str | None = None,
@@ -96,11 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "REDIS_URL like redis://[:password@]host:6379/0 or pass --redis-url"
         )
     settings.set("REDIS_URL", redis_url, priority="cmdline")
-    server = redis.Redis.from_url(redis_url)
-    check_redis(
-        server,
-        redis_address(redis_url),
+    server = connect_checked(
+        redis_url,
         "start Redis or point REDIS_URL (or --redis-url) at it; nothing enqueued",
+        cluster=settings.getbool("REDIS_CLUSTER"),
     )
     job = produce(server, args.site, job_id=args.job_id, base_url=args.base_url, settings=settings)
     print(f"enqueued {job.entries} start entries for {job.site} job {job.job_id}")

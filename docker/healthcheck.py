@@ -35,7 +35,8 @@ def check_worker(site: str, host: str | None = None) -> tuple[bool, str]:
     # Imported here: the http check must not pay for (or depend on) the project.
     import redis
 
-    from core.config import get_settings
+    from core.config import get_settings, redacted
+    from core.redis_client import RedisModeError, check_mode, connect
     from core.workers import WorkerRegistry
 
     settings = get_settings()
@@ -43,13 +44,19 @@ def check_worker(site: str, host: str | None = None) -> tuple[bool, str]:
         return False, "REDIS_URL is not set"
     host = host or socket.gethostname()
     try:
-        server = redis.Redis.from_url(
-            settings.redis_url, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT
+        server = connect(
+            settings.redis_url,
+            cluster=settings.redis_cluster,
+            socket_timeout=TIMEOUT,
+            socket_connect_timeout=TIMEOUT,
         )
         try:
+            check_mode(server, redacted(settings.redis_url))
             live = WorkerRegistry(server, site).live()
         finally:
             server.close()
+    except RedisModeError as exc:  # REDIS_CLUSTER does not match the server
+        return False, exc.message
     except redis.RedisError as exc:
         return False, f"redis: {type(exc).__name__}"
     mine = [info for info in live if info.host == host]

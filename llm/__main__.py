@@ -14,10 +14,10 @@ import json
 import logging
 import sys
 
-import redis
 from elasticsearch import Elasticsearch
 
-from core.config import get_settings
+from core.config import get_settings, redacted
+from core.redis_client import check_mode, connect
 from llm.embedders import EmbeddingError, default_embedder
 from llm.index import EmbedderMismatch
 from llm.process import ChunkIndexError, backfill_site, process_job
@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "process":
             if not settings.redis_url:
                 parser.error("process needs REDIS_URL (the job's new/changed keys live there)")
-            server = redis.Redis.from_url(settings.redis_url)
+            server = connect(settings.redis_url, cluster=settings.redis_cluster)
+            check_mode(server, redacted(settings.redis_url))  # else: one line, exit 2
             report = process_job(es, server, args.site, args.job, embedder)
         else:
             report = backfill_site(es, args.site, embedder)

@@ -40,6 +40,7 @@ from slack_sdk.webhook import WebhookClient
 
 from core.config import PlatformSettings, get_settings
 from core.keys import REDIS_ERRORS, PlatformKeys
+from core.redis_client import connect
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "slack"
 
@@ -193,7 +194,20 @@ def record_failed_delivery(
         "site": context.get("site"),
         "job_id": context.get("job_id"),
     }
-    server = redis.Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=2)
+    try:
+        server = connect(
+            settings.redis_url,
+            cluster=settings.redis_cluster,
+            socket_timeout=5,
+            socket_connect_timeout=2,
+        )
+    except REDIS_ERRORS as exc:
+        run_logger().warning(
+            "undelivered %s alert not recorded: Redis unreachable (%s)",
+            template,
+            type(exc).__name__,
+        )
+        return
     try:
         with server.pipeline(transaction=True) as pipe:
             pipe.rpush(PlatformKeys.alerts_failed, json.dumps(entry))

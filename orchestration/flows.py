@@ -22,7 +22,6 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-import redis
 from elasticsearch import Elasticsearch
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -35,6 +34,8 @@ from redis.retry import Retry
 from core.config import PlatformSettings, get_settings
 from core.dedup import job_changes
 from core.jobs_index import job_counters, job_started_at, write_job_document
+from core.keys import REDIS_ERRORS
+from core.redis_client import Client, connect
 from core.store import spill_size
 from crawlers import addon
 from crawlers.producer import produce
@@ -76,16 +77,22 @@ REDIS_RETRIES = 3
 ES_RETRIES = 3
 
 
-def redis_client() -> redis.Redis:
-    url = get_settings().redis_url
+def redis_client() -> Client:
+    settings = get_settings()
+    url = settings.redis_url
     if not url:
         raise StepError("REDIS_URL is not set: the scrape flow needs the Redis frontier")
-    return redis.Redis.from_url(
-        url,
-        socket_timeout=10,
-        socket_connect_timeout=5,
-        retry=Retry(ExponentialWithJitterBackoff(base=0.5, cap=4.0), REDIS_RETRIES),
-    )
+    try:
+        return connect(
+            url,
+            cluster=settings.redis_cluster,
+            socket_timeout=10,
+            socket_connect_timeout=5,
+            retry=Retry(ExponentialWithJitterBackoff(base=0.5, cap=4.0), REDIS_RETRIES),
+        )
+    except REDIS_ERRORS as exc:
+        # Only a cluster client connects when built (it reads the slot map).
+        raise StepError(f"Redis Cluster unreachable ({type(exc).__name__}: {exc})") from None
 
 
 def es_client() -> Elasticsearch:
@@ -106,6 +113,7 @@ def crawl_settings(config: PlatformSettings | None = None) -> dict[str, str]:
     config = config or get_settings()
     settings = {
         "REDIS_URL": config.redis_url,
+        "REDIS_CLUSTER": "1" if config.redis_cluster else None,
         "ELASTICSEARCH_URL": config.elasticsearch_url,
         "PLATFORM_RUN_DIR": str(config.platform_run_dir),
         "DEMO_SITE_URL": config.demo_site_url,

@@ -20,6 +20,7 @@ from elasticsearch import Elasticsearch
 
 from core.config import REPO_ROOT
 from core.drain import DrainState, drain_state
+from core.redis_client import RedisModeError, check_mode
 from core.workers import WorkerRegistry, check_consumers
 
 
@@ -72,6 +73,10 @@ def preflight(
     consumers: int | None = None
     try:
         redis_ok = bool(server.ping())
+        check_mode(server)
+    except RedisModeError as exc:
+        redis_ok = False
+        problems.append(exc.message)
     except redis.RedisError as exc:
         problems.append(f"Redis unreachable ({type(exc).__name__}: {exc})")
     if redis_ok and require_consumers:

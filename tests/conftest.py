@@ -30,7 +30,7 @@ from services.base import ManagedProcess
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.prefect_server import PrefectServer
-from services.redis_server import RedisServer
+from services.redis_server import RedisCluster, RedisServer
 
 # Tests never reach a configured production service by accident.
 for _var in ("REDIS_URL", "ELASTICSEARCH_URL", "PREFECT_API_URL", "SLACK_WEBHOOK_URL"):
@@ -42,6 +42,7 @@ SHARED_REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
 INTEGRATION = "integration"
 # Session services: a test using one (directly or through another fixture) is integration.
 SERVICE_FIXTURES = frozenset({"redis_server", "es_node", "prefect_server", "demo_site_server"})
+SERVICE_FIXTURES |= {"redis_cluster"}
 
 
 # -- the tiers ---------------------------------------------------------------------------------
@@ -149,6 +150,13 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def redis_server(run_dir: Path) -> Iterator[RedisServer]:
     with RedisServer(run_dir=run_dir) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(run_dir: Path) -> Iterator[RedisCluster]:
+    """One Redis Cluster of three masters per session (AOF on: a test may restart one)."""
+    with RedisCluster(run_dir=run_dir / "redis-cluster", persistent=True) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

@@ -75,7 +75,11 @@ class DedupPipeline:
         # Clients are created here, inside the running event loop they bind to.
         if self.redis_url:
             params = self.crawler.settings.getdict("REDIS_PARAMS")
-            self.server = connect_async(self.redis_url, params=params)
+            self.server = connect_async(
+                self.redis_url,
+                params=params,
+                cluster=self.crawler.settings.getbool("REDIS_CLUSTER"),
+            )
             self.state = ChangeDetector(self.server, site_of(self.crawler))
         else:
             self.es = AsyncElasticsearch(**es_client_kwargs(self.crawler.settings))

@@ -94,6 +94,7 @@ class StorePipeline:
         self.es_kwargs = es_client_kwargs(s)
         self.redis_url: str | None = s.get("REDIS_URL")
         self.redis_params = s.getdict("REDIS_PARAMS")
+        self.cluster = s.getbool("REDIS_CLUSTER")
         self.spill_dir = None if self.redis_url else spill_dir(s)
         self.settings = StoreSettings.from_settings(s)
         self.notes = item_notes(crawler)
@@ -126,7 +127,12 @@ class StorePipeline:
         spill: Spill
         on_stored = None
         if self.redis_url:
-            self.server = connect_async(self.redis_url, max_connections=4, params=self.redis_params)
+            self.server = connect_async(
+                self.redis_url,
+                max_connections=4,
+                params=self.redis_params,
+                cluster=self.cluster,
+            )
             spill = RedisSpill(self.server, site, lock_timeout=self.settings.spill_lock_seconds)
             on_stored = JobLedger(self.server, site).stored
         else:
@@ -296,7 +302,12 @@ async def drain_spills(
     store_settings = StoreSettings.from_settings(settings)
     redis_url = settings.get("REDIS_URL")
     server = (
-        connect_async(redis_url, max_connections=2, params=settings.getdict("REDIS_PARAMS"))
+        connect_async(
+            redis_url,
+            max_connections=2,
+            params=settings.getdict("REDIS_PARAMS"),
+            cluster=settings.getbool("REDIS_CLUSTER"),
+        )
         if redis_url
         else None
     )

@@ -1,4 +1,5 @@
-"""Change detection against a real Redis: verdicts, timestamps, per-job keys, races."""
+"""Change detection against a real Redis and a real Redis Cluster: verdicts, timestamps,
+per-job keys, races."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 import redis
@@ -21,14 +23,32 @@ from core.dedup import (
 )
 from core.jobstats import JobStats
 from core.keys import SiteKeys
+from core.redis_client import connect
 from services.redis_server import RedisServer
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where the dedup state lives: one Redis, or a Redis Cluster (``REDIS_CLUSTER``)."""
+
+    url: str
+    cluster: bool
+
+
+@pytest.fixture(params=["single", "cluster"])
+def target(request: pytest.FixtureRequest, redis_server: RedisServer) -> Target:
+    if request.param == "single":
+        return Target(redis_server.url, cluster=False)
+    return Target(request.getfixturevalue("redis_cluster").url, cluster=True)
+
+
 @pytest.fixture
-def server(redis_server: RedisServer) -> Iterator[redis.Redis]:
-    client = redis_server.client()
-    yield client
-    client.flushdb()
+def server(target: Target) -> Iterator[redis.Redis]:
+    client = connect(target.url, cluster=target.cluster)
+    yield client  # type: ignore[misc]
+    if not target.cluster:  # the cluster's tests use fresh site names only
+        client.flushdb()
+    client.close()
 
 
 @pytest.fixture
@@ -36,11 +56,13 @@ def site() -> str:
     return f"site-{uuid.uuid4().hex[:8]}"
 
 
-def run_classify(url: str, site: str, job: str, entries: list[tuple[str, str, int]]) -> list[str]:
+def run_classify(
+    target: Target, site: str, job: str, entries: list[tuple[str, str, int]]
+) -> list[str]:
     """Classify ``(key, hash, seen ms)`` entries concurrently; their verdicts in order."""
 
     async def main() -> list[str]:
-        client = connect_async(url)
+        client = connect_async(target.url, cluster=target.cluster)
         detector = ChangeDetector(client, site)
         try:
             states = await asyncio.gather(
@@ -54,14 +76,14 @@ def run_classify(url: str, site: str, job: str, entries: list[tuple[str, str, in
 
 
 def test_new_then_unchanged_then_changed_with_timestamps(
-    server: redis.Redis, redis_server: RedisServer, site: str
+    server: redis.Redis, target: Target, site: str
 ) -> None:
     key = f"{site}:product:A"
-    assert run_classify(redis_server.url, site, "j1", [(key, "h1", 1000)]) == ["new"]
+    assert run_classify(target, site, "j1", [(key, "h1", 1000)]) == ["new"]
     assert stored_state(server, site, key) == ("h1", 1000, 1000)
-    assert run_classify(redis_server.url, site, "j2", [(key, "h1", 2000)]) == ["unchanged"]
+    assert run_classify(target, site, "j2", [(key, "h1", 2000)]) == ["unchanged"]
     assert stored_state(server, site, key) == ("h1", 1000, 1000)  # nothing moved
-    assert run_classify(redis_server.url, site, "j3", [(key, "h2", 3000)]) == ["changed"]
+    assert run_classify(target, site, "j3", [(key, "h2", 3000)]) == ["changed"]
     assert stored_state(server, site, key) == ("h2", 1000, 3000)  # first_seen kept
 
     for job, verdict in (("j1", "new"), ("j2", "unchanged"), ("j3", "changed")):
@@ -74,40 +96,40 @@ def test_new_then_unchanged_then_changed_with_timestamps(
 
 
 def test_redelivery_in_the_same_job_keeps_the_verdict_and_counts_once(
-    server: redis.Redis, redis_server: RedisServer, site: str
+    server: redis.Redis, target: Target, site: str
 ) -> None:
     key = f"{site}:product:A"
-    run_classify(redis_server.url, site, "j1", [(key, "h1", 1000)])
+    run_classify(target, site, "j1", [(key, "h1", 1000)])
     # A worker killed before its ack: the item is crawled and classified again.
-    assert run_classify(redis_server.url, site, "j1", [(key, "h1", 1500)]) == ["new"]
-    run_classify(redis_server.url, site, "j2", [(key, "h2", 2000)])
-    assert run_classify(redis_server.url, site, "j2", [(key, "h2", 2500)]) == ["changed"]
+    assert run_classify(target, site, "j1", [(key, "h1", 1500)]) == ["new"]
+    run_classify(target, site, "j2", [(key, "h2", 2000)])
+    assert run_classify(target, site, "j2", [(key, "h2", 2500)]) == ["changed"]
     assert job_changes(server, site, "j1").counts["new"] == 1
     assert job_changes(server, site, "j2").counts == {"new": 0, "changed": 1, "unchanged": 0}
     assert stored_state(server, site, key) == ("h2", 1000, 2000)
 
 
 def test_unchanged_that_changes_later_in_the_job_moves_to_changed(
-    server: redis.Redis, redis_server: RedisServer, site: str
+    server: redis.Redis, target: Target, site: str
 ) -> None:
     key = f"{site}:product:A"
-    run_classify(redis_server.url, site, "j1", [(key, "h1", 1000)])
-    assert run_classify(redis_server.url, site, "j2", [(key, "h1", 2000)]) == ["unchanged"]
-    assert run_classify(redis_server.url, site, "j2", [(key, "h2", 2100)]) == ["changed"]
+    run_classify(target, site, "j1", [(key, "h1", 1000)])
+    assert run_classify(target, site, "j2", [(key, "h1", 2000)]) == ["unchanged"]
+    assert run_classify(target, site, "j2", [(key, "h2", 2100)]) == ["changed"]
     changes = job_changes(server, site, "j2")
     assert changes.counts == {"new": 0, "changed": 1, "unchanged": 0}
     assert changes.changed == {key}
 
 
 def test_racing_classifications_of_one_key_agree(
-    server: redis.Redis, redis_server: RedisServer, site: str
+    server: redis.Redis, target: Target, site: str
 ) -> None:
     key = f"{site}:product:A"
     # 50 concurrent classifications from two "workers" (two clients, coalesced pipelines).
     entries = [(key, "h1", 1000 + n) for n in range(50)]
 
     async def main() -> list[str]:
-        clients = [connect_async(redis_server.url) for _ in range(2)]
+        clients = [connect_async(target.url, cluster=target.cluster) for _ in range(2)]
         detectors = [ChangeDetector(client, site) for client in clients]
         try:
             states = await asyncio.gather(
@@ -127,9 +149,9 @@ def test_racing_classifications_of_one_key_agree(
     assert first_seen is not None and first_seen[1] == first_seen[2]
 
 
-def test_many_keys_in_one_batch(server: redis.Redis, redis_server: RedisServer, site: str) -> None:
+def test_many_keys_in_one_batch(server: redis.Redis, target: Target, site: str) -> None:
     keys = [f"{site}:product:{n}" for n in range(1200)]  # more than one pipelined batch
-    verdicts = run_classify(redis_server.url, site, "j1", [(k, "h", 1000) for k in keys])
+    verdicts = run_classify(target, site, "j1", [(k, "h", 1000) for k in keys])
     assert verdicts == ["new"] * len(keys)
     changes = job_changes(server, site, "j1")
     assert changes.new == set(keys) and changes.counts["new"] == len(keys)
@@ -181,7 +203,7 @@ def test_the_async_client_does_not_retry_and_takes_the_socket_params() -> None:
 
 def test_timestamps_come_from_redis_not_from_a_worker_clock_an_hour_behind(
     server: redis.Redis,
-    redis_server: RedisServer,
+    target: Target,
     site: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -191,7 +213,7 @@ def test_timestamps_come_from_redis_not_from_a_worker_clock_an_hour_behind(
     real_time = time.time
 
     async def classify(job: str, digest: str) -> ItemState:
-        client = connect_async(redis_server.url)
+        client = connect_async(target.url, cluster=target.cluster)
         try:
             return await ChangeDetector(client, site).classify(job, key, digest)
         finally:

@@ -19,6 +19,7 @@ from redis.retry import Retry
 from scrapy.crawler import Crawler
 
 from core.config import ENVIRONMENT
+from core.redis_client import connect
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
@@ -56,12 +57,21 @@ class RedisItemSink:
 
     def __init__(self, crawler: Crawler) -> None:
         self.key = crawler.settings[SINK_KEY_SETTING]
-        retry = Retry(ExponentialBackoff(cap=1.0, base=0.1), retries=60)
-        self.server = redis.Redis.from_url(
-            crawler.settings["REDIS_URL"],
-            retry=retry,
-            retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-        )
+        self.settings = crawler.settings
+        self._server: redis.Redis | None = None
+
+    @property
+    def server(self) -> redis.Redis:
+        # Built on first use: a Redis Cluster client connects as it is built, and the
+        # worker may start before the cluster does.
+        if self._server is None:
+            self._server = connect(  # type: ignore[assignment]
+                self.settings["REDIS_URL"],
+                cluster=self.settings.getbool("REDIS_CLUSTER"),
+                retry=Retry(ExponentialBackoff(cap=1.0, base=0.1), retries=60),
+                retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+            )
+        return self._server  # type: ignore[return-value]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisItemSink:
@@ -78,7 +88,8 @@ class FailOncePipeline:
 
     def __init__(self, crawler: Crawler) -> None:
         self.key = f"{crawler.settings[SINK_KEY_SETTING]}:failed_once"
-        self.server = redis.Redis.from_url(crawler.settings["REDIS_URL"])
+        settings = crawler.settings
+        self.server = connect(settings["REDIS_URL"], cluster=settings.getbool("REDIS_CLUSTER"))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FailOncePipeline:

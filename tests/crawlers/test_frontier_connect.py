@@ -28,7 +28,7 @@ from crawlers.connect import (
 from crawlers.producer import produce
 from services.base import free_port
 from services.demo_site import DemoSite
-from services.redis_server import RedisServer
+from services.redis_server import RedisCluster, RedisServer
 from tests.crawlers.support import (
     REPO_ROOT,
     crawl_env,
@@ -194,3 +194,82 @@ def test_a_worker_refused_by_redis_exits_2_at_once_with_one_line(tmp_path: Path)
         f"Redis at redis://127.0.0.1:{store.port} refused the credentials (AuthenticationError"
     )
     assert "set its password in REDIS_URL like redis://:password@host:6379/0" in refused
+
+
+def test_a_worker_whose_redis_cluster_setting_does_not_match_exits_2_with_one_line(
+    tmp_path: Path, redis_server: RedisServer, redis_cluster: RedisCluster
+) -> None:
+    def crawl(settings: dict[str, object]) -> tuple[int, str, str]:
+        log = tmp_path / f"{uuid.uuid4().hex}.log"
+        argv = [sys.executable, "-m", "scrapy", "crawl", "demo", "-a", "always_on=true"]
+        result = subprocess.run(
+            argv + settings_argv({**settings, "LOG_FILE": str(log)}),
+            cwd=REPO_ROOT,
+            env=crawl_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        text = log.read_text() if log.exists() else ""
+        assert "Traceback" not in text + result.stderr, text[-3000:]
+        return result.returncode, text, result.stderr
+
+    # Found at the first contact, even always-on: waiting would not fix the setting.
+    # Not set, but a cluster node:
+    code, text, stderr = crawl({"REDIS_URL": redis_cluster.url})
+    [error] = [line for line in text.splitlines() if " ERROR: " in line]
+    assert (code, stderr) == (2, "") and not RETRY_LINE.search(text)
+    assert error.split(" ERROR: ", 1)[1].startswith(
+        f"Redis at redis://127.0.0.1:{redis_cluster.nodes[0].port} is a Redis Cluster node "
+        "but REDIS_CLUSTER is not set"
+    )
+    # Set, but a plain Redis (the cluster client cannot start):
+    code, text, stderr = crawl({"REDIS_URL": redis_server.url, "REDIS_CLUSTER": True})
+    [error] = [line for line in text.splitlines() if " ERROR: " in line]
+    assert (code, stderr) == (2, "") and not RETRY_LINE.search(text)
+    assert error.split(" ERROR: ", 1)[1] == (
+        f"REDIS_CLUSTER is set but Redis at 127.0.0.1:{redis_server.port} is not in cluster "
+        "mode: unset REDIS_CLUSTER, or point REDIS_URL at a node of the Redis Cluster "
+        "(cluster mode)"
+    )
+
+
+def test_a_worker_started_before_the_redis_cluster_waits_then_crawls(
+    site: DemoSite, tmp_path: Path
+) -> None:
+    site.reset()
+    cluster = RedisCluster(run_dir=tmp_path)  # ports chosen; no node runs yet
+    log = tmp_path / "worker.log"
+    job_id = f"connect-{uuid.uuid4().hex[:6]}"
+    worker = start_worker(
+        redis_url=cluster.url,
+        job_id=job_id,
+        base_url=site.url,
+        sink_key="{demo}:items",
+        log_path=log,
+        settings={**FAST, "REDIS_CLUSTER": True},
+        arguments={"always_on": "true"},
+    )
+    try:
+        wait_for(
+            lambda: log.exists() and len(RETRY_LINE.findall(log.read_text())) >= 2,
+            timeout=90,
+            what="two retry lines",
+        )
+        assert worker.poll() is None, log_excerpt(log)
+        cluster.start()
+        client = cluster.client()
+        produce(client, "demo", job_id=job_id, base_url=site.url)
+        wait_for(lambda: client.llen("{demo}:items") >= PRODUCTS, timeout=120, what="the crawl")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0, log_excerpt(log)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        cluster.stop()
+    text = log.read_text()
+    assert "Traceback" not in text and " ERROR: " not in text, log_excerpt(log, 80)
+    assert {address for address, *_ in RETRY_LINE.findall(text)} == {
+        f"redis://127.0.0.1:{cluster.nodes[0].port}"
+    }
+    assert f"Redis at redis://127.0.0.1:{cluster.nodes[0].port} answers" in text

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from services.base import free_port
-from services.redis_server import RedisServer
+from services.redis_server import RedisCluster, RedisServer
 from tests.crawlers.support import REPO_ROOT, crawl_env
 
 PASSWORD = "right-pw"
@@ -95,3 +95,23 @@ def test_the_right_password_enqueues(guarded: RedisServer) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().endswith("for demo job job-1")
     assert client.get("{demo}:current_job") == b"job-1"
+
+
+def test_redis_cluster_set_or_not_must_match_the_server(
+    redis_server: RedisServer, redis_cluster: RedisCluster
+) -> None:
+    line = one_line(producer("demo", "--redis-url", redis_cluster.url))
+    assert line.startswith(
+        f"Redis at redis://127.0.0.1:{redis_cluster.nodes[0].port} is a Redis Cluster node "
+        "but REDIS_CLUSTER is not set"
+    )
+    assert line.endswith(
+        "set REDIS_CLUSTER=1 (Scrapy setting REDIS_CLUSTER = True) for a Redis Cluster"
+    )
+    line = one_line(producer("demo", "--redis-url", redis_server.url, env={"REDIS_CLUSTER": "1"}))
+    assert line == (
+        f"REDIS_CLUSTER is set but Redis at 127.0.0.1:{redis_server.port} is not in cluster "
+        "mode: unset REDIS_CLUSTER, or point REDIS_URL at a node of the Redis Cluster "
+        "(cluster mode)"
+    )
+    assert not redis_server.client().exists("{demo}:start_urls")
