@@ -96,6 +96,16 @@ return out
 """
 )
 
+# The job the start entries belong to becomes the site's current one; its start time
+# (the jobs sorted set's score, epoch seconds) is Redis' clock, not the producer's.
+# KEYS: current_job, jobs ; ARGV: job id
+_START_JOB = """
+local t = redis.call('TIME')
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], tonumber(t[1]) + tonumber(t[2]) / 1000000, ARGV[1])
+return t[1]
+"""
+
 # KEYS: leases, scores, owners ; ARGV: worker_leases prefix, lease ids...
 _ACK = """
 local n = 0
@@ -239,6 +249,7 @@ class RedisFrontier:
         self._ack = server.register_script(_ACK)
         self._push_and_ack = server.register_script(_PUSH_AND_ACK)
         self._reclaim = server.register_script(_RECLAIM)
+        self._start_job = server.register_script(_START_JOB)
 
     # -- queue ---------------------------------------------------------------------
     def push(
@@ -278,6 +289,10 @@ class RedisFrontier:
             ],
         )
         return bool(queued)
+
+    def start_job(self, job_id: str) -> None:
+        """Make ``job_id`` the site's current job, started now by Redis' clock."""
+        self._start_job(keys=[self.keys.current_job, self.keys.jobs], args=[job_id])
 
     def push_start(self, entries: Sequence[str | bytes]) -> int:
         """Append start entries (JSON) for workers to turn into requests."""

@@ -49,6 +49,10 @@ FIGURES = (
 )
 
 
+# KEYS: any key of the site (routes the call to the master holding the site's slot)
+_TIME = "return redis.call('TIME')"
+
+
 class JobLedger:
     """Writes a site's ledger records (asyncio client: it runs inside Scrapy's loop).
 
@@ -89,6 +93,12 @@ class JobLedger:
             pipe.hset(self.keys.job_blocked(job_id), response_ref, kind)
             pipe.expire(self.keys.job_blocked(job_id), self.ttl)
             await pipe.execute()
+
+    async def redis_time(self) -> float:
+        """Epoch seconds by the clock of the Redis holding the site's keys: the one every
+        timestamp of the site is taken from (on a cluster, the site's master)."""
+        seconds, micros = await self.server.eval(_TIME, 1, self.keys.queue)
+        return float(seconds) + float(micros) / 1e6
 
 
 def job_figures(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:

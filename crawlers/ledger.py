@@ -84,11 +84,8 @@ class CrawlLedger:
         await self._write(lambda ledger: ledger.blocked(job_id, response_ref, kind))
 
     async def redis_time(self) -> float:
-        """Redis' own clock (``TIME``), in epoch seconds: the clock every worker shares."""
-        self._site_ledger()
-        assert self._server is not None
-        seconds, micros = await self._server.time()
-        return float(seconds) + float(micros) / 1e6
+        """The site's Redis clock (``TIME``), in epoch seconds: the clock every worker shares."""
+        return await self._site_ledger().redis_time()
 
     async def close(self) -> None:
         if self._server is not None:

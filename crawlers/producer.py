@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,7 +26,6 @@ from scrapy.utils.project import get_project_settings
 
 from core.config import OperatorError, check_redis_url
 from core.frontier import RedisFrontier
-from core.keys import SiteKeys
 from core.redis_client import Client
 from crawlers.commands import check_site
 from crawlers.connect import connect_checked
@@ -68,12 +66,9 @@ def produce(
     spider = cls.from_crawler(Crawler(cls, settings), job_id=job_id, base_url=base_url)
     assert isinstance(spider, SiteSpider)
     entries = [{**entry, "job_id": job_id} for entry in spider.start_entries()]
-    keys = SiteKeys(site)
-    with server.pipeline(transaction=True) as pipe:
-        pipe.set(keys.current_job, job_id)
-        pipe.zadd(keys.jobs, {job_id: time.time()})
-        pipe.execute()
-    RedisFrontier(server, site).push_start([json.dumps(entry) for entry in entries])
+    frontier = RedisFrontier(server, site)
+    frontier.start_job(job_id)
+    frontier.push_start([json.dumps(entry) for entry in entries])
     return ProducedJob(site=site, job_id=job_id, entries=len(entries))
 
 

@@ -21,11 +21,7 @@ def server(request: pytest.FixtureRequest, redis_server: RedisServer) -> Iterato
     """Every test on one Redis and on the session's Redis Cluster (three masters): each
     script touches only the site's slot."""
     if request.param == "redis_cluster":
-        try:
-            cluster = request.getfixturevalue("redis_cluster")
-        except pytest.FixtureLookupError:
-            pytest.skip("no redis_cluster fixture (services.redis_server.RedisCluster)")
-        client = cluster.client()
+        client = request.getfixturevalue("redis_cluster").client()
     else:
         client = redis_server.client()
     yield client
@@ -323,3 +319,16 @@ def test_drain_stability_runs_on_redis_clock(
     while not drain_state(server, site, "j", stable_window=0.2).drained:
         assert real_time() - start < 30
         time.sleep(0.02)
+
+
+def test_a_job_starts_by_redis_clock_not_the_producers(
+    server: redis.Redis, site: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() - 3600)  # a producer an hour behind
+    RedisFrontier(server, site).start_job("job-1")
+    monkeypatch.undo()
+    keys = RedisFrontier(server, site).keys
+    assert server.get(keys.current_job) == b"job-1"
+    started = server.zscore(keys.jobs, "job-1")
+    assert started is not None and abs(started - real_time()) < 10
