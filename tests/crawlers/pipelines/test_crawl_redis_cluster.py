@@ -4,6 +4,10 @@ and store every product of the demo site in Elasticsearch exactly once."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +18,11 @@ from elasticsearch import Elasticsearch
 from core.dedup import job_changes
 from core.drain import drain_state
 from core.jobs_index import job_counters
+from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.redis_client import connect
 from core.store import spill_size
+from core.workers import WorkerRegistry
 from crawlers.producer import produce
 from demo_site.catalog import build_catalog
 from services.demo_site import DemoSite
@@ -29,7 +35,7 @@ from tests.crawlers.pipelines.support import (
     start_store_worker,
     stored_docs,
 )
-from tests.crawlers.support import final_stats, log_excerpt, wait_all
+from tests.crawlers.support import final_stats, log_excerpt, wait_all, wait_for
 
 PRODUCTS = 120
 
@@ -42,7 +48,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
 
 
 @pytest.fixture
-def cluster(redis_cluster: RedisCluster, es: Elasticsearch) -> Iterator[redis.cluster.RedisCluster]:
+def cluster(
+    site: DemoSite, redis_cluster: RedisCluster, es: Elasticsearch
+) -> Iterator[redis.cluster.RedisCluster]:
+    site.reset()
     client = connect(redis_cluster.url, cluster=True)
     assert isinstance(client, redis.cluster.RedisCluster)
     reset_store(es, client)  # type: ignore[arg-type]  # FLUSHDB goes to every master
@@ -97,3 +106,97 @@ def test_two_workers_on_the_redis_cluster_store_every_item_exactly_once(
     stats_key = SiteKeys(SITE).stats(job.job_id)
     assert master.redis_connection is not None
     assert master.redis_connection.exists(stats_key, SiteKeys(SITE).job_stored(job.job_id)) == 2
+
+
+def start_workers(
+    site: DemoSite,
+    redis_cluster: RedisCluster,
+    es_node: ElasticsearchNode,
+    job_id: str,
+    logs: list[Path],
+) -> list[subprocess.Popen[bytes]]:
+    return [
+        start_store_worker(
+            job_id=job_id,
+            base_url=site.url,
+            log_path=log,
+            redis_url=redis_cluster.url,
+            es_url=es_node.url,
+            settings={"REDIS_CLUSTER": True, "FRONTIER_IDLE_CLOSE_SECONDS": 5},
+        )
+        for log in logs
+    ]
+
+
+def assert_every_item_once(
+    es: Elasticsearch, cluster: redis.cluster.RedisCluster, job_id: str
+) -> None:
+    """Every product in Elasticsearch exactly once, the ledger's figures exact, nothing
+    queued, leased or spilled."""
+    catalog = build_catalog(n_products=PRODUCTS).products
+    docs = stored_docs(es)
+    assert sorted(doc["_id"] for doc in docs) == sorted(key_of(p.sku) for p in catalog)
+    counters = job_counters(cluster, SITE, job_id)
+    figures = ("items/scraped", "items/new", "items/stored")
+    assert {name: counters[name] for name in figures} == dict.fromkeys(figures, PRODUCTS)
+    assert spill_size(cluster, SITE) == 0
+    state = drain_state(cluster, SITE, job_id)
+    assert (state.queued, state.leased) == (0, 0)
+
+
+def test_sigkilled_worker_on_the_cluster_loses_nothing(
+    site: DemoSite,
+    cluster: redis.cluster.RedisCluster,
+    redis_cluster: RedisCluster,
+    es: Elasticsearch,
+    es_node: ElasticsearchNode,
+    tmp_path: Path,
+) -> None:
+    # Slow product pages keep requests in flight, so the victim dies holding leases.
+    site.control(slow={"rate": 1.0, "ms": 150, "paths": ["/product/"]})
+    job = produce(cluster, SITE, base_url=site.url)
+    logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
+    workers = start_workers(site, redis_cluster, es_node, job.job_id, logs)
+    registry = WorkerRegistry(cluster, SITE)
+
+    def victim_holds_leases() -> bool:
+        return any(w.pid == workers[0].pid and w.in_flight >= 4 for w in registry.live()) and (
+            job_counters(cluster, SITE, job.job_id).get("items/stored", 0) >= 10
+        )
+
+    wait_for(victim_holds_leases, timeout=90, what="worker 0 to hold leases mid-crawl")
+    os.kill(workers[0].pid, signal.SIGKILL)
+    workers[0].wait(timeout=10)
+    assert wait_all(workers[1:], timeout=240) == [0], log_excerpt(logs[1])
+    assert_every_item_once(es, cluster, job.job_id)
+    assert JobStats(cluster, SITE).get(job.job_id).get("frontier/reclaimed_leases", 0) >= 1
+
+
+def test_sigkilled_master_restarted_with_its_aof_loses_nothing(
+    site: DemoSite,
+    cluster: redis.cluster.RedisCluster,
+    redis_cluster: RedisCluster,
+    es: Elasticsearch,
+    es_node: ElasticsearchNode,
+    tmp_path: Path,
+) -> None:
+    site.control(slow={"rate": 1.0, "ms": 100, "paths": ["/product/"]})
+    job = produce(cluster, SITE, base_url=site.url)
+    logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
+    workers = start_workers(site, redis_cluster, es_node, job.job_id, logs)
+    # The master holding the {demo} slot: the frontier, dedup state, ledger and spill.
+    port = cluster.get_node_from_key(SiteKeys(SITE).queue).port
+    index = next(i for i, node in enumerate(redis_cluster.nodes) if node.port == port)
+    wait_for(
+        lambda: job_counters(cluster, SITE, job.job_id).get("items/stored", 0) >= 20,
+        timeout=90,
+        what="the crawl to get going",
+    )
+    redis_cluster.nodes[index].kill()  # SIGKILL: no shutdown, only what the AOF holds
+    time.sleep(3)  # workers meet CLUSTERDOWN / refused connections meanwhile
+    redis_cluster.start_node(index)
+    codes = wait_all(workers, timeout=300)
+    assert codes == [0, 0], log_excerpt(logs[0]) + log_excerpt(logs[1])
+    assert_every_item_once(es, cluster, job.job_id)
+    # The outage really hit a running crawl.
+    assert any("Redis" in log.read_text() and "unreachable" in log.read_text() for log in logs)
