@@ -349,7 +349,7 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable(
         "ELASTICSEARCH_URL",
         "ELASTICSEARCH_URL",
-        "the search store (items, jobs)",
+        "the search store (items, jobs): one URL, or a cluster's nodes comma-separated",
         "store pipeline off; local mode starts the embedded node",
     ),
     Variable("ELASTICSEARCH_USERNAME", "ELASTICSEARCH_USERNAME", "basic auth user of the store"),
