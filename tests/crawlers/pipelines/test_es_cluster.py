@@ -40,9 +40,12 @@ from tests.crawlers.support import final_stats, log_excerpt, wait_all
 
 PRODUCTS = 240
 WORKERS = 2
-# Every page takes this long and a worker fetches 4 at a time: the crawl lasts long enough
-# (about 30 s) for the node to go away while a good part of the items is still to store.
-SLOW_MS = 400
+# An item is complete with its reviews (the last request of a product): until the node is
+# gone each reviews call takes SLOW_MS and a worker fetches 4 at a time, so few items are
+# stored by then; the rest of the crawl, with the node away, goes faster.
+REVIEWS = ["/api/products/"]
+SLOW_MS = 1000
+SLOW_MS_WITHOUT_NODE = 100
 CONCURRENCY = 4
 
 
@@ -86,7 +89,7 @@ def test_a_crawl_stores_every_item_once_while_one_node_of_three_is_down(
     index = IndexLayout.index("demo", "demo_product")
     es = Elasticsearch(**elasticsearch_client_kwargs(es_cluster.url), request_timeout=30)  # type: ignore[arg-type]
     reset_store(es, server)
-    site.control(slow={"rate": 1.0, "ms": SLOW_MS})
+    site.control(slow={"rate": 1.0, "ms": SLOW_MS, "paths": REVIEWS})
     job = produce(server, "demo", base_url=site.url)
     logs = [tmp_path / f"worker-{n}.log" for n in range(WORKERS)]
     workers = [
@@ -113,6 +116,7 @@ def test_a_crawl_stores_every_item_once_while_one_node_of_three_is_down(
         stored_before = count_docs(es)
         es_cluster.stop_node(victim)
         es_cluster.wait_for(status="yellow", nodes=2, timeout=60)
+        site.control(slow={"rate": 1.0, "ms": SLOW_MS_WITHOUT_NODE, "paths": REVIEWS})
         # The node went away mid-crawl: workers still running, items still to store.
         assert [w.poll() for w in workers] == [None] * WORKERS
         assert stored_before <= PRODUCTS * 3 // 4  # a quarter of the items or more still to store
