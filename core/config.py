@@ -84,9 +84,17 @@ class ConfigurationError(OperatorError):
         super().__init__(f"configuration error: {message}")
 
 
+# ``://user:password@`` in a list of URLs: the password runs to the last ``@`` before the
+# next ``/`` (so a ``,`` or ``@`` inside it is masked too; the next URL starts after ``//``).
+_LISTED_PASSWORD = re.compile(r"(://[^/@]*?:)[^/]*@")
+
+
 def redacted(url: str) -> str:
     """``url`` with the password of its userinfo masked, for messages (also when ``url`` is
-    malformed: then everything before its host is masked)."""
+    malformed: then everything before its host is masked). A comma-separated list of URLs
+    (ELASTICSEARCH_URL) has every URL's password masked."""
+    if "," in url:
+        return _LISTED_PASSWORD.sub(r"\1****@", url)
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -132,6 +140,36 @@ def check_redis_url(value: object, name: str = "REDIS_URL") -> str | None:
 
 def check_http_url(value: object, name: str) -> str | None:
     return check_url(name, value, HTTP_SCHEMES, "http://host:port")
+
+
+def split_hosts(value: str) -> list[str]:
+    """The URLs of a comma-separated list (``http://es1:9200,http://es2:9200``), stripped."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def check_elasticsearch_url(value: object, name: str = "ELASTICSEARCH_URL") -> str | None:
+    """``value`` if it is one http(s) URL or a comma-separated list of them (the nodes of a
+    cluster); ConfigurationError naming ``name`` and the URL at fault otherwise."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    if "," not in text:
+        return check_http_url(text, name)
+    hosts = split_hosts(text)
+    fix = f"set {name} like http://es1:9200,http://es2:9200, or unset it"
+    if len(hosts) != text.count(",") + 1:
+        raise ConfigurationError(f"{name}={redacted(text)!r} has an empty entry: {fix}")
+    for number, host in enumerate(hosts, 1):
+        try:
+            check_http_url(host, name)
+        except ConfigurationError:
+            # Named by position, the whole list masked: one host alone may hold a piece of a
+            # password that had a comma in it.
+            raise ConfigurationError(
+                f"{name}={redacted(text)!r}: host {number} of {len(hosts)} is not an http(s) "
+                f"URL with a host: {fix}"
+            ) from None
+    return ",".join(hosts)
 
 
 def read_proxy_file(path: Path, name: str = "PROXY_LIST_FILE") -> list[str]:
@@ -227,10 +265,15 @@ class PlatformSettings(BaseSettings):
     def _redis_url(cls, value: str | None) -> str | None:
         return check_redis_url(value)
 
-    @field_validator("elasticsearch_url", "prefect_api_url", "search_api_url", "demo_site_url")
+    @field_validator("prefect_api_url", "search_api_url", "demo_site_url")
     @classmethod
     def _http_url(cls, value: str | None, info: Any) -> str | None:
         return check_http_url(value, str(info.field_name).upper())
+
+    @field_validator("elasticsearch_url")
+    @classmethod
+    def _elasticsearch_url(cls, value: str | None) -> str | None:
+        return check_elasticsearch_url(value)
 
     @field_validator("proxy_list_file")
     @classmethod
@@ -315,7 +358,7 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable(
         "ELASTICSEARCH_URL",
         "ELASTICSEARCH_URL",
-        "the search store (items, jobs)",
+        "the search store (items, jobs): one URL, or a cluster's nodes comma-separated",
         "store pipeline off; local mode starts the embedded node",
     ),
     Variable("ELASTICSEARCH_USERNAME", "ELASTICSEARCH_USERNAME", "basic auth user of the store"),
@@ -457,8 +500,15 @@ def elasticsearch_client_kwargs(
     api_key: object = None,
 ) -> dict[str, object]:
     """Arguments for ``elasticsearch.Elasticsearch`` / ``AsyncElasticsearch``: the one place
-    the store's credentials are unwrapped (API key first, else basic auth)."""
-    kwargs: dict[str, object] = {"hosts": [url or "http://127.0.0.1:9200"]}
+    the store's credentials are unwrapped (API key first, else basic auth).
+
+    ``url`` may list several nodes (``http://es1:9200,http://es2:9200``): the client gets
+    them all and spreads requests over them; a node that refuses connections is marked dead
+    and skipped (retried after a back-off), so losing one node of a cluster costs only the
+    requests that were on it. No sniffing: the listed hosts are the ones reachable (nodes
+    publish their own bind addresses, which may not be, e.g. behind Docker's network).
+    """
+    kwargs: dict[str, object] = {"hosts": split_hosts(url or "") or ["http://127.0.0.1:9200"]}
     key, secret = secret_value(api_key), secret_value(password)
     if key is not None:
         kwargs["api_key"] = key

@@ -25,6 +25,7 @@ from core.items_schema import DATE, KEYWORD
 from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.ledger import job_figures
+from core.store.layout import cluster_replicas_sync
 
 JOBS_ALIAS = "jobs"
 JOBS_INDEX = "platform-jobs-v1"
@@ -62,14 +63,18 @@ JOBS_PROPERTIES: dict[str, Any] = {
 When = dt.datetime | float | int | str | None
 
 
-def ensure_jobs_index(es: Elasticsearch, *, replicas: int = 0) -> None:
-    """The jobs template, index and alias; idempotent."""
+def ensure_jobs_index(es: Elasticsearch, *, replicas: int | None = None) -> None:
+    """The jobs template, index and alias; idempotent. ``replicas`` None: one when the
+    cluster has two or more data nodes, else none (so the ledger survives a node's loss)."""
     es.indices.put_index_template(
         name=JOBS_TEMPLATE,
         index_patterns=["platform-jobs-v*"],
         priority=200,
         template={
-            "settings": {"number_of_shards": 1, "number_of_replicas": replicas},
+            "settings": {
+                "number_of_shards": 1,
+                "number_of_replicas": cluster_replicas_sync(es, replicas),
+            },
             "mappings": {"dynamic": "strict", "properties": JOBS_PROPERTIES},
         },
         meta={"managed_by": "core.jobs_index"},

@@ -55,6 +55,7 @@ from scrapy.utils.project import get_project_settings
 
 from core.config import (
     ConfigurationError,
+    check_elasticsearch_url,
     check_http_url,
     check_redis_url,
     read_proxy_file,
@@ -228,8 +229,8 @@ def check_settings(settings: BaseSettings) -> None:
     type: a boolean must read as one, a number as one.
     """
     check_redis_url(settings.get("REDIS_URL"))
-    for name in ("ELASTICSEARCH_URL", "DEMO_SITE_URL"):
-        check_http_url(settings.get(name), name)
+    check_elasticsearch_url(settings.get("ELASTICSEARCH_URL"))
+    check_http_url(settings.get("DEMO_SITE_URL"), "DEMO_SITE_URL")
     path = settings.get("ROTATING_PROXY_LIST_PATH")
     if path:
         read_proxy_file(path, "ROTATING_PROXY_LIST_PATH")

@@ -100,7 +100,7 @@ STORE_RETRY_BACKOFF = 0.5  # seconds, doubled per attempt ...
 STORE_RETRY_BACKOFF_MAX = 8.0  # ... up to this
 STORE_REQUEST_TIMEOUT = 10.0  # seconds per Elasticsearch request
 STORE_CLOSE_TIMEOUT = 30.0  # at close: retry this long, then spill what is left
-STORE_INDEX_REPLICAS = 0  # replicas of new item indices (0 suits a single node)
+STORE_INDEX_REPLICAS = "auto"  # replicas of new item indices; auto: 1 on 2+ data nodes, else 0
 STORE_SPILL_DIR = None  # without Redis: spill files here (None: PLATFORM_RUN_DIR/spill)
 # Write the job's document into the `jobs` index at spider close. None: only in local mode
 # (no frontier); with the frontier the flow writes it after the drain, for all workers.

@@ -18,6 +18,7 @@ from typing import Any
 
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
+from core.store.layout import cluster_replicas_sync
 from llm.embedders import Embedder
 
 CHUNKS_PREFIX = "chunks-"
@@ -101,9 +102,13 @@ def check_embedder(index: str, recorded: tuple[str, int], embedder: Embedder) ->
 
 
 def ensure_chunks_index(
-    es: Elasticsearch, site: str, embedder: Embedder, *, replicas: int = 0
+    es: Elasticsearch, site: str, embedder: Embedder, *, replicas: int | None = None
 ) -> str:
-    """Create ``chunks-<site>`` for ``embedder`` if absent, else check it matches; idempotent."""
+    """Create ``chunks-<site>`` for ``embedder`` if absent, else check it matches; idempotent.
+
+    ``replicas`` None: one when the cluster has two or more data nodes, else none (as the
+    item indices, ``core.store.layout``).
+    """
     index = chunks_index(site)
     recorded = index_embedder(es, index)
     if recorded is None:
@@ -119,7 +124,7 @@ def ensure_chunks_index(
                 index=index,
                 settings={
                     "number_of_shards": 1,
-                    "number_of_replicas": replicas,
+                    "number_of_replicas": cluster_replicas_sync(es, replicas),
                     "refresh_interval": "1s",
                 },
                 mappings=mapping,

@@ -28,7 +28,7 @@ from elasticsearch import Elasticsearch
 
 from services.base import ManagedProcess
 from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
+from services.es_node import ElasticsearchCluster, ElasticsearchNode
 from services.prefect_server import PrefectServer
 from services.redis_server import RedisCluster, RedisServer
 
@@ -42,7 +42,7 @@ SHARED_REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
 INTEGRATION = "integration"
 # Session services: a test using one (directly or through another fixture) is integration.
 SERVICE_FIXTURES = frozenset({"redis_server", "es_node", "prefect_server", "demo_site_server"})
-SERVICE_FIXTURES |= {"redis_cluster"}
+SERVICE_FIXTURES |= {"redis_cluster", "es_cluster"}
 
 
 # -- the tiers ---------------------------------------------------------------------------------
@@ -171,6 +171,15 @@ def es_node(run_dir: Path) -> Iterator[ElasticsearchNode]:
     settings = {"action.destructive_requires_name": "false"}
     with ElasticsearchNode(run_dir=run_dir, settings=settings) as node:
         yield node
+
+
+@pytest.fixture(scope="session")
+def es_cluster(run_dir: Path) -> Iterator[ElasticsearchCluster]:
+    """Three Elasticsearch nodes forming one cluster (green when yielded), shared by every
+    test of a node's loss; a test that stops a node starts it again (``start_node``)."""
+    settings = {"action.destructive_requires_name": "false"}
+    with ElasticsearchCluster(run_dir=run_dir, nodes=3, settings=settings) as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -13,6 +13,13 @@ Per site and item type::
 
 Each item is one document, ``_id`` = its item key (``<site>:<type>:<stable id>``), hashed
 when too long for Elasticsearch.
+
+Replicas (``STORE_INDEX_REPLICAS``, default ``auto``): a new index gets one replica when the
+cluster has two or more data nodes, so losing one node loses no shard (the cluster goes
+yellow, reads and writes go on); none on a single node, where a replica could never be
+allocated and the index would stay yellow. An explicit number is used as given. Decided
+when the index is created (``_cluster/health``'s ``number_of_data_nodes``); an existing
+index keeps its count (``PUT items-*/_settings`` changes it).
 """
 
 from __future__ import annotations
@@ -22,8 +29,9 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from elasticsearch import AsyncElasticsearch, BadRequestError
+from elasticsearch import AsyncElasticsearch, BadRequestError, Elasticsearch
 
+from core.config import ConfigurationError
 from core.items_schema import DATE, KEYWORD, UnknownItemType
 
 # ES refuses longer ids (512 bytes); such keys (long URLs) are hashed instead.
@@ -69,6 +77,44 @@ class IndexLayout:
         return f"items-type-{item_type}"
 
 
+AUTO_REPLICAS = "auto"
+
+
+def replicas_setting(value: object, name: str = "STORE_INDEX_REPLICAS") -> int | None:
+    """A replicas setting: a count >= 0, or None for ``auto`` (see the module docstring)."""
+    if value is None or str(value).strip().lower() == AUTO_REPLICAS:
+        return None
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise ConfigurationError(
+            f"{name}={value!r} is not a replica count: set it to auto or a number >= 0"
+        )
+    return count
+
+
+def replicas_for(data_nodes: int) -> int:
+    """``auto``: one replica once a second data node can hold it, else none."""
+    return 1 if data_nodes >= 2 else 0
+
+
+async def cluster_replicas(es: AsyncElasticsearch, replicas: int | None = None) -> int:
+    """``replicas`` if given, else ``auto`` for the cluster ``es`` talks to."""
+    if replicas is not None:
+        return replicas
+    health = await es.cluster.health()
+    return replicas_for(int(health["number_of_data_nodes"]))
+
+
+def cluster_replicas_sync(es: Elasticsearch, replicas: int | None = None) -> int:
+    """``cluster_replicas`` for the synchronous client."""
+    if replicas is not None:
+        return replicas
+    return replicas_for(int(es.cluster.health()["number_of_data_nodes"]))
+
+
 def doc_id_for(key: str) -> str:
     """The deterministic ``_id`` of an item key: the key itself unless it is too long."""
     if len(key.encode()) <= MAX_ID_BYTES:
@@ -97,9 +143,11 @@ async def ensure_item_index(
     item_type: str,
     properties: Mapping[str, Any] | None,
     *,
-    replicas: int = 0,
+    replicas: int | None = None,
 ) -> None:
     """Templates, concrete index and aliases of ``site``/``item_type``; idempotent.
+
+    ``replicas`` None: one when the cluster has two or more data nodes, else none.
 
     With ``properties`` (the item schema's mapping) everything is (re)declared and new
     fields are added to the existing index. Without them (a process that does not know
@@ -133,7 +181,7 @@ async def ensure_item_index(
         template={
             "settings": {
                 "number_of_shards": 1,
-                "number_of_replicas": replicas,
+                "number_of_replicas": await cluster_replicas(es, replicas),
                 "refresh_interval": "1s",
             }
         },

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from core.store.layout import replicas_setting
+
 
 class SettingsReader(Protocol):
     """What is read from a settings object (``scrapy.settings.BaseSettings`` fits)."""
@@ -31,7 +33,7 @@ class StoreSettings:
     retry_backoff: float  # STORE_RETRY_BACKOFF, doubled per attempt ...
     retry_backoff_max: float  # ... up to STORE_RETRY_BACKOFF_MAX
     close_timeout: float  # STORE_CLOSE_TIMEOUT
-    replicas: int  # STORE_INDEX_REPLICAS
+    replicas: int | None  # STORE_INDEX_REPLICAS; None: auto (core.store.layout)
     # Not settings: the pace of the writer's own loop.
     spill_check_interval: float = 5.0  # how often the loop looks for others' spill
     # The spill-drain lock's lease, renewed while a drain runs: a killed drainer's lock
@@ -53,7 +55,7 @@ class StoreSettings:
             retry_backoff=float(required(settings, "STORE_RETRY_BACKOFF")),
             retry_backoff_max=float(required(settings, "STORE_RETRY_BACKOFF_MAX")),
             close_timeout=float(required(settings, "STORE_CLOSE_TIMEOUT")),
-            replicas=int(required(settings, "STORE_INDEX_REPLICAS")),
+            replicas=replicas_setting(required(settings, "STORE_INDEX_REPLICAS")),
         )
         return replace(built, **overrides)
 

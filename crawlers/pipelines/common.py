@@ -31,13 +31,18 @@ def job_of(fields: dict[str, Any], crawler: Crawler) -> str | None:
 def es_client_kwargs(settings: BaseSettings) -> dict[str, Any]:
     """Arguments of the pipelines' Elasticsearch clients, from ``ELASTICSEARCH_*``.
 
-    The client never retries (``max_retries=0``): each pipeline is the one retry layer
-    of its hop (the store's writer, dedup's bounded retries).
+    The client does not retry a request (no status, no timeout): each pipeline is the one
+    retry layer of its hop (the store's writer, dedup's bounded retries). Only with several
+    hosts (ELASTICSEARCH_URL listing a cluster's nodes) a failed connection, a node that
+    is down, is tried once on each other node, so one node's loss does not stall the hop.
     """
+    kwargs = settings_elasticsearch_kwargs(settings)
+    hosts = kwargs["hosts"]
     return {
-        **settings_elasticsearch_kwargs(settings),
+        **kwargs,
         "request_timeout": float(required(settings, "STORE_REQUEST_TIMEOUT")),
-        "max_retries": 0,
+        "max_retries": len(hosts) - 1 if isinstance(hosts, list) else 0,
+        "retry_on_status": (),
         "retry_on_timeout": False,
     }
 

@@ -49,7 +49,12 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.settings import BaseSettings
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
-from core.config import ConfigurationError, check_http_url, check_redis_url, redacted
+from core.config import (
+    ConfigurationError,
+    check_elasticsearch_url,
+    check_redis_url,
+    redacted,
+)
 from core.dedup import connect_async
 from core.items_schema import UnknownItemType, schema_for
 from core.jobs_index import write_job_document
@@ -401,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.elasticsearch_url:
         settings.set("ELASTICSEARCH_URL", args.elasticsearch_url, priority="cmdline")
     check_redis_url(settings.get("REDIS_URL"))
-    check_http_url(settings.get("ELASTICSEARCH_URL"), "ELASTICSEARCH_URL")
+    check_elasticsearch_url(settings.get("ELASTICSEARCH_URL"))
     if not settings.get("ELASTICSEARCH_URL"):
         raise ConfigurationError(
             "ELASTICSEARCH_URL is not set: pass --elasticsearch-url http://HOST:9200 or set it"

@@ -21,10 +21,12 @@ from core.config import (
     ConfigurationError,
     OperatorError,
     PlatformSettings,
+    check_elasticsearch_url,
     crawl_environment,
     crawl_values,
     elasticsearch_client_kwargs,
     get_settings,
+    redacted,
     settings_elasticsearch_kwargs,
 )
 from services.demo_site import DemoSite
@@ -172,3 +174,29 @@ def test_crawl_values_only_for_variables_that_are_set() -> None:
         "FINGERPRINT_SITES_DIR",
         "GATE_APPROVAL_TIMEOUT",
     }
+
+
+def test_elasticsearch_url_may_list_the_nodes_of_a_cluster() -> None:
+    listed = "http://127.0.0.1:9201, http://127.0.0.1:9202,http://127.0.0.1:9203"
+    joined = "http://127.0.0.1:9201,http://127.0.0.1:9202,http://127.0.0.1:9203"
+    assert PlatformSettings(elasticsearch_url=listed).elasticsearch_url == joined
+    assert check_elasticsearch_url(listed) == joined
+    assert elasticsearch_client_kwargs(listed)["hosts"] == joined.split(",")
+    assert elasticsearch_client_kwargs("http://es:9200")["hosts"] == ["http://es:9200"]
+    assert elasticsearch_client_kwargs(None)["hosts"] == ["http://127.0.0.1:9200"]
+    with pytest.raises(ConfigurationError, match="has an empty entry"):
+        check_elasticsearch_url("http://es1:9200,,http://es2:9200")
+    with pytest.raises(ConfigurationError, match="host 2 of 2 is not an http"):
+        PlatformSettings(elasticsearch_url="http://es1:9200,redis://es2:6379")
+    # Other URLs stay single.
+    with pytest.raises(ConfigurationError, match="DEMO_SITE_URL"):
+        PlatformSettings(demo_site_url="http://a:1,http://b:2")
+
+
+def test_redacted_masks_every_password_of_a_host_list() -> None:
+    secret = "s3cr,t@x"  # a comma or an @ inside the password is masked too
+    listed = f"http://a:9200,http://u:{secret}@b:9200/,https://v:pw@c:9200"
+    assert redacted(listed) == "http://a:9200,http://u:****@b:9200/,https://v:****@c:9200"
+    with pytest.raises(ConfigurationError) as raised:
+        check_elasticsearch_url(f"http://u:{secret}@b:9200,http://u:{secret}@c:x")
+    assert "s3cr" not in raised.value.message and "t@x" not in raised.value.message

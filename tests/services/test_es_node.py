@@ -8,8 +8,9 @@ from pathlib import Path
 
 from elasticsearch import Elasticsearch, helpers
 
+from core.store.layout import cluster_replicas_sync
 from services.base import port_open
-from services.es_node import ElasticsearchNode
+from services.es_node import ElasticsearchCluster, ElasticsearchNode
 
 
 def _pid_exists(pid: int) -> bool:
@@ -158,3 +159,27 @@ def test_fresh_data_directory_is_removed_on_stop(tmp_path: Path) -> None:
     finally:
         node.stop()
     assert not home.exists()
+
+
+def test_one_node_is_a_single_node_cluster_whose_indices_get_no_replica(
+    es: Elasticsearch, es_node: ElasticsearchNode
+) -> None:
+    assert "--seed-hosts" not in es_node.command()  # single-node discovery, the default
+    assert es.cluster.health()["number_of_data_nodes"] == 1
+    assert cluster_replicas_sync(es) == 0  # a replica could never be allocated: yellow
+
+
+def test_cluster_nodes_seed_each_other_on_loopback(tmp_path: Path) -> None:
+    cluster = ElasticsearchCluster(run_dir=tmp_path, nodes=3, base_port=19200)
+    assert cluster.urls == [f"http://127.0.0.1:{19200 + i}" for i in range(3)]
+    assert cluster.url == ",".join(cluster.urls)
+    names = ",".join(f"elasticsearch-{19200 + i}" for i in range(3))
+    for i, node in enumerate(cluster.nodes):
+        argv = list(node.command())
+        option = {name: argv[argv.index(name) + 1] for name in argv if name.startswith("--")}
+        others = [f"127.0.0.1:{19300 + j}" for j in range(3) if j != i]
+        assert option["--transport-port"] == str(19300 + i)
+        assert option["--seed-hosts"] == ",".join(others)
+        assert option["--initial-master-nodes"] == names
+        assert option["--cluster-name"] == "platform-es-cluster-19200"
+        assert option["--home"] == str(tmp_path / "es-cluster-19200" / f"node-{i}")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
+from core.config import ConfigurationError
 from core.store import IndexLayout, MissingSetting, StoreSettings, doc_id_for, epoch_ms, iso_ms
-from core.store.layout import MAX_ID_BYTES, index_for_key
+from core.store.layout import MAX_ID_BYTES, index_for_key, replicas_for, replicas_setting
 from crawlers.addon import project_settings
 
 
@@ -36,3 +37,13 @@ def test_store_settings_come_from_the_crawl_settings_only() -> None:
         StoreSettings.from_settings(Settings())
     assert built.backoff(1) == built.retry_backoff
     assert built.backoff(50) == built.retry_backoff_max
+
+
+def test_replicas_are_auto_by_default_one_on_two_or_more_data_nodes() -> None:
+    assert StoreSettings.from_settings(project_settings()).replicas is None  # auto
+    assert [replicas_for(n) for n in (1, 2, 3, 5)] == [0, 1, 1, 1]
+    assert replicas_setting("auto") is None and replicas_setting(" AUTO ") is None
+    assert replicas_setting(0) == 0 and replicas_setting("2") == 2
+    for bad in ("-1", "one"):
+        with pytest.raises(ConfigurationError, match="STORE_INDEX_REPLICAS"):
+            replicas_setting(bad)

@@ -18,6 +18,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -25,14 +26,23 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Runs one Elasticsearch node in the foreground: single-node discovery on loopback, the Netty4
- * HTTP/transport plugin and {@link RootInfoPlugin} loaded from the class path.
+ * Runs one Elasticsearch node in the foreground on loopback, the Netty4 HTTP/transport plugin
+ * and {@link RootInfoPlugin} loaded from the class path.
  *
  * <pre>
  * java -cp target/classes:target/lib/* platform.esnode.EsNodeLauncher \
  *     --http-port 9200 --home /tmp/es [--data DIR] [--logs DIR] [--cluster-name NAME]
- *     [--node-name NAME] [--transport-port PORT] [-E setting=value ...]
+ *     [--node-name NAME] [--transport-port PORT]
+ *     [--seed-hosts 127.0.0.1:9301,127.0.0.1:9302 --initial-master-nodes a,b,c]
+ *     [-E setting=value ...]
  * </pre>
+ *
+ * <p>Discovery: without {@code --seed-hosts} the node is a one-node cluster
+ * ({@code discovery.type=single-node}). With it, the node joins a multi-node cluster: it finds
+ * the others at the seed transport addresses, and {@code --initial-master-nodes} (the node names
+ * of every master-eligible node) is used for the cluster's very first election only. A node
+ * whose data path already holds a cluster state has bootstrapped before; the setting is then
+ * left out, as Elasticsearch asks (a second bootstrap could form a new, empty cluster).
  *
  * Each option may also be given as a system property ({@code -Desnode.http-port=9200}, ...); a
  * command-line option wins. {@code -E} settings are applied last and override everything.
@@ -60,7 +70,9 @@ public final class EsNodeLauncher {
         "logs",
         "cluster-name",
         "node-name",
-        "transport-port"
+        "transport-port",
+        "seed-hosts",
+        "initial-master-nodes"
     );
 
     private EsNodeLauncher() {}
@@ -102,6 +114,11 @@ public final class EsNodeLauncher {
         String clusterName = option(options, "cluster-name", "platform-es");
         String nodeName = option(options, "node-name", "es-node-" + httpPort);
         String transportPort = option(options, "transport-port", "9300-9400");
+        List<String> seedHosts = listOption(options, "seed-hosts");
+        List<String> initialMasters = listOption(options, "initial-master-nodes");
+        if (seedHosts.isEmpty() && initialMasters.isEmpty() == false) {
+            throw new IllegalArgumentException("--initial-master-nodes needs --seed-hosts (cluster mode)");
+        }
 
         Path config = home.resolve("config");
         Files.createDirectories(config);
@@ -116,7 +133,7 @@ public final class EsNodeLauncher {
             .put("path.logs", logs.toString())
             .put("cluster.name", clusterName)
             .put("node.name", nodeName)
-            .put("discovery.type", "single-node")
+            .put(discovery(seedHosts, initialMasters, data))
             .put("network.host", "127.0.0.1")
             .put("http.port", httpPort)
             .put("transport.port", transportPort)
@@ -159,6 +176,32 @@ public final class EsNodeLauncher {
         );
         // The node's threads are daemons or pools; keep the JVM alive until a signal arrives.
         stopped.await();
+    }
+
+    /**
+     * Single-node discovery without seed hosts; else the seeds, plus the initial master nodes
+     * unless this node's data path shows it has already been part of a cluster.
+     */
+    private static Settings discovery(List<String> seedHosts, List<String> initialMasters, Path data) throws IOException {
+        if (seedHosts.isEmpty()) {
+            return Settings.builder().put("discovery.type", "single-node").build();
+        }
+        Settings.Builder builder = Settings.builder().putList("discovery.seed_hosts", seedHosts);
+        if (initialMasters.isEmpty() == false && hasClusterState(data) == false) {
+            builder.putList("cluster.initial_master_nodes", initialMasters);
+        }
+        return builder.build();
+    }
+
+    /** Whether the node's persisted cluster state (a Lucene index in {@code _state/}) exists. */
+    private static boolean hasClusterState(Path data) throws IOException {
+        Path state = data.resolve("_state");
+        if (Files.isDirectory(state) == false) {
+            return false;
+        }
+        try (var entries = Files.list(state)) {
+            return entries.anyMatch(path -> path.getFileName().toString().startsWith("segments_"));
+        }
     }
 
     private static void shutdown(Node node, Logger logger, CountDownLatch stopped) {
@@ -252,6 +295,13 @@ public final class EsNodeLauncher {
             value = System.getProperty(PROPERTY_PREFIX + name);
         }
         return value == null || value.isBlank() ? fallback : value;
+    }
+
+    private static List<String> listOption(Map<String, String> options, String name) {
+        return Arrays.stream(option(options, name, "").split(","))
+            .map(String::strip)
+            .filter(part -> part.isEmpty() == false)
+            .toList();
     }
 
     private static void parseArgs(String[] args, Map<String, String> options, Map<String, String> overrides) {
