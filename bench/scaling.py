@@ -220,6 +220,7 @@ class CpuSampler:
 class Measurement:
     workers: int
     pages: int  # pages the shop served (robots.txt aside)
+    repeats: int  # of those, fetches of a page already fetched
     expected_pages: int  # pages of the catalogue
     items: int  # documents in the item index after the crawl
     scraped: int  # the job's item_scraped_count, summed over workers
@@ -308,6 +309,7 @@ class Bench:
         return Measurement(
             workers=workers,
             pages=len(times),
+            repeats=len(entries) - len({entry["path"] for entry in entries}),
             expected_pages=self.expected_pages,
             items=items,
             scraped=scraped,
@@ -365,7 +367,8 @@ class Bench:
                 result.measurements.setdefault(workers, []).append(measured)
                 self.log(
                     f"  [{target.mode}] round {round_no}, {workers} workers: {measured.pages}/"
-                    f"{measured.expected_pages} pages, {measured.items} items, "
+                    f"{measured.expected_pages} pages ({measured.repeats} repeated), "
+                    f"{measured.items} items, "
                     f"{measured.rate:.1f} pages/s steady ({measured.crawl_rate:.1f} first to "
                     f"last), {measured.wall_seconds:.0f}s wall"
                 )
