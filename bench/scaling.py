@@ -110,7 +110,7 @@ def start_redis(mode: str, run_dir: Path) -> Iterator[RedisTarget]:
             yield RedisTarget(mode, server.url, client, [server.pid or 0])
             client.close()
         return
-    cluster = redis_server.RedisCluster(run_dir=run_dir / "redis-cluster", masters=3)
+    cluster = redis_server.RedisCluster(run_dir=run_dir, masters=3)
     cluster.start()
     try:
         client = cluster.client()
