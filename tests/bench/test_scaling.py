@@ -16,7 +16,7 @@ from bench.scaling import Bench, Measurement, ModeResult, Plan, RedisTarget, cat
 from demo_site.catalog import build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from services.redis_server import RedisCluster, RedisServer
 
 
 def measured(workers: int, rate: float) -> Measurement:
@@ -61,15 +61,26 @@ def test_bad_arguments_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--workers" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("mode", ["single", "cluster"])
 def test_a_tiny_run_crawls_the_whole_catalogue_at_the_pinned_concurrency(
-    tmp_path: Path, redis_server: RedisServer, es_node: ElasticsearchNode
+    mode: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    redis_server: RedisServer,
+    es_node: ElasticsearchNode,
 ) -> None:
     plan = Plan(workers=(1, 2), products=48)
     expected = catalogue_pages(build_catalog(plan.seed, plan.products))
     with DemoSite(run_dir=tmp_path, products=plan.products, name="scaling-shop") as site:
         bench = Bench(plan, site, es_node, tmp_path, log=print)
-        client = redis_server.client()
-        target = RedisTarget("single", redis_server.url, client, [redis_server.pid or 0])
+        if mode == "cluster":
+            cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+            client = cluster.client()
+            pids = [node.pid or 0 for node in cluster.nodes]
+            target = RedisTarget(mode, cluster.url, client, pids, {"REDIS_CLUSTER": "True"})
+        else:
+            client = redis_server.client()
+            target = RedisTarget(mode, redis_server.url, client, [redis_server.pid or 0])
         result = bench.run_mode(target)
         client.flushall()
     assert sorted(result.measurements) == [1, 2]
