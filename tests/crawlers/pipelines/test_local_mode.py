@@ -188,7 +188,7 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
     data_dir = tmp_path / "es-home"
     node = ElasticsearchNode(run_dir=tmp_path, data_dir=data_dir).start()
     port = node.port
-    es = Elasticsearch(node.url, request_timeout=5, max_retries=0)
+    es = Elasticsearch(node.url, request_timeout=30, max_retries=0)
     spill_file = tmp_path / "run" / "spill" / "demo.jsonl"
     log = tmp_path / "local-spill.log"
     try:
