@@ -155,7 +155,9 @@ def ensure_crawlee() -> Path | None:
     try:
         if not python.exists():
             subprocess.run([sys.executable, "-m", "venv", str(CRAWLEE_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *wanted.split()], check=True)
+        # Few retries: without a package index the row is left out, quickly.
+        pip = [str(python), "-m", "pip", "install", "-q", "--retries", "1", "--timeout", "30"]
+        subprocess.run([*pip, *wanted.split()], check=True)
     except subprocess.CalledProcessError as exc:
         print(f"crawlee unavailable ({exc}); its row is left out", file=sys.stderr)
         shutil.rmtree(CRAWLEE_VENV, ignore_errors=True)
@@ -244,6 +246,7 @@ class Bench:
     def measure(self, config: Config, latency_ms: int, label: str) -> Run:
         self.reset(latency_ms)
         run_dir = self.workdir / label
+        shutil.rmtree(run_dir, ignore_errors=True)  # a reused --run-dir: no stale digests
         digests = run_dir / "digests"
         digests.mkdir(parents=True)
         if config.kind == "bare":
