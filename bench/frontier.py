@@ -1,184 +1,578 @@
-"""Frontier throughput: bare Scrapy vs the leased Redis frontier (1 and 2 workers) vs crawlee.
+"""Frontier throughput at equal work and equal politeness: Scrapy, the frontier, the full
+production path and crawlee, each as a share of the latency ceiling.
 
-    .venv/bin/python -m bench.frontier [--rounds 3] [--products 1200] [--latency-ms 0 50]
+    .venv/bin/python -m bench.frontier [--rounds 2] [--products 1200] [--latency-ms 0 50]
 
-Every configuration crawls the whole demo site (home, listings, products, reviews API)
-at the same per-process concurrency. Throughput is pages/s measured on the *site's*
-access log, from the first to the last request of the crawl, so process start-up and
-the workers' idle-close wait do not count. Configurations are interleaved in each
-round; the report gives the median of the rounds and ratios computed in this run.
-``--latency-ms`` adds a server-side delay per page, as a remote site has; 0 measures
-the CPU-bound case where the site shares the 2 cores with the crawlers.
+Every configuration crawls the whole demo shop (home, listings, products, reviews API)
+with the demo spider's extraction (crawlee calls the same functions, see
+``bench/crawlee_demo.py``) at the same pinned concurrency per process: ``CONCURRENCY``
+requests in flight, per domain too, AutoThrottle off, no download delay (crawlee:
+min = max = desired concurrency). The rows:
+
+* bare Scrapy: Scrapy's memory scheduler, no item pipelines;
+* frontier, 1 and 2 workers: the leased Redis frontier, no item pipelines;
+* full path, 1 and 2 workers: the frontier and the add-on's validate -> dedup -> store
+  pipelines into an Elasticsearch node, as production runs (Redis flushed, items-*
+  deleted before each run);
+* at a non-zero latency also the full path with the project's AutoThrottle on, its
+  politeness cost stated apart from the pinned rows;
+* crawlee ParselCrawler (when ``.venv-crawlee`` can be set up), validating each item
+  against the same schema as the validation pipeline.
+
+Workers start idle (``bench.stack.WorkerPool``) and the job is produced once they
+heartbeat; bare Scrapy and crawlee are single processes. Pages/s is read on the *shop's*
+access log from the first to the last request, so start-up and shutdown do not count;
+worker CPU (from /proc, over the same window, summed over the configuration's processes)
+is given per page. The latency ceiling is concurrency / latency per process, times the
+processes. Each run's items are digested the same way (``bench.equal_work``): the items
+check says every configuration produced the catalogue's products, identical to bare
+Scrapy's, after fetching each page of the catalogue once. Configurations are interleaved
+in each round; medians over the rounds; ratios of the medians of this run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.config import REPO_ROOT
+from elasticsearch import Elasticsearch, NotFoundError
+
+from bench.equal_work import DIGEST_DIR_SETTING, combined, read_digests
+from bench.scaling import ITEM_INDEX, CpuSampler, Sample, catalogue_pages, machine_cpu
+from bench.stack import SITE, WorkerPool
+from core.config import REPO_ROOT, get_settings
+from core.frontier import RedisFrontier
+from crawlers.frontier import new_job_id
 from crawlers.producer import produce
 from services.demo_site import DemoSite
+from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 
 CRAWLEE_VENV = REPO_ROOT / ".venv-crawlee"
 CRAWLEE_REQUIREMENT = "crawlee[parsel]==1.11.0"
+# What importing the demo spider's extraction (crawlers.spiders.demo, crawlers.items)
+# needs in crawlee's venv; versions are the project's pins (pyproject.toml).
+EXTRACTION_PACKAGES = (
+    "scrapy",
+    "scrapy-redis",
+    "redis",
+    "elasticsearch",
+    "aiohttp",
+    "pydantic-settings",
+    "itemadapter",
+    "extruct",
+    "price-parser",
+    "html-text",
+    "cronsim",
+    "rich",
+)
 CONCURRENCY = 16
+DEFAULT_ROUNDS = 2
+# Goals of issue 18 (medians of one run).
+CEILING_SHARE_GOAL = 0.9  # full path, 1 worker, at a latency: share of its ceiling
+BARE_RATIO_GOAL = 0.9  # full path, 1 worker, at 0 ms: pages/s vs bare Scrapy
+SCALING_GOAL = 1.8  # full path, 2 workers vs 1, at a latency
+Log = Callable[[str], None]
+
+BARE = "bare Scrapy (memory scheduler)"
+FRONTIER_1 = "frontier, 1 worker"
+FRONTIER_2 = "frontier, 2 workers"
+FULL_1 = "full path, 1 worker"
+FULL_2 = "full path, 2 workers"
+FULL_THROTTLED = "full path, 1 worker, AutoThrottle on (project default)"
+CRAWLEE = "crawlee ParselCrawler"
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    kind: str  # bare | frontier | full | crawlee
+    processes: int = 1
+    autothrottle: bool = False  # the project's AutoThrottle default instead of pinned
+
+    def scrapy_settings(self, concurrency: int) -> dict[str, str]:
+        """Equal politeness: pinned concurrency (AutoThrottle only where the row says so)."""
+        settings = {
+            "CONCURRENT_REQUESTS": str(concurrency),
+            "CONCURRENT_REQUESTS_PER_DOMAIN": str(concurrency),
+            "LOG_LEVEL": "INFO",
+            "ITEM_PROCESSOR": "bench.equal_work.DigestingPipelines",
+        }
+        if not self.autothrottle:
+            settings |= {"AUTOTHROTTLE_ENABLED": "False", "DOWNLOAD_DELAY": "0"}
+        if self.kind in ("bare", "frontier"):
+            settings["ITEM_PIPELINES"] = "{}"
+        return settings
+
+
+def configurations(latency_ms: int, crawlee: bool) -> list[Config]:
+    configs = [
+        Config(BARE, "bare"),
+        Config(FRONTIER_1, "frontier"),
+        Config(FRONTIER_2, "frontier", 2),
+        Config(FULL_1, "full"),
+        Config(FULL_2, "full", 2),
+    ]
+    if latency_ms:
+        configs.append(Config(FULL_THROTTLED, "full", autothrottle=True))
+    if crawlee:
+        configs.append(Config(CRAWLEE, "crawlee"))
+    return configs
+
+
+# -- crawlee's venv ---------------------------------------------------------------------------
+
+
+def crawlee_requirements() -> list[str]:
+    """crawlee, and the extraction's packages at the project's pins."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    pins = {
+        re.split(r"[=<>!~\[;\s]", spec, maxsplit=1)[0].lower(): spec
+        for spec in project["dependencies"]
+    }
+    return [CRAWLEE_REQUIREMENT, *(pins[name] for name in EXTRACTION_PACKAGES)]
 
 
 def ensure_crawlee() -> Path | None:
-    """crawlee in its own venv (its pins differ from ours); None if it cannot be installed."""
+    """crawlee in its own venv (its pins differ from ours) with what the demo spider's
+    extraction imports; None if it cannot be installed (its row is then left out)."""
     python = CRAWLEE_VENV / "bin" / "python"
-    if python.exists():
+    marker = CRAWLEE_VENV / "bench-requirements.txt"
+    wanted = "\n".join(crawlee_requirements()) + "\n"
+    if python.exists() and marker.exists() and marker.read_text() == wanted:
         return python
     try:
-        subprocess.run([sys.executable, "-m", "venv", str(CRAWLEE_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", CRAWLEE_REQUIREMENT], check=True)
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(CRAWLEE_VENV)], check=True)
+        # Few retries: without a package index the row is left out, quickly.
+        pip = [str(python), "-m", "pip", "install", "-q", "--retries", "1", "--timeout", "30"]
+        subprocess.run([*pip, *wanted.split()], check=True)
     except subprocess.CalledProcessError as exc:
-        print(f"crawlee unavailable ({exc}); its column is skipped", file=sys.stderr)
+        print(f"crawlee unavailable ({exc}); its row is left out", file=sys.stderr)
         shutil.rmtree(CRAWLEE_VENV, ignore_errors=True)
         return None
+    marker.write_text(wanted)
     return python
 
 
-def crawl_window(site: DemoSite) -> tuple[int, float]:
-    """Pages fetched and seconds from the first to the last request (site's access log)."""
-    entries = [e for e in site.access_log() if e["path"] != "/robots.txt"]
-    if len(entries) < 2:
-        raise RuntimeError("the crawl fetched nothing")
-    return len(entries), entries[-1]["ts"] - entries[0]["ts"]
+def crawlee_python() -> Path | None:
+    """crawlee's venv as ``ensure_crawlee`` left it, or None (never installs)."""
+    python = CRAWLEE_VENV / "bin" / "python"
+    marker = CRAWLEE_VENV / "bench-requirements.txt"
+    wanted = "\n".join(crawlee_requirements()) + "\n"
+    return python if marker.exists() and marker.read_text() == wanted else None
 
 
-def scrapy_env(redis_url: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    return env
+# -- one run --------------------------------------------------------------------------------
 
 
-def scrapy_argv(site: DemoSite, log: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable, "-m", "scrapy", "crawl", "demo",
-        "-a", f"base_url={site.url}",
-        "-s", f"CONCURRENT_REQUESTS={CONCURRENCY}",
-        "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={CONCURRENCY}",
-        "-s", "LOG_LEVEL=INFO",
-        "-s", f"LOG_FILE={log}",
-        *extra,
-    ]  # fmt: skip
+@dataclass(frozen=True)
+class Plan:
+    products: int = 1200
+    seed: int = 7
+    rounds: int = DEFAULT_ROUNDS
+    latencies: tuple[int, ...] = (0, 50)
+    concurrency: int = CONCURRENCY
+
+    def ceiling(self, latency_ms: int, processes: int) -> float | None:
+        """Pages/s the processes can reach at most: requests in flight / latency; None
+        without latency (the CPU is the limit)."""
+        return self.concurrency * 1000 / latency_ms * processes if latency_ms else None
 
 
-def run_bare(site: DemoSite, workdir: Path, redis: RedisServer) -> None:
-    done = subprocess.run(scrapy_argv(site, workdir / "bare.log"), env=scrapy_env(None))
-    if done.returncode:
-        raise RuntimeError(f"bare scrapy failed; see {workdir / 'bare.log'}")
+@dataclass(frozen=True)
+class Run:
+    pages: int  # requests the shop served, robots.txt aside
+    distinct: int  # of those, different paths
+    seconds: float  # first to last request
+    cpu_seconds: float  # the configuration's processes, over the same window
+    items: int
+    digest: str  # bench.equal_work.combined of the items' digests
+
+    @property
+    def rate(self) -> float:
+        return self.pages / self.seconds
+
+    @property
+    def cpu_ms_per_page(self) -> float:
+        return 1000 * self.cpu_seconds / self.pages
 
 
-def run_frontier(workers: int) -> Callable[[DemoSite, Path, RedisServer], None]:
-    def run(site: DemoSite, workdir: Path, redis: RedisServer) -> None:
-        client = redis.client()
-        client.flushdb()
-        job = produce(client, "demo", base_url=site.url)
-        job_args = ("-a", f"job_id={job.job_id}", "-s", "FRONTIER_IDLE_CLOSE_SECONDS=1")
-        procs = [
-            subprocess.Popen(
-                scrapy_argv(site, workdir / f"frontier{workers}-{n}.log", *job_args),
-                env=scrapy_env(redis.url),
-            )
-            for n in range(workers)
-        ]
-        if any(proc.wait() for proc in procs):
-            raise RuntimeError(f"a frontier worker failed; see {workdir}")
+class Bench:
+    """The shop, Redis and the ES node of a run; one configuration at a time."""
 
-    return run
+    def __init__(
+        self,
+        plan: Plan,
+        site: DemoSite,
+        redis: RedisServer,
+        es: ElasticsearchNode,
+        workdir: Path,
+        crawlee: Path | None,
+    ) -> None:
+        self.plan = plan
+        self.site = site
+        self.redis = redis
+        self.client = redis.client(socket_timeout=30)
+        self.es_node = es
+        self.es = Elasticsearch(es.url, request_timeout=60)
+        self.workdir = workdir
+        self.crawlee = crawlee
+        self.expected_pages = catalogue_pages(site.catalog())
 
+    def close(self) -> None:
+        self.client.close()
+        self.es.close()
 
-def run_crawlee(python: Path) -> Callable[[DemoSite, Path, RedisServer], None]:
-    def run(site: DemoSite, workdir: Path, redis: RedisServer) -> None:
+    def reset(self, latency_ms: int) -> None:
+        """A first crawl: nothing in Redis, no item index, the shop's log and state cleared."""
+        self.client.flushall()
+        self.es.indices.delete(index="items-*", ignore_unavailable=True, allow_no_indices=True)
+        self.site.reset()
+        if latency_ms:
+            self.site.control(slow={"rate": 1.0, "ms": latency_ms})
+
+    def measure(self, config: Config, latency_ms: int, label: str) -> Run:
+        self.reset(latency_ms)
+        run_dir = self.workdir / label
+        shutil.rmtree(run_dir, ignore_errors=True)  # a reused --run-dir: no stale digests
+        digests = run_dir / "digests"
+        digests.mkdir(parents=True)
+        if config.kind == "bare":
+            pids, sampler = self.run_bare(config, run_dir, digests)
+        elif config.kind == "crawlee":
+            pids, sampler = self.run_crawlee(run_dir, digests)
+        else:
+            pids, sampler = self.run_workers(config, run_dir, digests)
+        entries = [e for e in self.site.access_log() if e["path"] != "/robots.txt"]
+        if len(entries) < 2:
+            raise RuntimeError(f"{config.name}: the crawl fetched nothing; see {run_dir}")
+        start, end = entries[0]["ts"], entries[-1]["ts"]
+        found = read_digests(digests)
+        return Run(
+            pages=len(entries),
+            distinct=len({e["path"] for e in entries}),
+            seconds=end - start,
+            cpu_seconds=sampler.cores(pids, start, end) * (end - start),
+            items=len(found),
+            digest=combined(found),
+        )
+
+    def run_bare(
+        self, config: Config, run_dir: Path, digests: Path
+    ) -> tuple[list[int], CpuSampler]:
+        settings = {
+            **config.scrapy_settings(self.plan.concurrency),
+            DIGEST_DIR_SETTING: str(digests),
+            "LOG_FILE": str(run_dir / "scrapy.log"),
+        }
+        argv = [sys.executable, "-m", "scrapy", "crawl", SITE, "-a", f"base_url={self.site.url}"]
+        for name, value in settings.items():
+            argv += ["-s", f"{name}={value}"]
+        env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARIABLES}
+        return run_to_end(argv, env=env, cwd=REPO_ROOT, output=run_dir / "stdout.log")
+
+    def run_crawlee(self, run_dir: Path, digests: Path) -> tuple[list[int], CpuSampler]:
+        assert self.crawlee is not None
         script = REPO_ROOT / "bench" / "crawlee_demo.py"
-        done = subprocess.run(
-            [str(python), str(script), site.url, str(CONCURRENCY)],
-            capture_output=True,
-            text=True,
-            cwd=workdir,
+        argv = [str(self.crawlee), str(script), self.site.url, str(self.plan.concurrency)]
+        env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARIABLES}
+        # The repository's code (the demo spider's extraction) on crawlee's side too.
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p
         )
-        if done.returncode:
-            raise RuntimeError(f"crawlee failed: {done.stderr[-2000:]}")
-        if json.loads(done.stdout.strip().splitlines()[-1])["items"] == 0:
-            raise RuntimeError("crawlee produced no items")
+        # cwd: crawlee may write its storage directory there.
+        return run_to_end(
+            [*argv, str(digests)], env=env, cwd=run_dir, output=run_dir / "stdout.log"
+        )
 
-    return run
+    def run_workers(
+        self, config: Config, run_dir: Path, digests: Path
+    ) -> tuple[list[int], CpuSampler]:
+        """Always-on workers started idle; the job produced once they heartbeat; stopped
+        (gracefully: items digested at close) once the crawl is whole."""
+        settings = {
+            **config.scrapy_settings(self.plan.concurrency),
+            DIGEST_DIR_SETTING: str(digests),
+            "REDIS_URL": self.redis.url,
+            "DEMO_SITE_URL": self.site.url,
+            "PLATFORM_RUN_DIR": str(run_dir),
+        }
+        if config.kind == "full":
+            settings["ELASTICSEARCH_URL"] = self.es_node.url
+        job_id = new_job_id(SITE)
+        pool = WorkerPool(
+            job_id,
+            run_dir=run_dir,
+            settings=settings,
+            base_url=self.site.url,
+            env={k: v for k, v in os.environ.items() if k != "REDIS_CLUSTER"},
+        )
+        try:
+            pool.start(config.processes, self.client)  # idle until the job is produced
+            pids = sorted(pool.pids)
+            with CpuSampler(lambda: pids, interval=SAMPLE_INTERVAL) as sampler:
+                produce(self.client, SITE, job_id=job_id, base_url=self.site.url)
+                self.wait_crawled(pool, stored=config.kind == "full")
+        finally:
+            pool.stop()
+        return pids, sampler
+
+    def wait_crawled(self, pool: WorkerPool, *, stored: bool, timeout: float = 900) -> None:
+        """Every page of the catalogue fetched, nothing queued or leased (every response's
+        items done) and, with the store, every product in the item index."""
+        deadline = time.monotonic() + timeout
+        frontier = RedisFrontier(self.client, SITE)
+        log: list[dict[str, object]] = []
+        while True:
+            log += self.site.access_log(since=len(log))
+            pages = sum(entry["path"] != "/robots.txt" for entry in log)
+            if (
+                pages >= self.expected_pages
+                and frontier.queued() == 0
+                and frontier.leased() == 0
+                and (not stored or self.stored() >= self.plan.products)
+            ):
+                return
+            for number, process in pool.live.items():
+                if process.poll() is not None:
+                    raise RuntimeError(f"worker {number} exited; see {pool.log_path(number)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{pages} of {self.expected_pages} pages after {timeout:.0f}s")
+            time.sleep(0.2)
+
+    def stored(self) -> int:
+        try:
+            return int(self.es.count(index=ITEM_INDEX)["count"])
+        except NotFoundError:
+            return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--products", type=int, default=1200)
-    parser.add_argument("--latency-ms", type=int, nargs="+", default=[0, 50])
+SERVICE_VARIABLES = ("REDIS_URL", "ELASTICSEARCH_URL", "DEMO_SITE_URL", "REDIS_CLUSTER")
+SAMPLE_INTERVAL = 0.1
+
+
+def run_to_end(
+    argv: list[str], *, env: dict[str, str], cwd: Path, output: Path
+) -> tuple[list[int], CpuSampler]:
+    """Run a crawl process to its end, its CPU sampled from /proc and, at its exit, read
+    exactly from its rusage (the last /proc sample may be older than its last request)."""
+    with output.open("wb") as out:
+        process = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+        )
+    with CpuSampler(lambda: [process.pid], interval=SAMPLE_INTERVAL) as sampler:
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.05)
+        cpu = {process.pid: usage.ru_utime + usage.ru_stime}
+        sampler.samples.append(Sample(time.time(), cpu, *machine_cpu()))
+    process.returncode = os.waitstatus_to_exitcode(status)
+    sampler.samples.sort(key=lambda sample: sample.at)
+    if process.returncode:
+        tail = "\n".join(output.read_text(errors="replace").splitlines()[-20:])
+        raise RuntimeError(f"{argv[0]} exited {process.returncode}; see {cwd}:\n{tail}")
+    return [process.pid], sampler
+
+
+# -- the table ------------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    """One latency's runs, and what the table says of them."""
+
+    plan: Plan
+    latency_ms: int
+    expected_pages: int
+    configs: list[Config]
+    runs: dict[str, list[Run]] = field(default_factory=dict)
+
+    def add(self, config: Config, run: Run) -> None:
+        self.runs.setdefault(config.name, []).append(run)
+
+    def config(self, name: str) -> Config:
+        return next(config for config in self.configs if config.name == name)
+
+    def rate(self, name: str) -> float:
+        return statistics.median(run.rate for run in self.runs[name])
+
+    def ratio(self, name: str) -> float:
+        return self.rate(name) / self.rate(BARE)
+
+    def ceiling(self, name: str) -> float | None:
+        return self.plan.ceiling(self.latency_ms, self.config(name).processes)
+
+    def share(self, name: str) -> float | None:
+        ceiling = self.ceiling(name)
+        return None if ceiling is None else self.rate(name) / ceiling
+
+    def cpu_ms(self, name: str) -> float:
+        return statistics.median(run.cpu_ms_per_page for run in self.runs[name])
+
+    @property
+    def reference(self) -> Run:
+        """Bare Scrapy's first run: the items every configuration must reproduce."""
+        return self.runs[BARE][0]
+
+    def check(self, name: str) -> str:
+        """``ok``: every run fetched each page of the catalogue once and produced every
+        product, the same items as bare Scrapy; else what differed."""
+        problems: list[str] = []
+        for run in self.runs[name]:
+            found = []
+            if run.pages != self.expected_pages or run.distinct != self.expected_pages:
+                found.append(f"pages {run.pages} ({run.distinct} distinct)/{self.expected_pages}")
+            if run.items != self.plan.products:
+                found.append(f"items {run.items}/{self.plan.products}")
+            elif run.digest != self.reference.digest:
+                found.append(f"items differ ({run.digest})")
+            problems += [problem for problem in found if problem not in problems]
+        return "; ".join(problems) or "ok"
+
+    def goals(self) -> list[tuple[str, bool]]:
+        """Issue 18's goals that this latency measures: (what was found, met)."""
+        if FULL_1 not in self.runs:
+            return []
+        full = self.rate(FULL_1)
+        if not self.latency_ms:
+            ratio = full / self.rate(BARE)
+            return [(f"full path 1 worker >= {BARE_RATIO_GOAL}x bare Scrapy: {ratio:.2f}x",
+                     ratio >= BARE_RATIO_GOAL)]  # fmt: skip
+        share = self.share(FULL_1) or 0.0
+        goals = [
+            (f"full path 1 worker >= {CEILING_SHARE_GOAL:.0%} of its ceiling: {share:.0%}",
+             share >= CEILING_SHARE_GOAL),
+        ]  # fmt: skip
+        if CRAWLEE in self.runs:
+            crawlee = self.rate(CRAWLEE)
+            goals.append(
+                (f"full path 1 worker >= crawlee: {full:.0f} vs {crawlee:.0f} pages/s "
+                 f"({full / crawlee:.2f}x)", full >= crawlee)
+            )  # fmt: skip
+        if FULL_2 in self.runs:
+            scaling = self.rate(FULL_2) / full
+            goals.append(
+                (f"full path 2 workers >= {SCALING_GOAL}x 1 worker: {scaling:.2f}x",
+                 scaling >= SCALING_GOAL)
+            )  # fmt: skip
+        return goals
+
+    def render(self) -> str:
+        reference = self.reference
+        width = max(len(name) for name in self.runs)
+        lines = [
+            f"server latency {self.latency_ms} ms, concurrency {self.plan.concurrency} per "
+            f"process, {self.plan.products} products = {self.expected_pages} pages, "
+            f"{len(self.runs[BARE])} round(s), medians; items: "
+            f"{reference.items}, digest {reference.digest} (bare Scrapy)",
+            f"{'configuration':<{width}}  {'pages/s':>8}  {'vs bare':>7}  {'ceiling':>7}  "
+            f"{'share':>5}  {'CPU ms/page':>11}  items check",
+        ]
+        for name in self.runs:
+            ceiling, share = self.ceiling(name), self.share(name)
+            lines.append(
+                f"{name:<{width}}  {self.rate(name):>8.1f}  {self.ratio(name):>6.2f}x  "
+                f"{'-' if ceiling is None else f'{ceiling:.0f}':>7}  "
+                f"{'-' if share is None else f'{share:.0%}':>5}  "
+                f"{self.cpu_ms(name):>11.2f}  {self.check(name)}"
+            )
+        if FULL_THROTTLED in self.runs and FULL_1 in self.runs:
+            cost = self.rate(FULL_THROTTLED) / self.rate(FULL_1)
+            lines.append(
+                f"AutoThrottle on (project default) vs pinned, full path 1 worker: {cost:.2f}x"
+            )
+        lines += [f"goal: {text} {'met' if met else 'MISSED'}" for text, met in self.goals()]
+        return "\n".join(lines)
+
+
+def run(plan: Plan, workdir: Path, *, crawlee: Path | None, log: Log = print) -> list[Table]:
+    """Every latency's table; the shop, Redis and an ES node for the whole run."""
+    tables = []
+    settings = {"action.destructive_requires_name": "false"}  # items-* deleted between runs
+    with (
+        DemoSite(run_dir=workdir, products=plan.products, seed=plan.seed) as site,
+        RedisServer(run_dir=workdir) as redis,
+        ElasticsearchNode(run_dir=workdir, settings=settings) as es,
+    ):
+        bench = Bench(plan, site, redis, es, workdir, crawlee)
+        try:
+            for latency in plan.latencies:
+                tables.append(measure_latency(bench, latency, log))
+        finally:
+            bench.close()
+    return tables
+
+
+def measure_latency(bench: Bench, latency_ms: int, log: Log) -> Table:
+    """The configurations of one latency, interleaved in each round."""
+    configs = configurations(latency_ms, bench.crawlee is not None)
+    table = Table(bench.plan, latency_ms, bench.expected_pages, configs)
+    for round_no in range(1, bench.plan.rounds + 1):
+        for number, config in enumerate(configs):
+            began = time.monotonic()
+            measured = bench.measure(config, latency_ms, f"{latency_ms}ms-r{round_no}-{number}")
+            table.add(config, measured)
+            log(
+                f"  [{latency_ms} ms, round {round_no}] {config.name}: {measured.pages} pages in "
+                f"{measured.seconds:.2f}s, {measured.rate:.0f} pages/s, "
+                f"{measured.cpu_ms_per_page:.2f} CPU ms/page, {measured.items} items "
+                f"({time.monotonic() - began:.0f}s wall)"
+            )
+    return table
+
+
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    default = Plan()
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=default.rounds)
+    parser.add_argument("--products", type=int, default=default.products)
+    parser.add_argument("--latency-ms", type=int, nargs="+", default=list(default.latencies))
+    parser.add_argument("--seed", type=int, default=default.seed)
+    parser.add_argument("--run-dir", type=Path, help="default: a new directory in the run dir")
     args = parser.parse_args(argv)
-
-    configs: dict[str, Callable[[DemoSite, Path, RedisServer], None]] = {
-        "bare scrapy (memory scheduler)": run_bare,
-        "frontier, 1 worker": run_frontier(1),
-        "frontier, 2 workers": run_frontier(2),
-    }
-    crawlee = ensure_crawlee()
-    if crawlee is not None:
-        configs["crawlee ParselCrawler"] = run_crawlee(crawlee)
-
-    with tempfile.TemporaryDirectory(prefix="bench-frontier-") as tmp:
-        workdir = Path(tmp)
-        with (
-            DemoSite(run_dir=workdir, products=args.products) as site,
-            RedisServer(run_dir=workdir) as redis,
-        ):
-            for latency in args.latency_ms:
-                rates: dict[str, list[float]] = {name: [] for name in configs}
-                for _ in range(args.rounds):
-                    for name, run in configs.items():
-                        site.reset()
-                        if latency:
-                            site.control(slow={"rate": 1.0, "ms": latency})
-                        started = time.monotonic()
-                        run(site, workdir, redis)
-                        pages, seconds = crawl_window(site)
-                        rates[name].append(pages / seconds)
-                        print(
-                            f"  [{latency} ms] {name}: {pages} pages in {seconds:.2f}s "
-                            f"({time.monotonic() - started:.1f}s wall)",
-                            file=sys.stderr,
-                        )
-                report(rates, latency, args.rounds)
-    return 0
-
-
-def report(rates: dict[str, list[float]], latency: int, rounds: int) -> None:
-    medians = {name: statistics.median(values) for name, values in rates.items()}
-    bare = medians["bare scrapy (memory scheduler)"]
-    one = medians["frontier, 1 worker"]
-    print(f"\nserver latency {latency} ms, concurrency {CONCURRENCY}/process, {rounds} rounds")
-    print(f"{'configuration':<34}{'median pages/s':>16}{'vs bare':>10}")
-    for name, median in medians.items():
-        print(f"{name:<34}{median:>16.0f}{median / bare:>9.2f}x")
-    print(f"frontier 1 worker / bare scrapy : {one / bare:.2f}x (target >= 0.85x)")
-    print(
-        f"frontier 2 workers / 1 worker   : {medians['frontier, 2 workers'] / one:.2f}x "
-        "(target >= 1.5x)"
+    if args.rounds < 1 or args.products < 1 or min(args.latency_ms) < 0:
+        parser.error("--rounds and --products must be positive, --latency-ms >= 0")
+    plan = Plan(
+        products=args.products,
+        seed=args.seed,
+        rounds=args.rounds,
+        latencies=tuple(args.latency_ms),
     )
-    if "crawlee ParselCrawler" in medians:
-        print(
-            f"frontier 1 worker / crawlee     : {one / medians['crawlee ParselCrawler']:.2f}x "
-            "(goal > 1x)"
-        )
+    run_root = get_settings().platform_run_dir
+    run_root.mkdir(parents=True, exist_ok=True)
+    workdir = args.run_dir or Path(tempfile.mkdtemp(prefix="frontier-", dir=run_root))
+    crawlee = ensure_crawlee()
+    started = time.monotonic()
+    print(f"load average at start: {load_average()}")
+    tables = run(
+        plan, workdir, crawlee=crawlee, log=lambda line: print(line, file=sys.stderr, flush=True)
+    )
+    for table in tables:
+        print()
+        print(table.render())
+    print(
+        f"\nrun time {time.monotonic() - started:.0f}s; load average at end: {load_average()}; "
+        f"logs in {workdir}"
+    )
+    return 0
 
 
 if __name__ == "__main__":
