@@ -71,7 +71,7 @@ def test_elasticsearch_stopped_mid_crawl_every_item_is_indexed_once(
     data_dir = tmp_path / "es-home"
     node = ElasticsearchNode(run_dir=tmp_path, data_dir=data_dir, settings=ES_SETTINGS).start()
     port = node.port
-    es = Elasticsearch(node.url, request_timeout=5, max_retries=0)
+    es = Elasticsearch(node.url, request_timeout=30, max_retries=0)
     try:
         # Items are yielded from the reviews API: slow it, so they trickle in for longer
         # than the node takes to stop (at 300 ms a loaded machine finished the crawl first).
