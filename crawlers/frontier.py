@@ -151,10 +151,42 @@ class LeasedQueue:
         unwrap_errback(request)
         lease_id = request.meta.pop(LEASE_META, None)
         try:
-            return picklecompat.dumps(request.to_dict(spider=self.spider)), lease_id
+            return picklecompat.dumps(self.request_dict(request)), lease_id
         finally:
             if lease_id is not None:
                 request.meta[LEASE_META] = lease_id
+
+    def request_dict(self, request: Request) -> dict[str, Any]:
+        """``request.to_dict(spider=...)``, the same dict, without its per-request scan of
+        every spider method (``inspect.getmembers``) for the callback and errback names."""
+        callback = self._method_name(request.callback)
+        errback = self._method_name(request.errback)
+        if callback is False or errback is False:
+            return request.to_dict(spider=self.spider)  # not the spider's: Scrapy decides
+        d: dict[str, Any] = {
+            "url": request.url,
+            "callback": callback,
+            "errback": errback,
+            "headers": dict(request.headers),
+        }
+        for attr in request.attributes:
+            d.setdefault(attr, getattr(request, attr))
+        if type(request) is not Request:
+            d["_class"] = f"{type(request).__module__}.{type(request).__name__}"
+        return d
+
+    def _method_name(self, func: Any) -> str | bool | None:
+        """The name of the spider method ``func`` (None: no callable); False when ``func``
+        is no method bound to the spider under its own name."""
+        if func is None or isinstance(func, str):
+            return func
+        name = getattr(func, "__name__", None)
+        if getattr(func, "__self__", None) is not self.spider or name is None:
+            return False
+        own = getattr(self.spider, name, None)
+        if getattr(own, "__func__", None) is not getattr(func, "__func__", False):
+            return False
+        return str(name)
 
     def decode(self, data: bytes) -> Request:
         return request_from_dict(picklecompat.loads(data), spider=self.spider)
