@@ -12,8 +12,9 @@ A request popped from Redis carries its lease id in ``meta``. The lease is acked
 the scraper is done with the request's response or failure, callbacks and item
 pipelines included (``crawlers.acks``, driven by public signals and middlewares), or
 replaced atomically when a retry/redirect of it is queued. Acks are sent in batches
-(every ``FRONTIER_ACK_BATCH`` acks or poll tick) and new requests are checked against
-the job's seen-set and queued in one round trip. Redis being briefly unreachable loses
+(every ``FRONTIER_ACK_BATCH`` acks or poll tick), always after the requests their
+responses found; new requests found in one reactor turn are checked against the job's
+seen-set and queued together, in one round trip. Redis being briefly unreachable loses
 nothing: pushes and acks that fail are kept locally and re-sent, and the worker does not
 close while it still holds them. A worker started while Redis is down waits for it in
 the scheduler's ``open`` (``crawlers.connect``), before anything else touches Redis.
