@@ -119,35 +119,62 @@ end
 return n
 """
 
-# KEYS: queue, leases, scores, owners, push_seq, seen
-# ARGV: priority, data, lease id ('' for none), fingerprint ('' = no dedup check), seen TTL,
-#       worker_leases prefix
-# The dedup check and the push are one round trip and atomic: two workers discovering the
-# same URL at once queue it exactly once.
+# One push: the dedup check and the push are atomic, so two workers discovering the same
+# URL at once queue it exactly once. If the entry continues a lease (a retry/redirect),
+# that lease is released in the same step, queued or not.
 # Score: higher priority first, then FIFO by a push sequence (exact in a double).
-_PUSH_AND_ACK = """
-local function release_lease()
-  if ARGV[3] ~= '' then
-    local owner = redis.call('HGET', KEYS[4], ARGV[3])
-    if owner then redis.call('SREM', ARGV[6] .. owner, ARGV[3]) end
-    redis.call('HDEL', KEYS[2], ARGV[3])
-    redis.call('HDEL', KEYS[3], ARGV[3])
-    redis.call('HDEL', KEYS[4], ARGV[3])
+# Needs KEYS[1..5]: queue, leases, scores, owners, push_seq.
+# push(seen key, priority, data, lease id ('' for none), fingerprint ('' = no dedup
+# check), seen TTL, worker_leases prefix) -> 1 queued, 0 seen before
+_PUSH_FUNCTION = """
+local function push(seen, priority, data, lease, fingerprint, ttl, prefix)
+  local function release_lease()
+    if lease ~= '' then
+      local owner = redis.call('HGET', KEYS[4], lease)
+      if owner then redis.call('SREM', prefix .. owner, lease) end
+      redis.call('HDEL', KEYS[2], lease)
+      redis.call('HDEL', KEYS[3], lease)
+      redis.call('HDEL', KEYS[4], lease)
+    end
   end
-end
-if ARGV[4] ~= '' then
-  local added = redis.call('SADD', KEYS[6], ARGV[4])
-  redis.call('EXPIRE', KEYS[6], ARGV[5])
-  if added == 0 then
-    release_lease()
-    return 0
+  if fingerprint ~= '' then
+    local added = redis.call('SADD', seen, fingerprint)
+    redis.call('EXPIRE', seen, ttl)
+    if added == 0 then
+      release_lease()
+      return 0
+    end
   end
+  local seq = redis.call('INCR', KEYS[5]) % 10000000000
+  redis.call('ZADD', KEYS[1], -tonumber(priority) * 10000000000 + seq, data)
+  release_lease()
+  return 1
 end
-local seq = redis.call('INCR', KEYS[5]) % 10000000000
-redis.call('ZADD', KEYS[1], -tonumber(ARGV[1]) * 10000000000 + seq, ARGV[2])
-release_lease()
-return 1
 """
+
+# KEYS: queue, leases, scores, owners, push_seq, seen
+# ARGV: priority, data, lease id, fingerprint, seen TTL, worker_leases prefix
+_PUSH_AND_ACK = (
+    _PUSH_FUNCTION
+    + """
+return push(KEYS[6], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+"""
+)
+
+# Several pushes in one round trip, each exactly as ``_PUSH_AND_ACK``, in order.
+# KEYS: queue, leases, scores, owners, push_seq, then one seen key per entry
+# ARGV: seen TTL, worker_leases prefix, then per entry: priority, data, lease id, fingerprint
+_PUSH_MANY = (
+    _PUSH_FUNCTION
+    + """
+local out = {}
+for i = 0, #KEYS - 6 do
+  local a = 3 + i * 4
+  out[i + 1] = push(KEYS[6 + i], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[1], ARGV[2])
+end
+return out
+"""
+)
 
 # Dead workers are the members of the deadlines set due by Redis' clock; each call
 # re-queues at most ``batch`` of their leases, popped from their lease sets, so its cost
@@ -238,6 +265,17 @@ class Lease:
     is_start: bool = False
 
 
+@dataclass(frozen=True)
+class Push:
+    """One entry of ``RedisFrontier.push_many``: the arguments of ``push``."""
+
+    data: bytes
+    priority: int = 0
+    replaces_lease: str | None = None
+    seen_key: str | None = None
+    fingerprint: str | None = None
+
+
 class RedisFrontier:
     """One site's queue, start list and lease table."""
 
@@ -248,6 +286,7 @@ class RedisFrontier:
         self._lease_start = server.register_script(_LEASE_START)
         self._ack = server.register_script(_ACK)
         self._push_and_ack = server.register_script(_PUSH_AND_ACK)
+        self._push_many = server.register_script(_PUSH_MANY)
         self._reclaim = server.register_script(_RECLAIM)
         self._start_job = server.register_script(_START_JOB)
 
@@ -289,6 +328,25 @@ class RedisFrontier:
             ],
         )
         return bool(queued)
+
+    def push_many(self, entries: Sequence[Push], *, seen_ttl: int = 7 * 24 * 3600) -> list[bool]:
+        """``push`` for each entry, in order, in one round trip; True for each queued."""
+        if not entries:
+            return []
+        k = self.keys
+        keys = [k.queue, k.leases, k.lease_scores, k.lease_owners, k.push_seq]
+        args: list[bytes | str | int] = [seen_ttl, k.worker_leases_prefix]
+        for entry in entries:
+            if (entry.seen_key is None) != (entry.fingerprint is None):
+                raise ValueError("seen_key and fingerprint go together")
+            keys.append(entry.seen_key or k.queue)
+            args += [
+                int(entry.priority),
+                entry.data,
+                entry.replaces_lease or "",
+                entry.fingerprint or "",
+            ]
+        return [bool(queued) for queued in self._push_many(keys=keys, args=args)]
 
     def start_job(self, job_id: str) -> None:
         """Make ``job_id`` the site's current job, started now by Redis' clock."""

@@ -12,8 +12,9 @@ A request popped from Redis carries its lease id in ``meta``. The lease is acked
 the scraper is done with the request's response or failure, callbacks and item
 pipelines included (``crawlers.acks``, driven by public signals and middlewares), or
 replaced atomically when a retry/redirect of it is queued. Acks are sent in batches
-(every ``FRONTIER_ACK_BATCH`` acks or poll tick) and new requests are checked against
-the job's seen-set and queued in one round trip. Redis being briefly unreachable loses
+(every ``FRONTIER_ACK_BATCH`` acks or poll tick), always after the requests their
+responses found; new requests found in one reactor turn are checked against the job's
+seen-set and queued together, in one round trip. Redis being briefly unreachable loses
 nothing: pushes and acks that fail are kept locally and re-sent, and the worker does not
 close while it still holds them. A worker started while Redis is down waits for it in
 the scheduler's ``open`` (``crawlers.connect``), before anything else touches Redis.
@@ -30,6 +31,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from functools import partial
+from itertools import islice
 from typing import Any, Self
 
 import redis
@@ -48,7 +50,7 @@ from scrapy.utils.request import request_from_dict
 from scrapy_redis import picklecompat
 from twisted.internet.defer import Deferred
 
-from core.frontier import Lease, RedisFrontier
+from core.frontier import Lease, Push, RedisFrontier
 from core.keys import REDIS_ERRORS, SiteKeys
 from core.redis_client import Client
 from crawlers.acks import LEASE_META, LeaseAcks, unwrap_errback, wrap_errback
@@ -72,6 +74,11 @@ ITEM_RETRY_META = "frontier_item_retries"
 # Seen-sets of finished jobs are not needed for long; the jobs index keeps the history.
 SEEN_TTL_SECONDS = 7 * 24 * 3600
 SEEN_LOCAL_MAX = 200_000
+# Requests queued per round trip: those found in one reactor turn go together.
+PUSH_BATCH = 64
+
+# A request to queue, its job's seen-set key and its fingerprint (None: dont_filter).
+_Queued = tuple[Request, str | None, str | None]
 
 
 class FrontierConfigError(RuntimeError):
@@ -145,29 +152,56 @@ class LeasedQueue:
         unwrap_errback(request)
         lease_id = request.meta.pop(LEASE_META, None)
         try:
-            return picklecompat.dumps(request.to_dict(spider=self.spider)), lease_id
+            return picklecompat.dumps(self.request_dict(request)), lease_id
         finally:
             if lease_id is not None:
                 request.meta[LEASE_META] = lease_id
 
+    def request_dict(self, request: Request) -> dict[str, Any]:
+        """``request.to_dict(spider=...)``, the same dict, without its per-request scan of
+        every spider method (``inspect.getmembers``) for the callback and errback names."""
+        callback = self._method_name(request.callback)
+        errback = self._method_name(request.errback)
+        if callback is False or errback is False:
+            return request.to_dict(spider=self.spider)  # not the spider's: Scrapy decides
+        d: dict[str, Any] = {
+            "url": request.url,
+            "callback": callback,
+            "errback": errback,
+            "headers": dict(request.headers),
+        }
+        for attr in request.attributes:
+            d.setdefault(attr, getattr(request, attr))
+        if type(request) is not Request:
+            d["_class"] = f"{type(request).__module__}.{type(request).__name__}"
+        return d
+
+    def _method_name(self, func: Any) -> str | bool | None:
+        """The name of the spider method ``func`` (None: no callable); False when ``func``
+        is no method bound to the spider under its own name."""
+        if func is None or isinstance(func, str):
+            return func
+        name = getattr(func, "__name__", None)
+        if getattr(func, "__self__", None) is not self.spider or name is None:
+            return False
+        own = getattr(self.spider, name, None)
+        if getattr(own, "__func__", None) is not getattr(func, "__func__", False):
+            return False
+        return str(name)
+
     def decode(self, data: bytes) -> Request:
         return request_from_dict(picklecompat.loads(data), spider=self.spider)
 
-    def push(self, request: Request) -> None:
+    def entry(
+        self, request: Request, seen_key: str | None = None, fingerprint: str | None = None
+    ) -> Push:
+        """``request`` as one entry of ``push_many`` (unless its fingerprint is seen)."""
         data, lease_id = self.encode(request)
-        self.frontier.push(data, request.priority, replaces_lease=lease_id)
+        return Push(data, request.priority, lease_id, seen_key, fingerprint)
 
-    def push_unseen(self, request: Request, seen_key: str, fingerprint: str) -> bool:
-        """Queue ``request`` unless its fingerprint is in ``seen_key``: one atomic step."""
-        data, lease_id = self.encode(request)
-        return self.frontier.push(
-            data,
-            request.priority,
-            replaces_lease=lease_id,
-            seen_key=seen_key,
-            fingerprint=fingerprint,
-            seen_ttl=SEEN_TTL_SECONDS,
-        )
+    def push_many(self, entries: list[Push]) -> list[bool]:
+        """Queue the entries in order, in one round trip; True for each queued."""
+        return self.frontier.push_many(entries, seen_ttl=SEEN_TTL_SECONDS)
 
     def pop(self) -> Request | None:
         while not self.buffer:
@@ -209,7 +243,7 @@ class JobDupeFilter(BaseDupeFilter):
     A new job recrawls the site; within a job, every URL is fetched once across all
     workers. The seen-set belongs to the job, not to a worker: closing a worker keeps
     it (it expires ``SEEN_TTL_SECONDS`` after the job's last write). The leasing
-    scheduler checks and queues in one step (``LeasedQueue.push_unseen``) with
+    scheduler checks and queues in one step (``LeasedQueue.push_many``) with
     ``seen_key`` and ``fingerprint``; ``request_seen`` serves everyone else.
     """
 
@@ -293,8 +327,11 @@ class LeasingScheduler(BaseScheduler):
         self.item_retry_times = settings.getint("FRONTIER_ITEM_RETRY_TIMES")
         self.in_flight: set[str] = set()
         self.last_activity = time.time()
-        # Work kept locally while Redis is unreachable; re-sent by ``flush_pending``.
-        self._unsent: deque[Request] = deque()
+        # Requests to queue, sent in batches (``flush_pushes``): new ones, and those kept
+        # while Redis was unreachable (re-sent first by ``flush_pending``).
+        self._pending: deque[_Queued] = deque()
+        self._unsent: deque[_Queued] = deque()
+        self._flush_scheduled = False
         self._acks: set[str] = set()
         self._handoff: deque[Request] = deque()
         # Fingerprints this worker knows to be in a job's seen-set (pagination links
@@ -373,49 +410,88 @@ class LeasingScheduler(BaseScheduler):
 
     # -- scheduler interface -----------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
+        """Queue ``request`` unless its job has seen it: checked and pushed in Redis in one
+        atomic step, batched with the other requests queued in the same reactor turn (one
+        round trip per batch, ``flush_pushes``). A request Redis finds seen is counted
+        and logged as a duplicate, and ``request_dropped`` is sent, when its batch is sent.
+        """
         if request.meta.pop(HANDOFF_META, False):
             self._handoff.append(request)
             return True
         request.meta.setdefault(JOB_META, self.job_id)
-        try:
-            queued = self._queue_request(request)
-        except REDIS_ERRORS:
-            # Cannot tell whether it is new: keep it; it is checked again when re-sent.
-            self._keep_unsent(request)
-            return True
-        if not queued:
-            self.df.log(request, self.spider)
-            self.stats.inc_value("dupefilter/filtered")
-        return queued
-
-    def _queue_request(self, request: Request) -> bool:
-        """Dedup check + push + release of the lease it continues, in one round trip."""
-        lease_id = request.meta.get(LEASE_META)
-        if request.dont_filter:
-            self.queue.push(request)
-            queued = True
-        else:
+        seen_key = fingerprint = None
+        if not request.dont_filter:
             fingerprint = self.df.fingerprint(request)
             seen_key = self.df.seen_key(request)
             local = self._seen_local.setdefault(seen_key, set())
-            if fingerprint in local and lease_id is None:
+            if fingerprint in local and LEASE_META not in request.meta:
                 # Seen-sets only grow within a job: a local hit needs no round trip.
+                self._filtered(request)
                 return False
-            queued = self.queue.push_unseen(request, seen_key, fingerprint)
             if len(local) >= SEEN_LOCAL_MAX:
                 local.clear()
             local.add(fingerprint)
-        if lease_id is not None:
-            # Released in the same step (a retry/redirect, or one to a page already seen).
-            self.in_flight.discard(lease_id)
-        if queued:
-            self.stats.inc_value("scheduler/enqueued/redis")
-        return queued
+        self._pending.append((request, seen_key, fingerprint))
+        if len(self._pending) >= PUSH_BATCH:
+            self._flush_pushes_now()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            call_later(0, self._flush_pushes_now)
+        return True
+
+    def _flush_pushes_now(self) -> None:
+        self._flush_scheduled = False
+        try:
+            self.flush_pushes()
+        except REDIS_ERRORS as exc:
+            self._warn_unavailable(exc)
+
+    def flush_pushes(self) -> None:
+        """Send the pending pushes, ``PUSH_BATCH`` per round trip; raises REDIS_ERRORS.
+
+        Pushes that could not be sent are kept (``_unsent``) and re-sent first by
+        ``flush_pending``: whether they reached Redis is unknown, and the seen-set check
+        keeps a re-sent one from being queued twice.
+        """
+        while self._unsent:
+            self._send(self._unsent)
+        try:
+            while self._pending:
+                self._send(self._pending)
+        except REDIS_ERRORS:
+            self.stats.inc_value("frontier/redis_unavailable_pushes", len(self._pending))
+            self._unsent.extend(self._pending)
+            self._pending.clear()
+            raise
+
+    def _send(self, queue: deque[_Queued]) -> None:
+        batch = list(islice(queue, PUSH_BATCH))
+        entries = [self.queue.entry(*queued) for queued in batch]
+        results = self.queue.push_many(entries)
+        for _ in batch:
+            queue.popleft()
+        for (request, _, _), entry, queued in zip(batch, entries, results, strict=True):
+            if entry.replaces_lease is not None:
+                # Released in the same step (a retry/redirect, or one to a page already seen).
+                self.in_flight.discard(entry.replaces_lease)
+            if queued:
+                self.stats.inc_value("scheduler/enqueued/redis")
+            else:
+                self._filtered(request)
+                self.crawler.signals.send_catch_log(
+                    signals.request_dropped, request=request, spider=self.spider
+                )
+
+    def _filtered(self, request: Request) -> None:
+        self.df.log(request, self.spider)
+        self.stats.inc_value("dupefilter/filtered")
 
     def next_request(self) -> Request | None:
         if self._handoff:
             return self._handoff.popleft()
         try:
+            if not self.queue.buffer and (self._pending or self._unsent):
+                self.flush_pushes()  # what this worker just found may be next
             request = self.queue.pop()
         except REDIS_ERRORS as exc:
             self._warn_unavailable(exc)
@@ -430,7 +506,7 @@ class LeasingScheduler(BaseScheduler):
         return request
 
     def has_pending_requests(self) -> bool:
-        if self._handoff or self._unsent or self._acks or self.queue.buffer:
+        if self._handoff or self._pending or self._unsent or self._acks or self.queue.buffer:
             return True
         try:
             return len(self.queue) > 0
@@ -499,9 +575,8 @@ class LeasingScheduler(BaseScheduler):
     def flush_pending(self) -> bool:
         """Send batched acks and re-send work kept while Redis was down; True when done."""
         try:
-            while self._unsent:
-                self._queue_request(self._unsent[0])
-                self._unsent.popleft()
+            # Pushes first: a lease is acked only after the requests its response found.
+            self.flush_pushes()
             if self._acks:
                 acks = list(self._acks)
                 self.frontier.ack(*acks)
@@ -511,10 +586,6 @@ class LeasingScheduler(BaseScheduler):
             self._warn_unavailable(exc)
             return False
         return True
-
-    def _keep_unsent(self, request: Request) -> None:
-        self._unsent.append(request)
-        self.stats.inc_value("frontier/redis_unavailable_pushes")
 
     def _warn_unavailable(self, exc: Exception) -> None:
         self.stats.inc_value("frontier/redis_errors")

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from core.drain import drain_state
-from core.frontier import RedisFrontier
+from core.frontier import Push, RedisFrontier
 from core.jobstats import DeltaTracker, JobStats
 from core.workers import WorkerInfo, WorkerRegistry, check_consumers
 from services.redis_server import RedisServer
@@ -186,6 +186,31 @@ def test_push_with_fingerprint_queues_each_url_once(server: redis.Redis, site: s
     )
     assert frontier.leased() == 0 and frontier.queued() == 0
     assert server.ttl(seen) > 0
+
+
+def test_push_many_is_each_push_in_order_in_one_call(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier(server, site)
+    seen = frontier.keys.seen("job")
+    frontier.push(b"first", seen_key=seen, fingerprint="fp0")
+    (lease,) = frontier.lease("w1", 1)
+    queued = frontier.push_many(
+        [
+            Push(b"a", seen_key=seen, fingerprint="fp1"),
+            Push(b"a-again", seen_key=seen, fingerprint="fp1"),  # same batch: seen once
+            Push(b"hi", 5, seen_key=seen, fingerprint="fp2"),
+            Push(b"seen-before", seen_key=seen, fingerprint="fp0"),
+            # A retry of the leased request: its lease is released in the same step.
+            Push(b"retry", replaces_lease=lease.lease_id),
+            Push(b"b", seen_key=frontier.keys.seen("other-job"), fingerprint="fp1"),
+        ]
+    )
+    assert queued == [True, False, True, False, True, True]
+    assert frontier.leased() == 0 and frontier.leased_by() == {}
+    popped = [lease.data for lease in frontier.lease("w1", 10)]
+    assert popped == [b"hi", b"a", b"retry", b"b"]
+    assert frontier.push_many([]) == []
+    with pytest.raises(ValueError):
+        frontier.push_many([Push(b"x", seen_key=seen)])
 
 
 def redis_ms(server: redis.Redis) -> int:

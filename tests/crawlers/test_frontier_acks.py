@@ -25,7 +25,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from scrapy.http import HtmlResponse, Response
+from scrapy.http import FormRequest, HtmlResponse, Response
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
@@ -37,6 +37,7 @@ from crawlers.frontier import (
     FrontierConfigError,
     JobDupeFilter,
     LeaseAckMiddleware,
+    LeasedQueue,
     LeasingScheduler,
     is_leasing_scheduler,
 )
@@ -231,6 +232,53 @@ def test_the_errback_wrapper_is_never_queued() -> None:
     unwrap_errback(copy)
     assert copy.errback == spider.on_error
     assert copy.to_dict(spider=spider)["errback"] == "on_error"
+
+
+def test_a_queued_request_is_encoded_as_scrapy_encodes_it() -> None:
+    """The queue's own ``to_dict`` (no scan of the spider's methods) gives Scrapy's dict,
+    and requests whose callbacks are not the spider's methods still go through Scrapy."""
+
+    class Owner(Spider):
+        name = "owner"
+
+        def parse_page(self, response: Response) -> None:
+            return None
+
+        def on_error(self, failure: Failure) -> None:
+            return None
+
+    class Other:
+        def parse(self, response: Response) -> None:
+            return None
+
+    spider = Owner()
+    queue = LeasedQueue.__new__(LeasedQueue)
+    queue.spider = spider
+    requests = [
+        Request("http://example.invalid/"),
+        Request(
+            "http://example.invalid/p?id=1",
+            callback=spider.parse_page,
+            errback=spider.on_error,
+            method="POST",
+            body=b"a=1",
+            headers={"X-Test": "1"},
+            cookies={"c": "v"},
+            meta={"job_id": "j", "depth": 2},
+            priority=-3,
+            dont_filter=True,
+            cb_kwargs={"page": 2},
+            flags=["f"],
+        ),
+        Request("http://example.invalid/parse", callback=spider.parse),
+        FormRequest("http://example.invalid/form", formdata={"q": "x"}, callback=spider.parse),
+    ]
+    for request in requests:
+        assert queue.request_dict(request) == request.to_dict(spider=spider)
+        decoded = queue.decode(queue.encode(request)[0])
+        assert decoded.to_dict(spider=spider) == request.to_dict(spider=spider)
+    with pytest.raises(ValueError):  # Scrapy's refusal: not a method of the spider
+        queue.request_dict(Request("http://example.invalid/", callback=Other().parse))
 
 
 # -- the scheduler refuses to run without what acks rely on ------------------------------
