@@ -19,6 +19,11 @@ page's start to the last page's end (process start-up excluded, browser launch
 included). The report gives the median of ``--runs`` runs per side, interleaved, and
 their ratio from this run.
 
+CPU seconds per rendered page, all processes, split by kind: the worker (Scrapy and the
+Playwright client), Playwright's node driver, Chromium's browser, renderer, GPU and
+network processes, other (zygotes, storage), read from /proc for the worker's process
+tree every 0.1 s; ``unseen`` is what rusage of the reaped processes has beyond that.
+
 Memory: a shared crawl of ``--memory-pages`` pages, sampling every 0.25 s the resident
 memory of the whole process tree (Scrapy + Playwright's driver + every Chromium
 process): peak RSS, and its growth between the first and the last 100 pages (mean of the
@@ -165,21 +170,100 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+PROCESS_KINDS = ("scrapy", "driver", "browser", "renderer", "gpu", "network", "other")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_kind(pid: int, root: int) -> str:
+    """Which part of the rendering stack ``pid`` is, from its command line."""
+    if pid == root:
+        return "scrapy"  # the worker: Scrapy, scrapy-playwright, the Playwright client
+    try:
+        # Chromium's zygote children rewrite their title: arguments joined by spaces.
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
+    except OSError:
+        return "other"
+    if not args:
+        return "other"  # exited, not reaped yet
+    if args[0].endswith(b"/node"):
+        return "driver"  # Playwright's driver
+    kind = next((a[7:] for a in args if a.startswith(b"--type=")), None)
+    if kind is None:
+        return "browser" if b"chrom" in args[0] else "other"
+    if kind in (b"renderer", b"gpu-process"):
+        return kind.split(b"-")[0].decode()
+    if any(b"NetworkService" in a for a in args):
+        return "network"
+    return "other"  # zygotes, the storage service
+
+
+def cpu_seconds(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+
+class ProcessCpu:
+    """CPU seconds per process kind of a worker's tree, read from /proc every 0.1 s.
+
+    A process's last reading counts: what it spent in the 0.1 s before it exited is
+    missed, so the kinds add up to a little less than the rusage total (``unseen``).
+    """
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self._last: dict[int, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            for pid in tree(self.root):
+                seconds = cpu_seconds(pid)
+                if seconds is None:
+                    continue
+                # Classified at every reading: /usr/bin/chromium is a shell script that
+                # execs the browser, and an exited process has no command line.
+                kind = process_kind(pid, self.root)
+                if kind == "other" and pid in self._last:
+                    kind = self._last[pid][0]
+                self._last[pid] = (kind, seconds)
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        totals = dict.fromkeys(PROCESS_KINDS, 0.0)
+        for kind, seconds in self._last.values():
+            totals[kind] += seconds
+        return totals
+
+
 def run_worker(kind: str, urls: list[str], overrides: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         cpu_before = children_cpu()
         process = worker(kind, urls, out, overrides)
-        if process.wait(timeout=1800) != 0 or not out.exists():
-            raise RuntimeError(f"{kind} worker failed (exit {process.returncode})")
-        # The worker and every process it reaped (driver, Chromium): immune to other
-        # load on the machine, unlike wall time.
-        cpu = children_cpu() - cpu_before
+        sampler = ProcessCpu(process.pid)
+        try:
+            if process.wait(timeout=1800) != 0 or not out.exists():
+                raise RuntimeError(f"{kind} worker failed (exit {process.returncode})")
+        finally:
+            by_kind = sampler.stop()
+        # The worker and every process it reaped: immune to other load on the machine,
+        # unlike wall time. Chromium's processes are not all reaped through the worker
+        # (about half of the shared side's CPU went missing), so the /proc readings of
+        # the tree count too: the larger of the two.
+        reaped = children_cpu() - cpu_before
         result: dict[str, Any] = json.loads(out.read_text())
     if result["failed"]:
         raise RuntimeError(f"{kind}: {result['failed']} pages were not rendered")
+    by_kind["unseen"] = max(0.0, reaped - sum(by_kind.values()))
     result["pages_per_s"] = result["pages"] / result["seconds"]
-    result["cpu_per_page"] = cpu / result["pages"]
+    result["cpu_per_page"] = sum(by_kind.values()) / result["pages"]
+    result["cpu_by_kind"] = {k: v / result["pages"] for k, v in by_kind.items()}
     return result
 
 
@@ -283,6 +367,15 @@ def measure_memory(site: DemoSite, urls: list[str], overrides: dict[str, Any]) -
     }
 
 
+def print_cpu_by_kind(kinds: dict[str, list[dict[str, float]]]) -> None:
+    """Median CPU seconds per rendered page of each process kind, per side."""
+    columns = (*PROCESS_KINDS, "unseen")
+    print("median CPU s/page by process: " + " | ".join(f"{c:>8}" for c in ("side", *columns)))
+    for side, runs in kinds.items():
+        cells = [f"{statistics.median(run[c] for run in runs):8.4f}" for c in columns]
+        print(f"{'':30}{side:>8} | " + " | ".join(cells))
+
+
 def product_urls(site: DemoSite, count: int) -> list[str]:
     products = site.catalog().products
     return [f"{site.url}{products[i % len(products)].url}" for i in range(count)]
@@ -320,7 +413,11 @@ def main() -> int:
         per_page: list[float] = []
         shared_cpu: list[float] = []
         per_page_cpu: list[float] = []
-        print(f"chromium: {get_settings().chromium_executable()}; cores: {os.cpu_count()}")
+        kinds: dict[str, list[dict[str, float]]] = {"shared": [], "per page": []}
+        print(
+            f"chromium: {get_settings().chromium_executable()}; cores: {os.cpu_count()}; "
+            f"load average {os.getloadavg()[0]:.2f}"
+        )
         if overrides:
             print(f"shared side settings: {overrides}")
         for run in range(1, (0 if args.skip_throughput else args.runs) + 1):
@@ -330,6 +427,8 @@ def main() -> int:
             per_page.append(b["pages_per_s"])
             shared_cpu.append(a["cpu_per_page"])
             per_page_cpu.append(b["cpu_per_page"])
+            kinds["shared"].append(a["cpu_by_kind"])
+            kinds["per page"].append(b["cpu_by_kind"])
             print(
                 f"run {run}: shared {a['pages']} pages in {a['seconds']:.1f}s = "
                 f"{a['pages_per_s']:.2f} pages/s ({a['cpu_per_page']:.3f} CPU s/page); "
@@ -352,6 +451,8 @@ def main() -> int:
                 f"{shared_cost:.3f}, browser per page {per_page_cost:.3f}; "
                 f"ratio {per_page_cost / shared_cost:.1f}x"
             )
+            print_cpu_by_kind(kinds)
+            print(f"load average at the end: {os.getloadavg()[0]:.2f}")
         if args.skip_memory:
             return 0
         memory = measure_memory(site, product_urls(site, args.memory_pages), overrides)

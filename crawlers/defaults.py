@@ -174,6 +174,12 @@ PLAYWRIGHT_LAUNCH_OPTIONS = {
         "--disable-component-update",
         "--disable-sync",
         "--no-first-run",
+        # CPU per rendered page (docs/fetching.md "Rendering cost"): Chromium otherwise
+        # starts a renderer process for nearly every navigation of a pooled page (spare
+        # renderers), about a third of a page's CPU. Pages of a context share these few
+        # processes; a renderer crash fails the requests of the pages sharing it, which
+        # are retried like any browser failure.
+        "--renderer-process-limit=4",
     ],
 }
 PLAYWRIGHT_MAX_CONTEXTS = 4

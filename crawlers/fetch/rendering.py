@@ -26,6 +26,8 @@ overrides no private method and reads no undocumented attribute of scrapy-playwr
   through ``PLAYWRIGHT_ABORT_REQUEST = crawlers.fetch.browser.abort_request``, unless a
   request has ``render_keep_resources`` meta.
 - **lazy start**: ``PLAYWRIGHT_BROWSER_PROVIDER = crawlers.fetch.browser.LazyBrowserProvider``.
+- **no per-request debug listeners** unless the crawl logs at DEBUG
+  (``quiet_playwright_logger``).
 
 Pages and contexts are learnt through the public ``playwright_page_init_callback`` meta
 (a spider's own callback still runs after it).
@@ -69,6 +71,7 @@ INCLUDE_PAGE_META = "playwright_include_page"
 PAGE_INIT_META = "playwright_page_init_callback"
 DEFAULT_CONTEXT = "default"  # the context of a request without playwright_context
 SHUTDOWN_TIMEOUT = 30.0  # seconds for scrapy-playwright to close the browser at the end
+PLAYWRIGHT_LOGGER = "scrapy-playwright"
 
 PageInit = Callable[[Page, Request], Awaitable[Any]]
 
@@ -135,6 +138,18 @@ def _basic_credentials(header: bytes | None) -> tuple[str, str] | None:
     return user, password
 
 
+def quiet_playwright_logger(log_level: str | int | None) -> None:
+    """scrapy-playwright attaches a logging listener to every page's request and response
+    events when its logger's level lets DEBUG through, and Scrapy's LOG_LEVEL filters only
+    at the handler: without a level of its own the listeners ran for every browser request,
+    each asking the driver for the request's headers, for lines nobody saw. The logger
+    gets INFO unless the crawl logs at DEBUG or someone set its level already."""
+    playwright_logger = logging.getLogger(PLAYWRIGHT_LOGGER)
+    debug = str(log_level or "").upper() in ("DEBUG", str(logging.DEBUG))
+    if not debug and playwright_logger.level == logging.NOTSET:
+        playwright_logger.setLevel(logging.INFO)
+
+
 class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
     # One browser per crawler: http and https get a handler instance each from Scrapy;
     # the second hands its browser requests to the first.
@@ -145,6 +160,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         settings = crawler.settings
+        quiet_playwright_logger(settings.get("LOG_LEVEL"))
         # 0 (or unset) disables the limit rather than failing every request at once.
         self.hard_timeout = settings.getfloat("RENDER_HARD_TIMEOUT") or None
         self.restart_after_timeouts = settings.getint("RENDER_RESTART_AFTER_TIMEOUTS")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import logging
 import os
 import signal
 import time
@@ -275,3 +276,21 @@ def test_resource_types_are_aborted_per_page() -> None:
     assert not blocker(request(keeping, "image"))
     assert not blocker(request(FakePage(), "image"))  # a page of another handler
     assert blocker(ServiceWorkerRequest())  # type: ignore[arg-type]
+
+
+def test_scrapy_playwright_debug_listeners_stay_off_unless_the_crawl_logs_at_debug() -> None:
+    # scrapy-playwright attaches per-request logging listeners (each a driver round trip)
+    # when its logger lets DEBUG through; Scrapy's LOG_LEVEL does not set logger levels.
+    log = logging.getLogger(rendering.PLAYWRIGHT_LOGGER)
+    original = log.level
+    try:
+        log.setLevel(logging.NOTSET)
+        rendering.quiet_playwright_logger("DEBUG")
+        assert log.level == logging.NOTSET
+        rendering.quiet_playwright_logger("INFO")
+        assert log.level == logging.INFO and not log.isEnabledFor(logging.DEBUG)
+        log.setLevel(logging.DEBUG)  # an operator's explicit choice is kept
+        rendering.quiet_playwright_logger("WARNING")
+        assert log.level == logging.DEBUG
+    finally:
+        log.setLevel(original)
