@@ -191,6 +191,7 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
     es = Elasticsearch(node.url, request_timeout=30, max_retries=0)
     spill_file = tmp_path / "run" / "spill" / "demo.jsonl"
     log = tmp_path / "local-spill.log"
+    worker: subprocess.Popen[bytes] | None = None
     try:
         # Items trickle in (slow reviews API) and wait 3 s in the store's buffer: the
         # node stops with a buffer full of items that dedup classified, which spill.
@@ -213,6 +214,12 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
         wait_for(lambda: count_docs(es) >= 1, timeout=90, what="the first stored items")
         node.stop()
         assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
+    except BaseException:
+        if worker is not None:
+            worker.kill()  # a failed test leaves no worker nor node running
+        es.close()
+        node.stop()
+        raise
     finally:
         site.reset()
     try:
