@@ -70,17 +70,7 @@ def test_two_workers_on_the_redis_cluster_store_every_item_exactly_once(
 ) -> None:
     job = produce(cluster, SITE, base_url=site.url)
     logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
-    workers = [
-        start_store_worker(
-            job_id=job.job_id,
-            base_url=site.url,
-            log_path=log,
-            redis_url=redis_cluster.url,
-            es_url=es_node.url,
-            settings={"REDIS_CLUSTER": True},
-        )
-        for log in logs
-    ]
+    workers = start_workers(site, redis_cluster, es_node, job.job_id, logs)
     assert wait_all(workers, timeout=240) == [0, 0], log_excerpt(logs[0])
 
     # Every product once in Elasticsearch, each new, stored by exactly one worker.
