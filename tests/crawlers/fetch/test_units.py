@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 import warnings
+from pathlib import Path
 from typing import Any
 
+import playwright
 import pytest
 from scrapy import Request, Spider
 from scrapy.core.downloader.middleware import DownloaderMiddlewareManager
@@ -17,6 +20,7 @@ from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
 from core.blocks import classify
+from crawlers import defaults
 from crawlers.addon import COMPONENTS
 from crawlers.fetch.cache import BlockAwareCachePolicy
 from crawlers.fetch.classify import ResponseClassifier, reason_slug
@@ -327,3 +331,24 @@ def test_site_block_markers_reach_the_classifier() -> None:
     assert classifier.verdict(Request(page.url), page).kind == "blocked"
     assert classifier.verdict(Request(page.url), page).kind == "blocked"
     assert crawler.stats.get_value("responses/classified") == 1  # once per response
+
+
+def test_launch_flags_keep_playwrights_disabled_features() -> None:
+    """Chromium keeps only the last --disable-features switch: ours must carry Playwright's.
+
+    Reads the list from the installed Playwright driver, so an upgrade that changes it
+    fails here instead of silently re-enabling what Playwright turns off.
+    """
+    bundle = Path(playwright.__file__).parent / "driver/package/lib/coreBundle.js"
+    source = bundle.read_text(encoding="utf-8")
+    block = re.search(r"disabledFeatures = \[(.*?)\]\.filter", source, re.S)
+    assert block, "Playwright's chromiumSwitches moved; re-read its disabled features"
+    theirs = re.findall(r'^\s*"([A-Za-z]+)"', block.group(1), re.M)
+    assert len(theirs) >= 10
+    switches = [
+        a for a in defaults.PLAYWRIGHT_LAUNCH_OPTIONS["args"] if a.startswith("--disable-features=")
+    ]
+    assert len(switches) == 1
+    ours = switches[0].split("=", 1)[1].split(",")
+    assert set(theirs) <= set(ours)
+    assert {"SpareRendererForSitePerProcess", "RenderDocument"} <= set(ours)
