@@ -92,6 +92,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.frontier.LeaseAckMiddleware": 0,
         # Early in input order, so every request/item a callback yields passes through it.
         "crawlers.middlewares.JobTagMiddleware": 50,
+        # A response's re-crawl context (item key, card hash, validators) goes on to
+        # the requests and items its callback yields (crawlers.recrawl).
+        "crawlers.recrawl.RecrawlContextMiddleware": 60,
     },
     "ITEM_PIPELINES": {
         "crawlers.pipelines.validate.ValidationPipeline": 100,

@@ -110,6 +110,24 @@ class Timeouts(Table):
     download: Annotated[int, Field(gt=0)] = 30
 
 
+class Recrawl(Table):
+    """What a re-crawl may skip (docs/recrawl.md): conditional GETs of item pages, detail
+    pages whose listing card did not change, and when an unseen item counts as removed."""
+
+    # Item pages (by the spider method parsing them) fetched with the validators their
+    # last 200 answer gave (If-None-Match / If-Modified-Since); a 304 counts unchanged.
+    conditional: bool = True
+    item_callbacks: tuple[SpiderMethod, ...] = ()
+    # Listing-card fields that reflect the item; empty: every detail page is fetched.
+    card_fields: tuple[Text, ...] = ()
+    # A card may stand for its item only while the item's last full fetch is younger ...
+    max_age_days: Annotated[float, Field(gt=0)] = 7.0
+    # ... and every item is fetched in full at least every this many runs (rolling refresh).
+    refresh_runs: Annotated[int, Field(ge=1)] = 10
+    # An item not seen in this many consecutive completed full jobs is marked removed.
+    removed_after_jobs: Annotated[int, Field(ge=1)] = 3
+
+
 class PageTypeTable(Table):
     sample_paths: list[UrlPath] = []
     selectors: dict[str, Text] = {}

@@ -33,6 +33,7 @@ from crawlers.profile_schema import (
     FingerprintTable,
     HttpUrl,
     Politeness,
+    Recrawl,
     RenderMode,
     Table,
     Text,
@@ -76,6 +77,7 @@ class SiteProfile(Table):
     description: str | None = None
     politeness: Politeness = Politeness()
     timeouts: Timeouts = Timeouts()
+    recrawl: Recrawl = Recrawl()
     # Scrapy settings of this site (spider priority: BLOCK_MARKERS, MAX_LISTING_PAGES, ...);
     # their values are the add-on's to check when a crawl starts.
     settings: dict[str, Any] = {}

@@ -76,12 +76,14 @@ class ItemNotes:
         return len(self._notes)
 
 
-def item_notes(crawler: Crawler) -> ItemNotes:
-    """The crawler's notes (created, and hooked to the item signals, on first use)."""
-    notes: ItemNotes | None = getattr(crawler, _NOTES_ATTR, None)
+def item_notes(crawler: Crawler, name: str = "pipelines") -> ItemNotes:
+    """The crawler's notes called ``name`` (created, and hooked to the item signals, on
+    first use): one set per kind of note, so one kind never replaces another."""
+    attr = f"{_NOTES_ATTR}_{name}"
+    notes: ItemNotes | None = getattr(crawler, attr, None)
     if notes is None:
         notes = ItemNotes()
-        setattr(crawler, _NOTES_ATTR, notes)
+        setattr(crawler, attr, notes)
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(notes.discard, signal=signal)
     return notes
