@@ -34,7 +34,7 @@ lint: bootstrap
 	$(PY) -m crawlers.profiles check
 
 ## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
-BENCH ?= frontier pipelines embedding rendering reclaim scaling
+BENCH ?= frontier pipelines embedding rendering reclaim scaling recrawl
 bench: bootstrap
 	for name in $(BENCH); do $(PY) -m bench.$$name || exit 1; done
 
