@@ -257,6 +257,13 @@ class PlatformSettings(BaseSettings):
     # at once. Unanswered in time: it fails (closed).
     gate_approval_timeout: int = Field(default=0, ge=0)
 
+    # Kibana's base URL (e.g. https://kibana.example.com): the run report links the
+    # dashboard filtered to the job. None: no Kibana links.
+    kibana_url: str | None = None
+    # Seconds between the INFO progress lines of long steps (wait-for-drain, llm-process);
+    # the Prefect progress artifacts update on every poll regardless.
+    progress_log_interval: float = Field(default=30.0, gt=0)
+
     _split_proxies = field_validator("proxy_list", mode="before")(_split_list)
 
     # A malformed URL stops the process with one line (ConfigurationError), not at first use.
@@ -265,7 +272,7 @@ class PlatformSettings(BaseSettings):
     def _redis_url(cls, value: str | None) -> str | None:
         return check_redis_url(value)
 
-    @field_validator("prefect_api_url", "search_api_url", "demo_site_url")
+    @field_validator("prefect_api_url", "search_api_url", "demo_site_url", "kibana_url")
     @classmethod
     def _http_url(cls, value: str | None, info: Any) -> str | None:
         return check_http_url(value, str(info.field_name).upper())
@@ -456,6 +463,18 @@ ENVIRONMENT: tuple[Variable, ...] = (
         "seconds a run whose gate failed closed waits, suspended, for accept/reject in the "
         "Prefect UI; unanswered: it fails",
         "0 (no approval step)",
+    ),
+    Variable(
+        "KIBANA_URL",
+        None,
+        "Kibana's base URL: the run report links the dashboard filtered to the job",
+        "no Kibana links",
+    ),
+    Variable(
+        "PROGRESS_LOG_INTERVAL",
+        None,
+        "seconds between the INFO progress lines of wait-for-drain and llm-process",
+        "30",
     ),
 )
 

@@ -24,7 +24,7 @@ import datetime as dt
 import hashlib
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -46,6 +46,9 @@ MAX_ERRORS_SHOWN = 5
 MAX_ERRORS_KEPT = 100
 
 
+Progress = Callable[["ProcessReport", int], None]
+
+
 class ChunkIndexError(RuntimeError):
     """Some chunk writes were refused; the step can be re-run (it is idempotent)."""
 
@@ -65,6 +68,7 @@ class ProcessReport:
     processed: int = 0  # items chunked, embedded and written
     skipped_unchanged: int = 0  # items whose chunks were already up to date
     missing: int = 0  # keys without an item document (dead-lettered, or deleted)
+    chunks_embedded: int = 0
     chunks_written: int = 0
     chunks_deleted: int = 0
     failed_writes: int = 0
@@ -95,11 +99,20 @@ def process_job(
     *,
     chunker: Chunker | None = None,
     batch_size: int = ITEM_BATCH,
+    on_batch: Progress | None = None,
 ) -> ProcessReport:
-    """Chunk, embed and index the job's new/changed items (see the module docstring)."""
+    """Chunk, embed and index the job's new/changed items (see the module docstring).
+    ``on_batch(report, items done)`` runs after each batch (the flow's progress)."""
     keys = job_item_keys(server, site, job_id)
     return process_items(
-        es, site, keys, embedder, chunker=chunker, batch_size=batch_size, job_id=job_id
+        es,
+        site,
+        keys,
+        embedder,
+        chunker=chunker,
+        batch_size=batch_size,
+        job_id=job_id,
+        on_batch=on_batch,
     )
 
 
@@ -125,6 +138,7 @@ def process_items(
     chunker: Chunker | None = None,
     batch_size: int = ITEM_BATCH,
     job_id: str | None = None,
+    on_batch: Progress | None = None,
 ) -> ProcessReport:
     """Bring the chunks of ``keys`` up to date with their item documents."""
     started = time.perf_counter()
@@ -137,6 +151,9 @@ def process_items(
         for start in range(0, len(ordered), batch_size):
             batch = ordered[start : start + batch_size]
             _process_batch(es, index, batch, embedder, chunker, fingerprint, report)
+            if on_batch is not None:
+                report.seconds = round(time.perf_counter() - started, 3)
+                on_batch(report, start + len(batch))
         es.indices.refresh(index=index)
     report.seconds = round(time.perf_counter() - started, 3)
     logger.info("llm-process %s", report.as_dict())
@@ -177,7 +194,9 @@ def _process_batch(
     if not todo:
         return
     chunked = [(item, source_hash, chunker.chunk_item(item)) for item, source_hash in todo]
-    vectors = iter(embedder.embed([c.text for _, _, chunks in chunked for c in chunks]))
+    texts = [c.text for _, _, chunks in chunked for c in chunks]
+    vectors = iter(embedder.embed(texts))
+    report.chunks_embedded += len(texts)
     now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     actions: list[dict[str, Any]] = []
     for item, source_hash, chunks in chunked:

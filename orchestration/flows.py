@@ -48,6 +48,7 @@ from llm.process import process_job
 from orchestration import approval, health
 from orchestration.alerts import notify
 from orchestration.hooks import alert_failed_run, alert_failed_step, send_job_summary
+from orchestration.progress import DrainWatcher, LlmWatcher
 from orchestration.repairs import alert_lines
 from orchestration.report import markdown, summary_context, table_rows
 from orchestration.steps import LocalWorkers, StepError, job_id_for, preflight, wait_for_drain
@@ -125,6 +126,11 @@ def crawl_settings(config: PlatformSettings | None = None) -> dict[str, str]:
     }
 
 
+def artifact_prefix(site: str) -> str:
+    """``scrape-<site>`` as an artifact key (lowercase letters, digits and dashes)."""
+    return f"scrape-{site.replace('_', '-')}"
+
+
 def default_job_id(site: str) -> str:
     """Stable for a flow run, so a retry of the run continues the same job."""
     run_id = flow_run.get_id() or dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
@@ -199,6 +205,11 @@ def accept_baseline_task(site: str, result: dict[str, Any], note: str) -> str:
 def produce_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]:
     job = produce(redis_client(), site, job_id=job_id, base_url=base_url)
     get_run_logger().info("enqueued %d start entries for %s", job.entries, job_id)
+    create_table_artifact(
+        [{"metric": "start entries enqueued", "value": job.entries}],
+        key=f"{artifact_prefix(site)}-producer",
+        description=f"producer: start entries of {job_id}",
+    )
     return {"site": site, "job_id": job_id, "entries": job.entries}
 
 
@@ -228,6 +239,11 @@ def drain_task(
         )
         workers.start(server)
         logger.info("launched %d local %s workers (logs in %s)", local_workers, site, run_dir)
+    watcher = DrainWatcher(
+        f"{artifact_prefix(site)}-crawl",
+        logger,
+        log_interval=get_settings().progress_log_interval,
+    )
     try:
         state = wait_for_drain(
             server,
@@ -235,7 +251,7 @@ def drain_task(
             job_id,
             stable_window=window,
             timeout=timeout,
-            on_poll=lambda s: logger.debug(s.describe()),
+            on_poll=watcher.poll,
             check=workers.check_alive if workers else None,
             pending_store=lambda: spill_size(server, site),
         )
@@ -243,13 +259,22 @@ def drain_task(
         if workers is not None:
             codes = workers.stop()
             logger.info("local workers stopped: exit codes %s", codes)
+    watcher.finish(state)
     logger.info(state.describe())
     return {"queued": state.queued, "leased": state.leased, "counters": state.counters}
 
 
 @task(name="llm-process", on_failure=[alert_failed_step])
 def llm_process_task(site: str, job_id: str) -> dict[str, Any]:
-    report = process_job(es_client(), redis_client(), site, job_id, default_embedder())
+    watcher = LlmWatcher(
+        f"{artifact_prefix(site)}-llm",
+        get_run_logger(),
+        log_interval=get_settings().progress_log_interval,
+    )
+    report = process_job(
+        es_client(), redis_client(), site, job_id, default_embedder(), on_batch=watcher.batch
+    )
+    watcher.finish(report)
     get_run_logger().info("llm-process: %s", report.as_dict())
     if report.errors:
         raise StepError(f"llm-process: {len(report.errors)} errors, e.g. {report.errors[0]}")
@@ -275,11 +300,10 @@ def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
     )
     chunks = int(llm.get("chunks_written", 0))
     create_markdown_artifact(
-        markdown(document, chunks=chunks), key=f"scrape-{site.replace('_', '-')}-report"
+        markdown(document, chunks=chunks, kibana_url=get_settings().kibana_url),
+        key=f"{artifact_prefix(site)}-report",
     )
-    create_table_artifact(
-        table_rows(document, chunks=chunks), key=f"scrape-{site.replace('_', '-')}-stats"
-    )
+    create_table_artifact(table_rows(document, chunks=chunks), key=f"{artifact_prefix(site)}-stats")
     new_names = health.item_names(es, site, sorted(job_changes(server, site, job_id).new)[:10])
     return summary_context(document, chunks=chunks, new_items=new_names, run_url=run_url())
 

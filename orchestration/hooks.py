@@ -8,6 +8,8 @@
   A run attempt whose step already alerted, or whose flow sent its own alert (the gate's
   ``FailedClosed``, ``StructureChanged``, ``Unhealthy``), is not alerted again: one
   error alert per failed run attempt.
+- Every error alert is also recorded on the run as a markdown artifact
+  ``scrape-<site>-failure``: the failed step, its error and its last log lines.
 - The report task's ``on_completion`` sends the job summary (its result is the summary's
   template context).
 
@@ -27,6 +29,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 from prefect import Flow, Task
 from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import ArtifactCreate
 from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterId,
@@ -44,6 +47,7 @@ from prefect.utilities.urls import url_for
 from core.config import get_settings
 from core.jobs_index import add_failed_alert
 from orchestration.alerts import Delivery, notify, run_logger
+from orchestration.report import failure_markdown
 from orchestration.steps import job_id_for
 
 logger = logging.getLogger(__name__)
@@ -132,9 +136,12 @@ def send_error_alert(
     job_id = parameters.get("job_id") or (
         job_id_for(site, flow_run.id) if flow_run and site else None
     )
+    flow = f"scrape-{site}" if site else flow_name
+    if flow_run is not None:
+        record_failure(flow_run.id, flow, step=step, error=error, log_lines=log_lines)
     notify(
         "error",
-        flow=f"scrape-{site}" if site else flow_name,
+        flow=flow,
         step=step,
         site=site,
         job_id=job_id,
@@ -142,6 +149,26 @@ def send_error_alert(
         log_lines=log_lines,
         run_url=url_for("flow-run", obj_id=flow_run.id) if flow_run else None,
     )
+
+
+def record_failure(
+    flow_run_id: UUID, flow: str, *, step: str, error: str, log_lines: list[str]
+) -> None:
+    """The failed step, its error and last log lines as a markdown artifact of the run
+    (``<flow>-failure``), next to the report a complete run has. Best effort: the alert
+    goes out whether or not Prefect takes the artifact."""
+    artifact = ArtifactCreate(
+        key=f"{flow.replace('_', '-')}-failure",
+        type="markdown",
+        description=f"{flow} failed in step {step}",
+        data=failure_markdown(flow, step, error, log_lines),
+        flow_run_id=flow_run_id,
+    )
+    try:
+        with get_client(sync_client=True) as client:
+            client.create_artifact(artifact)
+    except Exception as exc:
+        logger.warning("could not record the failure artifact of %s: %s", flow_run_id, exc)
 
 
 def error_text(state: State[Any]) -> str:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
+
+# The dashboard docker/kibana/generate.py creates ("Scraping platform").
+KIBANA_DASHBOARD_ID = "platform-overview"
 
 
 def duration_text(seconds: float | None) -> str:
@@ -67,7 +71,57 @@ def table_rows(document: Mapping[str, Any], *, chunks: int) -> list[dict[str, An
     return [{"metric": name, "value": value} for name, value in rows]
 
 
-def markdown(document: Mapping[str, Any], *, chunks: int) -> str:
+def kibana_dashboard_url(kibana_url: str, job_id: str, *, days: int = 30) -> str:
+    """Kibana's dashboard filtered to the job (a KQL query on ``job_id``), in the URL
+    state format of Kibana 8 (rison in ``_g``/``_a``)."""
+    query = _rison_string(f'job_id:"{job_id}"')
+    state_a = f"(query:(language:kuery,query:{query}))"
+    state_g = f"(time:(from:now-{days}d,to:now))"
+    return (
+        f"{kibana_url.rstrip('/')}/app/dashboards#/view/{KIBANA_DASHBOARD_ID}"
+        f"?_g={quote(state_g, safe='():,-')}&_a={quote(state_a, safe='():,-')}"
+    )
+
+
+def _rison_string(text: str) -> str:
+    # Rison quotes with ' and escapes ' and ! with !.
+    return "'" + text.replace("!", "!!").replace("'", "!'") + "'"
+
+
+def links_markdown(site: str, job_id: str, kibana_url: str | None) -> list[str]:
+    """Where the run's data lives: the indices, and Kibana when it is configured."""
+    lines = [
+        f"Items index: `items-{site}` · chunks index: `chunks-{site}` · "
+        f"jobs index: `jobs` (document `{site}:{job_id}`)",
+    ]
+    if kibana_url:
+        lines += [
+            "",
+            f"[Kibana dashboard filtered to job `{job_id}`]"
+            f"({kibana_dashboard_url(kibana_url, job_id)})",
+        ]
+    return lines
+
+
+def failure_markdown(flow: str, step: str, error: str, log_lines: Sequence[str]) -> str:
+    """The failed run's story: which step failed, its error and its last log lines."""
+    lines = [
+        f"# {flow}: failed in step `{step}`",
+        "",
+        "```",
+        error,
+        "```",
+        "",
+        f"Last log lines of `{step}`:",
+        "",
+        "```",
+        *(log_lines or ["(none recorded)"]),
+        "```",
+    ]
+    return "\n".join(lines)
+
+
+def markdown(document: Mapping[str, Any], *, chunks: int, kibana_url: str | None = None) -> str:
     lines = [
         f"# scrape-{document['site']}: job `{document['job_id']}`",
         "",
@@ -77,9 +131,5 @@ def markdown(document: Mapping[str, Any], *, chunks: int) -> str:
     lines += [
         f"| {row['metric']} | {row['value']} |" for row in table_rows(document, chunks=chunks)
     ]
-    lines += [
-        "",
-        f"Items index: `items-{document['site']}` · chunks index: `chunks-{document['site']}` · "
-        f"jobs index: `jobs` (document `{document['site']}:{document['job_id']}`)",
-    ]
+    lines += ["", *links_markdown(document["site"], document["job_id"], kibana_url)]
     return "\n".join(lines)
