@@ -1,8 +1,8 @@
 """Live progress of a run's long steps: what the Prefect UI and the run's log show.
 
 A step (wait-for-drain, llm-process, producer) hands its figures to a ``StepProgress``,
-which keeps one Prefect progress artifact (0-100, updated in place) and a table artifact
-(a new version per update, at most every ``table_interval`` seconds) and logs one INFO
+which keeps one Prefect progress artifact (0-100) and one table artifact of the figures
+(at most every ``table_interval`` seconds), both updated in place, and logs one INFO
 line at most every ``log_interval`` seconds (``PROGRESS_LOG_INTERVAL``). The figures
 themselves are pure functions of the step's state (``drain_progress``,
 ``llm_progress``), tested without Prefect.
@@ -14,6 +14,7 @@ time left is the pages still known at the recent pages/s.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +27,8 @@ from prefect.artifacts import (
     create_table_artifact,
     update_progress_artifact,
 )
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import ArtifactUpdate
 
 from core.drain import DrainState
 from core.jobs_index import block_count
@@ -202,6 +205,7 @@ class StepProgress:
         self.table_interval = table_interval
         self.clock = clock
         self.artifact_id: UUID | None = None
+        self.table_id: UUID | None = None
         self._last_log: float | None = None
         self._last_table: float | None = None
         self._last_percent: float | None = None
@@ -238,8 +242,16 @@ class StepProgress:
             self._unavailable("progress artifact", exc)
 
     def _table(self, rows: list[dict[str, Any]]) -> None:
+        # Created once, then its data replaced in place (one card in the run's Artifacts
+        # tab, not one per poll): Prefect's public helpers only create table artifacts.
         try:
-            create_table_artifact(rows, key=f"{self.key}-live", description=self.description)
+            if self.table_id is None:
+                self.table_id = create_table_artifact(
+                    rows, key=f"{self.key}-live", description=self.description
+                )
+            else:
+                with get_client(sync_client=True) as client:
+                    client.update_artifact(self.table_id, ArtifactUpdate(data=json.dumps(rows)))
         except Exception as exc:
             self._unavailable("progress table", exc)
 

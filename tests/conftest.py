@@ -161,7 +161,8 @@ def redis_cluster(run_dir: Path) -> Iterator[RedisCluster]:
 
 @pytest.fixture(scope="session")
 def prefect_server(run_dir: Path) -> Iterator[PrefectServer]:
-    with PrefectServer(run_dir=run_dir) as server:
+    # With its UI: tests/orchestration/test_scrape_flow.py watches a run in it (Chromium).
+    with PrefectServer(run_dir=run_dir, ui=True) as server:
         yield server
 
 

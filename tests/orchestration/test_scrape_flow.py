@@ -6,7 +6,9 @@ workers) except where a test needs compose semantics (always-on workers).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -29,6 +31,7 @@ from services.slack_receiver import WEBHOOK_PATH, SlackReceiver
 from tests.crawlers.support import crawl_env, settings_argv, wait_for
 from tests.llm.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api
+from tests.orchestration.prefect_ui import RunPage, chromium
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRODUCTS = 1200  # the demo profile's gate samples pages of the default catalog
@@ -153,10 +156,58 @@ def product_fetches(stack: Stack) -> int:
     return sum(1 for e in stack.site.access_log() if e["path"].startswith("/product/"))
 
 
-def test_triggered_deployment_runs_end_to_end(stack: Stack) -> None:
-    run_id = stack.trigger("scrape-demo")
-    run = stack.wait(run_id)
-    assert run["state"]["type"] == "COMPLETED", run["state"]
+def latest_artifact(stack: Stack, run_id: str, key: str) -> dict[str, Any] | None:
+    found = [a for a in stack.artifacts(run_id) if a.get("key") == key]
+    return max(found, key=lambda a: a["updated"]) if found else None
+
+
+def test_triggered_deployment_runs_end_to_end(stack: Stack, tmp_path: Path) -> None:
+    """A run end to end, watched as an operator would: headless Chromium on the Prefect
+    UI shows the crawl's progress artifact between 0 and 100% while the run is in
+    progress and at 100% after it, and the stats table with the run's figures
+    (screenshots in the test's temp dir)."""
+    # Every page 300 ms slower: the crawl lasts long enough to be watched mid-run.
+    stack.site.control(slow={"rate": 1.0, "ms": 300})
+    try:
+        run_id = stack.trigger("scrape-demo")
+        wait_for(
+            lambda: (
+                0
+                < float(
+                    (latest_artifact(stack, run_id, "scrape-demo-crawl-progress") or {}).get("data")
+                    or 0
+                )
+                < 50
+            ),
+            timeout=240,
+            what="the crawl's progress artifact to leave 0%",
+        )
+        with chromium() as browser:
+            ui = RunPage(browser, stack.prefect.ui_url, run_id, tmp_path)
+            ui.open_artifact("scrape-demo-crawl-progress")
+            mid_run = ui.progress()
+            ui.screenshot("crawl-progress-mid-run")
+            live = latest_artifact(stack, run_id, "scrape-demo-crawl-live")
+            (tmp_path / "mid-run-table.json").write_text(json.dumps(live and live["data"]))
+            assert stack.flow_run(run_id)["state"]["type"] == "RUNNING"
+            assert 0 < mid_run < 100, mid_run
+            run = stack.wait(run_id)
+            assert run["state"]["type"] == "COMPLETED", run["state"]
+            ui.reload()
+            assert ui.progress() == 100
+            ui.screenshot("crawl-progress-done")
+            ui.open_artifact("scrape-demo-stats")
+            table = ui.wait_for_text(rf"items scraped\s+{PRODUCTS}\b")
+            ui.screenshot("report-stats")
+    finally:
+        stack.site.control(slow=None)
+    for metric in ("items scraped", "new", "stored", "block rate"):
+        assert metric in table
+    assert re.search(rf"items scraped\s+{PRODUCTS}\b", table), table[-2000:]
+    assert re.search(rf"stored\s+{PRODUCTS}\b", table)
+    assert live is not None
+    rows = json.loads(live["data"]) if isinstance(live["data"], str) else live["data"]
+    assert any(row["metric"] == "pages fetched" and row["value"] > 0 for row in rows)
     job_id = job_id_of(run_id)
     es = stack.es()
     es.indices.refresh(index="items-demo,chunks-demo")
