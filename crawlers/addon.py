@@ -101,6 +101,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.pipelines.dedup.DedupPipeline": 200,
         "crawlers.pipelines.store.StorePipeline": 300,
     },
+    # One INFO line naming what local mode leaves out (no services configured).
+    "EXTENSIONS": {"crawlers.extensions.LocalModeSummary": 0},
 }
 
 DOWNLOAD_HANDLERS = {

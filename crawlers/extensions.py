@@ -15,6 +15,7 @@ import time
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider, NotConfigured
+from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task
 
@@ -23,7 +24,9 @@ from core.jobstats import DeltaTracker, JobStats
 from core.keys import REDIS_ERRORS
 from core.workers import WorkerInfo, WorkerRegistry
 from crawlers.connect import always_on
+from crawlers.fetch.proxies import configured_proxies
 from crawlers.frontier import LeasingScheduler, frontier_enabled, is_leasing_scheduler
+from crawlers.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ class FrontierWorker:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
         if not frontier_enabled(settings):
-            raise NotConfigured("FrontierWorker needs the leasing scheduler (REDIS_URL unset?)")
+            raise not_configured("FrontierWorker", "it needs the leasing scheduler (REDIS_URL)")
         self.crawler = crawler
         self.heartbeat_interval = settings.getfloat("FRONTIER_HEARTBEAT_INTERVAL")
         self.heartbeat_ttl = settings.getfloat("FRONTIER_HEARTBEAT_TTL")
@@ -190,3 +193,54 @@ class FrontierWorker:
         request = scheduler.lease_for_handoff()
         if request is not None:
             engine.crawl(request)
+
+
+class LocalModeSummary:
+    """One INFO line at start naming what local mode leaves out, and how to enable it.
+
+    ``scrapy crawl <site> -O items.jsonl`` with no services is a supported way to debug a
+    spider, not a misconfiguration: the components it switches off say nothing above
+    DEBUG (``crawlers.logs.not_configured``), and this line says it once. Nothing when
+    every service is configured."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LocalModeSummary:
+        line = local_mode_line(crawler.settings)
+        if line is None:
+            raise NotConfigured()
+        extension = cls(line)
+        crawler.signals.connect(extension.engine_started, signal=signals.engine_started)
+        return extension
+
+    def engine_started(self) -> None:
+        logger.info(self.line)
+
+
+def local_mode_line(settings: BaseSettings) -> str | None:
+    """What a crawl with these settings runs without, as one line (None: nothing)."""
+    redis_url, es_url = settings.get("REDIS_URL"), settings.get("ELASTICSEARCH_URL")
+    proxies = bool(configured_proxies(settings))
+    missing = []
+    if not redis_url:
+        missing.append("no frontier (Scrapy's own scheduler)")
+    if not redis_url and not es_url:
+        missing.append("no dedup")
+    if not es_url:
+        missing.append("no store")
+    if not proxies:
+        missing.append("no proxies (direct connections)")
+    if not missing:
+        return None
+    unset = [
+        name
+        for name, value in (
+            ("REDIS_URL", redis_url),
+            ("ELASTICSEARCH_URL", es_url),
+            ("PROXY_LIST", proxies),
+        )
+        if not value
+    ]
+    return f"local mode: {', '.join(missing)}; set {'/'.join(unset)} to enable"

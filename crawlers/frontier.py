@@ -39,7 +39,6 @@ from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.dupefilters import BaseDupeFilter
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import call_later
@@ -62,6 +61,7 @@ from crawlers.connect import (
     redis_from_settings,
     wait_for_redis,
 )
+from crawlers.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
@@ -603,7 +603,7 @@ class LeaseAckMiddleware:
 
     def __init__(self, crawler: Crawler) -> None:
         if not frontier_enabled(crawler.settings):
-            raise NotConfigured("LeaseAckMiddleware serves the leasing scheduler only")
+            raise not_configured("LeaseAckMiddleware", "it serves the leasing scheduler only")
         self.crawler = crawler
 
     @classmethod

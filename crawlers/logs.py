@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import logging
 
+from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
 
 QUIET_LEVELS: dict[str, int] = {
     # elastic_transport.transport (requests, retries with tracebacks), .node_pool (nodes
@@ -31,3 +34,15 @@ def quiet_client_loggers(settings: BaseSettings) -> None:
         return
     for name, level in QUIET_LEVELS.items():
         logging.getLogger(name).setLevel(level)
+
+
+def not_configured(component: str, reason: str) -> NotConfigured:
+    """NotConfigured for a component that is off because a service is not configured
+    (local mode), not because of anything an operator must fix.
+
+    Scrapy logs a NotConfigured that carries a message at WARNING; this one carries none
+    (its reason goes to DEBUG), and ``LocalModeSummary`` says once, at INFO, what local
+    mode leaves out. A component that is off for a reason to act on raises its own
+    NotConfigured with the message."""
+    logger.debug("%s off: %s", component, reason)
+    return NotConfigured()

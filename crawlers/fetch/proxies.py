@@ -37,7 +37,7 @@ from rotating_proxies.expire import Proxies
 from rotating_proxies.middlewares import BanDetectionMiddleware, RotatingProxyMiddleware
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
+from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
@@ -45,6 +45,7 @@ from crawlers.fetch.classify import ResponseClassifier
 from crawlers.fetch.redact import install_redaction, normalize_proxy, proxy_id
 from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError
 from crawlers.fetch.retry import PROXY_EXCLUDE_META
+from crawlers.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ def _proxy_list_or_off(crawler: Crawler) -> list[str]:
             "but none are configured: set PROXY_LIST / PROXY_LIST_FILE or the profile's "
             "ROTATING_PROXY_LIST(_PATH)"
         )
-    raise NotConfigured("no proxies configured: direct connections")
+    raise not_configured("RotatingProxies", "no proxies configured: direct connections")
 
 
 class RedactedProxies(Proxies):
@@ -242,7 +243,7 @@ class BanDetection(BanDetectionMiddleware):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BanDetection:
         if not configured_proxies(crawler.settings):
-            raise NotConfigured("no proxies: nothing to ban")
+            raise not_configured("BanDetection", "no proxies: nothing to ban")
         return cls(crawler, cls._load_policy(crawler))
 
     def process_response(self, request: Request, response: Response) -> Response:

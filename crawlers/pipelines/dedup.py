@@ -28,12 +28,12 @@ from typing import Any
 import redis.asyncio
 from elasticsearch import AsyncElasticsearch
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 
 from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
 from crawlers.ledger import RetryPolicy
+from crawlers.logs import not_configured
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class DedupPipeline:
     def from_crawler(cls, crawler: Crawler) -> DedupPipeline:
         s = crawler.settings
         if not s.get("REDIS_URL") and not s.get("ELASTICSEARCH_URL"):
-            raise NotConfigured("DedupPipeline needs REDIS_URL or ELASTICSEARCH_URL")
+            raise not_configured("DedupPipeline", "it needs REDIS_URL or ELASTICSEARCH_URL")
         return cls(crawler, RetryPolicy.from_settings(s))
 
     async def open_spider(self) -> None:

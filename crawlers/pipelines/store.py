@@ -45,7 +45,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
@@ -75,6 +75,7 @@ from core.store import (
 )
 from crawlers.addon import project_settings
 from crawlers.frontier import frontier_enabled
+from crawlers.logs import not_configured
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 from crawlers.pipelines.dedup import DedupNote
 
@@ -114,7 +115,7 @@ class StorePipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StorePipeline:
         if not crawler.settings.get("ELASTICSEARCH_URL"):
-            raise NotConfigured("StorePipeline needs ELASTICSEARCH_URL")
+            raise not_configured("StorePipeline", "it needs ELASTICSEARCH_URL")
         if not item_notes(crawler).verdicts:
             # Configuration error, not an optional feature: fail the crawl loudly.
             raise RuntimeError(

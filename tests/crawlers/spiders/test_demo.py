@@ -55,6 +55,9 @@ def test_crawl_extracts_every_product_exactly(
     log = result.stderr
     assert result.returncode == 0, log[-3000:]
     assert " ERROR: " not in log, [line for line in log.splitlines() if " ERROR: " in line][:5]
+    # Local mode is not a misconfiguration: no WARNING, one INFO line saying what is off.
+    assert [line for line in log.splitlines() if " WARNING: " in line] == []
+    assert sum(" INFO: local mode: no frontier" in line for line in log.splitlines()) == 1
 
     items = [json.loads(line) for line in out.read_text().splitlines()]
     counts = Counter(item["sku"] for item in items)
