@@ -136,6 +136,8 @@ def stack(
             # The failing-backend test need not wait out six backoffs per batch.
             "EMBEDDING_MAX_RETRIES": "1",
             "PLATFORM_RUN_DIR": str(run_dir),
+            # Links only (no Kibana runs here): the report links the job's dashboard.
+            "KIBANA_URL": "http://127.0.0.1:5601",
         }
         with PrefectWorker(
             prefect_server, pool="scraping", run_dir=run_dir, extra_env=worker_env, cwd=REPO_ROOT
@@ -222,7 +224,15 @@ def test_triggered_deployment_runs_end_to_end(stack: Stack, tmp_path: Path) -> N
     assert job["status"] == "completed" and job["items_scraped"] == PRODUCTS
     assert job["items_new"] == PRODUCTS
     keys = {artifact["key"] for artifact in stack.artifacts(run_id)}
-    assert {"scrape-demo-report", "scrape-demo-stats"} <= keys
+    assert {"scrape-demo-report", "scrape-demo-stats", "scrape-demo-producer"} <= keys
+    assert {"scrape-demo-llm-progress", "scrape-demo-llm-live"} <= keys
+    report = latest_artifact(stack, run_id, "scrape-demo-report")
+    assert report is not None
+    assert "`items-demo`" in report["data"] and "`chunks-demo`" in report["data"]
+    assert "[Kibana dashboard filtered to job" in report["data"]
+    assert f"job_id:%22{job_id}%22" in report["data"]
+    llm = latest_artifact(stack, run_id, "scrape-demo-llm-progress")
+    assert llm is not None and float(llm["data"]) == 100
     summary = [text for text in slack_texts(stack) if job_id in text and "completed" in text]
     assert summary, slack_texts(stack)
     assert f"items scraped: *{PRODUCTS}* (new {PRODUCTS}, changed 0, unchanged 0)" in summary[-1]
@@ -310,6 +320,11 @@ def test_llm_failure_is_retried_without_recrawling(stack: Stack) -> None:
     assert run["state"]["type"] == "FAILED", run["state"]
     assert stack.task_states(run_id)["llm-process"] == "FAILED"
     assert any("failed at step *llm-process*" in text for text in slack_texts(stack))
+    # The run's own story names the failed step, its error and its last log lines.
+    failure = latest_artifact(stack, run_id, "scrape-demo-failure")
+    assert failure is not None
+    assert failure["data"].startswith("# scrape-demo: failed in step `llm-process`")
+    assert "Last log lines of `llm-process`" in failure["data"]
     fetched = product_fetches(stack)
 
     stack.openai.reset()
