@@ -105,6 +105,45 @@ local changed = redis.call('HGET', KEYS[3], key) or first
 return {verdict, first, changed, now}
 """
 
+# An item seen unchanged without its page being parsed (a 304, an unchanged listing
+# card: ``ChangeState.seen``). Nothing about the site's state changes; the job's
+# bookkeeping is _CLASSIFY's for an ``unchanged`` verdict of a complete item.
+# KEYS: as _CLASSIFY
+# ARGV: key, now (epoch ms; empty: Redis' TIME), ttl of the job keys (s)
+# Returns {'unknown'} when the key has no state, else {verdict, first, changed, now, hash}.
+_SEEN = """
+local key, now = ARGV[1], ARGV[2]
+local hash = redis.call('HGET', KEYS[1], key)
+if not hash then
+  -- State gone (or never there): the caller fetches the page in full; nothing counted.
+  return {'unknown'}
+end
+if now == '' then
+  local t = redis.call('TIME')
+  now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+-- Only complete items get validators or card hashes recorded: the stored item is whole.
+redis.call('HDEL', KEYS[8], key)
+redis.call('HDEL', KEYS[9], key)
+local verdict = 'unchanged'
+local prev = redis.call('HGET', KEYS[4], key)
+if prev then
+  -- Within a job a key keeps its strongest verdict: any is at least 'unchanged'.
+  verdict = prev
+else
+  redis.call('HINCRBY', KEYS[7], 'items/unchanged', 1)
+  redis.call('HSET', KEYS[4], key, verdict)
+  for i = 4, 7 do redis.call('EXPIRE', KEYS[i], tonumber(ARGV[3])) end
+end
+local first = redis.call('HGET', KEYS[2], key)
+if not first then
+  first = now
+  redis.call('HSET', KEYS[2], key, now)
+end
+local changed = redis.call('HGET', KEYS[3], key) or first
+return {verdict, first, changed, now, hash}
+"""
+
 
 @dataclass(frozen=True)
 class ItemState:
@@ -248,10 +287,25 @@ class ChangeState(ABC):
         request = Request(
             job_id, key, content_hash, seen_ms, loop.create_future(), tuple(incomplete)
         )
+        state = await self._enqueue(request)
+        assert state is not None, "only a seen request may find its key unknown"
+        return state
+
+    async def _enqueue(self, request: Request) -> ItemState | None:
         self._queue.append(request)
         if self._sender is None or self._sender.done():
-            self._sender = loop.create_task(self._send_queued())
+            self._sender = asyncio.get_running_loop().create_task(self._send_queued())
         return await request.future
+
+    async def seen(self, job_id: str, key: str, *, seen_ms: int | None = None) -> ItemState | None:
+        """An item seen unchanged without its content (a 304, an unchanged listing card):
+        its verdict in ``job_id`` (``unchanged``, or a stronger one the key already has
+        in the job), counted like ``classify``'s. None: the key is unknown (its state is
+        gone), nothing is counted and the caller fetches the item in full. Coalesced
+        into the same batches as ``classify``."""
+        loop = asyncio.get_running_loop()
+        request = Request(job_id, key, "", seen_ms, loop.create_future(), seen=True)
+        return await self._enqueue(request)
 
     async def classify_many(
         self, job_id: str, entries: Sequence[tuple[str, str]], *, seen_ms: int | None = None
@@ -264,12 +318,14 @@ class ChangeState(ABC):
         )
 
     @abstractmethod
-    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
-        """Verdicts of ``batch`` in order (an exception per request that failed)."""
+    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception | None]:
+        """Verdicts of ``batch`` in order (an exception per request that failed; None
+        for a ``seen`` request whose key is unknown)."""
 
     async def _send_queued(self) -> None:
         while self._queue:
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            results: list[ItemState | Exception | None]
             try:
                 results = await self.classify_batch(batch)
             except Exception as exc:
@@ -285,14 +341,15 @@ class ChangeState(ABC):
 
 @dataclass
 class Request:
-    """One queued classification."""
+    """One queued classification (``seen``: of an item seen without its content)."""
 
     job_id: str
     key: str
-    content_hash: str
+    content_hash: str  # empty for a seen item: the backend knows the stored one
     seen_ms: int | None  # None: the backend's clock
-    future: asyncio.Future[ItemState]
+    future: asyncio.Future[ItemState | None]
     incomplete: tuple[str, ...] = ()
+    seen: bool = False
 
 
 class ChangeDetector(ChangeState):
@@ -315,6 +372,7 @@ class ChangeDetector(ChangeState):
         self.job_ttl = job_ttl
         self.description = f"redis {self.keys.item_hashes}"
         self._script = server.register_script(_CLASSIFY)
+        self._seen_script = server.register_script(_SEEN)
 
     def _keys(self, job_id: str) -> list[str]:
         k = self.keys
@@ -330,21 +388,21 @@ class ChangeDetector(ChangeState):
             k.job_invalid(job_id),
         ]
 
-    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
+    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception | None]:
         async with self.server.pipeline(transaction=False) as pipe:
             for r in batch:
                 keys = self._keys(r.job_id)
-                args = [
-                    r.key,
-                    r.content_hash,
-                    "" if r.seen_ms is None else r.seen_ms,
-                    self.job_ttl,
-                    ",".join(r.incomplete),
-                ]
-                if self._cluster:
-                    pipe.eval(_CLASSIFY, len(keys), *keys, *args)
+                now = "" if r.seen_ms is None else r.seen_ms
+                if r.seen:
+                    source, script = _SEEN, self._seen_script
+                    args = [r.key, now, self.job_ttl]
                 else:
-                    await self._script(keys=keys, args=args, client=pipe)
+                    source, script = _CLASSIFY, self._script
+                    args = [r.key, r.content_hash, now, self.job_ttl, ",".join(r.incomplete)]
+                if self._cluster:
+                    pipe.eval(source, len(keys), *keys, *args)
+                else:
+                    await script(keys=keys, args=args, client=pipe)
             raws = await pipe.execute(raise_on_error=False)
         return [
             raw if isinstance(raw, Exception) else _state(r.key, r.content_hash, raw)
@@ -352,12 +410,17 @@ class ChangeDetector(ChangeState):
         ]
 
 
-def _state(key: str, digest: str, raw: list[bytes | str | int]) -> ItemState:
-    verdict, first, changed, seen = (_text(value) for value in raw)
+def _state(key: str, digest: str, raw: list[bytes | str | int]) -> ItemState | None:
+    """A script's answer: ``{verdict, first, changed, now}`` (``_SEEN`` adds the stored
+    hash), or ``{'unknown'}``."""
+    values = [_text(value) for value in raw]
+    if values == ["unknown"]:
+        return None
+    verdict, first, changed, seen = values[:4]
     return ItemState(
         key=key,
         verdict=verdict,
-        content_hash=digest,
+        content_hash=values[4] if len(values) > 4 else digest,
         first_seen_ms=int(first),
         last_changed_ms=int(changed),
         seen_ms=int(seen),
