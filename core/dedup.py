@@ -18,6 +18,11 @@ A key keeps its strongest verdict within a job: delivery is at-least-once (a wor
 before its ack has its requests crawled again), and a re-delivered item must neither turn
 "new" into "unchanged" nor be counted twice.
 
+An item seen unchanged without its content (a 304, an unchanged listing card:
+``ChangeState.seen``, the ``_SEEN`` script) counts ``unchanged`` with the same per-job
+rule, or nothing when the key is unknown (its state is gone: the caller fetches the item
+in full).
+
 Volatile fields (``job_id``, per-schema ones) are not part of the hash: see
 ``core.items_schema``.
 """
