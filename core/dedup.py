@@ -149,6 +149,21 @@ local changed = redis.call('HGET', KEYS[3], key) or first
 return {verdict, first, changed, now, hash}
 """
 
+# Takes back the ``unchanged`` of an item seen whose document turned out to be gone (its
+# page is fetched in full instead): only while that is the key's verdict in the job and
+# nothing of the key is stored in the job (a stored delivery keeps its count).
+# KEYS: job verdicts, job stats, job stored
+# ARGV: key
+_UNSEE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == 'unchanged'
+    and redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HINCRBY', KEYS[2], 'items/unchanged', -1)
+  return 1
+end
+return 0
+"""
+
 
 @dataclass(frozen=True)
 class ItemState:
@@ -312,6 +327,13 @@ class ChangeState(ABC):
         request = Request(job_id, key, "", seen_ms, loop.create_future(), seen=True)
         return await self._enqueue(request)
 
+    @abstractmethod
+    async def unsee(self, job_id: str, key: str) -> bool:
+        """Take back the ``unchanged`` a ``seen`` counted for ``key`` in ``job_id`` (its
+        stored document is gone: the item is fetched in full instead). Only while that is
+        the key's verdict in the job and nothing of it was stored in the job; True if
+        taken back. Rare, so not batched."""
+
     async def classify_many(
         self, job_id: str, entries: Sequence[tuple[str, str]], *, seen_ms: int | None = None
     ) -> list[ItemState]:
@@ -392,6 +414,11 @@ class ChangeDetector(ChangeState):
             k.job_incomplete(job_id),
             k.job_invalid(job_id),
         ]
+
+    async def unsee(self, job_id: str, key: str) -> bool:
+        k = self.keys
+        keys = [k.job_verdicts(job_id), k.stats(job_id), k.job_stored(job_id)]
+        return bool(await self.server.eval(_UNSEE, len(keys), *keys, key))
 
     async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception | None]:
         async with self.server.pipeline(transaction=False) as pipe:

@@ -28,7 +28,7 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from core.dedup import ChangeState, ItemState, Known, Request, decide, now_ms
+from core.dedup import UNCHANGED, ChangeState, ItemState, Known, Request, decide, now_ms
 from core.store.layout import doc_id_for, epoch_ms, index_for_key
 
 _SOURCE = ["content_hash", "first_seen", "last_changed"]
@@ -85,6 +85,15 @@ class DocumentState(ChangeState):
                     self._count(f"items/{prior}", -1)
             results.append(state)
         return results
+
+    async def unsee(self, job_id: str, key: str) -> bool:
+        # One process: the job's decisions are this process's (no stored-items ledger).
+        earlier = self._recent.get(key)
+        if earlier is None or earlier.job_id != job_id or earlier.state.verdict != UNCHANGED:
+            return False
+        del self._recent[key]
+        self._count(f"items/{UNCHANGED}", -1)
+        return True
 
     async def _stored(self, keys: set[str]) -> dict[str, Known]:
         """``Known`` of each key with a stored document (real time: no refresh needed)."""

@@ -14,7 +14,9 @@ parsed) goes through ``ChangeState.seen``: counted ``unchanged`` exactly once pe
 per job (a stronger verdict earlier in the job is kept), with the timestamps of the
 stored item. A key dedup does not know (its state is gone) is not counted: its page is
 fetched in full instead (``crawlers.pipelines.common.refetch``, ``recrawl/refetch/
-unknown``) and the ``ItemSeen`` dropped.
+unknown``) and the ``ItemSeen`` dropped. When the store then finds no document to touch,
+the note's ``unsee`` takes the ``unchanged`` back (``ChangeState.unsee``, counted
+``dedup/unseen``) before the page is fetched in full.
 
 Backend unreachable: the item is retried with backoff (``DEDUP_RETRY_BACKOFF`` doubling
 up to ``DEDUP_RETRY_BACKOFF_MAX``), at most ``DEDUP_RETRY_TIMES`` times; the client
@@ -53,11 +55,13 @@ _T = TypeVar("_T")
 @dataclass(frozen=True)
 class DedupNote:
     """What the store needs from dedup: the verdict/timestamps, the key, the fields
-    (empty for an ``ItemSeen``: the store only refreshes its document)."""
+    (empty for an ``ItemSeen``: the store only refreshes its document). ``unsee``
+    (an ``ItemSeen``'s): takes its ``unchanged`` back when its document is gone."""
 
     state: ItemState
     key: str
     fields: dict[str, Any]
+    unsee: Callable[[], Awaitable[bool]] | None = None
 
 
 class DedupUnavailable(RuntimeError):
@@ -132,9 +136,18 @@ class DedupPipeline:
         if state is None:
             self._count("dedup/verdict/unknown")
             raise refetch(self.crawler, item, "unknown")
-        self.notes.attach(item, DedupNote(state, item.key, {}))
+        self.notes.attach(item, DedupNote(state, item.key, {}, self._unsee_of(job_id, item.key)))
         self._count(f"dedup/verdict/{state.verdict}")
         return item
+
+    def _unsee_of(self, job_id: str, key: str) -> Callable[[], Awaitable[bool]]:
+        async def unsee() -> bool:
+            taken = await self._retried(key, lambda s: s.unsee(job_id, key))
+            if taken:
+                self._count("dedup/unseen")
+            return taken
+
+        return unsee
 
     async def _classify(
         self, job_id: str, key: str, digest: str, incomplete: tuple[str, ...]

@@ -173,15 +173,40 @@ class StorePipeline:
 
     async def process_item(self, item: Any) -> Any:
         assert self.store is not None, "open_spider() creates the store"
+        if isinstance(item, ItemSeen):
+            return await self._touch(item)
         action = self._action_for(item)
         await self._put_extra(item)
         try:
-            outcome = await self.store.put(action)
+            await self.store.put(action)
         except DeadLettered as exc:
             raise DropItem(
                 f"Elasticsearch rejected {action.key} (kept in dead letters): {exc}"
             ) from None
-        if outcome == Outcome.MISSING and isinstance(item, ItemSeen):
+        return item
+
+    async def _touch(self, item: ItemSeen) -> ItemSeen:
+        """The touch of a seen item's document; gone: its page is fetched in full."""
+        assert self.store is not None
+        note: DedupNote | None = self.notes.pop(item)
+        if note is None:
+            raise RuntimeError(f"no dedup verdict for the ItemSeen of {item.key}")
+        action = build_touch(
+            site=site_of(self.crawler),
+            item_type=item.item_type,
+            key=note.key,
+            job_id=job_of({"job_id": item.job_id}, self.crawler),
+            seen_ms=note.state.seen_ms,
+        )
+        await self._put_extra(item)
+        try:
+            outcome = await self.store.put(action)
+        except DeadLettered as exc:
+            raise DropItem(f"Elasticsearch rejected the touch of {action.key}: {exc}") from None
+        if outcome == Outcome.MISSING:
+            # Not counted from the ItemSeen: its item is counted when fetched in full.
+            if note.unsee is not None:
+                await note.unsee()
             raise refetch(self.crawler, item, "document_missing")
         return item
 
@@ -198,8 +223,6 @@ class StorePipeline:
                 raise outcome
 
     def _action_for(self, item: Any) -> StoreAction:
-        if isinstance(item, ItemSeen):
-            return self._touch_for(item)
         try:
             schema = schema_for(item)
         except UnknownItemType as exc:
@@ -219,18 +242,6 @@ class StorePipeline:
             seen_ms=state.seen_ms,
             first_seen_ms=state.first_seen_ms,
             last_changed_ms=state.last_changed_ms,
-        )
-
-    def _touch_for(self, item: ItemSeen) -> StoreAction:
-        note: DedupNote | None = self.notes.pop(item)
-        if note is None:
-            raise RuntimeError(f"no dedup verdict for the ItemSeen of {item.key}")
-        return build_touch(
-            site=site_of(self.crawler),
-            item_type=item.item_type,
-            key=note.key,
-            job_id=job_of({"job_id": item.job_id}, self.crawler),
-            seen_ms=note.state.seen_ms,
         )
 
     async def close_spider(self) -> None:

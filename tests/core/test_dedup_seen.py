@@ -156,3 +156,27 @@ def test_seen_and_classify_share_batches(server: redis.Redis, target: Target, si
     # Queued in call order: each unknown key's seen runs before its classification.
     assert states[600:900] == [None] * 300
     assert counts(server, site, "j2") == {"new": 100, "changed": 0, "unchanged": 600}
+
+
+def test_unsee_takes_back_only_an_unstored_unchanged(
+    server: redis.Redis, target: Target, site: str
+) -> None:
+    a, b, c = (f"{site}:product:{n}" for n in "ABC")
+    run(target, site, [("j1", a, "h1", 1000), ("j1", b, "h1", 1000), ("j1", c, "h1", 1000)])
+    run(target, site, [("j2", a, None, 2000), ("j2", b, None, 2000), ("j2", c, "h2", 2000)])
+    server.sadd(SiteKeys(site).job_stored("j2"), b)  # B's unchanged is stored: it stays
+
+    async def unsee(key: str) -> bool:
+        client = connect_async(target.url, cluster=target.cluster)
+        try:
+            return await ChangeDetector(client, site).unsee("j2", key)
+        finally:
+            await client.aclose()
+
+    assert [asyncio.run(unsee(key)) for key in (a, b, c)] == [True, False, False]
+    assert asyncio.run(unsee(a)) is False  # once
+    assert counts(server, site, "j2") == {"new": 0, "changed": 1, "unchanged": 1}
+    assert server.hget(SiteKeys(site).job_verdicts("j2"), a) is None
+    # The page fetched in full is then counted from scratch.
+    assert verdicts(target, site, [("j2", a, "h1", 2100)]) == ["unchanged"]
+    assert counts(server, site, "j2") == {"new": 0, "changed": 1, "unchanged": 2}

@@ -250,9 +250,13 @@ def test_document_state_seen_in_local_mode(
         unknown = await state.seen("j2", fresh_key, seen_ms=6000)
         new = await state.classify("j2", fresh_key, "h", seen_ms=6200)
         after_new = await state.seen("j2", fresh_key, seen_ms=6300)  # keeps "new"
-        return [seen, again, unknown, new, after_new]
+        # Its document gone: the unchanged is taken back (once); a "new" never is.
+        unseen = [await state.unsee("j2", key), await state.unsee("j2", key)]
+        unseen.append(await state.unsee("j2", fresh_key))
+        return [seen, again, unknown, new, after_new, unseen]
 
-    seen, again, unknown, new, after_new = run(es_node, redis_server, body)
+    seen, again, unknown, new, after_new, unseen = run(es_node, redis_server, body)
+    assert unseen == [True, False, False]
     assert seen is not None and again is not None and unknown is None
     assert (seen.verdict, seen.first_seen_ms, seen.last_changed_ms, seen.seen_ms) == (
         "unchanged",
@@ -262,4 +266,4 @@ def test_document_state_seen_in_local_mode(
     )
     assert seen.content_hash == docs(es, site)[seen.key]["content_hash"]
     assert new.verdict == "new" and after_new.verdict == "new"
-    assert counts == Counter({"items/unchanged": 1, "items/new": 1})
+    assert counts == Counter({"items/unchanged": 0, "items/new": 1})

@@ -163,6 +163,7 @@ def test_a_document_gone_from_elasticsearch_is_fetched_in_full_and_stored(
     stats = crawl("gone-2", plan, tmp_path / "2.log", **urls)
     assert stats["recrawl/refetch/document_missing"] == 1
     assert stats["store/touch_missing"] == 1
+    assert stats["dedup/unseen"] == 1  # A's unchanged taken back, then counted in full
     after = docs(es)
     assert after[key_of("A")]["job_id"] == "gone-2" and after[key_of("A")]["price"] == 10.0
     # The page fetched in full is the same content: unchanged once, stored once.
