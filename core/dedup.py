@@ -18,6 +18,11 @@ A key keeps its strongest verdict within a job: delivery is at-least-once (a wor
 before its ack has its requests crawled again), and a re-delivered item must neither turn
 "new" into "unchanged" nor be counted twice.
 
+An item seen unchanged without its content (a 304, an unchanged listing card:
+``ChangeState.seen``, the ``_SEEN`` script) counts ``unchanged`` with the same per-job
+rule, or nothing when the key is unknown (its state is gone: the caller fetches the item
+in full).
+
 Volatile fields (``job_id``, per-schema ones) are not part of the hash: see
 ``core.items_schema``.
 """
@@ -103,6 +108,60 @@ if not first then
 end
 local changed = redis.call('HGET', KEYS[3], key) or first
 return {verdict, first, changed, now}
+"""
+
+# An item seen unchanged without its page being parsed (a 304, an unchanged listing
+# card: ``ChangeState.seen``). Nothing about the site's state changes; the job's
+# bookkeeping is _CLASSIFY's for an ``unchanged`` verdict of a complete item.
+# KEYS: as _CLASSIFY
+# ARGV: key, now (epoch ms; empty: Redis' TIME), ttl of the job keys (s)
+# Returns {'unknown'} when the key has no state, else {verdict, first, changed, now, hash}.
+_SEEN = """
+local key, now = ARGV[1], ARGV[2]
+local hash = redis.call('HGET', KEYS[1], key)
+if not hash then
+  -- State gone (or never there): the caller fetches the page in full; nothing counted.
+  return {'unknown'}
+end
+if now == '' then
+  local t = redis.call('TIME')
+  now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+-- Only complete items get validators or card hashes recorded: the stored item is whole.
+redis.call('HDEL', KEYS[8], key)
+redis.call('HDEL', KEYS[9], key)
+local verdict = 'unchanged'
+local prev = redis.call('HGET', KEYS[4], key)
+if prev then
+  -- Within a job a key keeps its strongest verdict: any is at least 'unchanged'.
+  verdict = prev
+else
+  redis.call('HINCRBY', KEYS[7], 'items/unchanged', 1)
+  redis.call('HSET', KEYS[4], key, verdict)
+  for i = 4, 7 do redis.call('EXPIRE', KEYS[i], tonumber(ARGV[3])) end
+end
+local first = redis.call('HGET', KEYS[2], key)
+if not first then
+  first = now
+  redis.call('HSET', KEYS[2], key, now)
+end
+local changed = redis.call('HGET', KEYS[3], key) or first
+return {verdict, first, changed, now, hash}
+"""
+
+# Takes back the ``unchanged`` of an item seen whose document turned out to be gone (its
+# page is fetched in full instead): only while that is the key's verdict in the job and
+# nothing of the key is stored in the job (a stored delivery keeps its count).
+# KEYS: job verdicts, job stats, job stored
+# ARGV: key
+_UNSEE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == 'unchanged'
+    and redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HINCRBY', KEYS[2], 'items/unchanged', -1)
+  return 1
+end
+return 0
 """
 
 
@@ -248,10 +307,32 @@ class ChangeState(ABC):
         request = Request(
             job_id, key, content_hash, seen_ms, loop.create_future(), tuple(incomplete)
         )
+        state = await self._enqueue(request)
+        assert state is not None, "only a seen request may find its key unknown"
+        return state
+
+    async def _enqueue(self, request: Request) -> ItemState | None:
         self._queue.append(request)
         if self._sender is None or self._sender.done():
-            self._sender = loop.create_task(self._send_queued())
+            self._sender = asyncio.get_running_loop().create_task(self._send_queued())
         return await request.future
+
+    async def seen(self, job_id: str, key: str, *, seen_ms: int | None = None) -> ItemState | None:
+        """An item seen unchanged without its content (a 304, an unchanged listing card):
+        its verdict in ``job_id`` (``unchanged``, or a stronger one the key already has
+        in the job), counted like ``classify``'s. None: the key is unknown (its state is
+        gone), nothing is counted and the caller fetches the item in full. Coalesced
+        into the same batches as ``classify``."""
+        loop = asyncio.get_running_loop()
+        request = Request(job_id, key, "", seen_ms, loop.create_future(), seen=True)
+        return await self._enqueue(request)
+
+    @abstractmethod
+    async def unsee(self, job_id: str, key: str) -> bool:
+        """Take back the ``unchanged`` a ``seen`` counted for ``key`` in ``job_id`` (its
+        stored document is gone: the item is fetched in full instead). Only while that is
+        the key's verdict in the job and nothing of it was stored in the job; True if
+        taken back. Rare, so not batched."""
 
     async def classify_many(
         self, job_id: str, entries: Sequence[tuple[str, str]], *, seen_ms: int | None = None
@@ -264,12 +345,14 @@ class ChangeState(ABC):
         )
 
     @abstractmethod
-    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
-        """Verdicts of ``batch`` in order (an exception per request that failed)."""
+    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception | None]:
+        """Verdicts of ``batch`` in order (an exception per request that failed; None
+        for a ``seen`` request whose key is unknown)."""
 
     async def _send_queued(self) -> None:
         while self._queue:
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            results: list[ItemState | Exception | None]
             try:
                 results = await self.classify_batch(batch)
             except Exception as exc:
@@ -285,14 +368,15 @@ class ChangeState(ABC):
 
 @dataclass
 class Request:
-    """One queued classification."""
+    """One queued classification (``seen``: of an item seen without its content)."""
 
     job_id: str
     key: str
-    content_hash: str
+    content_hash: str  # empty for a seen item: the backend knows the stored one
     seen_ms: int | None  # None: the backend's clock
-    future: asyncio.Future[ItemState]
+    future: asyncio.Future[ItemState | None]
     incomplete: tuple[str, ...] = ()
+    seen: bool = False
 
 
 class ChangeDetector(ChangeState):
@@ -315,6 +399,7 @@ class ChangeDetector(ChangeState):
         self.job_ttl = job_ttl
         self.description = f"redis {self.keys.item_hashes}"
         self._script = server.register_script(_CLASSIFY)
+        self._seen_script = server.register_script(_SEEN)
 
     def _keys(self, job_id: str) -> list[str]:
         k = self.keys
@@ -330,21 +415,26 @@ class ChangeDetector(ChangeState):
             k.job_invalid(job_id),
         ]
 
-    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
+    async def unsee(self, job_id: str, key: str) -> bool:
+        k = self.keys
+        keys = [k.job_verdicts(job_id), k.stats(job_id), k.job_stored(job_id)]
+        return bool(await self.server.eval(_UNSEE, len(keys), *keys, key))
+
+    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception | None]:
         async with self.server.pipeline(transaction=False) as pipe:
             for r in batch:
                 keys = self._keys(r.job_id)
-                args = [
-                    r.key,
-                    r.content_hash,
-                    "" if r.seen_ms is None else r.seen_ms,
-                    self.job_ttl,
-                    ",".join(r.incomplete),
-                ]
-                if self._cluster:
-                    pipe.eval(_CLASSIFY, len(keys), *keys, *args)
+                now = "" if r.seen_ms is None else r.seen_ms
+                if r.seen:
+                    source, script = _SEEN, self._seen_script
+                    args = [r.key, now, self.job_ttl]
                 else:
-                    await self._script(keys=keys, args=args, client=pipe)
+                    source, script = _CLASSIFY, self._script
+                    args = [r.key, r.content_hash, now, self.job_ttl, ",".join(r.incomplete)]
+                if self._cluster:
+                    pipe.eval(source, len(keys), *keys, *args)
+                else:
+                    await script(keys=keys, args=args, client=pipe)
             raws = await pipe.execute(raise_on_error=False)
         return [
             raw if isinstance(raw, Exception) else _state(r.key, r.content_hash, raw)
@@ -352,12 +442,17 @@ class ChangeDetector(ChangeState):
         ]
 
 
-def _state(key: str, digest: str, raw: list[bytes | str | int]) -> ItemState:
-    verdict, first, changed, seen = (_text(value) for value in raw)
+def _state(key: str, digest: str, raw: list[bytes | str | int]) -> ItemState | None:
+    """A script's answer: ``{verdict, first, changed, now}`` (``_SEEN`` adds the stored
+    hash), or ``{'unknown'}``."""
+    values = [_text(value) for value in raw]
+    if values == ["unknown"]:
+        return None
+    verdict, first, changed, seen = values[:4]
     return ItemState(
         key=key,
         verdict=verdict,
-        content_hash=digest,
+        content_hash=values[4] if len(values) > 4 else digest,
         first_seen_ms=int(first),
         last_changed_ms=int(changed),
         seen_ms=int(seen),

@@ -18,6 +18,7 @@ unchanged``
 ``items/incomplete``    ``job_incomplete`` (key -> parts)     dedup, same Lua call
 ``items/stored``        ``job_stored`` (set of keys)          the store's writer, once
                                                               Elasticsearch accepted it
+                                                              (a seen item's touch too)
 ``items/invalid``       ``job_invalid`` (ref -> reason)       validation; an item valid
                                                               later in the job leaves it
 ``blocks/total``        ``job_blocked`` (fp:attempt -> kind)  the fetch retry layer

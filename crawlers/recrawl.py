@@ -24,7 +24,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from crawlers.pipelines.common import ItemNotes, item_notes
+from crawlers.notes import ItemNotes, item_notes
 
 RECRAWL_META = "recrawl"
 _CONTEXT_NOTES = "recrawl"
@@ -49,7 +49,9 @@ class ItemSeen:
     ``reason``: ``not_modified`` (the page answered 304) or ``card_unchanged`` (its
     listing card hashed as at its last full fetch). Counted ``unchanged`` by dedup (a
     stronger verdict earlier in the job is kept); the store refreshes the stored
-    document's ``last_seen`` and ``job_id``.
+    document's ``last_seen`` and ``job_id``. ``callback``: the name of the spider method
+    that parses the item's page: when the item's state is gone (dedup or Elasticsearch no
+    longer knows the key), the pipelines fetch the page in full with it.
     """
 
     key: str
@@ -57,6 +59,7 @@ class ItemSeen:
     url: str
     reason: str
     job_id: str | None = None
+    callback: str = "parse"
 
 
 def context_of(crawler: Crawler, item: Any) -> RecrawlContext | None:

@@ -15,7 +15,15 @@ One module per job:
 See docs/pipelines.md.
 """
 
-from core.store.actions import DeadLettered, Outcome, StoreAction, StoreUnavailable, build_action
+from core.store.actions import (
+    DeadLettered,
+    Outcome,
+    StoreAction,
+    StoreUnavailable,
+    build_action,
+    build_touch,
+)
+from core.store.bulk import INDEX_PREPARERS, IndexPreparer
 from core.store.layout import (
     IndexLayout,
     doc_id_for,
@@ -34,11 +42,13 @@ from core.store.state import DocumentState
 from core.store.writer import ItemStore, StoreReport
 
 __all__ = [
+    "INDEX_PREPARERS",
     "SPILL_ERRORS",
     "DeadLettered",
     "DocumentState",
     "FileSpill",
     "IndexLayout",
+    "IndexPreparer",
     "ItemStore",
     "MissingSetting",
     "Outcome",
@@ -49,6 +59,7 @@ __all__ = [
     "StoreSettings",
     "StoreUnavailable",
     "build_action",
+    "build_touch",
     "dead_letters",
     "doc_id_for",
     "drain_site_spill",

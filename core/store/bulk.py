@@ -1,14 +1,25 @@
 """The hop to Elasticsearch: declare the indices, send one bulk, classify each result.
 
 No retries here (the client's and the bulk helper's are off): a result is final
-(indexed, superseded, dead letter) or ``RETRY``, and the writer (``core.store.writer``)
-is the one layer that retries, with backoff, then spills.
+(indexed, touched, superseded, missing, dead letter) or ``RETRY``, and the writer
+(``core.store.writer``) is the one layer that retries, with backoff, then spills.
+
+Touches (``core.store.actions``) are read first (one real-time ``mget`` per call) and
+sent as conditional updates after the index writes of the same bulk.
+
+Only item indices (``items-*``) are declared here (``ensure_item_index``) and written
+with ``require_alias``. Other indices (``changes-<site>``) are declared by whoever
+builds their actions: ``INDEX_PREPARERS`` (or a sender's own ``preparers``) maps an
+index name prefix to an ``IndexPreparer``, called once per index per process before its
+first write (register one when its module is imported, e.g.
+``INDEX_PREPARERS["changes-"] = ensure_changes_index``); an index no preparer claims is
+written as it is (its template, if any, applies).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from elastic_transport import TransportError
@@ -16,8 +27,8 @@ from elasticsearch import ApiError, AsyncElasticsearch
 from elasticsearch.helpers import async_streaming_bulk
 
 from core.items_schema import UnknownItemType, schema_by_type
-from core.store.actions import Outcome, StoreAction
-from core.store.layout import ensure_item_index
+from core.store.actions import TOUCH, Outcome, StoreAction
+from core.store.layout import ensure_item_index, epoch_ms
 from core.store.settings import StoreSettings
 
 logger = logging.getLogger(__name__)
@@ -40,6 +51,10 @@ UNREACHABLE = (TransportError, TimeoutError, OSError)
 RETRY = "retry"  # a bulk result that is neither final nor permanent
 Result = tuple[Outcome | str, str | None]  # (outcome or RETRY, error text)
 PropertiesFor = Callable[[str], Mapping[str, Any] | None]
+# Declares a non-item index (templates, aliases) before its first write: (client, index).
+IndexPreparer = Callable[[AsyncElasticsearch, str], Awaitable[None]]
+# Index name prefix -> its preparer, for every sender without its own (module docstring).
+INDEX_PREPARERS: dict[str, IndexPreparer] = {}
 
 
 def schema_properties(item_type: str) -> Mapping[str, Any] | None:
@@ -62,63 +77,126 @@ class BulkSender:
         count: Callable[[str, int], None],
         on_down: Callable[[BaseException], None],
         on_up: Callable[[], None],
+        preparers: Mapping[str, IndexPreparer] | None = None,
     ) -> None:
         self.es = es
+        self.preparers = INDEX_PREPARERS if preparers is None else dict(preparers)
         self.settings = settings
         self.properties_for = properties_for
         self._count = count
         self._on_down = on_down
         self._on_up = on_up
-        self._ensured: set[tuple[str, str]] = set()
+        self._ensured: set[tuple[str, str] | str] = set()
 
     async def send(self, actions: list[StoreAction]) -> list[Result]:
         """One bulk request (per chunk) for ``actions``; an outcome per action, in order."""
-        results: dict[str, Result] = {}
+        results: list[Result | None] = [None] * len(actions)
         # Declare each (site, item type) once per call, not once per action: with the
         # node down, 500 actions must not mean 500 failed connection attempts.
-        problems = {
-            pair: await self._prepare(*pair)
-            for pair in dict.fromkeys((a.site, a.item_type) for a in actions)
-        }
-        sendable: list[StoreAction] = []
-        for action in actions:
-            problem = problems[(action.site, action.item_type)]
-            if problem is None:
-                sendable.append(action)
-            else:
-                results[action.doc_id] = (RETRY, problem)
-        if sendable:
-            try:
-                async for ok, info in async_streaming_bulk(
-                    self.es,
-                    [a.bulk_op() for a in sendable],
-                    chunk_size=self.settings.bulk_size,
-                    max_chunk_bytes=self.settings.max_chunk_bytes,
-                    raise_on_error=False,
-                    raise_on_exception=False,
-                    max_retries=0,  # 429s come back per item: the writer retries them
-                    require_alias=True,
-                ):
-                    ((_, data),) = info.items()
-                    results[str(data.get("_id"))] = self._classify(ok, data)
-                self._count("store/bulk_requests", 1)
-            except UNREACHABLE as exc:
-                self._on_down(exc)
-                error = f"{type(exc).__name__}: {exc}"
-                return [(RETRY, error) for _ in actions]
+        problems: dict[tuple[str, str] | str, str | None] = {}
+        for i, action in enumerate(actions):
+            where = _target(action)
+            if where not in problems:
+                problems[where] = await self._prepare(action)
+            problem = problems[where]
+            if problem is not None:
+                results[i] = (RETRY, problem)
+        reached = False  # Elasticsearch answered a request of this call
+        try:
+            touches = [i for i, a in enumerate(actions) if a.op == TOUCH and results[i] is None]
+            touch_ops = await self._read_touched([actions[i] for i in touches])
+            reached = bool(touches)
+            for i, op in zip(touches, touch_ops, strict=True):
+                if not isinstance(op, dict):
+                    results[i] = op
+            ops = {i: a.bulk_op() for i, a in enumerate(actions) if a.op != TOUCH}
+            ops.update(
+                {i: op for i, op in zip(touches, touch_ops, strict=True) if isinstance(op, dict)}
+            )
+            # Index writes first: a touch of a document written in the same bulk is
+            # re-read (409) and applied after it, never before it.
+            order = sorted(
+                (i for i in ops if results[i] is None), key=lambda i: actions[i].op == TOUCH
+            )
+            items = [i for i in order if actions[i].is_item]
+            others = [i for i in order if not actions[i].is_item]
+            for group, require_alias in ((items, True), (others, False)):
+                if group:
+                    answers = await self._bulk([ops[i] for i in group], require_alias)
+                    reached = True
+                    for i, answer in zip(group, answers, strict=False):
+                        results[i] = answer
+        except UNREACHABLE as exc:
+            self._on_down(exc)
+            error = f"{type(exc).__name__}: {exc}"
+            return [(RETRY, error) for _ in actions]
+        if reached:
             self._on_up()
-        return [results.get(a.doc_id, (RETRY, "no result for this document")) for a in actions]
+        return [r if r is not None else (RETRY, "no result for this document") for r in results]
 
-    def _classify(self, ok: bool, data: Mapping[str, Any]) -> Result:
+    async def _bulk(self, ops: list[dict[str, Any]], require_alias: bool) -> list[Result]:
+        """The results of ``ops``, in order (the helper answers each chunk in order)."""
+        answers: list[Result] = []
+        async for ok, info in async_streaming_bulk(
+            self.es,
+            ops,
+            chunk_size=self.settings.bulk_size,
+            max_chunk_bytes=self.settings.max_chunk_bytes,
+            raise_on_error=False,
+            raise_on_exception=False,
+            max_retries=0,  # 429s come back per item: the writer retries them
+            require_alias=require_alias,
+        ):
+            ((op_type, data),) = info.items()
+            answers.append(self._classify(ok, data, touch=op_type == "update"))
+        self._count("store/bulk_requests", 1)
+        return answers
+
+    async def _read_touched(self, touches: Sequence[StoreAction]) -> list[dict[str, Any] | Result]:
+        """Per touch, its conditional update, or its final result: the document is gone
+        (``MISSING``) or already seen as late or later (``SUPERSEDED``, a noop)."""
+        if not touches:
+            return []
+        try:
+            response = await self.es.mget(
+                docs=[{"_index": a.index, "_id": a.doc_id} for a in touches],
+                source_includes=["last_seen"],
+            )
+        except ApiError as exc:
+            self._count(f"store/errors/{exc.error}", 1)
+            return [(RETRY, f"cannot read the documents: {exc}") for _ in touches]
+        out: list[dict[str, Any] | Result] = []
+        for action, doc in zip(touches, response["docs"], strict=True):
+            error = doc.get("error")
+            if error is not None:
+                kind = error.get("type") if isinstance(error, dict) else None
+                # No index behind the alias: nothing was ever stored under it.
+                out.append(
+                    (Outcome.MISSING, None)
+                    if kind == "index_not_found_exception"
+                    else (RETRY, f"cannot read the document: {error}")
+                )
+            elif not doc.get("found"):
+                out.append((Outcome.MISSING, None))
+            elif _seen_ms(doc.get("_source", {})) >= action.version:
+                out.append((Outcome.SUPERSEDED, None))
+            else:
+                out.append(action.touch_op(int(doc["_seq_no"]), int(doc["_primary_term"])))
+        return out
+
+    def _classify(self, ok: bool, data: Mapping[str, Any], *, touch: bool = False) -> Result:
         if ok:
-            return Outcome.INDEXED, None
+            return (Outcome.TOUCHED if touch else Outcome.INDEXED), None
         status = data.get("status")
         error = data.get("error")
         kind = error.get("type") if isinstance(error, dict) else None
         reason = error.get("reason") if isinstance(error, dict) else str(error)
         text = f"{status} {kind or 'error'}: {reason}"
+        if touch and kind == "document_missing_exception":
+            return Outcome.MISSING, None
         if status == 409 and kind == "version_conflict_engine_exception":
-            return Outcome.SUPERSEDED, None
+            # A touch: the document changed since it was read; read it again.
+            return (RETRY, text) if touch else (Outcome.SUPERSEDED, None)
         self._count(f"store/errors/{kind or status}", 1)
         if kind in PERMANENT_ERRORS:
             return Outcome.DEAD_LETTER, text
@@ -126,23 +204,39 @@ class BulkSender:
             self._ensured.clear()  # an alias went away: declare the layout again
         return RETRY, text
 
-    async def _prepare(self, site: str, item_type: str) -> str | None:
-        """Make sure the index of ``site``/``item_type`` exists; an error text if not yet."""
-        if (site, item_type) in self._ensured:
+    async def _prepare(self, action: StoreAction) -> str | None:
+        """Make sure the index ``action`` writes to exists; an error text if not yet."""
+        where = _target(action)
+        if where in self._ensured:
             return None
         try:
-            await ensure_item_index(
-                self.es,
-                site,
-                item_type,
-                self.properties_for(item_type),
-                replicas=self.settings.replicas,
-            )
+            if action.is_item:
+                await ensure_item_index(
+                    self.es,
+                    action.site,
+                    action.item_type,
+                    self.properties_for(action.item_type),
+                    replicas=self.settings.replicas,
+                )
+            else:
+                prefix = next((p for p in self.preparers if action.index.startswith(p)), None)
+                if prefix is not None:
+                    await self.preparers[prefix](self.es, action.index)
         except UNREACHABLE as exc:
             self._on_down(exc)
             return f"cannot declare the index: {type(exc).__name__}: {exc}"
         except (ApiError, UnknownItemType) as exc:
-            logger.error("cannot declare the index of %s/%s: %s", site, item_type, exc)
+            logger.error("cannot declare the index of %s: %s", where, exc)
             return f"cannot declare the index: {exc}"
-        self._ensured.add((site, item_type))
+        self._ensured.add(where)
         return None
+
+
+def _target(action: StoreAction) -> tuple[str, str] | str:
+    """What is declared for an action: its (site, item type), or its other index."""
+    return (action.site, action.item_type) if action.is_item else action.index
+
+
+def _seen_ms(source: Mapping[str, Any]) -> int:
+    value = source.get("last_seen")
+    return epoch_ms(value) if isinstance(value, str) else 0

@@ -11,6 +11,11 @@ of the last ``recent`` keys are remembered: an item seen twice in that window is
 against its first sighting, and keeps its strongest verdict within a job, counted once
 (``items/<verdict>`` through ``on_count``: the job's exact counts, as the Redis script
 keeps them).
+
+An item seen without its content (``ChangeState.seen``: a 304, an unchanged listing card)
+is judged the same way against its stored document (or an earlier decision): unknown
+(None) when there is neither, else ``unchanged`` or a stronger verdict it already has in
+the job.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from core.dedup import ChangeState, ItemState, Known, Request, decide, now_ms
+from core.dedup import UNCHANGED, ChangeState, ItemState, Known, Request, decide, now_ms
 from core.store.layout import doc_id_for, epoch_ms, index_for_key
 
 _SOURCE = ["content_hash", "first_seen", "last_changed"]
@@ -54,9 +59,9 @@ class DocumentState(ChangeState):
         self._recent: OrderedDict[str, _Decided] = OrderedDict()
         self._recent_max = recent
 
-    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception]:
+    async def classify_batch(self, batch: Sequence[Request]) -> list[ItemState | Exception | None]:
         stored = await self._stored({r.key for r in batch if r.key not in self._recent})
-        results: list[ItemState | Exception] = []
+        results: list[ItemState | Exception | None] = []
         for r in batch:
             earlier = self._recent.get(r.key)
             if earlier is not None:
@@ -65,9 +70,14 @@ class DocumentState(ChangeState):
                 prior = s.verdict if earlier.job_id == r.job_id else None
             else:
                 known, prior = stored.get(r.key), None
+            if r.seen and known is None:
+                results.append(None)  # state gone: fetched in full, nothing counted
+                continue
             # One process, so its own clock (local mode has no shared one).
             seen = now_ms() if r.seen_ms is None else r.seen_ms
-            state = decide(r.key, known, r.content_hash, seen, prior)
+            # A seen item has the content it had: the known hash.
+            digest = known.content_hash if r.seen and known is not None else r.content_hash
+            state = decide(r.key, known, digest, seen, prior)
             self._remember(r.job_id, state)
             if state.verdict != prior:
                 self._count(f"items/{state.verdict}", 1)
@@ -75,6 +85,15 @@ class DocumentState(ChangeState):
                     self._count(f"items/{prior}", -1)
             results.append(state)
         return results
+
+    async def unsee(self, job_id: str, key: str) -> bool:
+        # One process: the job's decisions are this process's (no stored-items ledger).
+        earlier = self._recent.get(key)
+        if earlier is None or earlier.job_id != job_id or earlier.state.verdict != UNCHANGED:
+            return False
+        del self._recent[key]
+        self._count(f"items/{UNCHANGED}", -1)
+        return True
 
     async def _stored(self, keys: set[str]) -> dict[str, Known]:
         """``Known`` of each key with a stored document (real time: no refresh needed)."""

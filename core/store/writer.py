@@ -14,6 +14,12 @@ and while Elasticsearch stays down new items go straight there. The spill is dra
 into Elasticsearch by every store's background loop (any worker, any process: a lock
 makes one drainer at a time) and at close; an entry failing ``dead_after_attempts``
 drains is dead-lettered (counted).
+
+A touch (``core.store.actions``) goes the same way; ``put()`` returns ``TOUCHED``,
+``SUPERSEDED`` (a noop) or ``MISSING`` (no document: the caller fetches the item in
+full; counted ``store/touch_missing``, not recorded as stored). A touch drained from the
+spill whose document is gone is dropped (counted, logged): it carries no content, and
+its item's next crawl finds the document missing again.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -31,7 +37,7 @@ from elasticsearch import AsyncElasticsearch
 
 from core.keys import REDIS_ERRORS
 from core.store.actions import DeadLettered, Outcome, StoreAction, StoreUnavailable
-from core.store.bulk import BulkSender, PropertiesFor, schema_properties
+from core.store.bulk import BulkSender, IndexPreparer, PropertiesFor, schema_properties
 from core.store.settings import StoreSettings
 from core.store.spill import SPILL_ERRORS, Spill
 
@@ -77,6 +83,7 @@ class ItemStore:
         properties_for: PropertiesFor | None = None,
         on_count: Callable[[str, int], None] | None = None,
         on_stored: RecordStored | None = None,
+        preparers: Mapping[str, IndexPreparer] | None = None,
     ) -> None:
         self.es = es
         self.spill = spill
@@ -91,6 +98,7 @@ class ItemStore:
             count=self._count,
             on_down=self._mark_down,
             on_up=self._mark_up,
+            preparers=preparers,
         )
         self._buffer: list[_Pending] = []
         self._wake = asyncio.Event()
@@ -116,7 +124,8 @@ class ItemStore:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="item-store")
 
     async def put(self, action: StoreAction) -> Outcome:
-        """Returns once ``action`` is durable; raises ``DeadLettered`` if ES refused it."""
+        """Returns once ``action`` is durable (or a touch found no document: ``MISSING``);
+        raises ``DeadLettered`` if ES refused it."""
         if self._closing:
             raise RuntimeError("the store is closing")
         now = time.monotonic()
@@ -272,11 +281,15 @@ class ItemStore:
         now = time.monotonic()
         accepted: list[tuple[_Pending, Outcome]] = []
         for rep, (outcome, error) in zip(reps, results, strict=True):
-            group = groups[rep.action.doc_id]
-            if outcome in (Outcome.INDEXED, Outcome.SUPERSEDED):
+            group = groups[_doc_key(rep.action)]
+            if outcome in ACCEPTED:
                 self._count(f"store/{outcome}")
                 self._count("store/superseded", len(group) - 1)
                 accepted.append((rep, outcome))
+            elif outcome == Outcome.MISSING:
+                self._count("store/touch_missing", len(group))
+                for p in group:
+                    _resolve(p, Outcome.MISSING)
             elif outcome == Outcome.DEAD_LETTER:
                 await self._dead_letter(rep.action, error or "")
                 for p in group:
@@ -286,10 +299,10 @@ class ItemStore:
                 self._retry_later(group, error, now)
         # An item counts as stored once the job's ledger says so: until then its put()
         # does not return, so its request is not acked (re-sending it is idempotent).
-        stored = [p for rep, _ in accepted for p in groups[rep.action.doc_id]]
+        stored = [p for rep, _ in accepted for p in groups[_doc_key(rep.action)]]
         recorded = await self._record_stored([p.action for p in stored])
         for rep, outcome in accepted:
-            group = groups[rep.action.doc_id]
+            group = groups[_doc_key(rep.action)]
             if recorded:
                 for p in group:
                     _resolve(p, outcome if p is rep else Outcome.SUPERSEDED)
@@ -322,10 +335,17 @@ class ItemStore:
         keep: list[StoreAction] = []
         stored: list[StoreAction] = []
         for rep, (outcome, error) in zip(reps, results, strict=True):
-            if outcome in (Outcome.INDEXED, Outcome.SUPERSEDED):
+            if outcome in ACCEPTED:
                 self._count(f"store/{outcome}")
-                self._count("store/superseded", len(groups[rep.doc_id]) - 1)
-                stored += groups[rep.doc_id]
+                self._count("store/superseded", len(groups[_doc_key(rep)]) - 1)
+                stored += groups[_doc_key(rep)]
+            elif outcome == Outcome.MISSING:
+                self._count("store/touch_missing", len(groups[_doc_key(rep)]))
+                logger.warning(
+                    "spilled touch of %s dropped: its document is gone (the item's next "
+                    "crawl fetches it in full)",
+                    rep.key,
+                )
             elif outcome == Outcome.DEAD_LETTER:
                 await self._dead_letter(rep, error or "")
             else:
@@ -444,9 +464,16 @@ class ItemStore:
             self._on_count(name, n)
 
 
+# What ``put()`` counts as stored (recorded in the job's ledger for item writes).
+ACCEPTED = (Outcome.INDEXED, Outcome.TOUCHED, Outcome.SUPERSEDED)
+
+
 def _job_keys(actions: Iterable[StoreAction]) -> list[tuple[str, str]]:
+    """The ledger's records of item writes (another index's documents are not items)."""
     return [
-        (str(a.document["job_id"]), a.key) for a in actions if a.document.get("job_id") is not None
+        (str(a.document["job_id"]), a.key)
+        for a in actions
+        if a.is_item and a.document.get("job_id") is not None
     ]
 
 
@@ -455,13 +482,19 @@ def _resolve(pending: _Pending, outcome: Outcome) -> None:
         pending.future.set_result(outcome)
 
 
+def _doc_key(action: StoreAction) -> tuple[str, str, str]:
+    """Writes that collapse into one: of one document, by one kind of operation (a touch
+    never stands in for the full write of its document, nor the reverse)."""
+    return action.index, action.doc_id, action.op
+
+
 def _group_by_doc(
     entries: Sequence[_E], action_of: Callable[[_E], StoreAction]
-) -> dict[str, list[_E]]:
+) -> dict[tuple[str, str, str], list[_E]]:
     """Writes of one document in one batch collapse into one (the newest version)."""
-    groups: dict[str, list[_E]] = {}
+    groups: dict[tuple[str, str, str], list[_E]] = {}
     for entry in entries:
-        groups.setdefault(action_of(entry).doc_id, []).append(entry)
+        groups.setdefault(_doc_key(action_of(entry)), []).append(entry)
     return groups
 
 

@@ -1,18 +1,23 @@
 """What the pipelines share: the site/job of an item, service clients' arguments from the
-crawl's settings, and notes handed between pipelines."""
+crawl's settings, notes handed between pipelines, and the full fetch of a seen item
+whose state is gone (``refetch``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from scrapy import signals
+from scrapy import Request
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
 
 from core.config import settings_elasticsearch_kwargs
 from core.store.settings import required
+from crawlers.frontier import JOB_META
+from crawlers.notes import ItemNotes, item_notes
+from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
 
-_NOTES_ATTR = "_platform_item_notes"
+__all__ = ["ItemNotes", "es_client_kwargs", "item_notes", "job_of", "refetch", "site_of"]
 
 
 def site_of(crawler: Crawler) -> str:
@@ -47,43 +52,36 @@ def es_client_kwargs(settings: BaseSettings) -> dict[str, Any]:
     }
 
 
-class ItemNotes:
-    """Data one pipeline leaves for a later one about an item (dedup -> store verdict).
+def refetch(crawler: Crawler, seen: ItemSeen, why: str) -> DropItem:
+    """Queue a full fetch of the page of ``seen``, whose state is gone (``why``:
+    ``unknown`` to dedup, ``document_missing`` in Elasticsearch), and return the
+    ``DropItem`` that ends the ``ItemSeen`` (logged at INFO: it is handled).
 
-    Keyed by the item object; the entry keeps the item alive, so its id cannot be
-    reused while the note exists. Entries of items that leave the pipelines (stored,
-    dropped or failed) are discarded by Scrapy's item signals. ``verdicts`` is set by
-    the pipeline that leaves verdicts (dedup), so the store knows it has a source.
+    The request goes through the engine's scheduler: with the frontier it is pushed to
+    Redis before the lease of the ``ItemSeen``'s response is acked, so a worker killed
+    now still has the page fetched. Its items then go through the pipelines like any
+    other (a new or changed verdict, or unchanged against what dedup still knows).
     """
-
-    def __init__(self) -> None:
-        self._notes: dict[int, tuple[Any, Any]] = {}
-        self.verdicts = False
-
-    def attach(self, item: Any, note: Any) -> None:
-        self._notes[id(item)] = (item, note)
-
-    def pop(self, item: Any) -> Any:
-        entry = self._notes.pop(id(item), None)
-        return entry[1] if entry is not None and entry[0] is item else None
-
-    def discard(self, item: Any, **_: Any) -> None:
-        entry = self._notes.get(id(item))
-        if entry is not None and entry[0] is item:
-            del self._notes[id(item)]
-
-    def __len__(self) -> int:
-        return len(self._notes)
-
-
-def item_notes(crawler: Crawler, name: str = "pipelines") -> ItemNotes:
-    """The crawler's notes called ``name`` (created, and hooked to the item signals, on
-    first use): one set per kind of note, so one kind never replaces another."""
-    attr = f"{_NOTES_ATTR}_{name}"
-    notes: ItemNotes | None = getattr(crawler, attr, None)
-    if notes is None:
-        notes = ItemNotes()
-        setattr(crawler, attr, notes)
-        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-            crawler.signals.connect(notes.discard, signal=signal)
-    return notes
+    stats = crawler.stats
+    callback = getattr(crawler.spider, seen.callback, None)
+    if crawler.engine is None or not callable(callback):
+        if stats is not None:
+            stats.inc_value(f"recrawl/refetch_failed/{why}")
+        return DropItem(
+            f"{seen.key}: state gone ({why}) and no spider callback {seen.callback!r} "
+            "to fetch its page in full",
+            log_level="ERROR",
+        )
+    meta: dict[str, Any] = {RECRAWL_META: RecrawlContext(key=seen.key, full=True)}
+    job_id = job_of({"job_id": seen.job_id}, crawler)
+    if job_id is not None:
+        meta[JOB_META] = job_id
+    request = Request(seen.url, callback=callback, dont_filter=True, meta=meta)
+    crawler.engine.crawl(request)
+    if stats is not None:
+        stats.inc_value(f"recrawl/refetch/{why}")
+    return DropItem(
+        f"{seen.key} seen {seen.reason} but its state is gone ({why}): "
+        f"{seen.url} is fetched in full instead",
+        log_level="INFO",
+    )

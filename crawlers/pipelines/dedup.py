@@ -9,6 +9,15 @@ stats). Off without either. The verdict and the timestamps the stored document m
 are handed to the store pipeline as an item note. Scrapy stats ``dedup/verdict/<verdict>``
 count this worker's classifications (re-deliveries included), for diagnostics.
 
+An ``ItemSeen`` (``crawlers.recrawl``: an item seen unchanged without its page being
+parsed) goes through ``ChangeState.seen``: counted ``unchanged`` exactly once per key
+per job (a stronger verdict earlier in the job is kept), with the timestamps of the
+stored item. A key dedup does not know (its state is gone) is not counted: its page is
+fetched in full instead (``crawlers.pipelines.common.refetch``, ``recrawl/refetch/
+unknown``) and the ``ItemSeen`` dropped. When the store then finds no document to touch,
+the note's ``unsee`` takes the ``unchanged`` back (``ChangeState.unsee``, counted
+``dedup/unseen``) before the page is fetched in full.
+
 Backend unreachable: the item is retried with backoff (``DEDUP_RETRY_BACKOFF`` doubling
 up to ``DEDUP_RETRY_BACKOFF_MAX``), at most ``DEDUP_RETRY_TIMES`` times; the client
 itself does not retry. Then it fails (``DedupUnavailable``, counted
@@ -22,8 +31,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio
 from elasticsearch import AsyncElasticsearch
@@ -34,18 +44,24 @@ from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
 from crawlers.ledger import RetryPolicy
 from crawlers.logs import not_configured
-from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
+from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, refetch, site_of
+from crawlers.recrawl import ItemSeen
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class DedupNote:
-    """What the store needs from dedup: the verdict/timestamps, the key, the fields."""
+    """What the store needs from dedup: the verdict/timestamps, the key, the fields
+    (empty for an ``ItemSeen``: the store only refreshes its document). ``unsee``
+    (an ``ItemSeen``'s): takes its ``unchanged`` back when its document is gone."""
 
     state: ItemState
     key: str
     fields: dict[str, Any]
+    unsee: Callable[[], Awaitable[bool]] | None = None
 
 
 class DedupUnavailable(RuntimeError):
@@ -93,6 +109,8 @@ class DedupPipeline:
             await self.es.close()
 
     async def process_item(self, item: Any) -> Any:
+        if isinstance(item, ItemSeen):
+            return await self._process_seen(item)
         try:
             schema = schema_for(item)
         except UnknownItemType:
@@ -112,14 +130,40 @@ class DedupPipeline:
         self._count(f"dedup/verdict/{state.verdict}")
         return item
 
+    async def _process_seen(self, item: ItemSeen) -> ItemSeen:
+        job_id = job_of({"job_id": item.job_id}, self.crawler) or "unassigned"
+        state = await self._retried(item.key, lambda s: s.seen(job_id, item.key))
+        if state is None:
+            self._count("dedup/verdict/unknown")
+            raise refetch(self.crawler, item, "unknown")
+        self.notes.attach(item, DedupNote(state, item.key, {}, self._unsee_of(job_id, item.key)))
+        self._count(f"dedup/verdict/{state.verdict}")
+        return item
+
+    def _unsee_of(self, job_id: str, key: str) -> Callable[[], Awaitable[bool]]:
+        async def unsee() -> bool:
+            taken = await self._retried(key, lambda s: s.unsee(job_id, key))
+            if taken:
+                self._count("dedup/unseen")
+            return taken
+
+        return unsee
+
     async def _classify(
         self, job_id: str, key: str, digest: str, incomplete: tuple[str, ...]
     ) -> ItemState:
+        return await self._retried(
+            key, lambda s: s.classify(job_id, key, digest, incomplete=incomplete)
+        )
+
+    async def _retried(self, key: str, call: Callable[[ChangeState], Awaitable[_T]]) -> _T:
+        """``call`` on the state backend, retried while it is unreachable (see the module
+        docstring)."""
         assert self.state is not None, "open_spider() creates the state backend"
         attempt = 0
         while True:
             try:
-                return await self.state.classify(job_id, key, digest, incomplete=incomplete)
+                return await call(self.state)
             except self.state.transient_errors as exc:
                 attempt += 1
                 self._count("dedup/retries")

@@ -8,6 +8,16 @@ under ``STORE_SPILL_DIR``, by default ``PLATFORM_RUN_DIR/spill``). That is the f
 contract: a request's lease is acked only after its items went through the pipelines, so
 a worker killed at any moment loses nothing.
 
+An ``ItemSeen`` (``crawlers.recrawl``: seen unchanged without its page being parsed) is
+stored as a touch (``core.store.build_touch``): its document's ``last_seen`` and
+``job_id`` move forward, nothing else; a touch never creates a document. When the
+document is gone the page is fetched in full instead (``recrawl/refetch/
+document_missing``) and the ``ItemSeen`` dropped.
+
+Extra actions: before an item's own write, the ``StoreAction`` list another component
+left in ``item_notes(crawler, "store_extra")`` for it (change documents) goes through
+the same store; the item's write waits until they are durable.
+
 An item Elasticsearch rejects for good (mapping error) is dropped here with the error
 (DropItem, logged and counted) and kept in the dead-letter list for replay.
 
@@ -66,18 +76,24 @@ from core.store import (
     FileSpill,
     ItemStore,
     MissingSetting,
+    Outcome,
     RedisSpill,
     Spill,
     StoreAction,
     StoreSettings,
     build_action,
+    build_touch,
     drain_site_spill,
 )
 from crawlers.addon import project_settings
 from crawlers.frontier import frontier_enabled
 from crawlers.logs import not_configured
-from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
+from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, refetch, site_of
 from crawlers.pipelines.dedup import DedupNote
+from crawlers.recrawl import ItemSeen
+
+# Notes of extra store actions per item (``list[StoreAction]``), written before the item.
+EXTRA_NOTES = "store_extra"
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +120,7 @@ class StorePipeline:
         self.spill_dir = None if self.redis_url else spill_dir(s)
         self.settings = StoreSettings.from_settings(s)
         self.notes = item_notes(crawler)
+        self.extra = item_notes(crawler, EXTRA_NOTES)
         self.es: AsyncElasticsearch | None = None
         self.server: redis.asyncio.Redis | None = None
         self.store: ItemStore | None = None
@@ -157,7 +174,10 @@ class StorePipeline:
 
     async def process_item(self, item: Any) -> Any:
         assert self.store is not None, "open_spider() creates the store"
+        if isinstance(item, ItemSeen):
+            return await self._touch(item)
         action = self._action_for(item)
+        await self._put_extra(item)
         try:
             await self.store.put(action)
         except DeadLettered as exc:
@@ -165,6 +185,43 @@ class StorePipeline:
                 f"Elasticsearch rejected {action.key} (kept in dead letters): {exc}"
             ) from None
         return item
+
+    async def _touch(self, item: ItemSeen) -> ItemSeen:
+        """The touch of a seen item's document; gone: its page is fetched in full."""
+        assert self.store is not None
+        note: DedupNote | None = self.notes.pop(item)
+        if note is None:
+            raise RuntimeError(f"no dedup verdict for the ItemSeen of {item.key}")
+        action = build_touch(
+            site=site_of(self.crawler),
+            item_type=item.item_type,
+            key=note.key,
+            job_id=job_of({"job_id": item.job_id}, self.crawler),
+            seen_ms=note.state.seen_ms,
+        )
+        await self._put_extra(item)
+        try:
+            outcome = await self.store.put(action)
+        except DeadLettered as exc:
+            raise DropItem(f"Elasticsearch rejected the touch of {action.key}: {exc}") from None
+        if outcome == Outcome.MISSING:
+            # Not counted from the ItemSeen: its item is counted when fetched in full.
+            if note.unsee is not None:
+                await note.unsee()
+            raise refetch(self.crawler, item, "document_missing")
+        return item
+
+    async def _put_extra(self, item: Any) -> None:
+        """The actions another component left for ``item``, durable before it is."""
+        assert self.store is not None
+        extra: list[StoreAction] | None = self.extra.pop(item)
+        if not extra:
+            return
+        outcomes = await asyncio.gather(*(self.store.put(a) for a in extra), return_exceptions=True)
+        for outcome in outcomes:
+            # A dead letter is kept (and logged, counted) by the writer; the item goes on.
+            if isinstance(outcome, BaseException) and not isinstance(outcome, DeadLettered):
+                raise outcome
 
     def _action_for(self, item: Any) -> StoreAction:
         try:

@@ -11,6 +11,11 @@ With ``REDIS_URL`` each dropped item is also recorded in the job's ledger
 (``core.ledger``: keyed by the item's key, else its fields' digest), before the drop: the
 report's ``items_invalid`` counts that record, exact after any worker kill.
 
+An ``ItemSeen`` (an item seen unchanged without its page being parsed,
+``crawlers.recrawl``) has no schema fields: it is passed on when its key and item type
+are set and the type is declared, counted ``recrawl/seen/<reason>``; otherwise dropped,
+counted ``validation/dropped/_seen``.
+
 The item passed on is pydantic's normalised copy (e.g. an int in a float field becomes a
 float), so equal content always hashes equally in dedup.
 """
@@ -23,9 +28,16 @@ from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from core.items_schema import ItemSchema, UnknownItemType, plain_fields, schema_for
+from core.items_schema import (
+    ItemSchema,
+    UnknownItemType,
+    plain_fields,
+    schema_by_type,
+    schema_for,
+)
 from crawlers.ledger import CrawlLedger
 from crawlers.pipelines.common import job_of, site_of
+from crawlers.recrawl import ItemSeen
 
 
 class ValidationPipeline:
@@ -42,6 +54,8 @@ class ValidationPipeline:
             self.crawler.stats.inc_value(name)
 
     async def process_item(self, item: Any) -> Any:
+        if isinstance(item, ItemSeen):
+            return self._seen(item)
         try:
             schema = schema_for(item)
         except UnknownItemType as exc:
@@ -60,6 +74,23 @@ class ValidationPipeline:
         message = f"invalid {schema.item_type} {where}: " + "; ".join(str(e) for e in result.errors)
         await self._record(schema, item, message)
         raise DropItem(message)
+
+    def _seen(self, item: ItemSeen) -> ItemSeen:
+        problem = None
+        if not item.key or not item.item_type:
+            problem = "no key or item type"
+        elif item.key.split(":", 2)[1:2] != [item.item_type]:
+            problem = f"key is not <site>:{item.item_type}:<id>"
+        else:
+            try:
+                schema_by_type(item.item_type)
+            except UnknownItemType as exc:
+                problem = str(exc)
+        if problem is not None:
+            self._inc("validation/dropped/_seen")
+            raise DropItem(f"invalid ItemSeen {item.key or item.url or '?'}: {problem}")
+        self._inc(f"recrawl/seen/{item.reason}")
+        return item
 
     async def _record(self, schema: ItemSchema, item: Any, message: str) -> None:
         fields = plain_fields(item)
