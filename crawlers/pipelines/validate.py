@@ -26,6 +26,7 @@ from scrapy.exceptions import DropItem
 from core.items_schema import ItemSchema, UnknownItemType, plain_fields, schema_for
 from crawlers.ledger import CrawlLedger
 from crawlers.pipelines.common import job_of, site_of
+from crawlers.recrawl import pass_context
 
 
 class ValidationPipeline:
@@ -50,6 +51,8 @@ class ValidationPipeline:
         result = schema.validate(item)
         if result.ok:
             self._inc(f"validation/valid/{schema.item_type}")
+            # The copy goes on: its re-crawl context with it (crawlers.recrawl).
+            pass_context(self.crawler, item, result.item)
             return result.item
         for error in result.errors:
             self._inc(f"validation/invalid/{schema.item_type}/{error.field}/{error.reason}")
