@@ -47,6 +47,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from email.utils import format_datetime, parsedate_to_datetime
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlencode
@@ -91,6 +92,13 @@ class Validators:
 
     etag: str
     last_modified: dt.datetime | None
+
+    @cached_property
+    def headers(self) -> dict[str, str]:
+        headers = {"ETag": self.etag}
+        if self.last_modified is not None:
+            headers["Last-Modified"] = format_datetime(self.last_modified, usegmt=True)
+        return headers
 
 
 def body_etag(body: bytes) -> str:
@@ -146,6 +154,7 @@ class SiteState:
         # Digests, cached like the pages (a rewritten body's by its page's ETag + rewrite).
         self._etags: dict[tuple[Any, ...], str] = {}
         self._newest: dict[int, dt.datetime] = {}
+        self._validators: dict[tuple[Any, ...], Validators] = {}
         # Wall-clock time of the last control change that can make a page older than
         # the catalog's dates say (a layout change, a revision moved backwards).
         self.changed_at: dt.datetime | None = None
@@ -198,7 +207,13 @@ class SiteState:
         return modified
 
     def validators(self, key: tuple[Any, ...], body: bytes, sku: str | None = None) -> Validators:
-        return Validators(self.etag(key, body), self.last_modified(sku))
+        """The validators of page ``key`` (cached until the revision or dates move)."""
+        full_key = (self.revision, *key)
+        validators = self._validators.get(full_key)
+        if validators is None:
+            validators = Validators(self.etag(key, body), self.last_modified(sku))
+            self._validators[full_key] = validators
+        return validators
 
     def snapshot(self) -> dict[str, Any]:
         catalog = self.catalog()
@@ -261,6 +276,7 @@ class SiteState:
             self.changed_at = (
                 now if previous is None else max(now, previous + dt.timedelta(seconds=1))
             )
+            self._validators.clear()  # their Last-Modified moved
         self.layout = layout
         self.revision = revision
 
@@ -373,12 +389,9 @@ def _conditional(request: web.Request, response: web.Response) -> web.Response:
     validators = response.get(VALIDATORS)
     if response.status != 200 or not isinstance(validators, Validators):
         return response
-    headers = {"ETag": validators.etag}
-    if validators.last_modified is not None:
-        headers["Last-Modified"] = format_datetime(validators.last_modified, usegmt=True)
     if _not_modified(request, validators):
-        return web.Response(status=304, headers=headers)
-    response.headers.update(headers)
+        return web.Response(status=304, headers=validators.headers)
+    response.headers.update(validators.headers)
     return response
 
 
