@@ -166,6 +166,13 @@ class SiteKeys:
         """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
         return f"{self.tag}:store:dead_letters"
 
+    # -- re-crawls, conditional requests (crawlers.fetch.conditional) -----------------
+    @property
+    def page_validators(self) -> str:
+        """Hash: item page URL -> compact JSON ``{etag, last_modified, key, item_type}``
+        of its last complete, durable 200 (sent back as If-None-Match / If-Modified-Since)."""
+        return f"{self.tag}:page_validators"
+
 
 class PlatformKeys:
     """Keys of the platform as a whole, not of one site: ``platform:<what>``.

@@ -13,6 +13,7 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
       584 crawlers.fetch.encoding.EncodingRepairMiddleware  cp1252 labelled UTF-8
       600 crawlers.fetch.retry.CountingRedirectMiddleware   redirects, loops counted
       740 crawlers.fetch.rendering.RenderMiddleware  the render flag (profile's RENDER_MODE)
+      745 crawlers.fetch.conditional.ConditionalRequests  validators sent, 304 -> ItemSeen
 
   and the download handler ``crawlers.fetch.rendering.ResilientPlaywrightHandler`` for
   http and https (Chromium starts only when a request is rendered);
@@ -20,7 +21,8 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   frontier leases when a response's output and items are done; off without the frontier)
   and ``crawlers.middlewares.JobTagMiddleware`` (50): every request and item carries its
   job id;
-* the item pipelines, in this order: validate (100) -> dedup (200) -> store (300).
+* the item pipelines, in this order: validate (100) -> dedup (200) -> store (300) ->
+  re-crawl records (400, Redis only).
   Validation always runs; dedup needs REDIS_URL and store needs ELASTICSEARCH_URL, each
   is off (NotConfigured) without its service, so ``scrapy crawl <site> -O items.jsonl``
   works with no services at all;
@@ -85,6 +87,10 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.fetch.encoding.EncodingRepairMiddleware": 584,
         # Requests pass low -> high: proxy chosen (587) -> render flag (740) -> auth (750).
         "crawlers.fetch.rendering.RenderMiddleware": 740,
+        # After the render flag (a rendered request never gets validators), before the
+        # HTTP cache (900): it sees a 304 first and hands it on as an ok answer to the
+        # redirect (600), ban (588) and retry (585) layers. Off without [recrawl].
+        "crawlers.fetch.conditional.ConditionalRequests": 745,
     },
     "SPIDER_MIDDLEWARES": {
         # The outermost spider middleware: sees every response first and exactly the output
@@ -100,6 +106,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.pipelines.validate.ValidationPipeline": 100,
         "crawlers.pipelines.dedup.DedupPipeline": 200,
         "crawlers.pipelines.store.StorePipeline": 300,
+        # After the store: an item reaching it is durable, its page's record may be kept.
+        "crawlers.pipelines.recrawl.RecrawlRecordPipeline": 400,
     },
     # One INFO line naming what local mode leaves out (no services configured).
     "EXTENSIONS": {"crawlers.extensions.LocalModeSummary": 0},

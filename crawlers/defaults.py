@@ -114,6 +114,11 @@ DEDUP_RETRY_TIMES = 10
 DEDUP_RETRY_BACKOFF = 0.1
 DEDUP_RETRY_BACKOFF_MAX = 5.0
 
+# --- conditional requests (crawlers/fetch/conditional.py, docs/recrawl.md) ---
+# Item page URLs whose validators one Redis round trip looks up (requests in flight are
+# coalesced); the records are written by crawlers/pipelines/recrawl.py, retried as dedup.
+RECRAWL_CONDITIONAL_BATCH = 500
+
 # --- proxies (crawlers/fetch/proxies.py, docs/fetching.md); off without a list ---
 # PROXY_LIST / PROXY_LIST_FILE for every site, or a site's own ROTATING_PROXY_LIST /
 # ROTATING_PROXY_LIST_PATH in its profile's [settings].

@@ -117,7 +117,7 @@ class Recrawl(Table):
     # Item pages (by the spider method parsing them) fetched with the validators their
     # last 200 answer gave (If-None-Match / If-Modified-Since); a 304 counts unchanged.
     conditional: bool = True
-    item_callbacks: tuple[SpiderMethod, ...] = ()
+    item_callbacks: Annotated[tuple[SpiderMethod, ...], BeforeValidator(_list_as_tuple)] = ()
     # Listing-card fields that reflect the item; empty: every detail page is fetched.
     card_fields: tuple[Text, ...] = ()
     # A card may stand for its item only while the item's last full fetch is younger ...

@@ -13,23 +13,41 @@ Control (never logged, disallowed by robots.txt):
   ({client: {name: spec|null}|null}); merges, answers with the new state, 400 if invalid.
 - ``POST /__control/reset``: behaviours, counters and the access log cleared; layout
   and revision back to the command line's.
-- ``GET /__control/access-log?since=N&client=NAME``: the access log as a JSON list;
-  ``DELETE`` clears it.
+- ``GET /__control/access-log?since=N&client=NAME``: the access log as a JSON list
+  (per request: ``i``, ``ts``, ``method``, ``path``, ``status``, ``client``,
+  ``user_agent``, ``behaviour``, ``bytes``: the response body bytes sent, and
+  ``conditional``: whether it carried If-None-Match or If-Modified-Since); ``DELETE``
+  clears it.
 
-Every rendered page is cached by (revision, layout, base URL, page) so the site keeps up
-with benchmarks: it must never be the bottleneck of a crawl.
+Conditional requests (RFC 9110 section 13): every 200 answer of a site page or API
+carries a strong ``ETag`` (a digest of the body as served) and, unless a content
+behaviour rewrote the body, a ``Last-Modified`` (the product's catalog ``lastmod`` for
+its page, reviews and image; the catalog's newest ``lastmod`` for every other page).
+``If-None-Match`` (weak comparison, ``*``, lists; it takes precedence) or else
+``If-Modified-Since`` answer ``304 Not Modified`` without a body. Block pages, errors and
+redirects are never answered 304; a body a content behaviour rewrote carries the ETag of
+the rewritten bytes, so it never passes for the clean page. A layout change or a
+revision moved backwards makes every Last-Modified at least the time of that change.
+
+Every rendered page and its ETag are cached by (revision, layout, base URL, page) so the
+site keeps up with benchmarks: it must never be the bottleneck of a crawl.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
+import hashlib
 import json
+import re
 import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from email.utils import format_datetime, parsedate_to_datetime
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlencode
@@ -50,6 +68,7 @@ from demo_site.behaviours import (
 from demo_site.catalog import Catalog, build_catalog
 
 HTML_PAGE = "demo_html_page"  # response flag: content behaviours may rewrite this body
+VALIDATORS = "demo_validators"  # response note: the page's Validators (conditional GET)
 ACCESS_LOG_LIMIT = 1_000_000
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -64,6 +83,27 @@ class DemoSiteConfig:
     layout: str = "v1"
     access_log: Path | None = None
     block_seed: int | None = None  # seed of the block-rate rule; defaults to ``seed``
+
+
+@dataclass(frozen=True)
+class Validators:
+    """A page's validators: ``etag`` (quoted, strong) and ``last_modified`` (None: the
+    body was rewritten by a behaviour, only its own ETag can match it)."""
+
+    etag: str
+    last_modified: dt.datetime | None
+
+    @cached_property
+    def headers(self) -> dict[str, str]:
+        headers = {"ETag": self.etag}
+        if self.last_modified is not None:
+            headers["Last-Modified"] = format_datetime(self.last_modified, usegmt=True)
+        return headers
+
+
+def body_etag(body: bytes) -> str:
+    """A strong entity tag: a digest of exactly these bytes."""
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
 
 
 class AccessLog:
@@ -111,6 +151,13 @@ class SiteState:
         self.access = AccessLog(config.access_log)
         self._catalogs: dict[int, Catalog] = {}
         self._cache: dict[tuple[Any, ...], bytes] = {}
+        # Digests, cached like the pages (a rewritten body's by its page's ETag + rewrite).
+        self._etags: dict[tuple[Any, ...], str] = {}
+        self._newest: dict[int, dt.datetime] = {}
+        self._validators: dict[tuple[Any, ...], Validators] = {}
+        # Wall-clock time of the last control change that can make a page older than
+        # the catalog's dates say (a layout change, a revision moved backwards).
+        self.changed_at: dt.datetime | None = None
         self.catalog()  # build now, so the first request is not the slow one
 
     def _default_block_seed(self) -> int:
@@ -136,6 +183,38 @@ class SiteState:
             self._cache[full_key] = body
         return body
 
+    def etag(self, key: tuple[Any, ...], body: bytes) -> str:
+        """The ETag of ``body``, the page ``key`` names at the current revision."""
+        full_key = (self.revision, *key)
+        etag = self._etags.get(full_key)
+        if etag is None:
+            etag = self._etags[full_key] = body_etag(body)
+        return etag
+
+    def last_modified(self, sku: str | None = None) -> dt.datetime:
+        """A product's ``lastmod`` (its page, reviews and image), else the catalog's newest
+        date; never before ``changed_at``."""
+        catalog = self.catalog()
+        date = catalog.lastmod.get(sku) if sku is not None else None
+        if date is not None:
+            modified = _midnight(date)
+        else:
+            modified = self._newest.get(self.revision) or self._newest.setdefault(
+                self.revision, _midnight(max(catalog.lastmod.values()))
+            )
+        if self.changed_at is not None and self.changed_at > modified:
+            return self.changed_at
+        return modified
+
+    def validators(self, key: tuple[Any, ...], body: bytes, sku: str | None = None) -> Validators:
+        """The validators of page ``key`` (cached until the revision or dates move)."""
+        full_key = (self.revision, *key)
+        validators = self._validators.get(full_key)
+        if validators is None:
+            validators = Validators(self.etag(key, body), self.last_modified(sku))
+            self._validators[full_key] = validators
+        return validators
+
     def snapshot(self) -> dict[str, Any]:
         catalog = self.catalog()
         return {
@@ -151,6 +230,8 @@ class SiteState:
                 "added_skus": sorted(catalog.added_skus),
             },
             "access_log_size": self.access.next_index,
+            # Every Last-Modified is at least this (ISO time; None: the catalog's dates).
+            "changed_at": None if self.changed_at is None else self.changed_at.isoformat(),
         }
 
     def apply(self, payload: Any) -> None:
@@ -169,8 +250,7 @@ class SiteState:
         if not isinstance(block_seed, int) or isinstance(block_seed, bool):
             raise BehaviourError("block_seed must be an integer")
         self.engine.configure(payload.get("behaviours"), payload.get("clients"))
-        self.layout = layout
-        self.revision = revision
+        self._move_to(layout, revision)
         if block_seed != self.engine.seed:
             self.engine.reseed(block_seed)
 
@@ -178,14 +258,37 @@ class SiteState:
         self.engine.reset()
         self.engine.reseed(self._default_block_seed())
         self.access.clear()
-        self.layout = self.config.layout
-        self.revision = self.config.revision
+        self._move_to(self.config.layout, self.config.revision)
+
+    def _move_to(self, layout: str, revision: int) -> None:
+        # The catalog's dates only move forward with the revision: a layout change or a
+        # revision moved back (or any revision change once that happened) dates every
+        # page from now, so If-Modified-Since never passes off a changed page.
+        if (
+            layout != self.layout
+            or revision < self.revision
+            or (revision != self.revision and self.changed_at is not None)
+        ):
+            # HTTP dates count whole seconds: each change dates pages a second later than
+            # anything served before it (at worst a second or two ahead of the clock).
+            now = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(seconds=1)
+            previous = self.changed_at
+            self.changed_at = (
+                now if previous is None else max(now, previous + dt.timedelta(seconds=1))
+            )
+            self._validators.clear()  # their Last-Modified moved
+        self.layout = layout
+        self.revision = revision
 
 
 STATE = web.AppKey("state", SiteState)
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def _midnight(iso_date: str) -> dt.datetime:
+    return dt.datetime.combine(dt.date.fromisoformat(iso_date), dt.time(), tzinfo=dt.UTC)
 
 
 def _base(request: web.Request) -> str:
@@ -226,7 +329,7 @@ def _forced(request: web.Request) -> dict[str, dict[str, Any]]:
 
 
 def _transform(
-    response: web.Response, transforms: list[tuple[str, dict[str, Any]]]
+    state: SiteState, response: web.Response, transforms: list[tuple[str, dict[str, Any]]]
 ) -> web.Response:
     body = response.body
     assert isinstance(body, bytes)
@@ -238,11 +341,58 @@ def _transform(
     if "huge_page" in by_name:
         data = padded(data, by_name["huge_page"]["mb"])
     # The header keeps claiming UTF-8 even when the bytes are cp1252: that is the point.
-    return web.Response(
+    rewritten = web.Response(
         body=data,
         status=response.status,
         headers={"Content-Type": "text/html; charset=utf-8"},
     )
+    validators = response.get(VALIDATORS)
+    if isinstance(validators, Validators):
+        # The ETag of the bytes served (a rewrite is deterministic: cached by the page's
+        # ETag and the rewrite), no Last-Modified: the clean page's date would let an
+        # If-Modified-Since pass this body off as the unchanged page.
+        rewrite = json.dumps(transforms, sort_keys=True)
+        rewritten[VALIDATORS] = Validators(
+            state.etag(("rewrite", validators.etag, rewrite), data), None
+        )
+    return rewritten
+
+
+_ETAG = re.compile(r'(?:W/)?"([^"]*)"')
+
+
+def _not_modified(request: web.Request, validators: Validators) -> bool:
+    """RFC 9110 section 13.2.2: If-None-Match (weak comparison) decides when present,
+    else If-Modified-Since (GET and HEAD only)."""
+    if_none_match = request.headers.getall("If-None-Match", [])
+    if if_none_match:
+        value = ",".join(if_none_match).strip()
+        if value == "*":
+            return True
+        ours = validators.etag.strip('"')
+        return any(tag == ours for tag in _ETAG.findall(value))
+    since = request.headers.get("If-Modified-Since")
+    if since is None or validators.last_modified is None or request.method not in ("GET", "HEAD"):
+        return False
+    try:
+        date = parsedate_to_datetime(since)
+    except (TypeError, ValueError):
+        return False  # an invalid date is ignored (RFC 9110 section 13.1.3)
+    if date.tzinfo is None:
+        date = date.replace(tzinfo=dt.UTC)
+    return validators.last_modified <= date
+
+
+def _conditional(request: web.Request, response: web.Response) -> web.Response:
+    """The validators on a 200 site answer, or 304 when the request's conditions say the
+    client's copy is current."""
+    validators = response.get(VALIDATORS)
+    if response.status != 200 or not isinstance(validators, Validators):
+        return response
+    if _not_modified(request, validators):
+        return web.Response(status=304, headers=validators.headers)
+    response.headers.update(validators.headers)
+    return response
 
 
 # -- middleware: behaviours and the access log --------------------------------------------
@@ -255,13 +405,13 @@ async def site_middleware(request: web.Request, handler: Handler) -> web.StreamR
     state = request.app[STATE]
     client = request.headers.get("X-Demo-Client")
     applied: list[str] = []
-    status = 500
+    status, sent = 500, 0
     try:
         response = await _with_behaviours(request, handler, state, client, applied)
-        status = response.status
+        status, sent = response.status, _body_bytes(request, response)
         return response
     except web.HTTPException as exc:
-        status = exc.status
+        status, sent = exc.status, _body_bytes(request, exc)
         raise
     finally:
         state.access.record(
@@ -273,8 +423,19 @@ async def site_middleware(request: web.Request, handler: Handler) -> web.StreamR
                 "client": client,
                 "user_agent": request.headers.get("User-Agent"),
                 "behaviour": ",".join(applied) or None,
+                "bytes": sent,
+                "conditional": "If-None-Match" in request.headers
+                or "If-Modified-Since" in request.headers,
             }
         )
+
+
+def _body_bytes(request: web.Request, response: web.StreamResponse) -> int:
+    """The body bytes a response sends (none for HEAD, 304 or a streamed answer)."""
+    if request.method == "HEAD" or not isinstance(response, web.Response):
+        return 0
+    body = response.body
+    return len(body) if isinstance(body, bytes | bytearray) else 0
 
 
 async def _with_behaviours(
@@ -303,20 +464,40 @@ async def _with_behaviours(
     if decision.delay_ms:
         await asyncio.sleep(decision.delay_ms / 1000)
     response = await handler(request)
-    if decision.transforms and isinstance(response, web.Response) and response.get(HTML_PAGE):
-        return _transform(response, decision.transforms)
-    return response
+    if not isinstance(response, web.Response):
+        return response
+    if decision.transforms and response.get(HTML_PAGE):
+        response = _transform(state, response, decision.transforms)
+    # Evaluated on the body actually served: a block or error answer (returned above)
+    # never gets here, a rewritten body only matches its own ETag.
+    return _conditional(request, response)
 
 
 # -- site handlers ------------------------------------------------------------------------
 
 
+def _validated(response: web.Response, validators: Validators) -> web.Response:
+    response[VALIDATORS] = validators
+    return response
+
+
+def _page(
+    state: SiteState,
+    key: tuple[Any, ...],
+    render: Callable[[Catalog], str | bytes | None],
+    sku: str | None = None,
+) -> tuple[bytes, Validators] | None:
+    """The cached body of page ``key`` and its validators (None: no such page)."""
+    body = state.cached(key, render)
+    return None if body is None else (body, state.validators(key, body, sku))
+
+
 async def home(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     layout, base = state.layout, _base(request)
-    body = state.cached(("home", layout, base), lambda c: pages.home(c, layout, base))
-    assert body is not None
-    return _html(body)
+    page = _page(state, ("home", layout, base), lambda c: pages.home(c, layout, base))
+    assert page is not None
+    return _validated(_html(page[0]), page[1])
 
 
 async def category(request: web.Request) -> web.StreamResponse:
@@ -325,100 +506,127 @@ async def category(request: web.Request) -> web.StreamResponse:
     raw_page = request.query.get("page", "1")
     if not raw_page.isdigit():
         return _not_found(state)
-    page = int(raw_page)
+    number = int(raw_page)
     layout, base = state.layout, _base(request)
-    body = state.cached(
-        ("category", layout, base, slug, page),
-        lambda c: pages.listing(c, slug, page, layout, base),
+    page = _page(
+        state,
+        ("category", layout, base, slug, number),
+        lambda c: pages.listing(c, slug, number, layout, base),
     )
-    return _not_found(state) if body is None else _html(body)
+    return _not_found(state) if page is None else _validated(_html(page[0]), page[1])
 
 
 async def product(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     sku = request.match_info["sku"]
     layout, base = state.layout, _base(request)
-    body = state.cached(
-        ("product", layout, base, sku), lambda c: pages.product_page(c, sku, layout, base)
+    page = _page(
+        state,
+        ("product", layout, base, sku),
+        lambda c: pages.product_page(c, sku, layout, base),
+        sku,
     )
-    return _not_found(state) if body is None else _html(body)
+    return _not_found(state) if page is None else _validated(_html(page[0]), page[1])
 
 
 async def reviews(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     sku = request.match_info["sku"]
-    body = state.cached(("reviews", sku), lambda c: pages.reviews_json(c, sku))
-    if body is None:
+    page = _page(state, ("reviews", sku), lambda c: pages.reviews_json(c, sku), sku)
+    if page is None:
         return web.json_response({"error": f"unknown product {sku}"}, status=404)
-    return web.Response(body=body, content_type="application/json", charset="utf-8")
+    response = web.Response(body=page[0], content_type="application/json", charset="utf-8")
+    return _validated(response, page[1])
 
 
 async def image(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     sku = request.match_info["name"].removesuffix(".svg")
-    body = state.cached(("image", sku), lambda c: pages.image_svg(c, sku))
-    if body is None:
+    page = _page(state, ("image", sku), lambda c: pages.image_svg(c, sku), sku)
+    if page is None:
         return _not_found(state)
-    return web.Response(body=body, content_type="image/svg+xml")
+    return _validated(web.Response(body=page[0], content_type="image/svg+xml"), page[1])
 
 
 async def robots(request: web.Request) -> web.StreamResponse:
-    return web.Response(text=pages.robots_txt(_base(request)), content_type="text/plain")
+    state = request.app[STATE]
+    base = _base(request)
+    page = _page(state, ("robots", base), lambda _: pages.robots_txt(base))
+    assert page is not None
+    response = web.Response(body=page[0], content_type="text/plain", charset="utf-8")
+    return _validated(response, page[1])
+
+
+def _xml(page: tuple[bytes, Validators]) -> web.Response:
+    response = web.Response(body=page[0], content_type="application/xml", charset="utf-8")
+    return _validated(response, page[1])
 
 
 async def sitemap_index(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     base = _base(request)
-    body = state.cached(("sitemap", base), lambda c: pages.sitemap_index(c, base))
-    assert body is not None
-    return web.Response(body=body, content_type="application/xml", charset="utf-8")
+    page = _page(state, ("sitemap", base), lambda c: pages.sitemap_index(c, base))
+    assert page is not None
+    return _xml(page)
 
 
 async def sitemap_part(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     name, base = request.match_info["name"], _base(request)
     if name == "categories.xml":
-        body = state.cached(("sitemap-c", base), lambda c: pages.categories_sitemap(c, base))
+        page = _page(state, ("sitemap-c", base), lambda c: pages.categories_sitemap(c, base))
     elif name.startswith("products-") and name.endswith(".xml") and name[9:-4].isdigit():
         number = int(name[9:-4])
-        body = state.cached(
-            ("sitemap-p", base, number), lambda c: pages.products_sitemap(c, number, base)
+        page = _page(
+            state, ("sitemap-p", base, number), lambda c: pages.products_sitemap(c, number, base)
         )
     else:
-        body = None
-    if body is None:
-        return _not_found(state)
-    return web.Response(body=body, content_type="application/xml", charset="utf-8")
+        page = None
+    return _not_found(state) if page is None else _xml(page)
 
 
 async def cart(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    body = pages.simple_page(state.layout, "Your cart", "Your cart is empty.")
-    return web.Response(text=body, content_type="text/html", charset="utf-8")
+    layout = state.layout
+    page = _page(
+        state,
+        ("cart", layout),
+        lambda _: pages.simple_page(layout, "Your cart", "Your cart is empty."),
+    )
+    assert page is not None
+    response = web.Response(body=page[0], content_type="text/html", charset="utf-8")
+    return _validated(response, page[1])
 
 
 # -- fixed edge cases ---------------------------------------------------------------------
 
 
-def _first_product_page(request: web.Request) -> bytes:
+def _first_product_page(request: web.Request) -> tuple[tuple[Any, ...], bytes]:
+    """The first product's page and its cache key (an edge page's key extends it)."""
     state = request.app[STATE]
     layout, base = state.layout, _base(request)
     sku = state.catalog().products[0].sku
-    body = state.cached(
-        ("product", layout, base, sku), lambda c: pages.product_page(c, sku, layout, base)
-    )
+    key = ("product", layout, base, sku)
+    body = state.cached(key, lambda c: pages.product_page(c, sku, layout, base))
     assert body is not None
-    return body
+    return key, body
+
+
+def _edge(request: web.Request, key: tuple[Any, ...], body: bytes) -> web.Response:
+    # The raw content type: the edge pages are served as they are, never rewritten again.
+    state = request.app[STATE]
+    response = web.Response(body=body, headers={"Content-Type": "text/html; charset=utf-8"})
+    return _validated(response, state.validators(key, body))
 
 
 async def edge_malformed(request: web.Request) -> web.StreamResponse:
-    text = malformed(_first_product_page(request).decode("utf-8"))
-    return web.Response(text=text, content_type="text/html", charset="utf-8")
+    key, page = _first_product_page(request)
+    return _edge(request, ("edge-malformed", *key), malformed(page.decode("utf-8")).encode())
 
 
 async def edge_bad_encoding(request: web.Request) -> web.StreamResponse:
-    body = misencoded(_first_product_page(request).decode("utf-8"))
-    return web.Response(body=body, headers={"Content-Type": "text/html; charset=utf-8"})
+    key, page = _first_product_page(request)
+    return _edge(request, ("edge-bad-encoding", *key), misencoded(page.decode("utf-8")))
 
 
 async def edge_redirect_loop(request: web.Request) -> web.StreamResponse:
@@ -431,8 +639,8 @@ async def edge_huge(request: web.Request) -> web.StreamResponse:
         mb = min(200.0, max(0.001, float(request.query.get("mb", "20"))))
     except ValueError:
         mb = 20.0
-    body = padded(_first_product_page(request), mb)
-    return web.Response(body=body, content_type="text/html", charset="utf-8")
+    key, page = _first_product_page(request)
+    return _edge(request, ("edge-huge", mb, *key), padded(page, mb))
 
 
 async def edge_error(request: web.Request) -> web.StreamResponse:

@@ -6,5 +6,6 @@
 - ``rendering``: scrapy-playwright with a hard time limit, crash recovery, a context
   per proxy, resource blocking
 - ``cache``: an HTTP cache policy that never stores block pages (local debugging)
+- ``conditional``: item pages fetched with their last validators, a 304 seen unchanged
 - ``redact``: proxy names without credentials
 """

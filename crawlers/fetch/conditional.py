@@ -1,0 +1,298 @@
+"""Conditional requests: an item page unchanged since its last full fetch answers 304.
+
+Per site, Redis remembers the validators of every item page's last complete, durable
+200 answer (``SiteKeys.page_validators``: URL -> ``PageValidators``; written by
+``crawlers.pipelines.recrawl.RecrawlRecordPipeline`` once the item is stored).
+``ConditionalRequests`` (a downloader middleware) sends them back:
+
+- a request whose callback is one of the profile's ``[recrawl] item_callbacks``, not
+  rendered, and whose ``RecrawlContext`` does not ask for a ``full`` fetch gets
+  ``If-None-Match`` / ``If-Modified-Since`` from its URL's record, and 304 is let
+  through ``HttpErrorMiddleware`` (``handle_httpstatus_list``);
+- a 304: the response's request becomes a copy whose callback yields ``ItemSeen``
+  (``reason="not_modified"``): the pipelines count the item unchanged and refresh its
+  ``last_seen``, its page is never parsed;
+- a 200 of an item request: its validators go into the request's ``RecrawlContext``
+  (created if absent), which ``crawlers.recrawl.RecrawlContextMiddleware`` carries to the
+  item, for the record pipeline.
+
+Lookups of the requests in flight are coalesced: one ``HMGET`` per batch, so hundreds of
+requests cost a few round trips. Redis unreachable: the request goes unconditional
+(counted), it never fails. A 304 is an ``ok`` verdict for the block classifier (not 2xx,
+not an error), so retries, ban detection and the HTTP cache leave it alone; conditional
+requests are ``dont_cache`` (the debug cache replays 200s, never a 304).
+
+Stats: ``recrawl/conditional/sent``, ``recrawl/conditional/not_modified``,
+``recrawl/conditional/modified`` (a 200 to a conditional request),
+``recrawl/conditional/lookup_failed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from core.dedup import connect_async
+from core.keys import REDIS_ERRORS, SiteKeys
+from crawlers.frontier import JOB_META
+from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+
+logger = logging.getLogger(__name__)
+
+# request.meta: the record whose validators the request carries (and for which URL).
+CONDITIONAL_META = "conditional_validators"
+_STATS = "recrawl/conditional/"
+
+
+@dataclass(frozen=True)
+class PageValidators:
+    """What an item page's last complete 200 left: its validators and its item."""
+
+    etag: str | None
+    last_modified: str | None
+    key: str
+    item_type: str
+
+    def to_json(self) -> str:
+        data = {name: value for name, value in dataclasses.asdict(self).items() if value}
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> PageValidators | None:
+        """None for a record that is not one (never a reason to fail a request)."""
+        try:
+            data = json.loads(raw)
+            record = cls(
+                data.get("etag"), data.get("last_modified"), data["key"], data["item_type"]
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return record if record.etag or record.last_modified else None
+
+
+class ValidatorStore:
+    """The site's ``page_validators`` hash: coalesced reads, pipelined writes.
+
+    ``get`` calls made while a lookup is in flight are sent together in the next one
+    (as ``core.dedup.ChangeState`` batches classifications)."""
+
+    def __init__(self, server: Redis, site: str, max_batch: int = 500) -> None:
+        self.server = server
+        self.key = SiteKeys(site).page_validators
+        self.max_batch = max(1, max_batch)
+        self._queue: list[tuple[str, asyncio.Future[PageValidators | None]]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    async def get(self, url: str) -> PageValidators | None:
+        """The URL's record (Redis errors propagate to the caller)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[PageValidators | None] = loop.create_future()
+        self._queue.append((url, future))
+        if self._sender is None or self._sender.done():
+            self._sender = loop.create_task(self._send_queued())
+        return await future
+
+    async def _send_queued(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            try:
+                raws = await self.server.hmget(self.key, [url for url, _ in batch])
+            except Exception as exc:  # every waiter gets it: each decides what it means
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), raw in zip(batch, raws, strict=True):
+                if not future.done():
+                    future.set_result(None if raw is None else PageValidators.from_json(raw))
+
+    async def write(self, records: Mapping[str, PageValidators | None]) -> None:
+        """Set (a record) or delete (None) each URL's validators, in one round trip."""
+        sets = {url: record.to_json() for url, record in records.items() if record is not None}
+        deletes = [url for url, record in records.items() if record is None]
+        pipe = self.server.pipeline(transaction=False)
+        if sets:
+            pipe.hset(self.key, mapping=sets)  # type: ignore[arg-type]
+        if deletes:
+            pipe.hdel(self.key, *deletes)
+        if sets or deletes:
+            await pipe.execute()
+
+
+def validator_store(crawler: Crawler, site: str) -> ValidatorStore:
+    """A store on a client of its own (created in the running loop, closed by the caller)."""
+    s = crawler.settings
+    server = connect_async(
+        str(s.get("REDIS_URL")),
+        max_connections=4,
+        params=s.getdict("REDIS_PARAMS"),
+        cluster=s.getbool("REDIS_CLUSTER"),
+    )
+    return ValidatorStore(server, site, s.getint("RECRAWL_CONDITIONAL_BATCH"))
+
+
+def callback_name(request: Request) -> str | None:
+    callback = request.callback
+    if isinstance(callback, str):
+        return callback
+    return getattr(callback, "__name__", None)
+
+
+def not_modified_item(
+    record: PageValidators, url: str, job_id: str | None, callback: str | None
+) -> ItemSeen:
+    """The ``ItemSeen`` of a 304, with the callback that would have parsed the page (for
+    a full fetch if the item's state turns out to be gone)."""
+    return ItemSeen(
+        key=record.key,
+        item_type=record.item_type,
+        url=url,
+        reason="not_modified",
+        job_id=job_id,
+        callback=callback or "parse",
+    )
+
+
+def yield_seen(response: Response, seen: ItemSeen) -> Iterator[ItemSeen]:
+    """The callback of a 304's request: the item seen, its page not parsed."""
+    yield seen
+
+
+class ConditionalRequests:
+    """Downloader middleware: validators on item requests, 304s turned into ``ItemSeen``."""
+
+    def __init__(self, crawler: Crawler, item_callbacks: frozenset[str]) -> None:
+        self.crawler = crawler
+        self.item_callbacks = item_callbacks
+        spider = crawler.spider
+        assert spider is not None
+        self.site = str(spider.name)
+        self.spider_statuses = list(getattr(spider, "handle_httpstatus_list", ()))
+        self._store: ValidatorStore | None = None
+        self._last_warning = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ConditionalRequests:
+        if not crawler.settings.get("REDIS_URL"):
+            raise NotConfigured("conditional requests keep their validators in Redis")
+        profile = getattr(crawler.spider, "profile", None)
+        recrawl = getattr(profile, "recrawl", None)
+        if recrawl is None or not recrawl.conditional or not recrawl.item_callbacks:
+            raise NotConfigured("the site's profile has no [recrawl] item_callbacks")
+        middleware = cls(crawler, frozenset(recrawl.item_callbacks))
+        crawler.signals.connect(middleware.close, signal=signals.spider_closed)
+        return middleware
+
+    async def close(self) -> None:
+        if self._store is not None:
+            await self._store.server.aclose()
+            self._store = None
+
+    @property
+    def store(self) -> ValidatorStore:
+        if self._store is None:  # created in the running event loop its client binds to
+            self._store = validator_store(self.crawler, self.site)
+        return self._store
+
+    def _count(self, name: str) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(_STATS + name)
+
+    def _is_item_request(self, request: Request) -> bool:
+        return callback_name(request) in self.item_callbacks
+
+    # -- requests ---------------------------------------------------------------------
+    async def process_request(self, request: Request) -> None:
+        sent = request.meta.get(CONDITIONAL_META)
+        if sent is not None:
+            if sent[0] == request.url:
+                return  # a retry of a conditional request: its validators still apply
+            self._strip(request)  # a redirect: the validators were another URL's
+        if not self._is_item_request(request) or request.meta.get("playwright"):
+            return  # a rendered page is never conditional (the browser fetches it whole)
+        context = request.meta.get(RECRAWL_META)
+        if isinstance(context, RecrawlContext) and context.full:
+            return
+        try:
+            record = await self.store.get(request.url)
+        except REDIS_ERRORS as exc:
+            self._count("lookup_failed")
+            self._warn(exc)
+            return
+        if record is None:
+            return
+        if record.etag:
+            request.headers[b"If-None-Match"] = record.etag
+        if record.last_modified:
+            request.headers[b"If-Modified-Since"] = record.last_modified
+        request.meta[CONDITIONAL_META] = (request.url, record)
+        statuses = request.meta.get("handle_httpstatus_list", self.spider_statuses)
+        request.meta["handle_httpstatus_list"] = [*dict.fromkeys([*statuses, 304])]
+        request.meta["dont_cache"] = True
+        self._count("sent")
+
+    @staticmethod
+    def _strip(request: Request) -> None:
+        request.meta.pop(CONDITIONAL_META, None)
+        request.headers.pop(b"If-None-Match", None)
+        request.headers.pop(b"If-Modified-Since", None)
+
+    def _warn(self, exc: BaseException) -> None:
+        now = asyncio.get_running_loop().time()
+        if now - self._last_warning > 10:
+            self._last_warning = now
+            logger.warning(
+                "page validators unreachable (%s); item pages are fetched unconditionally",
+                type(exc).__name__,
+            )
+
+    # -- responses --------------------------------------------------------------------
+    def process_response(self, request: Request, response: Response) -> Response:
+        sent = request.meta.get(CONDITIONAL_META)
+        if response.status == 304 and sent is not None and sent[0] == request.url:
+            self._count("not_modified")
+            return self._seen(request, response, sent[1])
+        if response.status == 200 and self._is_item_request(request):
+            if sent is not None:
+                self._count("modified")
+            self._note_validators(request, response)
+        return response
+
+    def _seen(self, request: Request, response: Response, record: PageValidators) -> Response:
+        job_id = request.meta.get(JOB_META)
+        seen = not_modified_item(
+            record, request.url, str(job_id) if job_id else None, callback_name(request)
+        )
+        return response.replace(
+            request=request.replace(callback=yield_seen, cb_kwargs={"seen": seen})
+        )
+
+    @staticmethod
+    def _note_validators(request: Request, response: Response) -> None:
+        """The page's validators into its context: the latest 200 wins (a block page
+        answered 200 and then retried leaves nothing behind)."""
+        etag = _header(response, b"ETag")
+        last_modified = _header(response, b"Last-Modified")
+        context = request.meta.get(RECRAWL_META)
+        if not isinstance(context, RecrawlContext):
+            if etag is None and last_modified is None:
+                return
+            context = request.meta[RECRAWL_META] = RecrawlContext()
+        context.url = request.url
+        context.etag = etag
+        context.last_modified = last_modified
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1").strip() or None if value else None

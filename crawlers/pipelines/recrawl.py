@@ -1,0 +1,164 @@
+"""Re-crawl records: what the next crawl of an item's page may skip, written once the item
+is durable (priority 400, after the store: an item reaching it is stored or spilled).
+
+``RecrawlRecordPipeline`` takes the item's ``RecrawlContext`` (``crawlers.recrawl``) off
+the item and records, per item page URL, the validators of its 200 answer with the
+item's key and type (``crawlers.fetch.conditional.PageValidators``): the next crawl sends
+them as If-None-Match / If-Modified-Since. Only a COMPLETE item earns a record: an item
+with ``incomplete`` parts deletes its URL's record, so the page is fetched and parsed in
+full next time (a 304 would otherwise count a partial item unchanged forever). A page
+answered without validators deletes any stale record too. ``ItemSeen`` items (nothing
+was fetched) record nothing.
+
+Writes of the items in flight are coalesced into one Redis pipeline per flush
+(``_record``). Redis unreachable: retried with the dedup backoff (``DEDUP_RETRY_*``);
+then a record that could not be SET is only counted (the page is fetched in full next
+time, which is safe), while a DELETE that could not be made fails the item (Scrapy's
+``item_error``: its request's lease is not acked and the page is crawled again), since a
+stale record would pass the incomplete item off as unchanged.
+
+Off without ``REDIS_URL``. Stats: ``recrawl/record/validators``,
+``recrawl/record/cleared``, ``recrawl/record/failed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from core.items_schema import UnknownItemType, plain_fields, schema_for
+from core.keys import REDIS_ERRORS
+from crawlers.fetch.conditional import PageValidators, ValidatorStore, validator_store
+from crawlers.ledger import RetryPolicy
+from crawlers.pipelines.common import site_of
+from crawlers.recrawl import ItemSeen, RecrawlContext, context_of
+
+logger = logging.getLogger(__name__)
+
+
+class RecordUnavailable(RuntimeError):
+    """A record that must be cleared could not be: the item fails, its page is crawled again."""
+
+
+@dataclass
+class PendingRecord:
+    """One item's records, waiting for the next flush."""
+
+    context: RecrawlContext
+    key: str
+    item_type: str
+    complete: bool
+    future: asyncio.Future[None]
+
+    @property
+    def validators(self) -> PageValidators | None:
+        """The page's record, None: delete it (incomplete item, or no validators)."""
+        c = self.context
+        if not self.complete or not (c.etag or c.last_modified):
+            return None
+        return PageValidators(c.etag, c.last_modified, self.key, self.item_type)
+
+
+class RecrawlRecordPipeline:
+    max_batch = 500
+
+    def __init__(self, crawler: Crawler, retry: RetryPolicy) -> None:
+        self.crawler = crawler
+        self.retry = retry
+        self.store: ValidatorStore | None = None
+        self._queue: list[PendingRecord] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RecrawlRecordPipeline:
+        if not crawler.settings.get("REDIS_URL"):
+            raise NotConfigured("re-crawl records are kept in Redis")
+        return cls(crawler, RetryPolicy.from_settings(crawler.settings))
+
+    async def open_spider(self) -> None:
+        self.store = validator_store(self.crawler, site_of(self.crawler))
+
+    async def close_spider(self) -> None:
+        if self._sender is not None and not self._sender.done():
+            await asyncio.shield(self._sender)
+        if self.store is not None:
+            await self.store.server.aclose()
+
+    async def process_item(self, item: Any) -> Any:
+        if isinstance(item, ItemSeen):
+            return item
+        context = context_of(self.crawler, item)
+        if context is None or context.url is None:
+            return item  # not an item page's item (or its page gave nothing to record)
+        try:
+            schema = schema_for(item)
+        except UnknownItemType:
+            return item
+        fields = plain_fields(item)
+        pending = PendingRecord(
+            context,
+            schema.key(site_of(self.crawler), fields),
+            schema.item_type,
+            not fields.get("incomplete"),
+            asyncio.get_running_loop().create_future(),
+        )
+        self._queue.append(pending)
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.get_running_loop().create_task(self._send_queued())
+        await pending.future
+        return item
+
+    async def _send_queued(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            error = await self._with_retries(batch)
+            for pending in batch:
+                if pending.future.done():
+                    continue
+                if error is not None and pending.validators is None:
+                    pending.future.set_exception(
+                        RecordUnavailable(
+                            f"{pending.key}: the page record of {pending.context.url} could "
+                            f"not be cleared ({type(error).__name__}); its page is crawled again"
+                        )
+                    )
+                else:
+                    pending.future.set_result(None)
+
+    async def _with_retries(self, batch: list[PendingRecord]) -> BaseException | None:
+        attempt = 0
+        while True:
+            try:
+                await self._record(batch)
+                return None
+            except REDIS_ERRORS as exc:
+                attempt += 1
+                if attempt > self.retry.times:
+                    self._count("recrawl/record/failed", len(batch))
+                    logger.warning(
+                        "re-crawl records of %d items not written (%s): their pages are "
+                        "fetched in full next time",
+                        len(batch),
+                        type(exc).__name__,
+                    )
+                    return exc
+                await asyncio.sleep(self.retry.delay(attempt))
+
+    async def _record(self, batch: list[PendingRecord]) -> None:
+        """Every record of ``batch`` in one Redis pipeline: the page validators (set, or
+        deleted for an incomplete item). Idempotent: a re-delivered item writes the same."""
+        assert self.store is not None, "open_spider() creates the store"
+        validators = {p.context.url: p.validators for p in batch if p.context.url is not None}
+        await self.store.write(validators)
+        kept = sum(1 for record in validators.values() if record is not None)
+        self._count("recrawl/record/validators", kept)
+        self._count("recrawl/record/cleared", len(validators) - kept)
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.crawler.stats is not None and n:
+            self.crawler.stats.inc_value(name, n)
