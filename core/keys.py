@@ -166,6 +166,22 @@ class SiteKeys:
         """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
         return f"{self.tag}:store:dead_letters"
 
+    # -- re-crawls: listing cards (core.cards, issue 19 part "cards") ------------------
+    @property
+    def card_state(self) -> str:
+        """Hash: item key -> ``<card hash>:<epoch ms>:<run>`` of its last full fetch."""
+        return f"{self.tag}:cards"
+
+    @property
+    def job_seq(self) -> str:
+        """Counter: the site's last run sequence number (one per job)."""
+        return f"{self.tag}:job_seq"
+
+    @property
+    def job_seq_of(self) -> str:
+        """Hash: job id -> its run sequence number, assigned once per job."""
+        return f"{self.tag}:job_seq_of"
+
 
 class PlatformKeys:
     """Keys of the platform as a whole, not of one site: ``platform:<what>``.

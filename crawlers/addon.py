@@ -100,6 +100,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.pipelines.validate.ValidationPipeline": 100,
         "crawlers.pipelines.dedup.DedupPipeline": 200,
         "crawlers.pipelines.store.StorePipeline": 300,
+        "crawlers.cards.CardsPipeline": 390,  # listing cards, once items are durable
     },
 }
 

@@ -66,6 +66,12 @@ def context_of(crawler: Crawler, item: Any) -> RecrawlContext | None:
     return _notes(crawler).pop(item)
 
 
+def peek_context(crawler: Crawler, item: Any) -> RecrawlContext | None:
+    """As ``context_of``, but the note stays for the pipeline that pops it later."""
+    context = _notes(crawler).peek(item)
+    return context if isinstance(context, RecrawlContext) else None
+
+
 def _notes(crawler: Crawler) -> ItemNotes:
     return item_notes(crawler, _CONTEXT_NOTES)
 

@@ -67,6 +67,11 @@ class ItemNotes:
         entry = self._notes.pop(id(item), None)
         return entry[1] if entry is not None and entry[0] is item else None
 
+    def peek(self, item: Any) -> Any:
+        """The item's note, left in place (for a pipeline before the one that pops it)."""
+        entry = self._notes.get(id(item))
+        return entry[1] if entry is not None and entry[0] is item else None
+
     def discard(self, item: Any, **_: Any) -> None:
         entry = self._notes.get(id(item))
         if entry is not None and entry[0] is item:
