@@ -14,7 +14,8 @@ callbacks on sample pages: there every card is a request, as before). A Redis er
 fetches the page's cards (a full crawl, never a skip) and is counted.
 
 Stats: ``recrawl/cards/skipped``, ``recrawl/cards/fetched/<reason>`` (``new``,
-``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``), ``recrawl/cards/errors``.
+``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``, ``unread``: a card showing
+none of the fields), ``recrawl/cards/errors``.
 
 Recording (``CardsPipeline``, an item pipeline at 390: after the store at 300, which
 returns only when the item is accepted by Elasticsearch or spilled): an item whose
@@ -134,6 +135,15 @@ class CardGate:
         """Per card, its detail request (with the re-crawl context) or an ``ItemSeen``."""
         if self.state is None or not recrawl.card_fields or not cards:
             return [card.request for card in cards]
+        # A card that shows none of the fields (markup this spider no longer reads) is
+        # no evidence about its item: fetched, never recorded or skipped by a blank hash.
+        unread = [c for c in cards if all(c.fields.get(n) is None for n in recrawl.card_fields)]
+        if unread:
+            self._count("recrawl/cards/fetched/unread", len(unread))
+            cards = [card for card in cards if card not in unread]
+        outputs: list[Request | ItemSeen] = [card.request for card in unread]
+        if not cards:
+            return outputs
         job_id = str(response.meta.get(JOB_META) or default_job or "unassigned")
         entries = [
             (
@@ -149,9 +159,9 @@ class CardGate:
             self._count("recrawl/cards/errors")
             self._count("recrawl/cards/fetched/error", len(cards))
             self._warn(exc)
-            return [card.request for card in cards]
+            return outputs + [card.request for card in cards]
         type_name = schema_for(item_type).item_type
-        return [
+        return outputs + [
             self._output(card, decision, type_name, job_id)
             for card, decision in zip(cards, decisions, strict=True)
         ]
