@@ -81,6 +81,18 @@ class ItemNotes:
         return len(self._notes)
 
 
+def carry_notes(crawler: Crawler, old: Any, new: Any) -> None:
+    """Every note of ``old`` now belongs to ``new``: a pipeline that returns another
+    instance of the item (validation's normalised copy) keeps what was noted for it."""
+    if old is new:
+        return
+    for attr, notes in vars(crawler).items():
+        if attr.startswith(_NOTES_ATTR) and isinstance(notes, ItemNotes):
+            note = notes.pop(old)
+            if note is not None:
+                notes.attach(new, note)
+
+
 def item_notes(crawler: Crawler, name: str = "pipelines") -> ItemNotes:
     """The crawler's notes called ``name`` (created, and hooked to the item signals, on
     first use): one set per kind of note, so one kind never replaces another."""

@@ -25,7 +25,7 @@ from scrapy.exceptions import DropItem
 
 from core.items_schema import ItemSchema, UnknownItemType, plain_fields, schema_for
 from crawlers.ledger import CrawlLedger
-from crawlers.pipelines.common import job_of, site_of
+from crawlers.pipelines.common import carry_notes, job_of, site_of
 
 
 class ValidationPipeline:
@@ -50,6 +50,8 @@ class ValidationPipeline:
         result = schema.validate(item)
         if result.ok:
             self._inc(f"validation/valid/{schema.item_type}")
+            # The re-crawl context noted for the yielded item follows its normalised copy.
+            carry_notes(self.crawler, item, result.item)
             return result.item
         for error in result.errors:
             self._inc(f"validation/invalid/{schema.item_type}/{error.field}/{error.reason}")

@@ -50,6 +50,7 @@ class Run:
     run: int  # the job's run sequence number
     product_pages: Counter[str]  # SKU -> product page requests in this crawl
     counters: dict[str, int]
+    recorded_runs: dict[str, int]  # item key -> run of its recorded card, after the crawl
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,12 @@ def crawl(site: DemoSite, server: redis.Redis, redis_url: str, es_url: str, logs
     )
     run = server.hget(SiteKeys("demo").job_seq_of, job.job_id)
     assert run is not None, "the job's run is assigned by its first listing page"
-    return Run(job.job_id, int(run), pages, job_counters(server, "demo", job.job_id))
+    recorded = {}
+    for key, value in server.hgetall(SiteKeys("demo").card_state).items():
+        record = CardRecord.decode(value)
+        assert record is not None
+        recorded[key.decode()] = record.run
+    return Run(job.job_id, int(run), pages, job_counters(server, "demo", job.job_id), recorded)
 
 
 def due(skus: Iterable[str], run: int) -> set[str]:
@@ -126,6 +132,7 @@ def test_first_crawl_fetches_every_product_and_records_every_card(
     assert first.counters["recrawl/cards/fetched/new"] == PRODUCTS
     assert "recrawl/cards/skipped" not in first.counters
     assert first.counters["recrawl/cards/recorded"] == PRODUCTS
+    assert first.recorded_runs == {key_of(p.sku): 1 for p in catalog.products}
 
 
 def test_unchanged_shop_fetches_only_the_rolling_refresh_share(
@@ -141,13 +148,7 @@ def test_unchanged_shop_fetches_only_the_rolling_refresh_share(
     assert second.counters["recrawl/cards/fetched/refresh"] == len(expected)
     assert second.counters["recrawl/cards/skipped"] == PRODUCTS - len(expected)
     # The refreshed products' cards are recorded again, in this run.
-    raw = redis_server.client().hgetall(SiteKeys("demo").card_state)
-    runs_of = {}
-    for key, value in raw.items():
-        record = CardRecord.decode(value)
-        assert record is not None
-        runs_of[key.decode()] = record.run
-    assert {sku for sku in skus if runs_of[key_of(sku)] == 2} == expected
+    assert {sku for sku in skus if second.recorded_runs[key_of(sku)] == 2} == expected
 
 
 def test_a_revision_fetches_exactly_the_changed_cards_and_the_added_products(
