@@ -13,6 +13,7 @@ requests in the site's access log.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -28,10 +29,11 @@ from core.items_schema import plain_fields, schema_for
 from core.jobs_index import job_counters
 from core.keys import SiteKeys
 from crawlers.cards import Card, card_key
-from crawlers.items import DemoProduct, Product
+from crawlers.items import DemoProduct, Product, PropertyListing
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
 from crawlers.spiders.hermes import extract_category
+from crawlers.spiders.idealista import extract_search_cards
 from demo_site.catalog import Catalog, build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
@@ -188,3 +190,16 @@ def test_card_keys_are_the_items_keys() -> None:
         assert card_key("hermes", Product, card) == schema_for(Product).key(
             "hermes", plain_fields(item)
         )
+
+
+def test_idealista_card_keys_are_the_detail_pages_keys() -> None:
+    """A search card's key is the key of the listing its detail page yields (the
+    property id, which keys both)."""
+    url = "https://www.idealista.com/venta-viviendas/lleida-lleida/"
+    cards = extract_search_cards(real_response("idealista/search_es_2025.html", url))
+    assert cards
+    for card in cards:
+        key = card_key("idealista", PropertyListing, Card(Request(card["url"]), card))
+        listing_id = re.search(r"/inmueble/(\d+)", card["url"])
+        assert listing_id is not None
+        assert key == f"idealista:property_listing:{listing_id.group(1)}"
