@@ -13,27 +13,38 @@ requests in the site's access log.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 from elasticsearch import Elasticsearch
 from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
 
-from core.cards import CardRecord, refresh_due
+from core.cards import CardRecord, CardState, refresh_due
+from core.dedup import connect_async
 from core.items_schema import plain_fields, schema_for
 from core.jobs_index import job_counters
 from core.keys import SiteKeys
-from crawlers.cards import Card, card_key
+from crawlers.cards import Card, CardGate, CardsPipeline, card_key
+from crawlers.frontier import JOB_META
 from crawlers.items import DemoProduct, Product, PropertyListing
+from crawlers.pipelines.common import carry_notes, item_notes
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
+from crawlers.recrawl import ItemSeen, RecrawlContext, context_of
+from crawlers.spiders.demo import DemoSpider
 from crawlers.spiders.hermes import extract_category
 from crawlers.spiders.idealista import extract_search_cards
+from demo_site import pages
 from demo_site.catalog import Catalog, build_catalog
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
@@ -43,6 +54,7 @@ from tests.crawlers.support import log_excerpt, wait_all
 from tests.sites.support import real_response
 
 PRODUCTS = 240
+BASE = "http://127.0.0.1:8000"
 N = SiteProfile.load("demo").recrawl.refresh_runs
 
 
@@ -203,3 +215,152 @@ def test_idealista_card_keys_are_the_detail_pages_keys() -> None:
         listing_id = re.search(r"/inmueble/(\d+)", card["url"])
         assert listing_id is not None
         assert key == f"idealista:property_listing:{listing_id.group(1)}"
+
+
+# -- the helper and the pipeline against a real Redis, without a crawl -----------------------
+
+
+def demo_crawler(redis_url: str) -> Crawler:
+    crawler = get_crawler(
+        DemoSpider,
+        {"REDIS_URL": redis_url, "ELASTICSEARCH_URL": "http://127.0.0.1:9/"},
+    )
+    crawler.spider = DemoSpider.from_crawler(crawler, base_url=BASE)
+    return crawler
+
+
+def listing_response(catalog: Catalog, job_id: str) -> HtmlResponse:
+    html = pages.listing(catalog, "kitchen", 1, "v1", BASE)
+    assert html is not None
+    request = Request(f"{BASE}/category/kitchen", meta={JOB_META: job_id})
+    return HtmlResponse(request.url, body=html.encode(), encoding="utf-8", request=request)
+
+
+def listing_outputs(crawler: Crawler, response: HtmlResponse) -> list[Any]:
+    spider = crawler.spider
+    assert isinstance(spider, DemoSpider)
+    gate = CardGate.of(crawler)
+
+    async def main() -> list[Any]:
+        await gate.spider_opened()
+        try:
+            return [output async for output in spider.parse_listing(response)]
+        finally:
+            await gate.spider_closed()
+
+    return asyncio.run(main())
+
+
+def test_unchanged_cards_become_item_seen_and_the_others_requests(
+    catalog: Catalog, redis_server: RedisServer
+) -> None:
+    server = redis_server.client()
+    server.flushdb()
+    crawler = demo_crawler(redis_server.url)
+    products = catalog.by_category["kitchen"][: pages.PAGE_SIZE]
+    keys = [key_of(p.sku) for p in products]
+    first = listing_outputs(crawler, listing_response(catalog, "job-a"))
+    fetched = [
+        r for r in first if isinstance(r, Request) and r.callback == crawler.spider.parse_product
+    ]  # type: ignore[union-attr]
+    assert [r.meta["recrawl"].key for r in fetched] == keys
+    assert all(r.meta["recrawl"].full for r in fetched)  # new cards: fetched in full
+
+    # Their complete products stored and recorded in job-a (run 1); dedup knows them.
+    server.hset(SiteKeys("demo").item_hashes, mapping=dict.fromkeys(keys, "content"))
+
+    async def record() -> None:
+        client = connect_async(redis_server.url)
+        try:
+            await CardState(client, "demo").record(
+                "job-a", [(r.meta["recrawl"].key, r.meta["recrawl"].card_hash) for r in fetched]
+            )
+        finally:
+            await client.aclose()
+
+    asyncio.run(record())
+    second = listing_outputs(crawler, listing_response(catalog, "job-b"))
+    seen = [o for o in second if isinstance(o, ItemSeen)]
+    requests = [
+        o for o in second if isinstance(o, Request) and o.callback != crawler.spider.parse_listing
+    ]  # type: ignore[union-attr]
+    due_now = {key for key in keys if refresh_due(key, 2, N)}
+    assert {r.meta["recrawl"].key for r in requests} == due_now
+    assert all(r.meta["recrawl"].full for r in requests)
+    assert {s.key for s in seen} == set(keys) - due_now
+    one = seen[0]
+    assert (one.item_type, one.reason, one.job_id) == ("demo_product", "card_unchanged", "job-b")
+    assert one.url == f"{BASE}/product/{one.key.rsplit(':', 1)[1]}"
+    assert getattr(one, "callback", "parse_product") == "parse_product"
+    stats = crawler.stats
+    assert stats is not None
+    assert stats.get_value("recrawl/cards/skipped") == len(seen)
+    assert stats.get_value("recrawl/cards/fetched/refresh") == len(due_now)
+    assert stats.get_value("recrawl/cards/fetched/new") == len(keys)
+
+
+def test_a_redis_error_fetches_every_card(catalog: Catalog) -> None:
+    crawler = demo_crawler("redis://127.0.0.1:9/0")  # nothing listens there
+    outputs = listing_outputs(crawler, listing_response(catalog, "job-a"))
+    products = [o for o in outputs if o.callback == crawler.spider.parse_product]  # type: ignore[union-attr]
+    cards = len(catalog.by_category["kitchen"][: pages.PAGE_SIZE])
+    assert len(products) == cards and all(isinstance(o, Request) for o in outputs)
+    assert all("recrawl" not in r.meta for r in products)
+    stats = crawler.stats
+    assert stats is not None
+    assert stats.get_value("recrawl/cards/errors") == 1
+    assert stats.get_value("recrawl/cards/fetched/error") == cards
+
+
+def test_the_pipeline_records_complete_items_only_and_leaves_the_context(
+    catalog: Catalog, redis_server: RedisServer
+) -> None:
+    server = redis_server.client()
+    server.flushdb()
+    crawler = demo_crawler(redis_server.url)
+    pipeline = CardsPipeline.from_crawler(crawler)
+    notes = item_notes(crawler, "recrawl")
+    product = catalog.products[0]
+    url = f"{BASE}{product.url}"
+
+    def item(**extra: Any) -> DemoProduct:
+        return DemoProduct(sku=product.sku, url=url, job_id="job-a", **extra)
+
+    complete, incomplete, wrong, bare = item(), item(incomplete=["reviews"]), item(), item()
+    context = RecrawlContext(key=key_of(product.sku), card_hash="h", full=True)
+    notes.attach(complete, context)
+    notes.attach(incomplete, context)
+    notes.attach(wrong, RecrawlContext(key=key_of("DM-99999"), card_hash="h"))
+    seen = ItemSeen(key_of(product.sku), "demo_product", url, "card_unchanged", "job-a")
+
+    async def main() -> list[Any]:
+        await pipeline.open_spider()
+        try:
+            return [
+                await pipeline.process_item(one)
+                for one in (incomplete, wrong, bare, seen, complete, complete)
+            ]
+        finally:
+            await pipeline.close_spider()
+
+    assert asyncio.run(main()) == [incomplete, wrong, bare, seen, complete, complete]
+    record = CardRecord.decode(server.hget(SiteKeys("demo").card_state, key_of(product.sku)))
+    assert record is not None and (record.card_hash, record.run) == ("h", 1)
+    assert server.hlen(SiteKeys("demo").card_state) == 1
+    assert context_of(crawler, complete) is context  # peeked, left for the pipeline after
+    stats = crawler.stats
+    assert stats is not None
+    assert stats.get_value("recrawl/cards/recorded") == 1  # the re-delivery wrote nothing
+    assert stats.get_value("recrawl/cards/key_mismatch") == 1
+
+
+def test_validation_copies_keep_their_notes() -> None:
+    crawler = get_crawler(DemoSpider)
+    notes, others = item_notes(crawler, "recrawl"), item_notes(crawler)
+    old, new = DemoProduct(sku="A", url=BASE), DemoProduct(sku="A", url=BASE)
+    notes.attach(old, "context")
+    others.attach(old, "verdict")
+    assert notes.peek(old) == "context" and notes.peek(new) is None
+    carry_notes(crawler, old, new)
+    assert (notes.peek(old), notes.pop(new), others.pop(new)) == (None, "context", "verdict")
+    carry_notes(crawler, new, new)  # the same instance: nothing moves
