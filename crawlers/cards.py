@@ -9,9 +9,10 @@ full fetch once the item is stored complete: ``CardsPipeline`` below), or an
 ``ItemSeen(reason="card_unchanged")`` standing for the item (``core.cards`` has the rule).
 
 Off (every card fetched, no Redis call) without ``REDIS_URL``, with the profile's
-``[recrawl] card_fields`` empty, or outside a running crawl (the structure gate calls
-callbacks on sample pages: there every card is a request, as before). A Redis error
-fetches the page's cards (a full crawl, never a skip) and is counted.
+``[recrawl] card_fields`` empty, with ``RECRAWL_CARD_SKIP`` false, or outside a running
+crawl (the structure gate calls callbacks on sample pages: there every card is a
+request, as before). A Redis error fetches the page's cards (a full crawl, never a
+skip) and is counted.
 
 Stats: ``recrawl/cards/skipped``, ``recrawl/cards/fetched/<reason>`` (``new``,
 ``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``, ``unread``: a card showing
@@ -107,6 +108,9 @@ class CardGate:
         profile = getattr(self.crawler.spider, "profile", None)
         recrawl: Recrawl | None = getattr(profile, "recrawl", None)
         if not self.redis_url or recrawl is None or not recrawl.card_fields:
+            return
+        if not self.crawler.settings.getbool("RECRAWL_CARD_SKIP"):
+            logger.info("listing cards: RECRAWL_CARD_SKIP is off, fetching every card's page")
             return
         # Created here, inside the running event loop the client binds to.
         settings = self.crawler.settings

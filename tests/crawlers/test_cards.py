@@ -220,10 +220,15 @@ def test_idealista_card_keys_are_the_detail_pages_keys() -> None:
 # -- the helper and the pipeline against a real Redis, without a crawl -----------------------
 
 
-def demo_crawler(redis_url: str) -> Crawler:
+def demo_crawler(redis_url: str, **settings: Any) -> Crawler:
     crawler = get_crawler(
         DemoSpider,
-        {"REDIS_URL": redis_url, "ELASTICSEARCH_URL": "http://127.0.0.1:9/"},
+        {
+            "REDIS_URL": redis_url,
+            "ELASTICSEARCH_URL": "http://127.0.0.1:9/",
+            "RECRAWL_CARD_SKIP": True,  # the add-on's default (get_crawler has no add-on)
+            **settings,
+        },
     )
     crawler.spider = DemoSpider.from_crawler(crawler, base_url=BASE)
     return crawler
@@ -310,6 +315,17 @@ def test_a_redis_error_fetches_every_card(catalog: Catalog) -> None:
     assert stats is not None
     assert stats.get_value("recrawl/cards/errors") == 1
     assert stats.get_value("recrawl/cards/fetched/error") == cards
+
+
+def test_recrawl_card_skip_off_fetches_every_card_without_redis(catalog: Catalog) -> None:
+    # Nothing listens at this address: any Redis call would be counted as an error.
+    crawler = demo_crawler("redis://127.0.0.1:9/0", RECRAWL_CARD_SKIP=False)
+    outputs = listing_outputs(crawler, listing_response(catalog, "job-a"))
+    products = [o for o in outputs if o.callback == crawler.spider.parse_product]  # type: ignore[union-attr]
+    assert len(products) == len(catalog.by_category["kitchen"][: pages.PAGE_SIZE])
+    assert all("recrawl" not in r.meta for r in products)
+    stats = crawler.stats
+    assert stats is not None and stats.get_value("recrawl/cards/errors") is None
 
 
 def test_the_pipeline_records_complete_items_only_and_leaves_the_context(
