@@ -36,12 +36,13 @@ from core.jobs_index import job_counters
 from core.keys import SiteKeys
 from crawlers.cards import Card, CardGate, CardsPipeline, card_key
 from crawlers.frontier import JOB_META
-from crawlers.items import DemoProduct, Product, PropertyListing
+from crawlers.items import DemoProduct, MarketplaceListing, Product, PropertyListing
 from crawlers.pipelines.common import carry_notes, item_notes
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
 from crawlers.recrawl import ItemSeen, RecrawlContext, context_of
 from crawlers.spiders.demo import DemoSpider
+from crawlers.spiders.facebook_marketplace import extract_search as fb_search
 from crawlers.spiders.hermes import extract_category
 from crawlers.spiders.idealista import extract_search_cards
 from demo_site import pages
@@ -51,7 +52,7 @@ from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 from tests.crawlers.pipelines.support import key_of, reset_store, start_store_worker
 from tests.crawlers.support import log_excerpt, wait_all
-from tests.sites.support import real_response
+from tests.sites.support import real_page, real_response, response
 
 PRODUCTS = 240
 BASE = "http://127.0.0.1:8000"
@@ -380,3 +381,15 @@ def test_validation_copies_keep_their_notes() -> None:
     carry_notes(crawler, old, new)
     assert (notes.peek(old), notes.pop(new), others.pop(new)) == (None, "context", "verdict")
     carry_notes(crawler, new, new)  # the same instance: nothing moves
+
+
+def test_marketplace_card_keys_are_the_item_pages_keys() -> None:
+    url = "https://www.facebook.com/marketplace/houston/search/?query=bike"
+    listings, _ = fb_search(response(real_page("facebook_marketplace/search.html"), url))
+    assert listings
+    for listing in listings:
+        key = card_key(
+            "facebook_marketplace", MarketplaceListing, Card(Request(listing["url"]), listing)
+        )
+        assert key == f"facebook_marketplace:marketplace_listing:{listing['listing_id']}"
+        assert listing["url"].endswith(f"/marketplace/item/{listing['listing_id']}/")
