@@ -64,6 +64,7 @@ class Run:
     job_id: str
     run: int  # the job's run sequence number
     product_pages: Counter[str]  # SKU -> product page requests in this crawl
+    requests: int  # every request the site served in this crawl
     counters: dict[str, int]
     recorded_runs: dict[str, int]  # item key -> run of its recorded card, after the crawl
 
@@ -95,9 +96,10 @@ def crawl(site: DemoSite, server: redis.Redis, redis_url: str, es_url: str, logs
         for path in paths
     ]
     assert wait_all(workers, timeout=300) == [0, 0], log_excerpt(paths[0])
+    served = site.access_log(since)
     pages = Counter(
         entry["path"].removeprefix("/product/")
-        for entry in site.access_log(since)
+        for entry in served
         if entry["path"].startswith("/product/")
     )
     run = server.hget(SiteKeys("demo").job_seq_of, job.job_id)
@@ -107,7 +109,8 @@ def crawl(site: DemoSite, server: redis.Redis, redis_url: str, es_url: str, logs
         record = CardRecord.decode(value)
         assert record is not None
         recorded[key.decode()] = record.run
-    return Run(job.job_id, int(run), pages, job_counters(server, "demo", job.job_id), recorded)
+    counters = job_counters(server, "demo", job.job_id)
+    return Run(job.job_id, int(run), pages, len(served), counters, recorded)
 
 
 def due(skus: Iterable[str], run: int) -> set[str]:
@@ -164,6 +167,8 @@ def test_unchanged_shop_fetches_only_the_rolling_refresh_share(
     assert second.counters["recrawl/cards/skipped"] == PRODUCTS - len(expected)
     # The refreshed products' cards are recorded again, in this run.
     assert {sku for sku in skus if second.recorded_runs[key_of(sku)] == 2} == expected
+    # The issue's budget: at most 30% of the first crawl's requests.
+    assert second.requests <= 0.3 * runs[0].requests, (second.requests, runs[0].requests)
 
 
 def test_a_revision_fetches_exactly_the_changed_cards_and_the_added_products(
