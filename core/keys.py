@@ -173,6 +173,22 @@ class SiteKeys:
         of its last complete, durable 200 (sent back as If-None-Match / If-Modified-Since)."""
         return f"{self.tag}:page_validators"
 
+    # -- re-crawls: listing cards (core.cards, issue 19 part "cards") ------------------
+    @property
+    def card_state(self) -> str:
+        """Hash: item key -> ``<card hash>:<epoch ms>:<run>`` of its last full fetch."""
+        return f"{self.tag}:cards"
+
+    @property
+    def job_seq(self) -> str:
+        """Counter: the site's last run sequence number (one per job)."""
+        return f"{self.tag}:job_seq"
+
+    @property
+    def job_seq_of(self) -> str:
+        """Hash: job id -> its run sequence number, assigned once per job."""
+        return f"{self.tag}:job_seq_of"
+
 
 class PlatformKeys:
     """Keys of the platform as a whole, not of one site: ``platform:<what>``.

@@ -106,6 +106,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.pipelines.validate.ValidationPipeline": 100,
         "crawlers.pipelines.dedup.DedupPipeline": 200,
         "crawlers.pipelines.store.StorePipeline": 300,
+        "crawlers.cards.CardsPipeline": 390,  # listing cards, once items are durable
         # After the store: an item reaching it is durable, its page's record may be kept.
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline": 400,
     },

@@ -119,6 +119,12 @@ DEDUP_RETRY_BACKOFF_MAX = 5.0
 # coalesced); the records are written by crawlers/pipelines/recrawl.py, retried as dedup.
 RECRAWL_CONDITIONAL_BATCH = 500
 
+# --- re-crawls: listing cards (crawlers/cards.py, docs/recrawl.md) ---
+# Skip detail pages whose listing card is as at the item's last full fetch (the profile's
+# [recrawl] card_fields). False: every card's page is fetched (a full crawl; the cards
+# are still recorded), e.g. `-s RECRAWL_CARD_SKIP=false`.
+RECRAWL_CARD_SKIP = True
+
 # --- proxies (crawlers/fetch/proxies.py, docs/fetching.md); off without a list ---
 # PROXY_LIST / PROXY_LIST_FILE for every site, or a site's own ROTATING_PROXY_LIST /
 # ROTATING_PROXY_LIST_PATH in its profile's [settings].

@@ -35,6 +35,11 @@ class ItemNotes:
         entry = self._notes.pop(id(item), None)
         return entry[1] if entry is not None and entry[0] is item else None
 
+    def peek(self, item: Any) -> Any:
+        """The item's note, left in place (for a pipeline before the one that pops it)."""
+        entry = self._notes.get(id(item))
+        return entry[1] if entry is not None and entry[0] is item else None
+
     def discard(self, item: Any, **_: Any) -> None:
         entry = self._notes.get(id(item))
         if entry is not None and entry[0] is item:
@@ -55,3 +60,15 @@ def item_notes(crawler: Crawler, name: str = "pipelines") -> ItemNotes:
         for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(notes.discard, signal=signal)
     return notes
+
+
+def carry_notes(crawler: Crawler, old: Any, new: Any) -> None:
+    """Every note of ``old`` now belongs to ``new``: a pipeline that returns another
+    instance of the item (validation's normalised copy) keeps what was noted for it."""
+    if old is new:
+        return
+    for attr, notes in vars(crawler).items():
+        if attr.startswith(_NOTES_ATTR) and isinstance(notes, ItemNotes):
+            note = notes.pop(old)
+            if note is not None:
+                notes.attach(new, note)

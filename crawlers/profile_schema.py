@@ -119,7 +119,7 @@ class Recrawl(Table):
     conditional: bool = True
     item_callbacks: Annotated[tuple[SpiderMethod, ...], BeforeValidator(_list_as_tuple)] = ()
     # Listing-card fields that reflect the item; empty: every detail page is fetched.
-    card_fields: tuple[Text, ...] = ()
+    card_fields: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = ()
     # A card may stand for its item only while the item's last full fetch is younger ...
     max_age_days: Annotated[float, Field(gt=0)] = 7.0
     # ... and every item is fetched in full at least every this many runs (rolling refresh).

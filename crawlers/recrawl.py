@@ -69,15 +69,10 @@ def context_of(crawler: Crawler, item: Any) -> RecrawlContext | None:
     return _notes(crawler).pop(item)
 
 
-def pass_context(crawler: Crawler, item: Any, replacement: Any) -> None:
-    """Note ``item``'s context against ``replacement`` instead: for a pipeline that
-    passes on a copy of the item (validation's normalised one), so ``context_of`` still
-    finds it after the store."""
-    if replacement is item:
-        return
-    context = _notes(crawler).pop(item)
-    if context is not None:
-        _notes(crawler).attach(replacement, context)
+def peek_context(crawler: Crawler, item: Any) -> RecrawlContext | None:
+    """As ``context_of``, but the note stays for the pipeline that pops it later."""
+    context = _notes(crawler).peek(item)
+    return context if isinstance(context, RecrawlContext) else None
 
 
 def _notes(crawler: Crawler) -> ItemNotes:

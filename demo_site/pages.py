@@ -86,7 +86,11 @@ def _v1_card(product: Product) -> str:
         f'<img src="{product.image}" alt="" width="160" height="160" loading="lazy">'
         f'<h2 class="product-name">{escape(product.name)}</h2></a>'
         f'<p class="product-price"><span class="currency">€</span>'
-        f'<span class="amount">{_money(product.price)}</span></p></li>'
+        f'<span class="amount">{_money(product.price)}</span></p>'
+        f'<p class="card-availability" data-availability="{product.availability}">'
+        f"{_AVAILABILITY_LABEL[product.availability]}</p>"
+        f'<p class="card-rating"><span class="rating-value">{product.rating:.1f}</span>/5 '
+        f'(<span class="review-count">{product.review_count}</span> reviews)</p></li>'
     )
 
 
@@ -304,8 +308,17 @@ def _v2_tile(product: Product) -> str:
         f'<figure class="tile__media"><img data-src="{product.image}" alt=""></figure>'
         f'<h3 class="tile__title">{escape(product.name)}</h3></a>'
         f'<div class="tile__price" data-amount-cents="{round(product.price * 100)}">'
-        f"{_v2_money(product.price)}&nbsp;€</div></article>"
+        f"{_v2_money(product.price)}&nbsp;€</div>"
+        f'<div class="tile__stock tile__stock--{_V2_STOCK[product.availability]}">'
+        f"{_AVAILABILITY_LABEL[product.availability]}</div>"
+        f'<div class="tile__stars" title="{product.rating:.1f} of 5">'
+        f"{_stars(product.rating)} <small>({product.review_count})</small></div></article>"
     )
+
+
+def _stars(rating: float) -> str:
+    stars = round(rating)
+    return "★" * stars + "☆" * (5 - stars)
 
 
 def _v2_home(catalog: Catalog, base: str) -> str:
@@ -408,7 +421,6 @@ def _v2_product(product: Product, base: str) -> str:
             f'<script id="__STATE__" type="application/json">{_json_for_script(state)}</script>',
         )
     )
-    stars = round(product.rating)
     body = f"""<div class="pdp" data-id="{product.sku}">
 <ol class="crumbs"><li><a href="/">Start</a></li>\
 <li><a href="{category_path(product.category_slug)}">{escape(product.category)}</a></li></ol>
@@ -420,7 +432,7 @@ def _v2_product(product: Product, base: str) -> str:
 <span class="pdp__ccy">{product.currency}</span></div>
 <div class="pdp__stock pdp__stock--{_V2_STOCK[product.availability]}">\
 {_AVAILABILITY_LABEL[product.availability]}</div>
-<div class="pdp__stars" title="{product.rating:.1f} of 5">{"★" * stars}{"☆" * (5 - stars)} \
+<div class="pdp__stars" title="{product.rating:.1f} of 5">{_stars(product.rating)} \
 <small>({product.review_count})</small></div>
 <div class="pdp__copy">{escape(product.description)}</div>
 </div>
@@ -465,7 +477,10 @@ def _v3_card(product: Product) -> str:
         f'<a class="ds-card__link" href="{product.url}">'
         f'<div class="ds-card__media"><img src="{product.image}" alt="" loading="lazy"></div>'
         f'<div class="ds-card__body"><span class="ds-card__name">{escape(product.name)}</span>'
-        f'<span class="ds-card__price">€ {_money(product.price)}</span></div></a></div></div>'
+        f'<span class="ds-card__price">€ {_money(product.price)}</span>'
+        f'<span class="ds-card__stock">{_AVAILABILITY_LABEL[product.availability]}</span>'
+        f'<span class="ds-card__score">{product.rating:.1f} ★ · {product.review_count}</span>'
+        "</div></a></div></div>"
     )
 
 

@@ -14,10 +14,18 @@ from scrapy.settings import BaseSettings
 from core.config import settings_elasticsearch_kwargs
 from core.store.settings import required
 from crawlers.frontier import JOB_META
-from crawlers.notes import ItemNotes, item_notes
+from crawlers.notes import ItemNotes, carry_notes, item_notes
 from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
 
-__all__ = ["ItemNotes", "es_client_kwargs", "item_notes", "job_of", "refetch", "site_of"]
+__all__ = [
+    "ItemNotes",
+    "carry_notes",
+    "es_client_kwargs",
+    "item_notes",
+    "job_of",
+    "refetch",
+    "site_of",
+]
 
 
 def site_of(crawler: Crawler) -> str:

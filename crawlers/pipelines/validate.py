@@ -36,8 +36,8 @@ from core.items_schema import (
     schema_for,
 )
 from crawlers.ledger import CrawlLedger
-from crawlers.pipelines.common import job_of, site_of
-from crawlers.recrawl import ItemSeen, pass_context
+from crawlers.pipelines.common import carry_notes, job_of, site_of
+from crawlers.recrawl import ItemSeen
 
 
 class ValidationPipeline:
@@ -64,8 +64,8 @@ class ValidationPipeline:
         result = schema.validate(item)
         if result.ok:
             self._inc(f"validation/valid/{schema.item_type}")
-            # The copy goes on: its re-crawl context with it (crawlers.recrawl).
-            pass_context(self.crawler, item, result.item)
+            # The re-crawl context noted for the yielded item follows its normalised copy.
+            carry_notes(self.crawler, item, result.item)
             return result.item
         for error in result.errors:
             self._inc(f"validation/invalid/{schema.item_type}/{error.field}/{error.reason}")

@@ -10,20 +10,23 @@ belong to the scheduler and the ``FrontierWorker`` extension, which serve any sp
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
+from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from core.config import ConfigurationError
+from crawlers.cards import Card, CardGate
 from crawlers.clock import SharedClock
 from crawlers.fetch.retry import NOT_BEFORE_META, PART_RETRY_META, backoff_delay
 from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
 from crawlers.profiles import ProfileError, SiteProfile
+from crawlers.recrawl import ItemSeen
 
 
 class SiteSpider(Spider):
@@ -78,6 +81,7 @@ class SiteSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         if not spider.job_id:
             spider.job_id = crawler.settings.get("JOB_ID") or new_job_id(spider.name)
+        CardGate.of(crawler)  # opens its Redis client with the spider (crawlers.cards)
         return spider
 
     # -- start -----------------------------------------------------------------------
@@ -113,6 +117,18 @@ class SiteSpider(Spider):
             meta=meta,
             priority=int(entry.get("priority", 0)),
             dont_filter=bool(entry.get("dont_filter", False)),
+        )
+
+    async def cards_to_fetch(
+        self, response: Response, cards: Sequence[Card], item_type: type
+    ) -> list[Request | ItemSeen]:
+        """Per listing card, its detail request to yield, or the ``ItemSeen`` standing
+        for its item when the card is as at the item's last full fetch (the profile's
+        ``[recrawl] card_fields``; ``crawlers.cards``). ``item_type``: the item class
+        the detail callback yields, whose schema keys it."""
+        gate = CardGate.of(self.crawler)
+        return await gate.outputs(
+            response, cards, item_type, self.profile.recrawl, self.name, self.job_id
         )
 
     def on_error(self, failure: Failure) -> None:

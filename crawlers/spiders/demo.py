@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
 import scrapy
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
+from scrapy.selector import Selector
 from twisted.python.failure import Failure
 
+from crawlers.cards import Card
 from crawlers.items import DemoProduct
+from crawlers.recrawl import ItemSeen
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.common import (
     css_text,
@@ -50,6 +54,11 @@ PRODUCT_FIELDS = (
     "description",
     "image",
 )
+# What a listing card shows of its product, as the product page gives it (the profile's
+# [recrawl] card_fields name them).
+CARD_FIELDS = ("name", "price", "currency", "availability", "rating", "review_count")
+# Availability as the cards print it -> its schema.org name (the product page's value).
+_AVAILABILITY = {"in stock": "InStock", "out of stock": "OutOfStock", "pre-order": "PreOrder"}
 _CATEGORY_SLUG = re.compile(r"/category/([^/?#]+)")
 _PRODUCT_SKU = re.compile(r"/product/([^/?#]+)")
 
@@ -84,15 +93,29 @@ class DemoSpider(SiteSpider):
         for href in links:
             yield response.follow(href, callback=self.parse_listing, errback=self.on_error)
 
-    def parse_listing(self, response: Response) -> Iterator[scrapy.Request]:
-        """A category page: its products and the other pages of the category."""
+    async def parse_listing(self, response: Response) -> AsyncIterator[scrapy.Request | ItemSeen]:
+        """A category page: its products (a product whose card is as at its last full
+        fetch is seen, not fetched: ``cards_to_fetch``) and the other pages of the
+        category."""
         products = self._links(
             response, "a.product-link::attr(href)", 'a[href*="/product/"]::attr(href)'
         )
         if not products:
             self._fail(response.url, "listing", "no product links")
+        cards_by_url = {
+            card["url"]: card
+            for card in (extract_cards(response) if isinstance(response, TextResponse) else [])
+        }
+        cards = []
         for href in products:
-            yield response.follow(href, callback=self.parse_product, errback=self.on_error)
+            request = response.follow(href, callback=self.parse_product, errback=self.on_error)
+            card = cards_by_url.get(request.url)
+            if card is None:
+                yield request  # no card read for this link: fetched, as always
+            else:
+                cards.append(Card(request, {k: v for k, v in card.items() if k != "url"}))
+        for output in await self.cards_to_fetch(response, cards, DemoProduct):
+            yield output
         # Numbered links let all pages of a category load in parallel; rel=next alone
         # would walk them one at a time. The dupefilter drops the repeats.
         pages = self._links(
@@ -212,6 +235,97 @@ def extract_product(response: TextResponse) -> dict[str, Any]:
     if fields["sku"] is None and (match := _PRODUCT_SKU.search(urlparse(response.url).path)):
         fields["sku"] = match.group(1)
     return {"url": response.url, **fields}
+
+
+@dataclass(frozen=True)
+class _CardMarkup:
+    """Where a layout's listing card shows each field: a CSS query, and a regular
+    expression whose first group is the value (None: the whole text)."""
+
+    card: str
+    sku: str
+    link: str
+    name: str
+    price: str
+    availability: str
+    rating: tuple[str, str | None]
+    review_count: tuple[str, str | None]
+
+
+# The shop's card markups, tried in order: the current one, then those seen before.
+_CARD_MARKUPS = (
+    _CardMarkup(
+        card="li.product-card",
+        sku="::attr(data-sku)",
+        link="a.product-link::attr(href)",
+        name=".product-name ::text",
+        price=".product-price ::text",
+        availability=".card-availability::attr(data-availability)",
+        rating=(".card-rating .rating-value::text", None),
+        review_count=(".card-rating .review-count::text", None),
+    ),
+    _CardMarkup(
+        card="article.tile",
+        sku="::attr(data-product-id)",
+        link="a.tile__link::attr(href)",
+        name=".tile__title ::text",
+        price=".tile__price ::text",
+        availability=".tile__stock ::text",
+        rating=(".tile__stars::attr(title)", r"([\d.]+)\s+of\s+5"),
+        review_count=(".tile__stars small::text", r"(\d+)"),
+    ),
+    _CardMarkup(
+        card="div.ds-card",
+        sku="::attr(data-sku)",
+        link="a.ds-card__link::attr(href)",
+        name=".ds-card__name ::text",
+        price=".ds-card__price ::text",
+        availability=".ds-card__stock ::text",
+        rating=(".ds-card__score::text", r"([\d.]+)\s*★"),
+        review_count=(".ds-card__score::text", r"·\s*(\d+)"),
+    ),
+)
+
+
+def extract_cards(response: TextResponse) -> list[dict[str, Any]]:
+    """The product cards of a listing page: each product's URL (absolute), SKU and
+    ``CARD_FIELDS``, valued as its product page gives them (price a float, currency the
+    ISO code, availability the schema.org name). [] when no known card markup is found."""
+    for markup in _CARD_MARKUPS:
+        found = response.css(markup.card)
+        if found:
+            return [card for node in found if (card := _card(response, node, markup))]
+    return []
+
+
+def _card(response: TextResponse, node: Selector, markup: _CardMarkup) -> dict[str, Any]:
+    href = node.css(markup.link).get()
+    if not href:
+        return {}
+    url = response.urljoin(href)
+    sku = text(node.css(markup.sku).get())
+    if sku is None and (match := _PRODUCT_SKU.search(urlparse(url).path)):
+        sku = match.group(1)
+    price = money(css_text(node, markup.price))
+    availability = text(node.css(markup.availability).get())
+    return {
+        "url": url,
+        "sku": sku,
+        "name": css_text(node, markup.name),
+        "price": price.amount,
+        "currency": price.currency,
+        "availability": _AVAILABILITY.get((availability or "").lower(), availability),
+        "rating": to_float(_matched(node, *markup.rating)),
+        "review_count": to_int(_matched(node, *markup.review_count)),
+    }
+
+
+def _matched(node: Selector, query: str, pattern: str | None) -> str | None:
+    value = css_text(node, query)
+    if value is None or pattern is None:
+        return value
+    match = re.search(pattern, value)
+    return match.group(1) if match else None
 
 
 def from_jsonld(response: TextResponse) -> dict[str, Any]:

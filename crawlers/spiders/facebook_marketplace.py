@@ -28,7 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import scrapy
@@ -40,7 +40,9 @@ from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from core.config import secret_value
+from crawlers.cards import Card
 from crawlers.items import GeoPoint, MarketplaceListing
+from crawlers.recrawl import ItemSeen
 from crawlers.spiders.common import (
     ProductionSpider,
     coordinate,
@@ -134,8 +136,12 @@ class FacebookMarketplaceSpider(ProductionSpider):
         return response.follow(url, cookies=dict(self.session), errback=self.on_error, **kwargs)
 
     # -- callbacks ---------------------------------------------------------------------------
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
-        """A search page: every listing's item page, then the next results."""
+    async def parse(
+        self, response: Response, **kwargs: Any
+    ) -> AsyncIterator[scrapy.Request | ItemSeen]:
+        """A search page: every listing's item page (a listing whose search card is as at
+        its last full fetch is seen, not fetched: ``cards_to_fetch``), then the next
+        results."""
         if not isinstance(response, TextResponse):
             self.fail(response, "search", "not a text response")
             return
@@ -143,16 +149,14 @@ class FacebookMarketplaceSpider(ProductionSpider):
         listings, page_info = extract_search(response)
         if not listings:
             self.fail(response, "search", "no listings in the page's Relay data")
-        for listing in listings:
-            yield self.follow(
-                response,
-                listing["url"],
-                callback=self.parse_item,
-                cb_kwargs={"partial": listing},
-            ).replace(errback=self.on_item_error)
-        yield from self.next_page(response, page_info, pagination_query(response))
+        for output in await self.item_pages(response, listings):
+            yield output
+        for request in self.next_page(response, page_info, pagination_query(response)):
+            yield request
 
-    def parse_graphql(self, response: Response, query: dict[str, Any]) -> Iterator[scrapy.Request]:
+    async def parse_graphql(
+        self, response: Response, query: dict[str, Any]
+    ) -> AsyncIterator[scrapy.Request | ItemSeen]:
         """The pagination query's JSON answer: the same connection, more listings."""
         try:
             data = json.loads(response.text) if isinstance(response, TextResponse) else None
@@ -162,14 +166,28 @@ class FacebookMarketplaceSpider(ProductionSpider):
             self.fail(response, "graphql", "not a JSON answer")
             return
         listings, page_info = listings_from(data, response)
-        for listing in listings:
-            yield self.follow(
-                response,
-                listing["url"],
-                callback=self.parse_item,
-                cb_kwargs={"partial": listing},
-            ).replace(errback=self.on_item_error)
-        yield from self.next_page(response, page_info, query)
+        for output in await self.item_pages(response, listings):
+            yield output
+        for request in self.next_page(response, page_info, query):
+            yield request
+
+    async def item_pages(
+        self, response: Response, listings: list[dict[str, Any]]
+    ) -> list[scrapy.Request | ItemSeen]:
+        """Each search result's item page request, or its ``ItemSeen`` (card unchanged)."""
+        cards = [
+            Card(
+                self.follow(
+                    response,
+                    listing["url"],
+                    callback=self.parse_item,
+                    cb_kwargs={"partial": listing},
+                ).replace(errback=self.on_item_error),
+                listing,
+            )
+            for listing in listings
+        ]
+        return await self.cards_to_fetch(response, cards, MarketplaceListing)
 
     def next_page(
         self, response: Response, page_info: dict[str, Any], query: dict[str, Any] | None

@@ -36,7 +36,7 @@ has seen, which is the URL the button leads to on the site.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, NamedTuple
 from urllib.parse import urlencode, urlparse
 
@@ -44,7 +44,9 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
+from crawlers.cards import Card
 from crawlers.items import Product
+from crawlers.recrawl import ItemSeen
 from crawlers.spiders.common import (
     ProductionSpider,
     absolute,
@@ -87,8 +89,12 @@ PAGE_SIZE = 48
 class HermesSpider(ProductionSpider):
     name = "hermes"
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
-        """A category page: every product's page, then the next page of the category."""
+    async def parse(
+        self, response: Response, **kwargs: Any
+    ) -> AsyncIterator[scrapy.Request | ItemSeen]:
+        """A category page: every product's page (a product whose card is as at its last
+        full fetch is seen, not fetched: ``cards_to_fetch``), then the next page of the
+        category."""
         if not isinstance(response, TextResponse):
             self.fail(response, "category", "not a text response")
             return
@@ -99,13 +105,20 @@ class HermesSpider(ProductionSpider):
         if category["source"] != "state":
             self.logger.warning("%s: no hermes-state products, read the grid", response.url)
             self.count("layout_fallback")
-        for product in category["products"]:
-            yield response.follow(
-                product["url"],
-                callback=self.parse_product,
-                errback=self.on_product_error,
-                cb_kwargs={"partial": product},
+        cards = [
+            Card(
+                response.follow(
+                    product["url"],
+                    callback=self.parse_product,
+                    errback=self.on_product_error,
+                    cb_kwargs={"partial": product},
+                ),
+                product,
             )
+            for product in category["products"]
+        ]
+        for output in await self.cards_to_fetch(response, cards, Product):
+            yield output
         number = int(response.meta.get("listing_page", category["page"]))
         seen = (number - 1) * PAGE_SIZE + len(category["products"])
         total = category["total"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlparse
 
@@ -33,7 +33,9 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
+from crawlers.cards import Card
 from crawlers.items import GeoPoint, PropertyListing
+from crawlers.recrawl import ItemSeen
 from crawlers.spiders.common import (
     ProductionSpider,
     coordinate,
@@ -96,21 +98,32 @@ _WITH_LIFT = re.compile(r"\b(?:con|com|with|amb)\s+(?:ascensore?|elevador|lift)\
 class IdealistaSpider(ProductionSpider):
     name = "idealista"
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
-        """A search result page: every listing's detail page, then the next page."""
+    async def parse(
+        self, response: Response, **kwargs: Any
+    ) -> AsyncIterator[scrapy.Request | ItemSeen]:
+        """A search result page: every listing's detail page (a listing whose card is as
+        at its last full fetch is seen, not fetched: ``cards_to_fetch``), then the next
+        page."""
         if not isinstance(response, TextResponse):
             self.fail(response, "search", "not a text response")
             return
         cards = extract_search_cards(response)
         if not cards:
             self.fail(response, "search", "no listing cards")
-        for card in cards:
-            yield response.follow(
-                card["url"],
-                callback=self.parse_listing,
-                errback=self.on_detail_error,
-                cb_kwargs={"card": card},
+        details = [
+            Card(
+                response.follow(
+                    card["url"],
+                    callback=self.parse_listing,
+                    errback=self.on_detail_error,
+                    cb_kwargs={"card": card},
+                ),
+                card,
             )
+            for card in cards
+        ]
+        for output in await self.cards_to_fetch(response, details, PropertyListing):
+            yield output
         number = int(response.meta.get("listing_page", 1))
         next_url = next_page_url(response)
         if next_url and number < self.max_pages:

@@ -228,6 +228,7 @@ def test_the_add_on_defaults_apply_without_environment() -> None:
         "crawlers.pipelines.validate.ValidationPipeline",
         "crawlers.pipelines.dedup.DedupPipeline",
         "crawlers.pipelines.store.StorePipeline",
+        "crawlers.cards.CardsPipeline",
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline",
     ]
     middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
@@ -281,6 +282,7 @@ def test_a_project_keeps_the_components_it_lists() -> None:
         sink: 50,
         "crawlers.pipelines.validate.ValidationPipeline": 100,
         "crawlers.pipelines.dedup.DedupPipeline": 200,
+        "crawlers.cards.CardsPipeline": 390,
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline": 400,
     }
 

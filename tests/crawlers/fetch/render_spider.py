@@ -8,7 +8,7 @@ RENDER_MODE=per_request``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import scrapy
@@ -17,6 +17,7 @@ from scrapy.http import Response, TextResponse
 from scrapy_playwright.page import PageMethod
 
 from crawlers.items import DemoProduct
+from crawlers.recrawl import ItemSeen
 from crawlers.spiders.demo import DemoSpider, extract_product
 
 # Done when the reviews are in, or at once on a page without a reviews box (a block
@@ -39,9 +40,9 @@ async def mark_page_init(page: Page, request: scrapy.Request) -> None:
 class RenderedDemoSpider(DemoSpider):
     name = "demo"  # the demo site's profile, politeness and block markers
 
-    def parse_listing(self, response: Response) -> Iterator[scrapy.Request]:
-        for request in super().parse_listing(response):
-            if request.callback == self.parse_product:
+    async def parse_listing(self, response: Response) -> AsyncIterator[scrapy.Request | ItemSeen]:
+        async for request in super().parse_listing(response):
+            if isinstance(request, scrapy.Request) and request.callback == self.parse_product:
                 request.meta["render"] = True
                 request.meta["playwright_page_methods"] = [
                     PageMethod("wait_for_function", REVIEWS_READY, timeout=15_000)

@@ -75,6 +75,10 @@ def crawl(
             log_path=log,
             redis_url=redis_url,
             es_url=es_url,
+            # Full re-crawls: dedup's figures over every product (the listing-card skip,
+            # which leaves detail-only changes to the rolling refresh: tests/crawlers/
+            # test_cards.py).
+            settings={"RECRAWL_CARD_SKIP": False},
         )
         for log in logs
     ]

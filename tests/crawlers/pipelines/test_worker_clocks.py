@@ -39,6 +39,8 @@ FAST_PARTS = {
     "PART_RETRY_TIMES": 3,
     "PART_RETRY_BACKOFF": 0.4,
     "CONCURRENT_REQUESTS": 4,
+    # Job 2 must fetch every product again (the listing-card skip has its own tests).
+    "RECRAWL_CARD_SKIP": False,
 }
 
 pytestmark = pytest.mark.skipif(

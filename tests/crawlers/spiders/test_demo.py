@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.test import get_crawler
 
 from crawlers.items import DemoProduct
-from crawlers.spiders.demo import DemoSpider, extract_product
+from crawlers.spiders.demo import CARD_FIELDS, DemoSpider, extract_cards, extract_product
 from demo_site import pages
 from demo_site.catalog import Catalog, build_catalog
 from services.demo_site import DemoSite
@@ -176,3 +177,55 @@ def test_unparseable_pages_are_logged_not_dropped_silently(
     assert item.reviews is None and item.name == catalog.products[0].name
     assert item.incomplete == ["reviews"]
     assert spider.crawler.stats.get_value("demo/reviews_failed") == 1
+
+
+# -- listing cards ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", pages.LAYOUTS)
+def test_cards_of_every_layout_read_as_the_product_pages_give_them(
+    catalog: Catalog, layout: str
+) -> None:
+    """Every card of every listing page, in the three layouts: URL, SKU and the card
+    fields equal to what the product page's extraction gives (prices as floats,
+    availability as schema.org names), so a card hashes the same as its product."""
+    seen = []
+    for category in catalog.categories:
+        count = pages.page_count(len(catalog.by_category[category.slug]))
+        for number in range(1, count + 1):
+            path = pages.category_path(category.slug, number)
+            html = pages.listing(catalog, category.slug, number, layout, BASE)
+            assert html is not None
+            response = HtmlResponse(url=BASE + path, body=html.encode(), encoding="utf-8")
+            for card in extract_cards(response):
+                product = catalog.by_sku[card["sku"]].to_dict(BASE)
+                assert card == {name: product[name] for name in ("url", "sku", *CARD_FIELDS)}
+                seen.append(card["sku"])
+    assert sorted(seen) == sorted(p.sku for p in catalog.products)
+
+
+def test_a_page_without_known_cards_has_none() -> None:
+    html = "<html><body><a href='/product/DM-00001'>x</a></body></html>"
+    response = HtmlResponse(url=f"{BASE}/category/x", body=html.encode(), encoding="utf-8")
+    assert extract_cards(response) == []
+
+
+def test_without_redis_every_card_is_a_request(catalog: Catalog) -> None:
+    """No REDIS_URL: the listing yields every product's request (no Redis call), with
+    no re-crawl context, and the category's other pages."""
+    spider = _spider()
+    html = pages.listing(catalog, "kitchen", 1, "v1", BASE)
+    assert html is not None
+    response = HtmlResponse(url=f"{BASE}/category/kitchen", body=html.encode(), encoding="utf-8")
+
+    async def outputs() -> list[Any]:
+        return [output async for output in spider.parse_listing(response)]
+
+    got = asyncio.run(outputs())
+    products = [r for r in got if r.callback == spider.parse_product]
+    assert len(products) == pages.PAGE_SIZE and all(isinstance(r, scrapy.Request) for r in got)
+    assert all("recrawl" not in r.meta for r in products)
+    assert {r.url for r in got if r.callback == spider.parse_listing} == {
+        f"{BASE}/category/kitchen?page={n}"
+        for n in range(2, pages.page_count(len(catalog.by_category["kitchen"])) + 1)
+    }

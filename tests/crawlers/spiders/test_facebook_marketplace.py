@@ -3,11 +3,13 @@ the login wall, and a replay crawl that pages through the GraphQL endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -138,10 +140,14 @@ def test_requests_carry_the_session_and_a_login_page_stops_the_crawl(
     assert request.cookies == {"c_user": "100000000000001", "xs": "replay-test-session"}
     login = response(fixture(SITE, "blocked/login.html"), f"{HOST}/marketplace/houston/search/")
     with pytest.raises(CloseSpider) as info:
-        list(spider.parse(login))
+        asyncio.run(drain(spider.parse(login)))
     assert info.value.reason == "facebook_session_rejected"
     assert crawler.stats is not None
     assert crawler.stats.get_value("facebook_marketplace/session_rejected") == 1
+
+
+async def drain(outputs: AsyncIterator[Any]) -> list[Any]:
+    return [output async for output in outputs]
 
 
 def test_login_wall_and_rate_limit_pages_are_blocks_and_real_pages_are_not() -> None:

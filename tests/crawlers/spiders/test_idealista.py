@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import scrapy
@@ -218,7 +220,7 @@ def test_the_spider_follows_every_card_and_the_next_page(
 ) -> None:
     page = real_response(f"idealista/{name}", url).replace(request=scrapy.Request(url))
     spider = IdealistaSpider.from_crawler(get_crawler(IdealistaSpider), base_url=COM)
-    requests = list(spider.parse(page))
+    requests = asyncio.run(outputs(spider.parse(page)))
     assert all(isinstance(r, scrapy.Request) for r in requests)
     details, pages = requests[:-1], requests[-1]
     cards = extract_search_cards(page)
@@ -226,6 +228,10 @@ def test_the_spider_follows_every_card_and_the_next_page(
     assert [r.cb_kwargs["card"] for r in details] == cards
     assert all(r.callback == spider.parse_listing for r in details)
     assert (pages.url, pages.callback, pages.meta["listing_page"]) == (next_url, spider.parse, 2)
+
+
+async def outputs(result: AsyncIterator[Any]) -> list[Any]:
+    return [output async for output in result]
 
 
 def _without_scripts(body: bytes) -> bytes:

@@ -1,0 +1,275 @@
+"""Listing cards on the spider side: which detail pages a listing callback requests.
+
+A listing callback builds, per card, the detail ``Request`` it would yield and the card's
+fields (the item's id field and what the card shows, normalised as the detail page gives
+them: prices as floats, availability as schema.org names), and hands them to
+``SiteSpider.cards_to_fetch``. Per card that returns either the request, with
+``meta["recrawl"] = RecrawlContext(key, card_hash, full)`` (recorded as the item's last
+full fetch once the item is stored complete: ``CardsPipeline`` below), or an
+``ItemSeen(reason="card_unchanged")`` standing for the item (``core.cards`` has the rule).
+
+Off (every card fetched, no Redis call) without ``REDIS_URL``, with the profile's
+``[recrawl] card_fields`` empty, with ``RECRAWL_CARD_SKIP`` false, or outside a running
+crawl (the structure gate calls callbacks on sample pages: there every card is a
+request, as before). A Redis error fetches the page's cards (a full crawl, never a
+skip) and is counted.
+
+Stats: ``recrawl/cards/skipped``, ``recrawl/cards/fetched/<reason>`` (``new``,
+``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``, ``unread``: a card showing
+none of the fields), ``recrawl/cards/errors``.
+
+Recording (``CardsPipeline``, an item pipeline at 390: after the store at 300, which
+returns only when the item is accepted by Elasticsearch or spilled): an item whose
+request carried a card (``RecrawlContext.card_hash``) and that is COMPLETE
+(``incomplete`` empty) has its card recorded (``core.cards.CardState.record``): from then
+on the same card may stand for the item. The context is read without taking it
+(``peek_context``): the re-crawl pipeline after this one pops it. It needs ``REDIS_URL``
+and ``ELASTICSEARCH_URL`` (off otherwise: without the store nothing is durable, and
+without a record every card is fetched). A Redis error leaves the card unrecorded (the
+item is fetched in full next run), logged and counted ``recrawl/cards/record_errors``;
+the item goes on. ``recrawl/cards/recorded`` counts records written,
+``recrawl/cards/key_mismatch`` cards whose key is not the item's (a spider bug: nothing
+recorded). It lives here, not in ``crawlers.pipelines``: ``crawlers.recrawl`` imports
+that package's notes, so a pipeline there importing ``crawlers.recrawl`` would be an
+import cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from core.cards import CardPolicy, CardState, Decision, card_hash
+from core.dedup import connect_async
+from core.items_schema import UnknownItemType, plain_fields, schema_for
+from core.keys import REDIS_ERRORS
+from core.redis_client import AsyncClient
+from crawlers.frontier import JOB_META
+from crawlers.pipelines.common import job_of, site_of
+from crawlers.profile_schema import Recrawl
+from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
+
+logger = logging.getLogger(__name__)
+
+_ATTR = "_platform_card_gate"
+CARD_UNCHANGED = "card_unchanged"
+# Whatever a Redis call may raise that says nothing about the card: fail open.
+_ERRORS = (*REDIS_ERRORS, redis.RedisError)
+
+
+@dataclass(frozen=True)
+class Card:
+    """A listing card: the detail request the callback would yield, and its fields (the
+    item's id field and what the card shows, as the detail page would give them)."""
+
+    request: Request
+    fields: Mapping[str, Any]
+
+
+def card_key(site: str, item_type: type, card: Card) -> str:
+    """The item key, exactly as the pipelines compute it for the detail page's item."""
+    schema = schema_for(item_type)
+    return schema.key(site, {schema.url_field: card.request.url, **card.fields})
+
+
+class CardGate:
+    """The crawl's card decisions (one per crawler, ``CardGate.of``): its Redis client
+    is opened when the spider opens, closed when it closes."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.redis_url: str | None = crawler.settings.get("REDIS_URL")
+        self.server: AsyncClient | None = None
+        self.state: CardState | None = None
+        self._last_warning = 0.0
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> CardGate:
+        gate: CardGate | None = getattr(crawler, _ATTR, None)
+        if gate is None:
+            gate = cls(crawler)
+            setattr(crawler, _ATTR, gate)
+            crawler.signals.connect(gate.spider_opened, signal=signals.spider_opened)
+            crawler.signals.connect(gate.spider_closed, signal=signals.spider_closed)
+        return gate
+
+    async def spider_opened(self) -> None:
+        profile = getattr(self.crawler.spider, "profile", None)
+        recrawl: Recrawl | None = getattr(profile, "recrawl", None)
+        if not self.redis_url or recrawl is None or not recrawl.card_fields:
+            return
+        if not self.crawler.settings.getbool("RECRAWL_CARD_SKIP"):
+            logger.info("listing cards: RECRAWL_CARD_SKIP is off, fetching every card's page")
+            return
+        # Created here, inside the running event loop the client binds to.
+        settings = self.crawler.settings
+        self.server = connect_async(
+            self.redis_url,
+            params=settings.getdict("REDIS_PARAMS"),
+            cluster=settings.getbool("REDIS_CLUSTER"),
+        )
+        self.state = CardState(self.server, str(self.crawler.spider.name))  # type: ignore[union-attr]
+        logger.info("listing cards: skipping unchanged cards of %s", ", ".join(recrawl.card_fields))
+
+    async def spider_closed(self) -> None:
+        if self.server is not None:
+            await self.server.aclose()
+            self.server = self.state = None
+
+    async def outputs(
+        self,
+        response: Response,
+        cards: Sequence[Card],
+        item_type: type,
+        recrawl: Recrawl,
+        site: str,
+        default_job: str | None,
+    ) -> list[Request | ItemSeen]:
+        """Per card, its detail request (with the re-crawl context) or an ``ItemSeen``."""
+        if self.state is None or not recrawl.card_fields or not cards:
+            return [card.request for card in cards]
+        # A card that shows none of the fields (markup this spider no longer reads) is
+        # no evidence about its item: fetched, never recorded or skipped by a blank hash.
+        unread = [c for c in cards if all(c.fields.get(n) is None for n in recrawl.card_fields)]
+        if unread:
+            self._count("recrawl/cards/fetched/unread", len(unread))
+            cards = [card for card in cards if card not in unread]
+        outputs: list[Request | ItemSeen] = [card.request for card in unread]
+        if not cards:
+            return outputs
+        job_id = str(response.meta.get(JOB_META) or default_job or "unassigned")
+        entries = [
+            (
+                card_key(site, item_type, card),
+                card_hash({name: card.fields.get(name) for name in recrawl.card_fields}),
+            )
+            for card in cards
+        ]
+        policy = CardPolicy(recrawl.max_age_days, recrawl.refresh_runs)
+        try:
+            decisions = await self.state.decide(job_id, entries, policy)
+        except _ERRORS as exc:
+            self._count("recrawl/cards/errors")
+            self._count("recrawl/cards/fetched/error", len(cards))
+            self._warn(exc)
+            return outputs + [card.request for card in cards]
+        type_name = schema_for(item_type).item_type
+        return outputs + [
+            self._output(card, decision, type_name, job_id)
+            for card, decision in zip(cards, decisions, strict=True)
+        ]
+
+    def _output(
+        self, card: Card, decision: Decision, item_type: str, job_id: str
+    ) -> Request | ItemSeen:
+        request = card.request
+        if decision.fetch:
+            self._count(f"recrawl/cards/fetched/{decision.reason}")
+            context = RecrawlContext(
+                key=decision.key, card_hash=decision.card_hash, full=decision.full
+            )
+            request.meta[RECRAWL_META] = context
+            return request
+        self._count("recrawl/cards/skipped")
+        return ItemSeen(
+            key=decision.key,
+            item_type=item_type,
+            url=request.url,
+            reason=CARD_UNCHANGED,
+            job_id=job_id,
+            # The callback that would have parsed the page (a full fetch if state is gone).
+            callback=getattr(request.callback, "__name__", None) or "parse",
+        )
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(name, n)
+
+    def _warn(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._last_warning > 10:
+            self._last_warning = now
+            logger.warning(
+                "listing cards: Redis unreachable (%s); fetching every card's page",
+                type(exc).__name__,
+            )
+
+
+class CardsPipeline:
+    """Item pipeline (390): records a complete, durable item's listing card."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.redis_url: str = crawler.settings["REDIS_URL"]
+        self.server: AsyncClient | None = None
+        self.state: CardState | None = None
+        self._last_warning = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CardsPipeline:
+        s = crawler.settings
+        if not s.get("REDIS_URL") or not s.get("ELASTICSEARCH_URL"):
+            raise NotConfigured("CardsPipeline needs REDIS_URL and ELASTICSEARCH_URL")
+        return cls(crawler)
+
+    async def open_spider(self) -> None:
+        settings = self.crawler.settings
+        self.server = connect_async(
+            self.redis_url,
+            params=settings.getdict("REDIS_PARAMS"),
+            cluster=settings.getbool("REDIS_CLUSTER"),
+        )
+        self.state = CardState(self.server, site_of(self.crawler))
+
+    async def close_spider(self) -> None:
+        if self.server is not None:
+            await self.server.aclose()
+
+    async def process_item(self, item: Any) -> Any:
+        if isinstance(item, ItemSeen):
+            return item
+        context = peek_context(self.crawler, item)
+        if context is None or not context.card_hash or not context.key:
+            return item
+        try:
+            schema = schema_for(item)
+        except UnknownItemType:
+            return item
+        fields = plain_fields(item)
+        if fields.get("incomplete"):
+            return item  # a part is missing: the next run fetches it in full again
+        key = schema.key(site_of(self.crawler), fields)
+        if key != context.key:
+            self._count("recrawl/cards/key_mismatch")
+            logger.error("card key %s is not its item's key %s: not recorded", context.key, key)
+            return item
+        assert self.state is not None, "open_spider() creates the state"
+        job_id = job_of(fields, self.crawler) or "unassigned"
+        try:
+            written = await self.state.record(job_id, [(key, context.card_hash)])
+        except _ERRORS as exc:
+            self._count("recrawl/cards/record_errors")
+            now = time.monotonic()
+            if now - self._last_warning > 10:
+                self._last_warning = now
+                logger.warning(
+                    "listing cards: not recorded (Redis: %s); their items are fetched in "
+                    "full next run",
+                    type(exc).__name__,
+                )
+            return item
+        self._count("recrawl/cards/recorded", written)
+        return item
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.crawler.stats is not None and n:
+            self.crawler.stats.inc_value(name, n)
