@@ -166,6 +166,17 @@ class SiteKeys:
         """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
         return f"{self.tag}:store:dead_letters"
 
+    # -- change history (issue 19, part 4: core.history) -------------------------------
+    @property
+    def history_values(self) -> str:
+        """Hash: item key -> compact JSON of its last stored history fields."""
+        return f"{self.tag}:history:values"
+
+    def job_history_old(self, job_id: str) -> str:
+        """Hash: item key -> its history fields before the job (JSON; '' when none were
+        known), kept from the job's first delivery so a re-delivery diffs the same."""
+        return f"{self.tag}:job:{job_id}:history_old"
+
 
 class PlatformKeys:
     """Keys of the platform as a whole, not of one site: ``platform:<what>``.
