@@ -93,8 +93,9 @@ def change_action(
     """The write of one change document (see the module docstring).
 
     ``item_type`` is the item's: the store declares that type's index before it sends
-    the action, never a ``changes`` one (``ensure_changes_index`` declares that). The
-    version is the item's ``seen_ms``, as for the item's own document.
+    the action, never a ``changes`` one (``ensure_changes_index`` declares that).
+    ``seen_ms`` (Redis' clock) is the document's time and version: when the change was
+    seen, the same for every delivery of the item within the job.
     """
     document: dict[str, Any] = {
         "item_key": key,
