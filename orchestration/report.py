@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.history import notable_text
+
 
 def duration_text(seconds: float | None) -> str:
     if seconds is None:
@@ -17,14 +19,23 @@ def duration_text(seconds: float | None) -> str:
     return f"{minutes}m {secs}s" if minutes else f"{secs}s"
 
 
+def notable_changes(document: Mapping[str, Any], changes: Mapping[str, int] | None) -> str:
+    """The job's notable changes (``core.history.job_change_counts``) and its removed
+    items (the document's ``removed``, when it has one): "14 price drops, 5 removed"."""
+    removed = document.get("removed")
+    return notable_text(changes or {}, removed=removed if isinstance(removed, int) else None)
+
+
 def summary_context(
     document: Mapping[str, Any],
     *,
     chunks: int,
     new_items: Sequence[str] = (),
     run_url: str | None = None,
+    changes: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The job_summary template's variables, all taken from the job document."""
+    """The job_summary template's variables, taken from the job document and the job's
+    change counts."""
     return {
         "site": document["site"],
         "status": document["status"],
@@ -42,10 +53,13 @@ def summary_context(
         "duration": duration_text(document["duration_seconds"]),
         "new_items": list(new_items)[:10],
         "run_url": run_url,
+        "notable": notable_changes(document, changes),
     }
 
 
-def table_rows(document: Mapping[str, Any], *, chunks: int) -> list[dict[str, Any]]:
+def table_rows(
+    document: Mapping[str, Any], *, chunks: int, changes: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
     rate = document["block_rate"]
     rows = [
         ("status", document["status"]),
@@ -56,6 +70,7 @@ def table_rows(document: Mapping[str, Any], *, chunks: int) -> list[dict[str, An
         ("invalid (dropped)", document["items_invalid"]),
         ("stored", document["items_stored"]),
         ("incomplete (stored, parts missing)", document.get("items_incomplete", 0)),
+        ("notable changes", notable_changes(document, changes) or "none"),
         ("chunks indexed", chunks),
         ("requests", document["requests"]),
         ("responses", document["responses"]),
@@ -67,7 +82,9 @@ def table_rows(document: Mapping[str, Any], *, chunks: int) -> list[dict[str, An
     return [{"metric": name, "value": value} for name, value in rows]
 
 
-def markdown(document: Mapping[str, Any], *, chunks: int) -> str:
+def markdown(
+    document: Mapping[str, Any], *, chunks: int, changes: Mapping[str, int] | None = None
+) -> str:
     lines = [
         f"# scrape-{document['site']}: job `{document['job_id']}`",
         "",
@@ -75,11 +92,13 @@ def markdown(document: Mapping[str, Any], *, chunks: int) -> str:
         "|---|---|",
     ]
     lines += [
-        f"| {row['metric']} | {row['value']} |" for row in table_rows(document, chunks=chunks)
+        f"| {row['metric']} | {row['value']} |"
+        for row in table_rows(document, chunks=chunks, changes=changes)
     ]
     lines += [
         "",
         f"Items index: `items-{document['site']}` · chunks index: `chunks-{document['site']}` · "
-        f"jobs index: `jobs` (document `{document['site']}:{document['job_id']}`)",
+        f"jobs index: `jobs` (document `{document['site']}:{document['job_id']}`) · "
+        f"changes index: `changes-{document['site']}`",
     ]
     return "\n".join(lines)
