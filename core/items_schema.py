@@ -152,6 +152,9 @@ class ItemSchema:
     url_field: str
     required: tuple[str, ...]
     volatile: frozenset[str] = field(default_factory=frozenset)
+    # Fields whose old and new values a change records (``core.history``): what a user
+    # asks "what changed?" about (price, availability, rating, ...), not every edit.
+    history: tuple[str, ...] = ()
 
     @cached_property
     def _adapter(self) -> TypeAdapter[Any]:
@@ -266,6 +269,7 @@ def item_schema(
     required: Iterable[str] = (),
     url_field: str = "url",
     volatile: Iterable[str] = (),
+    history: Iterable[str] = (),
 ) -> typing.Callable[[T], T]:
     """Declare a dataclass as an item type (see the module docstring)."""
 
@@ -273,7 +277,7 @@ def item_schema(
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"{cls.__name__}: item types are dataclasses")
         names = {f.name for f in dataclasses.fields(cls)}
-        declared = set(required) | set(volatile) | {url_field}
+        declared = set(required) | set(volatile) | set(history) | {url_field}
         if id_field is not None:
             declared.add(id_field)
         if unknown := declared - names:
@@ -291,6 +295,7 @@ def item_schema(
             url_field=url_field,
             required=tuple(required),
             volatile=frozenset(volatile),
+            history=tuple(history),
         )
         _BY_TYPE[item_type] = schema
         _BY_CLASS[cls] = schema

@@ -189,6 +189,17 @@ class SiteKeys:
         """Hash: job id -> its run sequence number, assigned once per job."""
         return f"{self.tag}:job_seq_of"
 
+    # -- change history (issue 19, part 4: core.history) -------------------------------
+    @property
+    def history_values(self) -> str:
+        """Hash: item key -> compact JSON of its last stored history fields."""
+        return f"{self.tag}:history:values"
+
+    def job_history_old(self, job_id: str) -> str:
+        """Hash: item key -> its history fields before the job (JSON; '' when none were
+        known), kept from the job's first delivery so a re-delivery diffs the same."""
+        return f"{self.tag}:job:{job_id}:history_old"
+
 
 class PlatformKeys:
     """Keys of the platform as a whole, not of one site: ``platform:<what>``.

@@ -10,8 +10,9 @@ the job's report, never passed off as complete.
 Each class is declared once and that declaration is its schema (``core.items_schema``):
 annotations give the validated types and the Elasticsearch mapping, ``@item_schema``
 gives the item type name, the field holding the site's own id (else the canonical URL
-keys the item), the fields an item is invalid without, and volatile fields that are
-stored but do not count as a content change.
+keys the item), the fields an item is invalid without, volatile fields that are
+stored but do not count as a content change, and the history fields whose old and new
+values a change records in ``changes-<site>`` (``core.history``).
 """
 
 from __future__ import annotations
@@ -63,7 +64,12 @@ class DemoReview(TypedDict):
     date: IsoDate
 
 
-@item_schema("demo_product", id_field="sku", required=("url", "name", "price", "currency"))
+@item_schema(
+    "demo_product",
+    id_field="sku",
+    required=("url", "name", "price", "currency"),
+    history=("price", "currency", "availability", "rating", "review_count"),
+)
 @dataclass
 class DemoProduct:
     """A product of the demo store (``demo_site``), reviews included."""
@@ -90,7 +96,12 @@ class DemoProduct:
     incomplete: list[Keyword] | None = None
 
 
-@item_schema("product", id_field="product_id", required=("url", "name"))
+@item_schema(
+    "product",
+    id_field="product_id",
+    required=("url", "name"),
+    history=("price", "currency", "availability", "rating", "review_count"),
+)
 @dataclass
 class Product:
     """A shop's product page (e.g. hermes): the site's product reference keys it."""
@@ -117,7 +128,12 @@ class Product:
     incomplete: list[Keyword] | None = None
 
 
-@item_schema("property_listing", id_field="listing_id", required=("url", "price", "currency"))
+@item_schema(
+    "property_listing",
+    id_field="listing_id",
+    required=("url", "price", "currency"),
+    history=("price", "currency", "price_per_m2"),
+)
 @dataclass
 class PropertyListing:
     """A real-estate listing (e.g. idealista): sale or rent, with its place and features."""
@@ -169,6 +185,9 @@ class ReviewSubject:
     required=("url", "subject", "rating"),
     # Votes and the subject's aggregate move daily without the review changing.
     volatile=("helpful_count", "subject_rating", "subject_review_count"),
+    # The subject's aggregate: recorded when the review itself changes (a change of
+    # volatile fields alone is no change of the review).
+    history=("rating", "subject_rating", "subject_review_count"),
 )
 @dataclass
 class Review:
@@ -201,7 +220,12 @@ class Review:
     incomplete: list[Keyword] | None = None
 
 
-@item_schema("hotel", id_field="hotel_id", required=("url", "name"))
+@item_schema(
+    "hotel",
+    id_field="hotel_id",
+    required=("url", "name"),
+    history=("price", "currency", "review_score", "review_count", "star_rating"),
+)
 @dataclass
 class Hotel:
     """A hotel page (e.g. booking.com); price is for ``checkin``..``checkout`` when given."""
@@ -230,7 +254,12 @@ class Hotel:
     incomplete: list[Keyword] | None = None
 
 
-@item_schema("marketplace_listing", id_field="listing_id", required=("url", "title"))
+@item_schema(
+    "marketplace_listing",
+    id_field="listing_id",
+    required=("url", "title"),
+    history=("price", "currency", "is_sold"),
+)
 @dataclass
 class MarketplaceListing:
     """A classified ad (e.g. facebook marketplace)."""

@@ -2,8 +2,10 @@
 
 ``build_catalog(seed, n)`` gives revision 0. ``catalog.revised(r)`` derives revision ``r``
 from ``catalog``: it changes exactly ``round(change_fraction * len(products))`` existing
-products (price and/or description) and adds exactly ``round(add_fraction * len(products))``
-new ones, and records which skus changed and which were added *relative to ``catalog``*.
+products (price and/or description; about ``STOCK_CHANGE_SHARE`` of them also go out of
+stock or come back, from a random stream of their own) and adds exactly
+``round(add_fraction * len(products))`` new ones, and records which skus changed and
+which were added *relative to ``catalog``*.
 ``build_catalog(seed, n, revision=r)`` chains ``revised(1) ... revised(r)`` from revision 0.
 
 Descriptions are built from per-product ``ProductTraits`` (product type, material,
@@ -34,6 +36,9 @@ from demo_site.vocabulary import (
 
 CURRENCY = "EUR"
 AVAILABILITIES = ("InStock", "OutOfStock", "PreOrder")
+# Of a revision's changed products, the share whose availability also moves (in stock <->
+# out of stock; a pre-order comes in stock).
+STOCK_CHANGE_SHARE = 0.3
 MAX_REVIEWS = 8
 # Dates are derived from fixed epochs, never the clock, so every run renders the same bytes.
 _BASE_DATE = dt.date(2024, 1, 1)
@@ -149,6 +154,9 @@ class Catalog:
         if not 0.0 <= change_fraction <= 1.0 or not add_fraction >= 0.0:
             raise ValueError("fractions must be within [0, 1] (add_fraction >= 0)")
         rng = random.Random(f"demo-revision:{self.seed}:{self.n_products}:{revision}")
+        # Stock moves come from a stream of their own: the products, prices and
+        # descriptions ``rng`` picks stay what they were before availability changed.
+        stock_rng = random.Random(f"demo-availability:{self.seed}:{self.n_products}:{revision}")
         n_changed = round(change_fraction * len(self.products))
         n_added = round(add_fraction * len(self.products))
         changed = sorted(rng.sample([p.sku for p in self.products], n_changed))
@@ -168,6 +176,8 @@ class Catalog:
                 new_traits = _changed_traits(rng, traits[sku], ptype)
                 traits[sku] = new_traits
                 product = replace(product, description=_describe(product, new_traits))
+            if stock_rng.random() < STOCK_CHANGE_SHARE:
+                product = replace(product, availability=_restocked(product.availability))
             by_sku[sku] = product
             lastmod[sku] = date
 
@@ -357,6 +367,10 @@ def _changed_price(rng: random.Random, price: float) -> float:
         new = round(max(1.0, round(price * factor)) - 0.01, 2)
         if new != price:
             return new
+
+
+def _restocked(availability: str) -> str:
+    return "OutOfStock" if availability == "InStock" else "InStock"
 
 
 def _changed_traits(rng: random.Random, traits: ProductTraits, ptype: ProductType) -> ProductTraits:

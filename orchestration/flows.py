@@ -33,6 +33,7 @@ from redis.retry import Retry
 
 from core.config import PlatformSettings, get_settings
 from core.dedup import job_changes
+from core.history import job_change_counts
 from core.jobs_index import job_counters, job_started_at, write_job_document
 from core.keys import REDIS_ERRORS
 from core.redis_client import Client, connect
@@ -299,13 +300,19 @@ def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
         refresh=True,
     )
     chunks = int(llm.get("chunks_written", 0))
+    changes = job_change_counts(es, site, job_id)
     create_markdown_artifact(
-        markdown(document, chunks=chunks, kibana_url=get_settings().kibana_url),
+        markdown(document, chunks=chunks, changes=changes, kibana_url=get_settings().kibana_url),
         key=f"{artifact_prefix(site)}-report",
     )
-    create_table_artifact(table_rows(document, chunks=chunks), key=f"{artifact_prefix(site)}-stats")
+    create_table_artifact(
+        table_rows(document, chunks=chunks, changes=changes),
+        key=f"{artifact_prefix(site)}-stats",
+    )
     new_names = health.item_names(es, site, sorted(job_changes(server, site, job_id).new)[:10])
-    return summary_context(document, chunks=chunks, new_items=new_names, run_url=run_url())
+    return summary_context(
+        document, chunks=chunks, new_items=new_names, run_url=run_url(), changes=changes
+    )
 
 
 # -- flows --------------------------------------------------------------------------------

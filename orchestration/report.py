@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from core.history import notable_text
+
 # The dashboard docker/kibana/generate.py creates ("Scraping platform").
 KIBANA_DASHBOARD_ID = "platform-overview"
 
@@ -21,14 +23,23 @@ def duration_text(seconds: float | None) -> str:
     return f"{minutes}m {secs}s" if minutes else f"{secs}s"
 
 
+def notable_changes(document: Mapping[str, Any], changes: Mapping[str, int] | None) -> str:
+    """The job's notable changes (``core.history.job_change_counts``) and its removed
+    items (the document's ``removed``, when it has one): "14 price drops, 5 removed"."""
+    removed = document.get("removed")
+    return notable_text(changes or {}, removed=removed if isinstance(removed, int) else None)
+
+
 def summary_context(
     document: Mapping[str, Any],
     *,
     chunks: int,
     new_items: Sequence[str] = (),
     run_url: str | None = None,
+    changes: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The job_summary template's variables, all taken from the job document."""
+    """The job_summary template's variables, taken from the job document and the job's
+    change counts."""
     return {
         "site": document["site"],
         "status": document["status"],
@@ -46,10 +57,13 @@ def summary_context(
         "duration": duration_text(document["duration_seconds"]),
         "new_items": list(new_items)[:10],
         "run_url": run_url,
+        "notable": notable_changes(document, changes),
     }
 
 
-def table_rows(document: Mapping[str, Any], *, chunks: int) -> list[dict[str, Any]]:
+def table_rows(
+    document: Mapping[str, Any], *, chunks: int, changes: Mapping[str, int] | None = None
+) -> list[dict[str, Any]]:
     rate = document["block_rate"]
     rows = [
         ("status", document["status"]),
@@ -60,6 +74,7 @@ def table_rows(document: Mapping[str, Any], *, chunks: int) -> list[dict[str, An
         ("invalid (dropped)", document["items_invalid"]),
         ("stored", document["items_stored"]),
         ("incomplete (stored, parts missing)", document.get("items_incomplete", 0)),
+        ("notable changes", notable_changes(document, changes) or "none"),
         ("chunks indexed", chunks),
         ("requests", document["requests"]),
         ("responses", document["responses"]),
@@ -92,7 +107,7 @@ def links_markdown(site: str, job_id: str, kibana_url: str | None) -> list[str]:
     """Where the run's data lives: the indices, and Kibana when it is configured."""
     lines = [
         f"Items index: `items-{site}` · chunks index: `chunks-{site}` · "
-        f"jobs index: `jobs` (document `{site}:{job_id}`)",
+        f"jobs index: `jobs` (document `{site}:{job_id}`) · changes index: `changes-{site}`",
     ]
     if kibana_url:
         lines += [
@@ -121,7 +136,13 @@ def failure_markdown(flow: str, step: str, error: str, log_lines: Sequence[str])
     return "\n".join(lines)
 
 
-def markdown(document: Mapping[str, Any], *, chunks: int, kibana_url: str | None = None) -> str:
+def markdown(
+    document: Mapping[str, Any],
+    *,
+    chunks: int,
+    changes: Mapping[str, int] | None = None,
+    kibana_url: str | None = None,
+) -> str:
     lines = [
         f"# scrape-{document['site']}: job `{document['job_id']}`",
         "",
@@ -129,7 +150,8 @@ def markdown(document: Mapping[str, Any], *, chunks: int, kibana_url: str | None
         "|---|---|",
     ]
     lines += [
-        f"| {row['metric']} | {row['value']} |" for row in table_rows(document, chunks=chunks)
+        f"| {row['metric']} | {row['value']} |"
+        for row in table_rows(document, chunks=chunks, changes=changes)
     ]
     lines += ["", *links_markdown(document["site"], document["job_id"], kibana_url)]
     return "\n".join(lines)

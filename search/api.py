@@ -2,6 +2,7 @@
 
     GET /search?q=...&site=demo&k=10&mode=hybrid   fused hits with item fields and scores
     GET /health                                     ES reachability, per-site freshness
+    GET /items/{key}/history?limit=100              the item's changes, newest first
 
 Run: ``.venv/bin/python -m search.api --port 8088`` (uvicorn; Elasticsearch from
 ``ELASTICSEARCH_URL``, the embedder from ``OPENAI_*`` / the offline model, see
@@ -29,7 +30,9 @@ from search.core import (
     Mode,
     QueryEmbedderMismatch,
     SearchError,
+    UnknownItem,
     UnknownSite,
+    item_history,
 )
 from search.health import DEFAULT_STALE_AFTER, check_health
 
@@ -71,6 +74,21 @@ def create_app(
             raise HTTPException(502, f"query embedding failed: {exc}") from None
         except (TransportError, ApiError) as exc:
             logger.warning("search failed: %s", exc)
+            raise HTTPException(503, f"Elasticsearch: {type(exc).__name__}") from None
+
+    @app.get("/items/{key:path}/history")
+    def history(
+        key: str,
+        limit: Annotated[int, Query(ge=1, le=1000, description="at most this many")] = 100,
+    ) -> dict[str, Any]:
+        """The item's change documents (price, availability, ...), newest first: an empty
+        list for an item that never changed, 404 for a key no stored item has."""
+        try:
+            return {"item_key": key, "changes": item_history(es, key, limit=limit)}
+        except UnknownItem as exc:
+            raise HTTPException(404, str(exc)) from None
+        except (TransportError, ApiError) as exc:
+            logger.warning("history failed: %s", exc)
             raise HTTPException(503, f"Elasticsearch: {type(exc).__name__}") from None
 
     @app.get("/health")

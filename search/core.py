@@ -20,9 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from elasticsearch import Elasticsearch
+from elasticsearch import Elasticsearch, NotFoundError
 
-from core.store import doc_id_for, items_index
+from core.store import doc_id_for, get_items, items_index
+from core.store.changes import changes_alias
 from llm.embedders import Embedder
 from llm.index import CHUNKS_PREFIX, chunks_index, index_embedder
 
@@ -266,3 +267,29 @@ def _list_score(
     if key not in items:
         return None
     return ListScore(rank=ranks[key], score=round(items[key].score, 6))
+
+
+# -- an item's change history (``GET /items/{key}/history``) ------------------------------
+
+
+class UnknownItem(SearchError):
+    """No stored item has the key."""
+
+
+def item_history(es: Elasticsearch, key: str, *, limit: int = 100) -> list[dict[str, Any]]:
+    """The change documents of the item ``key`` (``core.history``), newest first (per
+    time, by field name); [] for a stored item that never changed, ``UnknownItem`` for a
+    key no stored item has."""
+    if not get_items(es, [key]):
+        raise UnknownItem(f"no item {key!r}")
+    site = key.split(":", 1)[0]
+    try:
+        response = es.search(
+            index=changes_alias(site),
+            query={"term": {"item_key": key}},
+            sort=[{"time": "desc"}, {"field": "asc"}],
+            size=limit,
+        )
+    except NotFoundError:
+        return []  # the site never recorded a change
+    return [hit["_source"] for hit in response["hits"]["hits"]]

@@ -24,6 +24,7 @@ from core.store.actions import (
     build_touch,
 )
 from core.store.bulk import INDEX_PREPARERS, IndexPreparer
+from core.store.changes import prepare_changes_index
 from core.store.layout import (
     IndexLayout,
     doc_id_for,
@@ -40,6 +41,9 @@ from core.store.spill_file import FileSpill
 from core.store.spill_redis import RedisSpill, dead_letters, spill_size
 from core.store.state import DocumentState
 from core.store.writer import ItemStore, StoreReport
+
+# Indices the store writes besides items: declared before their first bulk write.
+INDEX_PREPARERS.setdefault("changes-", prepare_changes_index)
 
 __all__ = [
     "INDEX_PREPARERS",

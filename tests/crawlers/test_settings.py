@@ -227,6 +227,7 @@ def test_the_add_on_defaults_apply_without_environment() -> None:
     assert sorted(pipelines, key=pipelines.__getitem__) == [
         "crawlers.pipelines.validate.ValidationPipeline",
         "crawlers.pipelines.dedup.DedupPipeline",
+        "crawlers.pipelines.history.HistoryPipeline",
         "crawlers.pipelines.store.StorePipeline",
         "crawlers.cards.CardsPipeline",
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline",
@@ -282,6 +283,7 @@ def test_a_project_keeps_the_components_it_lists() -> None:
         sink: 50,
         "crawlers.pipelines.validate.ValidationPipeline": 100,
         "crawlers.pipelines.dedup.DedupPipeline": 200,
+        "crawlers.pipelines.history.HistoryPipeline": 250,
         "crawlers.cards.CardsPipeline": 390,
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline": 400,
     }

@@ -8,7 +8,7 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from demo_site.catalog import AVAILABILITIES, Catalog, build_catalog
+from demo_site.catalog import AVAILABILITIES, STOCK_CHANGE_SHARE, Catalog, build_catalog
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +94,12 @@ def test_revision_changes_and_adds_exactly_the_announced_skus(catalog: Catalog) 
         new = after[sku]
         if sku in revised.changed_skus:
             assert new != old
-            # Only the price and/or the description move.
-            assert replace(new, price=old.price, description=old.description) == old
+            # Only the price and/or the description move, and some go out of stock or
+            # come back.
+            unmoved = replace(
+                new, price=old.price, description=old.description, availability=old.availability
+            )
+            assert unmoved == old
             assert revised.lastmod[sku] > catalog.lastmod[sku]
         else:
             assert new == old
@@ -112,3 +116,21 @@ def test_revisions_chain_and_honour_custom_fractions(catalog: Catalog) -> None:
     custom = catalog.revised(1, change_fraction=0.1, add_fraction=0.0)
     assert len(custom.changed_skus) == 120 and not custom.added_skus
     assert catalog.revised(1) == catalog.revised(1)  # revising is pure, too
+
+
+def test_revisions_move_stock_from_their_own_random_stream(catalog: Catalog) -> None:
+    revised = catalog.revised(1)
+    moved = {
+        sku: (catalog.by_sku[sku].availability, revised.by_sku[sku].availability)
+        for sku in revised.changed_skus
+        if revised.by_sku[sku].availability != catalog.by_sku[sku].availability
+    }
+    # About STOCK_CHANGE_SHARE of the changed products, only ever in <-> out of stock.
+    assert abs(len(moved) - STOCK_CHANGE_SHARE * len(revised.changed_skus)) <= 10
+    assert {after for before, after in moved.values()} == {"InStock", "OutOfStock"}
+    assert all(after == "OutOfStock" for before, after in moved.values() if before == "InStock")
+    # The products and prices the revision picks are those it picked before stock moved
+    # (the first ones of revision 1, as they were).
+    first = sorted(revised.changed_skus)[:3]
+    assert first == ["DM-00010", "DM-00015", "DM-00041"]
+    assert [revised.by_sku[sku].price for sku in first] == [17.99, 25.99, 25.95]

@@ -111,11 +111,12 @@ def flatten(properties: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 
 
 def _cleanup(es: Elasticsearch, server: redis.Redis) -> None:
-    """Only what this module creates: the sites' item indices, chunks-demo, the jobs index."""
+    """Only what this module creates: the sites' item indices, chunks-demo, the jobs index,
+    changes-demo."""
     for key in server.scan_iter("demo:*"):
         server.delete(key)
     sites = ",".join(f"items-{site}-*" for site in generator.ITEM_TYPE_BY_SITE)
-    for pattern in (sites, "chunks-demo", "platform-jobs-*"):
+    for pattern in (sites, "chunks-demo", "platform-jobs-*", "changes-demo*"):
         es.indices.delete(index=pattern, ignore_unavailable=True, allow_no_indices=True)
 
 
@@ -170,8 +171,9 @@ def stack(
     assert report.processed == PRODUCTS and report.chunks_written >= PRODUCTS, report
     others = {s: t for s, t in generator.ITEM_TYPE_BY_SITE.items() if s != "demo"}
     asyncio.run(_declare_item_indices(es_node.url, others))
-    es.indices.refresh(index="items-*,chunks-*,platform-jobs-*")
-    mappings = es.indices.get_mapping(index="items-*,chunks-*," + JOBS_ALIAS)
+    # changes-demo: declared by the worker's history pipeline when it opened.
+    es.indices.refresh(index="items-*,chunks-*,platform-jobs-*,changes-*")
+    mappings = es.indices.get_mapping(index="items-*,chunks-*,changes-*," + JOBS_ALIAS)
     fields = {
         index: flatten(body["mappings"].get("properties", {}))
         for index, body in mappings.body.items()
@@ -219,7 +221,7 @@ def test_file_is_what_the_generator_prints() -> None:
 
 def test_what_the_issue_asks_for_is_there(objects: list[dict[str, Any]]) -> None:
     views = {o["attributes"]["title"]: o for o in objects if o["type"] == "index-pattern"}
-    assert set(views) == {"items-*", "chunks-*", JOBS_ALIAS}
+    assert set(views) == {"items-*", "chunks-*", JOBS_ALIAS, "changes-*"}
     searches = {o["id"] for o in objects if o["type"] == "search"}
     assert searches == {f"platform-items-{site}" for site in profile_sites()}
     [board] = [o for o in objects if o["type"] == "dashboard"]
@@ -232,6 +234,7 @@ def test_what_the_issue_asks_for_is_there(objects: list[dict[str, Any]]) -> None
         "Block rate per site over time",
         "Job durations per site",
         "Job statuses",
+        "Price history",
     ):
         assert wanted in titles
 

@@ -80,11 +80,15 @@ def test_extra_actions_are_stored_before_the_item_and_not_counted_as_items(
             await store.close_spider()
             await dedup.close_spider()
 
+    registered = INDEX_PREPARERS.get("changes-")
     INDEX_PREPARERS["changes-"] = prepare
     try:
         asyncio.run(main())
     finally:
-        del INDEX_PREPARERS["changes-"]
+        if registered is None:
+            del INDEX_PREPARERS["changes-"]
+        else:
+            INDEX_PREPARERS["changes-"] = registered
     assert order == [
         f"prepare {CHANGES}",
         f"{CHANGES} indexed",

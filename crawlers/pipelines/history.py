@@ -1,0 +1,191 @@
+"""History: change documents for the history fields of new and changed items.
+
+Runs between dedup (200) and the store (300). For an item whose verdict is new or
+changed and whose type names history fields (``@item_schema(..., history=...)``), it
+stores their values in Redis and gets back the values they replace
+(``core.history.HistoryState``: exact, the same for every delivery within a job); each
+field that changed becomes a change document (``core.store.changes.change_action``).
+
+The documents are not written here: they are handed to the store as the item's note
+``store_extra`` (``item_notes(crawler, "store_extra")``: a list of ``StoreAction``), and
+the store puts them through its durable ``ItemStore`` before the item itself, so an
+item acked as stored has its changes stored or spilled too. Dedup's note is read and left
+in place for the store.
+
+Needs ``REDIS_URL`` and ``ELASTICSEARCH_URL`` (off otherwise). Redis unreachable: the
+item waits and is retried like dedup's (``DEDUP_RETRY_*``), then fails (``item_error``:
+its request is crawled again). The ``changes-<site>`` index is declared at open and, if
+Elasticsearch was away, again before the next change (its documents wait in the store's
+buffer or spill meanwhile). Stats: ``history/changes`` and ``history/changes/<kind>``
+(this worker's, re-deliveries included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from elastic_transport import TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from core.dedup import CHANGED, NEW, connect_async
+from core.history import Change, HistoryState, diff, values_of
+from core.items_schema import UnknownItemType, schema_for
+from core.redis_client import AsyncClient
+from core.store import StoreAction, StoreSettings
+from core.store.changes import change_action, ensure_changes_index
+from crawlers.ledger import RetryPolicy
+from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
+from crawlers.pipelines.dedup import DedupNote
+
+logger = logging.getLogger(__name__)
+
+STORE_EXTRA = "store_extra"  # the notes the store puts through before the item
+ENSURE_RETRY_SECONDS = 5.0  # between attempts to declare the changes index while ES is away
+
+
+class HistoryUnavailable(RuntimeError):
+    """The history state stayed unreachable through every retry: the item fails."""
+
+
+class HistoryPipeline:
+    def __init__(self, crawler: Crawler, retry: RetryPolicy) -> None:
+        s = crawler.settings
+        self.crawler = crawler
+        self.retry = retry
+        self.redis_url = str(s.get("REDIS_URL"))
+        self.redis_params = s.getdict("REDIS_PARAMS")
+        self.cluster = s.getbool("REDIS_CLUSTER")
+        self.es_kwargs = es_client_kwargs(s)
+        self.replicas = StoreSettings.from_settings(s).replicas
+        self.notes = item_notes(crawler)
+        self.extra = item_notes(crawler, STORE_EXTRA)
+        self.server: AsyncClient | None = None
+        self.es: AsyncElasticsearch | None = None
+        self.state: HistoryState | None = None
+        self._index_ready = False
+        self._last_ensure: float | None = None
+        self._last_warning = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> HistoryPipeline:
+        s = crawler.settings
+        if not s.get("REDIS_URL") or not s.get("ELASTICSEARCH_URL"):
+            raise NotConfigured("HistoryPipeline needs REDIS_URL and ELASTICSEARCH_URL")
+        return cls(crawler, RetryPolicy.from_settings(s))
+
+    async def open_spider(self) -> None:
+        # Clients are created here, inside the running event loop they bind to.
+        self.server = connect_async(
+            self.redis_url, max_connections=4, params=self.redis_params, cluster=self.cluster
+        )
+        self.state = HistoryState(self.server, site_of(self.crawler))
+        self.es = AsyncElasticsearch(**self.es_kwargs)
+        await self._ensure_index()
+
+    async def close_spider(self) -> None:
+        if self.server is not None:
+            await self.server.aclose()
+        if self.es is not None:
+            await self.es.close()
+
+    async def process_item(self, item: Any) -> Any:
+        note: DedupNote | None = self.notes.pop(item)
+        if note is None:
+            return item  # dedup did not classify it (unknown type, dedup off)
+        self.notes.attach(item, note)  # the store's: left as dedup wrote it
+        if note.state.verdict not in (NEW, CHANGED):
+            return item
+        try:
+            schema = schema_for(item)
+        except UnknownItemType:
+            return item
+        if not schema.history:
+            return item
+        job_id = job_of(note.fields, self.crawler) or "unassigned"
+        values = values_of(note.fields, schema.history)
+        old = await self._record(job_id, note.key, values)
+        changes = diff(old, values, schema.history)
+        if not changes:
+            return item
+        if not self._index_ready:
+            await self._ensure_index()
+        actions = self.actions(schema.item_type, note, job_id, changes)
+        self.extra.attach(item, [*(self.extra.pop(item) or []), *actions])
+        for change in changes:
+            self._count("history/changes")
+            self._count(f"history/changes/{change.kind}")
+        return item
+
+    def actions(
+        self, item_type: str, note: DedupNote, job_id: str, changes: list[Change]
+    ) -> list[StoreAction]:
+        """The change documents' writes. Their time is when dedup saw the content change
+        (Redis' clock): the first delivery's, so a re-delivery rewrites the same document."""
+        return [
+            change_action(
+                site=site_of(self.crawler),
+                item_type=item_type,
+                key=note.key,
+                job_id=job_id,
+                seen_ms=note.state.last_changed_ms,
+                field=change.field,
+                old=change.old,
+                new=change.new,
+                kind=change.kind,
+            )
+            for change in changes
+        ]
+
+    async def _record(self, job_id: str, key: str, values: dict[str, Any]) -> dict[str, Any] | None:
+        assert self.state is not None, "open_spider() creates the state"
+        attempt = 0
+        while True:
+            try:
+                return await self.state.record(job_id, key, values)
+            except self.state.transient_errors as exc:
+                attempt += 1
+                self._count("history/retries")
+                if attempt > self.retry.times:
+                    self._count("history/failed")
+                    raise HistoryUnavailable(
+                        f"no history for {key} after {self.retry.times} retries "
+                        f"({type(exc).__name__}: {exc}); its request is crawled again"
+                    ) from exc
+                now = time.monotonic()
+                if now - self._last_warning > 10:
+                    self._last_warning = now
+                    logger.warning(
+                        "history state unreachable (%s); items wait and are retried",
+                        type(exc).__name__,
+                    )
+                await asyncio.sleep(self.retry.delay(attempt))
+
+    async def _ensure_index(self) -> None:
+        now = time.monotonic()
+        if self.es is None or (
+            self._last_ensure is not None and now - self._last_ensure < ENSURE_RETRY_SECONDS
+        ):
+            return
+        self._last_ensure = now
+        site = site_of(self.crawler)
+        try:
+            await ensure_changes_index(self.es, site, replicas=self.replicas)
+        except (TransportError, ApiError, OSError) as exc:
+            # The documents wait in the store (buffer, then spill) until it exists.
+            logger.warning(
+                "cannot declare changes-%s yet (%s: %s); retried before the next change",
+                site,
+                type(exc).__name__,
+                exc,
+            )
+            return
+        self._index_ready = True
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(name, n)
