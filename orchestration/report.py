@@ -35,6 +35,9 @@ def summary_context(
         "unchanged": document["items_unchanged"],
         "incomplete": document.get("items_incomplete", 0),
         "chunks": chunks,
+        "removed": document.get("items_removed", 0),
+        "restored": document.get("items_restored", 0),
+        "removals_skipped": removals_skipped(document),
         "block_rate": document["block_rate"] or 0.0,
         "blocks": document["blocks"],
         "responses": document["responses"],
@@ -43,6 +46,19 @@ def summary_context(
         "new_items": list(new_items)[:10],
         "run_url": run_url,
     }
+
+
+def removals_skipped(document: Mapping[str, Any]) -> str | None:
+    """Why the job counted no misses toward removals (``core.removals``), if it did not."""
+    reason = (document.get("extra") or {}).get("removals_skipped")
+    return str(reason) if reason else None
+
+
+def removed_text(document: Mapping[str, Any]) -> int | str:
+    """The "removed" figure, with the reason when the job could not count misses."""
+    removed = int(document.get("items_removed", 0))
+    reason = removals_skipped(document)
+    return f"{removed} (misses not counted: {reason})" if reason else removed
 
 
 def table_rows(document: Mapping[str, Any], *, chunks: int) -> list[dict[str, Any]]:
@@ -57,6 +73,8 @@ def table_rows(document: Mapping[str, Any], *, chunks: int) -> list[dict[str, An
         ("stored", document["items_stored"]),
         ("incomplete (stored, parts missing)", document.get("items_incomplete", 0)),
         ("chunks indexed", chunks),
+        ("removed", removed_text(document)),
+        ("restored", document.get("items_restored", 0)),
         ("requests", document["requests"]),
         ("responses", document["responses"]),
         ("blocked", document["blocks"]),
