@@ -25,6 +25,7 @@ from core.items_schema import DATE, KEYWORD
 from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.ledger import job_figures
+from core.removals import removal_figures
 from core.store.layout import cluster_replicas_sync
 
 JOBS_ALIAS = "jobs"
@@ -53,6 +54,8 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "items_incomplete": _LONG,
     "items_spilled": _LONG,
     "items_dead_letter": _LONG,
+    "items_removed": _LONG,  # marked removed by the job (core.removals)
+    "items_restored": _LONG,  # removed items the job saw again
     "errors": _LONG,
     "spill_remaining": _LONG,
     "alerts_failed": _LONG,  # alerts of the job Slack did not take (templates in extra)
@@ -154,6 +157,8 @@ def job_document(
         "items_incomplete": numbers.get("items/incomplete", 0),
         "items_spilled": numbers.get("store/spilled", 0),
         "items_dead_letter": numbers.get("store/dead_letter", 0),
+        "items_removed": numbers.get("items/removed", 0),
+        "items_restored": numbers.get("items/restored", 0),
         "errors": numbers.get("log_count/ERROR", 0),
         "spill_remaining": spill_remaining,
         "counters": {name: str(value) for name, value in sorted(numbers.items())},
@@ -227,8 +232,13 @@ def add_failed_alert(es: Elasticsearch, site: str, job_id: str, template: str) -
 
 def job_counters(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
     """The job's counters summed over workers, with the exact figures of its ledger
-    (``core.ledger.FIGURES``) in place of the workers' counts of the same things."""
-    return {**JobStats(server, site).get(job_id), **job_figures(server, site, job_id)}
+    (``core.ledger.FIGURES``) in place of the workers' counts of the same things, and
+    the items it marked removed or restored (``core.removals``)."""
+    return {
+        **JobStats(server, site).get(job_id),
+        **job_figures(server, site, job_id),
+        **removal_figures(server, site, job_id),
+    }
 
 
 def job_started_at(server: redis.Redis, site: str, job_id: str) -> dt.datetime | None:

@@ -200,6 +200,40 @@ class SiteKeys:
         known), kept from the job's first delivery so a re-delivery diffs the same."""
         return f"{self.tag}:job:{job_id}:history_old"
 
+    # -- removed items (issue 19, item 3: core.removals) --------------------------------
+    @property
+    def removal_misses(self) -> str:
+        """Hash: item key -> ``<consecutive complete jobs without it>:<last job counted>``."""
+        return f"{self.tag}:removal:misses"
+
+    @property
+    def removed(self) -> str:
+        """Hash: item key -> epoch ms (Redis' clock) it was marked removed."""
+        return f"{self.tag}:removal:removed"
+
+    @property
+    def removal_pending(self) -> str:
+        """Hash: item key -> removed | restored, not yet applied to Elasticsearch."""
+        return f"{self.tag}:removal:pending"
+
+    @property
+    def removal_jobs(self) -> str:
+        """Hash: job id -> its mark-removed result (JSON): the jobs already applied."""
+        return f"{self.tag}:removal:jobs"
+
+    @property
+    def removal_last(self) -> str:
+        """Hash: ``job`` and ``started_ms`` of the last job whose misses were applied."""
+        return f"{self.tag}:removal:last"
+
+    def job_removed(self, job_id: str) -> str:
+        """Set: keys the job marked removed."""
+        return f"{self.tag}:job:{job_id}:removed"
+
+    def job_restored(self, job_id: str) -> str:
+        """Set: removed keys the job saw again (restored; the LLM step chunks them)."""
+        return f"{self.tag}:job:{job_id}:restored"
+
 
 class PlatformKeys:
     """Keys of the platform as a whole, not of one site: ``platform:<what>``.

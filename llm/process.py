@@ -1,7 +1,8 @@
 """The llm-process step: a drained job's new and changed items -> chunks -> vectors -> index.
 
 ``process_job(es, redis, site, job_id, embedder)`` reads the job's new/changed item keys
-from the dedup state (``core.dedup``), loads those items from ``items-<site>``, and for
+from the dedup state (``core.dedup``) and the removed items it restored
+(``core.removals``), loads those items from ``items-<site>``, and for
 each one whose chunks are not already up to date: chunks it, embeds the chunks and writes
 them to ``chunks-<site>`` in bulk requests.
 
@@ -33,6 +34,7 @@ from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan, streaming_bulk
 
 from core.dedup import job_changes
+from core.removals import restored_keys
 from core.store import get_items, item_keys
 from llm.chunking import Chunk, Chunker
 from llm.embedders import Embedder
@@ -69,6 +71,7 @@ class ProcessReport:
     skipped_unchanged: int = 0  # items whose chunks were already up to date
     missing: int = 0  # keys without an item document (dead-lettered, or deleted)
     chunks_embedded: int = 0
+    removed: int = 0  # items marked removed (core.removals): never chunked
     chunks_written: int = 0
     chunks_deleted: int = 0
     failed_writes: int = 0
@@ -83,8 +86,9 @@ class ProcessReport:
 
 
 def job_item_keys(server: redis.Redis, site: str, job_id: str) -> frozenset[str]:
-    """Keys of the items the job found new or changed (``core.dedup``)."""
-    return job_changes(server, site, job_id).new_or_changed
+    """Keys of the items the job found new or changed (``core.dedup``), and of the removed
+    items it saw again (``core.removals``: their chunks were deleted, even if unchanged)."""
+    return job_changes(server, site, job_id).new_or_changed | restored_keys(server, site, job_id)
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -185,6 +189,9 @@ def _process_batch(
     for key in keys:
         doc = items.get(key)
         if doc is None:
+            continue
+        if doc.get("removed_at"):
+            report.removed += 1  # gone from the site: its chunks were deleted on purpose
             continue
         source_hash = _source_hash(doc, fingerprint)
         if _up_to_date(existing.get(key, []), source_hash):

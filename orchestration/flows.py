@@ -1,7 +1,8 @@
 """The platform's Prefect flows. Thin: each step is a task calling a plain module.
 
 ``scrape-site`` (deployed once per site as ``scrape-<site>``):
-    preflight -> verify structure (GATE) -> producer -> wait for drain -> llm-process -> report
+    preflight -> verify structure (GATE) -> producer -> wait for drain -> mark-removed
+    -> llm-process -> report
 ``check-site-versions``: the structure check of every site's fixtures against its baseline.
 ``daily-health-check``: per-site job history, search health, undelivered alerts.
 
@@ -37,6 +38,7 @@ from core.history import job_change_counts
 from core.jobs_index import job_counters, job_started_at, write_job_document
 from core.keys import REDIS_ERRORS
 from core.redis_client import Client, connect
+from core.removals import apply_job
 from core.store import spill_size
 from crawlers import addon
 from crawlers.producer import produce
@@ -265,6 +267,17 @@ def drain_task(
     return {"queued": state.queued, "leased": state.leased, "counters": state.counters}
 
 
+@task(name="mark-removed", on_failure=[alert_failed_step])
+def mark_removed_task(site: str, job_id: str, removed_after_jobs: int) -> dict[str, Any]:
+    """Items not seen in K complete jobs -> removed; removed items seen again -> restored
+    (``core.removals``; idempotent per job). Runs only after the drain: the job finished."""
+    report = apply_job(
+        redis_client(), es_client(), site, job_id, removed_after_jobs=removed_after_jobs
+    )
+    get_run_logger().info("mark-removed: %s", report.describe())
+    return report.as_dict()
+
+
 @task(name="llm-process", on_failure=[alert_failed_step])
 def llm_process_task(site: str, job_id: str) -> dict[str, Any]:
     watcher = LlmWatcher(
@@ -283,11 +296,14 @@ def llm_process_task(site: str, job_id: str) -> dict[str, Any]:
 
 
 @task(name="report", on_failure=[alert_failed_step], on_completion=[send_job_summary])
-def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
+def report_task(
+    site: str, job_id: str, llm: dict[str, Any], removals: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The job document, the run's artifacts; returns the job summary's template context
     (sent to Slack by the ``on_completion`` hook)."""
     server, es = redis_client(), es_client()
     counters = job_counters(server, site, job_id)
+    skipped = (removals or {}).get("skipped")  # why the job counted no misses, if it did not
     document = write_job_document(
         es,
         site,
@@ -297,6 +313,7 @@ def report_task(site: str, job_id: str, llm: dict[str, Any]) -> dict[str, Any]:
         dt.datetime.now(dt.UTC),
         counters,
         spill_remaining=spill_size(server, site),
+        extra={"removals_skipped": skipped} if skipped else None,
         refresh=True,
     )
     chunks = int(llm.get("chunks_written", 0))
@@ -368,8 +385,9 @@ def scrape_site(
 
     produce_task.with_options(timeout_seconds=profile.timeouts.producer)(site, job_id, base_url)
     drain_task(site, job_id, local_workers, base_url, float(profile.timeouts.drain))
+    removals = mark_removed_task(site, job_id, profile.recrawl.removed_after_jobs)
     llm = llm_process_task(site, job_id)
-    summary = report_task(site, job_id, llm)
+    summary = report_task(site, job_id, llm, removals)
     return {"site": site, "job_id": job_id, "items": summary["items"]}
 
 

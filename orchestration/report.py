@@ -25,8 +25,8 @@ def duration_text(seconds: float | None) -> str:
 
 def notable_changes(document: Mapping[str, Any], changes: Mapping[str, int] | None) -> str:
     """The job's notable changes (``core.history.job_change_counts``) and its removed
-    items (the document's ``removed``, when it has one): "14 price drops, 5 removed"."""
-    removed = document.get("removed")
+    items (``items_removed``, from core.removals): "14 price drops, 5 removed"."""
+    removed = document.get("items_removed")
     return notable_text(changes or {}, removed=removed if isinstance(removed, int) else None)
 
 
@@ -50,6 +50,9 @@ def summary_context(
         "unchanged": document["items_unchanged"],
         "incomplete": document.get("items_incomplete", 0),
         "chunks": chunks,
+        "removed": document.get("items_removed", 0),
+        "restored": document.get("items_restored", 0),
+        "removals_skipped": removals_skipped(document),
         "block_rate": document["block_rate"] or 0.0,
         "blocks": document["blocks"],
         "responses": document["responses"],
@@ -59,6 +62,19 @@ def summary_context(
         "run_url": run_url,
         "notable": notable_changes(document, changes),
     }
+
+
+def removals_skipped(document: Mapping[str, Any]) -> str | None:
+    """Why the job counted no misses toward removals (``core.removals``), if it did not."""
+    reason = (document.get("extra") or {}).get("removals_skipped")
+    return str(reason) if reason else None
+
+
+def removed_text(document: Mapping[str, Any]) -> int | str:
+    """The "removed" figure, with the reason when the job could not count misses."""
+    removed = int(document.get("items_removed", 0))
+    reason = removals_skipped(document)
+    return f"{removed} (misses not counted: {reason})" if reason else removed
 
 
 def table_rows(
@@ -76,6 +92,8 @@ def table_rows(
         ("incomplete (stored, parts missing)", document.get("items_incomplete", 0)),
         ("notable changes", notable_changes(document, changes) or "none"),
         ("chunks indexed", chunks),
+        ("removed", removed_text(document)),
+        ("restored", document.get("items_restored", 0)),
         ("requests", document["requests"]),
         ("responses", document["responses"]),
         ("blocked", document["blocks"]),

@@ -10,7 +10,8 @@ then the two item rankings are fused with reciprocal rank fusion:
 ``score(item) = sum over lists of 1 / (rank_constant + rank)``. Elasticsearch's own
 ``rrf`` retriever needs a paid licence (x-pack), so fusion happens here. The top ``k``
 items are returned with their fields from ``items-<site>`` and each list's rank and
-score, so a caller can see why an item ranked where it did.
+score, so a caller can see why an item ranked where it did. Items marked removed
+(``removed_at``) are left out unless asked for (``include_removed``).
 """
 
 from __future__ import annotations
@@ -115,8 +116,16 @@ class HybridSearch:
         self.num_candidates = num_candidates
 
     def search(
-        self, query: str, *, site: str | None = None, k: int = 10, mode: Mode = "hybrid"
+        self,
+        query: str,
+        *,
+        site: str | None = None,
+        k: int = 10,
+        mode: Mode = "hybrid",
+        include_removed: bool = False,
     ) -> SearchResult:
+        """The top ``k`` items for ``query``. Items marked removed (``removed_at``, see
+        ``core.removals``) are left out unless ``include_removed``."""
         started = time.perf_counter()
         query = query.strip()
         if not query:
@@ -130,10 +139,10 @@ class HybridSearch:
         bm25_items = _collapse(bm25)
         knn_items = _collapse(knn)
         fused = rrf([list(bm25_items), list(knn_items)], self.rank_constant)
-        ranked = sorted(fused, key=lambda key: (-fused[key], key))[:k]
+        order = sorted(fused, key=lambda key: (-fused[key], key))
+        ranked, items = self._present(order, k, include_removed=include_removed)
         bm25_ranks = {key: i for i, key in enumerate(bm25_items, start=1)}
         knn_ranks = {key: i for i, key in enumerate(knn_items, start=1)}
-        items = self._items(ranked)
         hits = []
         for key in ranked:
             # The snippet: the item's chunk from the list where the item ranks best.
@@ -230,6 +239,27 @@ class HybridSearch:
                     "embedded the chunks"
                 )
         return ",".join(indices)
+
+    def _present(
+        self, order: Sequence[str], k: int, *, include_removed: bool
+    ) -> tuple[list[str], dict[str, dict[str, Any]]]:
+        """The first ``k`` keys of ``order`` whose item is not removed, with their items.
+        A removed item's chunks are deleted with it, so this is one lookup of ``k`` items
+        unless a deletion is still pending."""
+        ranked: list[str] = []
+        items: dict[str, dict[str, Any]] = {}
+        start = 0
+        while len(ranked) < k and start < len(order):
+            batch = order[start : start + k - len(ranked)]
+            start += len(batch)
+            found = self._items(batch)
+            for key in batch:
+                item = found.get(key, {})
+                if item.get("removed_at") and not include_removed:
+                    continue
+                ranked.append(key)
+                items[key] = item
+        return ranked, items
 
     def _items(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The item documents of ``keys`` (current fields: name, price, URL...)."""

@@ -109,7 +109,7 @@ def test_report_and_slack_name_the_notable_changes(
     changes: None, es: Elasticsearch, tmp_path: Path
 ) -> None:
     counts = job_change_counts(es, SITE, "job-2")
-    document = {**DOCUMENT, "removed": 5}
+    document = {**DOCUMENT, "items_removed": 5}
     expected = "14 price drops, 1 price rise, 3 back in stock, 5 removed"
     rows = {row["metric"]: row["value"] for row in table_rows(document, chunks=0, changes=counts)}
     assert rows["notable changes"] == expected
