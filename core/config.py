@@ -257,9 +257,9 @@ class PlatformSettings(BaseSettings):
     # at once. Unanswered in time: it fails (closed).
     gate_approval_timeout: int = Field(default=0, ge=0)
 
-    # Kibana's base URL (e.g. https://kibana.example.com): the run report links the
-    # dashboard filtered to the job. None: no Kibana links.
-    kibana_url: str | None = None
+    # Kibana as operators' browsers reach it (e.g. https://kibana.example.com): the run
+    # report links the dashboard filtered to the job. None: no Kibana links.
+    kibana_public_url: str | None = None
     # Seconds between the INFO progress lines of long steps (wait-for-drain, llm-process);
     # the Prefect progress artifacts update on every poll regardless.
     progress_log_interval: float = Field(default=30.0, gt=0)
@@ -272,7 +272,7 @@ class PlatformSettings(BaseSettings):
     def _redis_url(cls, value: str | None) -> str | None:
         return check_redis_url(value)
 
-    @field_validator("prefect_api_url", "search_api_url", "demo_site_url", "kibana_url")
+    @field_validator("prefect_api_url", "search_api_url", "demo_site_url", "kibana_public_url")
     @classmethod
     def _http_url(cls, value: str | None, info: Any) -> str | None:
         return check_http_url(value, str(info.field_name).upper())
@@ -465,9 +465,9 @@ ENVIRONMENT: tuple[Variable, ...] = (
         "0 (no approval step)",
     ),
     Variable(
-        "KIBANA_URL",
+        "KIBANA_PUBLIC_URL",
         None,
-        "Kibana's base URL: the run report links the dashboard filtered to the job",
+        "Kibana as browsers reach it: the run report links the dashboard filtered to the job",
         "no Kibana links",
     ),
     Variable(

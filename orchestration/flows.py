@@ -319,7 +319,9 @@ def report_task(
     chunks = int(llm.get("chunks_written", 0))
     changes = job_change_counts(es, site, job_id)
     create_markdown_artifact(
-        markdown(document, chunks=chunks, changes=changes, kibana_url=get_settings().kibana_url),
+        markdown(
+            document, chunks=chunks, changes=changes, kibana_url=get_settings().kibana_public_url
+        ),
         key=f"{artifact_prefix(site)}-report",
     )
     create_table_artifact(

@@ -173,6 +173,8 @@ def test_crawl_values_only_for_variables_that_are_set() -> None:
         "CHAT_MODEL",
         "FINGERPRINT_SITES_DIR",
         "GATE_APPROVAL_TIMEOUT",
+        "KIBANA_PUBLIC_URL",
+        "PROGRESS_LOG_INTERVAL",
     }
 
 

@@ -137,7 +137,7 @@ def stack(
             "EMBEDDING_MAX_RETRIES": "1",
             "PLATFORM_RUN_DIR": str(run_dir),
             # Links only (no Kibana runs here): the report links the job's dashboard.
-            "KIBANA_URL": "http://127.0.0.1:5601",
+            "KIBANA_PUBLIC_URL": "http://127.0.0.1:5601",
         }
         with PrefectWorker(
             prefect_server, pool="scraping", run_dir=run_dir, extra_env=worker_env, cwd=REPO_ROOT
