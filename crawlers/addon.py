@@ -21,8 +21,9 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   frontier leases when a response's output and items are done; off without the frontier)
   and ``crawlers.middlewares.JobTagMiddleware`` (50): every request and item carries its
   job id;
-* the item pipelines, in this order: validate (100) -> dedup (200) -> store (300) ->
-  re-crawl records (400, Redis only).
+* the item pipelines, in this order: validate (100) -> dedup (200) -> change history
+  (250, Redis and Elasticsearch) -> store (300) -> listing cards recorded (390, Redis and
+  Elasticsearch) -> page validators recorded (400, Redis only); docs/recrawl.md.
   Validation always runs; dedup needs REDIS_URL and store needs ELASTICSEARCH_URL, each
   is off (NotConfigured) without its service, so ``scrapy crawl <site> -O items.jsonl``
   works with no services at all;
