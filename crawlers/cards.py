@@ -45,7 +45,6 @@ from typing import Any
 import redis
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from core.cards import CardPolicy, CardState, Decision, card_hash
@@ -54,6 +53,7 @@ from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
 from core.redis_client import AsyncClient
 from crawlers.frontier import JOB_META
+from crawlers.logs import not_configured
 from crawlers.pipelines.common import job_of, site_of
 from crawlers.profile_schema import Recrawl
 from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
@@ -218,7 +218,7 @@ class CardsPipeline:
     def from_crawler(cls, crawler: Crawler) -> CardsPipeline:
         s = crawler.settings
         if not s.get("REDIS_URL") or not s.get("ELASTICSEARCH_URL"):
-            raise NotConfigured("CardsPipeline needs REDIS_URL and ELASTICSEARCH_URL")
+            raise not_configured("CardsPipeline", "it needs REDIS_URL and ELASTICSEARCH_URL")
         return cls(crawler)
 
     async def open_spider(self) -> None:

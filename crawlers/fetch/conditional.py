@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 
 from core.dedup import connect_async
 from core.keys import REDIS_ERRORS, SiteKeys
 from crawlers.frontier import JOB_META
+from crawlers.logs import not_configured
 from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
 
 logger = logging.getLogger(__name__)
@@ -184,11 +184,13 @@ class ConditionalRequests:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequests:
         if not crawler.settings.get("REDIS_URL"):
-            raise NotConfigured("conditional requests keep their validators in Redis")
+            raise not_configured("ConditionalRequests", "validators are kept in Redis")
         profile = getattr(crawler.spider, "profile", None)
         recrawl = getattr(profile, "recrawl", None)
         if recrawl is None or not recrawl.conditional or not recrawl.item_callbacks:
-            raise NotConfigured("the site's profile has no [recrawl] item_callbacks")
+            raise not_configured(
+                "ConditionalRequests", "no [recrawl] item_callbacks, or conditional off"
+            )
         middleware = cls(crawler, frozenset(recrawl.item_callbacks))
         crawler.signals.connect(middleware.close, signal=signals.spider_closed)
         return middleware

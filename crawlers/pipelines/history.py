@@ -30,7 +30,6 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 
 from core.dedup import CHANGED, NEW, connect_async
 from core.history import Change, HistoryState, diff, values_of
@@ -39,6 +38,7 @@ from core.redis_client import AsyncClient
 from core.store import StoreAction, StoreSettings
 from core.store.changes import change_action, ensure_changes_index
 from crawlers.ledger import RetryPolicy
+from crawlers.logs import not_configured
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 from crawlers.pipelines.dedup import DedupNote
 
@@ -75,7 +75,7 @@ class HistoryPipeline:
     def from_crawler(cls, crawler: Crawler) -> HistoryPipeline:
         s = crawler.settings
         if not s.get("REDIS_URL") or not s.get("ELASTICSEARCH_URL"):
-            raise NotConfigured("HistoryPipeline needs REDIS_URL and ELASTICSEARCH_URL")
+            raise not_configured("HistoryPipeline", "it needs REDIS_URL and ELASTICSEARCH_URL")
         return cls(crawler, RetryPolicy.from_settings(s))
 
     async def open_spider(self) -> None:

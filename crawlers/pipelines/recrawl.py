@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
 from crawlers.fetch.conditional import PageValidators, ValidatorStore, validator_store
 from crawlers.ledger import RetryPolicy
+from crawlers.logs import not_configured
 from crawlers.pipelines.common import site_of
 from crawlers.recrawl import ItemSeen, RecrawlContext, context_of
 
@@ -77,7 +77,7 @@ class RecrawlRecordPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecrawlRecordPipeline:
         if not crawler.settings.get("REDIS_URL"):
-            raise NotConfigured("re-crawl records are kept in Redis")
+            raise not_configured("RecrawlRecordPipeline", "re-crawl records are kept in Redis")
         return cls(crawler, RetryPolicy.from_settings(crawler.settings))
 
     async def open_spider(self) -> None:
