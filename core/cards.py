@@ -26,6 +26,7 @@ site's (hash tag ``{site}``): the scripts work on a Redis Cluster as on one Redi
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from typing import Any
 
 from core import redis_client
 from core.items_schema import content_hash
-from core.keys import SiteKeys
+from core.keys import REDIS_ERRORS, SiteKeys
 from core.redis_client import AsyncClient
 
 # Why a card's detail page is fetched.
@@ -219,10 +220,15 @@ def decide(
 # -- the state in Redis --------------------------------------------------------------------
 
 
+EVAL_ATTEMPTS = 3
+EVAL_BACKOFF = 0.05  # seconds, doubling
+
+
 class CardState:
     """A site's card records in Redis (asyncio client: it runs in the crawl's loop).
 
-    Redis errors propagate: the caller fails open (fetches every card) and counts them.
+    A lost connection is retried twice, briefly; Redis errors after that propagate: the
+    caller fails open (fetches every card) and counts them.
     """
 
     def __init__(self, server: AsyncClient, site: str) -> None:
@@ -236,9 +242,19 @@ class CardState:
         self._record = server.register_script(_RECORD)
 
     async def _eval(self, script: Any, source: str, keys: list[str], args: list[Any]) -> Any:
-        if self._cluster:
-            return await self.server.eval(source, len(keys), *keys, *args)  # type: ignore[misc]
-        return await script(keys=keys, args=args)
+        # Both scripts are idempotent, so a lost connection is retried here, briefly (the
+        # platform's clients do not retry: this is the hop's one retry layer). A burst of
+        # new connections to a cluster node loses one now and then.
+        for attempt in range(EVAL_ATTEMPTS):
+            try:
+                if self._cluster:
+                    return await self.server.eval(source, len(keys), *keys, *args)  # type: ignore[misc]
+                return await script(keys=keys, args=args)
+            except REDIS_ERRORS:
+                if attempt == EVAL_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(EVAL_BACKOFF * 2**attempt)
+        raise AssertionError("unreachable")
 
     async def decide(
         self, job_id: str, cards: Sequence[tuple[str, str]], policy: CardPolicy

@@ -36,6 +36,7 @@ import cycle.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -64,6 +65,13 @@ _ATTR = "_platform_card_gate"
 CARD_UNCHANGED = "card_unchanged"
 # Whatever a Redis call may raise that says nothing about the card: fail open.
 _ERRORS = (*REDIS_ERRORS, redis.RedisError)
+# What a failed call of the asyncio cluster client can raise besides Redis errors: when a
+# connection of a node errs, redis-py closes that node's connections under the calls in
+# flight (AttributeError / TypeError from the closed transport). Cards are a saving,
+# never a reason to fail a page or an item: any of these fails open (fetch, not record).
+_CLIENT_ERRORS = (*_ERRORS, AttributeError, TypeError)
+# Card records of the items in flight go to Redis in one call per job and batch.
+RECORD_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -157,7 +165,7 @@ class CardGate:
         policy = CardPolicy(recrawl.max_age_days, recrawl.refresh_runs)
         try:
             decisions = await self.state.decide(job_id, entries, policy)
-        except _ERRORS as exc:
+        except _CLIENT_ERRORS as exc:
             self._count("recrawl/cards/errors")
             self._count("recrawl/cards/fetched/error", len(cards))
             self._warn(exc)
@@ -213,6 +221,8 @@ class CardsPipeline:
         self.server: AsyncClient | None = None
         self.state: CardState | None = None
         self._last_warning = 0.0
+        self._queue: list[tuple[str, str, str, asyncio.Future[int]]] = []
+        self._sender: asyncio.Task[None] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CardsPipeline:
@@ -252,11 +262,10 @@ class CardsPipeline:
             self._count("recrawl/cards/key_mismatch")
             logger.error("card key %s is not its item's key %s: not recorded", context.key, key)
             return item
-        assert self.state is not None, "open_spider() creates the state"
         job_id = job_of(fields, self.crawler) or "unassigned"
         try:
-            written = await self.state.record(job_id, [(key, context.card_hash)])
-        except _ERRORS as exc:
+            written = await self._record(job_id, key, context.card_hash)
+        except _CLIENT_ERRORS as exc:
             self._count("recrawl/cards/record_errors")
             now = time.monotonic()
             if now - self._last_warning > 10:
@@ -269,6 +278,36 @@ class CardsPipeline:
             return item
         self._count("recrawl/cards/recorded", written)
         return item
+
+    async def _record(self, job_id: str, key: str, digest: str) -> int:
+        """Queue one card record; the items in flight share a Redis call per job (items
+        are released together when a store bulk lands: hundreds of calls at once would
+        exceed a cluster client's connections)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        self._queue.append((job_id, key, digest, future))
+        if self._sender is None or self._sender.done():
+            self._sender = loop.create_task(self._send_queued())
+        return await future
+
+    async def _send_queued(self) -> None:
+        assert self.state is not None, "open_spider() creates the state"
+        while self._queue:
+            batch, self._queue = self._queue[:RECORD_BATCH], self._queue[RECORD_BATCH:]
+            by_job: dict[str, list[tuple[str, str, asyncio.Future[int]]]] = {}
+            for job_id, key, digest, future in batch:
+                by_job.setdefault(job_id, []).append((key, digest, future))
+            for job_id, entries in by_job.items():
+                try:
+                    written = await self.state.record(job_id, [(k, h) for k, h, _ in entries])
+                except Exception as exc:  # handed to each waiting item, which decides
+                    for _, _, future in entries:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for n, (_, _, future) in enumerate(entries):
+                    if not future.done():
+                        future.set_result(written if n == 0 else 0)  # counted once
 
     def _count(self, name: str, n: int = 1) -> None:
         if self.crawler.stats is not None and n:

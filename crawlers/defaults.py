@@ -118,6 +118,9 @@ DEDUP_RETRY_BACKOFF_MAX = 5.0
 # Item page URLs whose validators one Redis round trip looks up (requests in flight are
 # coalesced); the records are written by crawlers/pipelines/recrawl.py, retried as dedup.
 RECRAWL_CONDITIONAL_BATCH = 500
+# False: item pages are never asked conditionally (a full re-crawl, with RECRAWL_CARD_SKIP
+# false too); their validators are still recorded for the next crawl.
+RECRAWL_CONDITIONAL = True
 
 # --- re-crawls: listing cards (crawlers/cards.py, docs/recrawl.md) ---
 # Skip detail pages whose listing card is as at the item's last full fetch (the profile's

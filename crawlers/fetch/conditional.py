@@ -180,6 +180,9 @@ class ConditionalRequests:
         self.spider_statuses = list(getattr(spider, "handle_httpstatus_list", ()))
         self._store: ValidatorStore | None = None
         self._last_warning = 0.0
+        # RECRAWL_CONDITIONAL false: nothing is sent conditionally (a full re-crawl), but
+        # the answers' validators are still recorded for the next crawl.
+        self.send = crawler.settings.getbool("RECRAWL_CONDITIONAL")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequests:
@@ -223,8 +226,8 @@ class ConditionalRequests:
         if not self._is_item_request(request) or request.meta.get("playwright"):
             return  # a rendered page is never conditional (the browser fetches it whole)
         context = request.meta.get(RECRAWL_META)
-        if isinstance(context, RecrawlContext) and context.full:
-            return
+        if not self.send or (isinstance(context, RecrawlContext) and context.full):
+            return  # fetched whole; its validators are still noted from the answer
         try:
             record = await self.store.get(request.url)
         except REDIS_ERRORS as exc:

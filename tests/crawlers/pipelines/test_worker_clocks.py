@@ -39,8 +39,10 @@ FAST_PARTS = {
     "PART_RETRY_TIMES": 3,
     "PART_RETRY_BACKOFF": 0.4,
     "CONCURRENT_REQUESTS": 4,
-    # Job 2 must fetch every product again (the listing-card skip has its own tests).
+    # Job 2 must fetch every product again, whole (the listing-card skip and conditional
+    # GETs have their own tests).
     "RECRAWL_CARD_SKIP": False,
+    "RECRAWL_CONDITIONAL": False,
 }
 
 pytestmark = pytest.mark.skipif(
