@@ -7,7 +7,6 @@ import asyncio
 import itertools
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from typing import TypeVar
 
 import pytest
@@ -32,7 +31,7 @@ from core.cards import (
 from core.dedup import connect_async
 from core.keys import SiteKeys
 from core.redis_client import connect
-from services.redis_server import RedisServer
+from tests.core.redis_target import Target
 
 T = TypeVar("T")
 POLICY = CardPolicy(max_age_days=7, refresh_runs=4)
@@ -127,19 +126,6 @@ def test_policy_and_record_encoding() -> None:
 
 
 # -- the state in Redis --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    cluster: bool
-
-
-@pytest.fixture(params=["single", "cluster"])
-def target(request: pytest.FixtureRequest, redis_server: RedisServer) -> Target:
-    if request.param == "single":
-        return Target(redis_server.url, cluster=False)
-    return Target(request.getfixturevalue("redis_cluster").url, cluster=True)
 
 
 @pytest.fixture

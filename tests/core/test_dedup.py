@@ -7,7 +7,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 import redis
@@ -24,22 +23,7 @@ from core.dedup import (
 from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.redis_client import connect
-from services.redis_server import RedisServer
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where the dedup state lives: one Redis, or a Redis Cluster (``REDIS_CLUSTER``)."""
-
-    url: str
-    cluster: bool
-
-
-@pytest.fixture(params=["single", "cluster"])
-def target(request: pytest.FixtureRequest, redis_server: RedisServer) -> Target:
-    if request.param == "single":
-        return Target(redis_server.url, cluster=False)
-    return Target(request.getfixturevalue("redis_cluster").url, cluster=True)
+from tests.core.redis_target import Target
 
 
 @pytest.fixture

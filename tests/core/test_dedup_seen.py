@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 import redis
@@ -15,20 +14,7 @@ import redis
 from core.dedup import ChangeDetector, ItemState, connect_async, job_changes, stored_state
 from core.keys import SiteKeys
 from core.redis_client import connect
-from services.redis_server import RedisServer
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    cluster: bool
-
-
-@pytest.fixture(params=["single", "cluster"])
-def target(request: pytest.FixtureRequest, redis_server: RedisServer) -> Target:
-    if request.param == "single":
-        return Target(redis_server.url, cluster=False)
-    return Target(request.getfixturevalue("redis_cluster").url, cluster=True)
+from tests.core.redis_target import Target
 
 
 @pytest.fixture

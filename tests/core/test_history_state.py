@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,22 +15,9 @@ from core.dedup import connect_async
 from core.history import HistoryState, diff
 from core.keys import SiteKeys
 from core.redis_client import connect
-from services.redis_server import RedisServer
+from tests.core.redis_target import Target
 
 FIELDS = ("price", "availability")
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    cluster: bool
-
-
-@pytest.fixture(params=["single", "cluster"])
-def target(request: pytest.FixtureRequest, redis_server: RedisServer) -> Target:
-    if request.param == "single":
-        return Target(redis_server.url, cluster=False)
-    return Target(request.getfixturevalue("redis_cluster").url, cluster=True)
 
 
 @pytest.fixture

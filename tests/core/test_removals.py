@@ -34,6 +34,7 @@ from llm.index import chunks_index
 from llm.process import job_item_keys, process_job
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
+from tests.core.redis_target import Target
 from tests.llm.support import product_item, shared_local_embedder, store_job
 
 K = 2
@@ -201,19 +202,6 @@ def test_failed_request_counters() -> None:
 
 
 # -- the Redis part on one Redis and on a Redis Cluster (dedup's verdicts only, no docs) ----
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    cluster: bool
-
-
-@pytest.fixture(params=["single", "cluster"])
-def target(request: pytest.FixtureRequest, redis_server: RedisServer) -> Target:
-    if request.param == "single":
-        return Target(redis_server.url, cluster=False)
-    return Target(request.getfixturevalue("redis_cluster").url, cluster=True)
 
 
 def classify(target: Target, site: str, job: str, keys: Sequence[str]) -> None:
