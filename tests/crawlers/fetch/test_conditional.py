@@ -221,7 +221,10 @@ class UnitSpider(Spider):
 
 
 def unit_crawler(redis_url: str | None, spidercls: type[Spider] = UnitSpider) -> Crawler:
-    crawler = get_crawler(spidercls, {"REDIS_URL": redis_url, "RECRAWL_CONDITIONAL_BATCH": 500})
+    crawler = get_crawler(
+        spidercls,
+        {"REDIS_URL": redis_url, "RECRAWL_CONDITIONAL_BATCH": 500, "RECRAWL_CONDITIONAL": True},
+    )
     crawler.spider = spidercls.from_crawler(crawler)
     return crawler
 

@@ -90,8 +90,9 @@ def run_job(crawler: Crawler, items: list[DemoProduct]) -> dict[str, list[StoreA
 
 
 def test_off_without_redis_or_elasticsearch(es_node: ElasticsearchNode) -> None:
-    with pytest.raises(NotConfigured, match="REDIS_URL and ELASTICSEARCH_URL"):
+    with pytest.raises(NotConfigured) as off:  # bare: local mode says nothing above DEBUG
         HistoryPipeline.from_crawler(crawler_for(**NO_SERVICES))
+    assert off.value.args == ()
     with pytest.raises(NotConfigured):
         HistoryPipeline.from_crawler(crawler_for(REDIS_URL=None, ELASTICSEARCH_URL=es_node.url))
 
