@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio
 from scrapy import signals
@@ -29,6 +30,7 @@ from core.store.settings import required
 logger = logging.getLogger(__name__)
 
 _ATTR = "_platform_crawl_ledger"
+_T = TypeVar("_T")
 
 
 class LedgerUnavailable(RuntimeError):
@@ -52,6 +54,52 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         return float(min(self.backoff_max, self.backoff * 2 ** (attempt - 1)))
+
+
+class RetriedCalls:
+    """One pipeline's calls to a Redis state its items wait for, retried with ``policy``
+    while the state is unreachable: each retry counted ``<prefix>/retries``, ``warn`` called
+    at most every ``WARN_EVERY`` seconds, and after the last retry ``<prefix>/failed`` is
+    counted and the error ``fail`` builds is raised (the item fails: its request is
+    crawled again)."""
+
+    WARN_EVERY = 10.0
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        *,
+        prefix: str,
+        count: Callable[[str], None],
+        warn: Callable[[BaseException], None],
+    ) -> None:
+        self.policy = policy
+        self.prefix = prefix
+        self.count = count
+        self.warn = warn
+        self._last_warning = 0.0
+
+    async def call(
+        self,
+        call: Callable[[], Awaitable[_T]],
+        errors: tuple[type[BaseException], ...],
+        fail: Callable[[BaseException], Exception],
+    ) -> _T:
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except errors as exc:
+                attempt += 1
+                self.count(f"{self.prefix}/retries")
+                if attempt > self.policy.times:
+                    self.count(f"{self.prefix}/failed")
+                    raise fail(exc) from exc
+                now = time.monotonic()
+                if now - self._last_warning > self.WARN_EVERY:
+                    self._last_warning = now
+                    self.warn(exc)
+                await asyncio.sleep(self.policy.delay(attempt))
 
 
 class CrawlLedger:

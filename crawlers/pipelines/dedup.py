@@ -28,9 +28,7 @@ again (docs/pipelines.md, "Durability").
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -42,7 +40,7 @@ from scrapy.crawler import Crawler
 from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
-from crawlers.ledger import RetryPolicy
+from crawlers.ledger import RetriedCalls, RetryPolicy
 from crawlers.logs import not_configured
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, refetch, site_of
 from crawlers.recrawl import ItemSeen
@@ -78,7 +76,7 @@ class DedupPipeline:
         self.server: redis.asyncio.Redis | None = None
         self.es: AsyncElasticsearch | None = None
         self.state: ChangeState | None = None
-        self._last_warning = 0.0
+        self.retried = RetriedCalls(retry, prefix="dedup", count=self._count, warn=self._warn)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DedupPipeline:
@@ -159,30 +157,25 @@ class DedupPipeline:
     async def _retried(self, key: str, call: Callable[[ChangeState], Awaitable[_T]]) -> _T:
         """``call`` on the state backend, retried while it is unreachable (see the module
         docstring)."""
-        assert self.state is not None, "open_spider() creates the state backend"
-        attempt = 0
-        while True:
-            try:
-                return await call(self.state)
-            except self.state.transient_errors as exc:
-                attempt += 1
-                self._count("dedup/retries")
-                if attempt > self.retry.times:
-                    self._count("dedup/failed")
-                    raise DedupUnavailable(
-                        f"no verdict for {key} after {self.retry.times} retries "
-                        f"({self.state.description}: {type(exc).__name__}: {exc}); "
-                        "its request is crawled again"
-                    ) from exc
-                now = time.monotonic()
-                if now - self._last_warning > 10:
-                    self._last_warning = now
-                    logger.warning(
-                        "dedup state unreachable (%s: %s); items wait and are retried",
-                        self.state.description,
-                        type(exc).__name__,
-                    )
-                await asyncio.sleep(self.retry.delay(attempt))
+        state = self.state
+        assert state is not None, "open_spider() creates the state backend"
+
+        def unavailable(exc: BaseException) -> Exception:
+            return DedupUnavailable(
+                f"no verdict for {key} after {self.retry.times} retries "
+                f"({state.description}: {type(exc).__name__}: {exc}); "
+                "its request is crawled again"
+            )
+
+        return await self.retried.call(lambda: call(state), state.transient_errors, unavailable)
+
+    def _warn(self, exc: BaseException) -> None:
+        description = self.state.description if self.state is not None else "?"
+        logger.warning(
+            "dedup state unreachable (%s: %s); items wait and are retried",
+            description,
+            type(exc).__name__,
+        )
 
     def _count(self, name: str, n: int = 1) -> None:
         if self.crawler.stats is not None:

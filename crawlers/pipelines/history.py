@@ -22,7 +22,6 @@ buffer or spill meanwhile). Stats: ``history/changes`` and ``history/changes/<ki
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
@@ -37,7 +36,7 @@ from core.items_schema import UnknownItemType, schema_for
 from core.redis_client import AsyncClient
 from core.store import StoreAction, StoreSettings
 from core.store.changes import change_action, ensure_changes_index
-from crawlers.ledger import RetryPolicy
+from crawlers.ledger import RetriedCalls, RetryPolicy
 from crawlers.logs import not_configured
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
 from crawlers.pipelines.dedup import DedupNote
@@ -69,7 +68,7 @@ class HistoryPipeline:
         self.state: HistoryState | None = None
         self._index_ready = False
         self._last_ensure: float | None = None
-        self._last_warning = 0.0
+        self.retried = RetriedCalls(retry, prefix="history", count=self._count, warn=self._warn)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> HistoryPipeline:
@@ -142,28 +141,24 @@ class HistoryPipeline:
         ]
 
     async def _record(self, job_id: str, key: str, values: dict[str, Any]) -> dict[str, Any] | None:
-        assert self.state is not None, "open_spider() creates the state"
-        attempt = 0
-        while True:
-            try:
-                return await self.state.record(job_id, key, values)
-            except self.state.transient_errors as exc:
-                attempt += 1
-                self._count("history/retries")
-                if attempt > self.retry.times:
-                    self._count("history/failed")
-                    raise HistoryUnavailable(
-                        f"no history for {key} after {self.retry.times} retries "
-                        f"({type(exc).__name__}: {exc}); its request is crawled again"
-                    ) from exc
-                now = time.monotonic()
-                if now - self._last_warning > 10:
-                    self._last_warning = now
-                    logger.warning(
-                        "history state unreachable (%s); items wait and are retried",
-                        type(exc).__name__,
-                    )
-                await asyncio.sleep(self.retry.delay(attempt))
+        state = self.state
+        assert state is not None, "open_spider() creates the state"
+
+        def unavailable(exc: BaseException) -> Exception:
+            return HistoryUnavailable(
+                f"no history for {key} after {self.retry.times} retries "
+                f"({type(exc).__name__}: {exc}); its request is crawled again"
+            )
+
+        return await self.retried.call(
+            lambda: state.record(job_id, key, values), state.transient_errors, unavailable
+        )
+
+    @staticmethod
+    def _warn(exc: BaseException) -> None:
+        logger.warning(
+            "history state unreachable (%s); items wait and are retried", type(exc).__name__
+        )
 
     async def _ensure_index(self) -> None:
         now = time.monotonic()
