@@ -70,8 +70,13 @@ def test_two_workers_on_the_redis_cluster_store_every_item_exactly_once(
 ) -> None:
     job = produce(cluster, SITE, base_url=site.url)
     logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
-    workers = start_workers(site, redis_cluster, es_node, job.job_id, logs)
-    assert wait_all(workers, timeout=240) == [0, 0], log_excerpt(logs[0])
+    # Pages 100 ms slower: the crawl outlasts the second worker's start-up, so both work.
+    site.control(slow={"rate": 1.0, "ms": 100})
+    try:
+        workers = start_workers(site, redis_cluster, es_node, job.job_id, logs)
+        assert wait_all(workers, timeout=240) == [0, 0], log_excerpt(logs[0])
+    finally:
+        site.control(slow=None)
 
     # Every product once in Elasticsearch, each new, stored by exactly one worker.
     catalog = build_catalog(n_products=PRODUCTS).products
