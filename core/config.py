@@ -17,6 +17,7 @@ status 2, no traceback (``OperatorError``, which the CLIs raise for their own mi
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -43,6 +44,13 @@ HTTP_SCHEMES = ("http", "https")
 # A host name (letters, digits, ``.``, ``-``, ``_`` as compose services have) or an IP
 # address (IPv6 as urlsplit gives it: without its brackets, maybe with a zone).
 HOST_PATTERN = re.compile(r"[\w.-]+|[0-9a-fA-F:.]+(%[\w.-]+)?")
+
+
+def site_profiles_dir(default: Path) -> Path:
+    """``SITE_PROFILES_DIR`` (site profiles kept outside the repository; tests), else
+    ``default``. Read on its own, as crawls and CLIs load profiles before any settings."""
+    configured = os.environ.get("SITE_PROFILES_DIR", "").strip()
+    return Path(configured).resolve() if configured else default
 
 
 # The exit status of an operator's mistake, as argparse's usage errors have it.
@@ -252,6 +260,8 @@ class PlatformSettings(BaseSettings):
     # The scrape flow's structure gate: the per-site baselines it reads and where a
     # baseline accepted in the Prefect UI is written (None: fingerprints/sites).
     fingerprint_sites_dir: Path | None = None
+    # The site profiles (None: crawlers/profiles); read directly by site_profiles_dir().
+    site_profiles_dir: Path | None = None
     # Seconds a run whose gate failed closed with a proposed baseline waits, suspended,
     # for an operator's accept/reject in the Prefect UI; 0: no approval step, it fails
     # at once. Unanswered in time: it fails (closed).
@@ -456,6 +466,13 @@ ENVIRONMENT: tuple[Variable, ...] = (
         None,
         "the per-site baselines the scrape flow's gate reads and approvals write",
         "fingerprints/sites",
+    ),
+    Variable(
+        "SITE_PROFILES_DIR",
+        None,
+        "the site profiles (`<dir>/<site>.toml`) every crawl, flow and CLI reads, e.g. "
+        "profiles kept outside the repository",
+        "crawlers/profiles",
     ),
     Variable(
         "GATE_APPROVAL_TIMEOUT",

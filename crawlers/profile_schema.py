@@ -12,13 +12,22 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
+import re
 import types
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 from cronsim import CronSim, CronSimError
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 RenderMode = Literal["never", "always", "per_request"]
@@ -146,6 +155,132 @@ class FingerprintTable(Table):
     page_types: dict[PageTypeName, PageTypeTable] = {}
 
 
+# -- page types of a profile-driven site (crawlers.spiders.generic, docs/sites.md) ------------
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise PydanticCustomError(
+            "expected",
+            "expected {expected}",
+            {"expected": "a regular expression", "detail": str(exc)},
+        ) from None
+    return value
+
+
+Regex = Annotated[str, AfterValidator(_regex)]
+Regexes = Annotated[tuple[Regex, ...], BeforeValidator(_list_as_tuple)]
+# A value a rule may state as is (``value = "EUR"``) or a value map may give.
+Scalar = str | int | float | bool
+
+
+class FieldRule(Table):
+    """Where one item field is read on a page: exactly one source, then optional shaping.
+
+    Sources: ``data`` (a dotted path in the page's item node of structured data, JSON-LD
+    or microdata, e.g. ``offers.price``; ``og:title`` reads OpenGraph), ``css`` /
+    ``xpath`` (the matched elements' text, or ``attr``), ``table`` + ``label`` (a key/value
+    table or ``<dl>``: the value next to the key cell reading ``label``), ``url`` (a regular
+    expression on the page's URL, its first group), ``value`` (a constant).
+    Shaping: ``re`` (first group of a regular expression on the text), ``map`` (printed
+    value -> stored value, case-insensitive, e.g. ``"In stock" = "InStock"``), ``count``
+    (the number of matched elements, e.g. filled stars), ``all`` (every match, for list
+    fields). The value is then converted to the item field's type (money, count, URL...).
+    """
+
+    data: Text | None = None
+    css: Text | None = None
+    xpath: Text | None = None
+    table: Text | None = None
+    label: Text | None = None
+    url: Regex | None = None
+    value: Scalar | None = None
+    attr: Text | None = None
+    re: Regex | None = None
+    map: dict[str, Scalar] = {}
+    count: bool = False
+    all: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FieldRule:
+        sources = [name for name in FIELD_SOURCES if getattr(self, name) is not None]
+        if len(sources) != 1:
+            raise PydanticCustomError(
+                "expected",
+                "expected {expected}",
+                {
+                    "expected": "exactly one of " + ", ".join(FIELD_SOURCES),
+                    "detail": f"found {', '.join(sources) or 'none'}",
+                },
+            )
+        if (self.table is None) != (self.label is None):
+            raise PydanticCustomError(
+                "expected", "expected {expected}", {"expected": "table and label together"}
+            )
+        if self.count and self.css is None and self.xpath is None:
+            raise PydanticCustomError(
+                "expected", "expected {expected}", {"expected": "count with css or xpath"}
+            )
+        return self
+
+    @property
+    def selector(self) -> str | None:
+        """The CSS or XPath this rule relies on (the structure gate checks it), if any."""
+        return self.css or self.xpath or self.table
+
+
+FIELD_SOURCES = ("data", "css", "xpath", "table", "url", "value")
+
+
+def _rules(value: Any) -> Any:
+    # One rule or a list of fallbacks (the first that gives a value wins): always a tuple.
+    if isinstance(value, dict):
+        return (value,)
+    return _list_as_tuple(value)
+
+
+FieldRules = Annotated[tuple[FieldRule, ...], BeforeValidator(_rules), Field(min_length=1)]
+
+
+class FollowRule(Table):
+    """Links a page type follows (Scrapy's LinkExtractor): within the ``css`` / ``xpath``
+    regions (none: the whole page), whose URL matches one of ``allow`` (none: any) and none
+    of ``deny``; ``to`` names the page type they lead to (none: the first page type whose
+    ``url_patterns`` match each link)."""
+
+    css: Text | None = None
+    xpath: Text | None = None
+    allow: Regexes = ()
+    deny: Regexes = ()
+    to: PageTypeName | None = None
+
+    @property
+    def selector(self) -> str | None:
+        return self.css or self.xpath
+
+
+class PageTable(Table):
+    """One page type of a profile-driven site (``[pages.<name>]``): how it is recognised,
+    which links it follows, which item it yields, and the structure gate's samples. Its
+    rules' selectors are the gate's selectors for the page type (one set)."""
+
+    # Regular expressions searched in a URL's path and query: start and sitemap URLs, and
+    # links of follow rules without ``to``, go to the first page type matching them.
+    url_patterns: Regexes = ()
+    follow: Annotated[tuple[FollowRule, ...], BeforeValidator(_list_as_tuple)] = ()
+    # The schema.org type of the page's item node (``Product``, ``JobPosting``): ``data``
+    # rules read that node. A page type with ``fields`` yields one item per page.
+    item: Text | None = None
+    fields: dict[Text, FieldRules] = {}
+    # The gate (docs/fingerprints.md): sample pages, a threshold, and selectors beyond the
+    # rules' own ones.
+    sample_paths: list[UrlPath] = []
+    selectors: dict[str, Text] = {}
+    threshold: Threshold | None = None
+
+
 # -- one-line messages ---------------------------------------------------------------------------
 
 _EXPECTED = {
@@ -169,6 +304,8 @@ def describe(error: ValidationError, root: type[Table]) -> str:
     first = problems[0]
     loc = tuple(part for part in first["loc"] if part != "[key]")  # a bad key: its own name
     key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    # A whole-profile check names the key it is about itself (crawlers.profiles).
+    key = str((first.get("ctx") or {}).get("key") or key)
     text = f"{key.lstrip('.')}: {_problem(first, loc, root)}"
     if len(problems) > 1:
         more = len(problems) - 1
@@ -194,6 +331,8 @@ def _problem(error: ErrorDetails, loc: tuple[str | int, ...], root: type[Table])
     else:
         expected = _EXPECTED.get(kind) or error["msg"].lower().removeprefix("input should be ")
     detail = f" ({ctx['detail']})" if ctx.get("detail") else ""
+    if "got" in ctx:
+        value = ctx["got"]
     return f"expected {expected}, got {shown(value)}{detail}"
 
 

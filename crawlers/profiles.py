@@ -26,12 +26,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
+from core.config import site_profiles_dir
 from crawlers.profile_schema import (
     Cron,
     FingerprintTable,
     HttpUrl,
+    PageTable,
+    PageTypeName,
     Politeness,
     Recrawl,
     RenderMode,
@@ -50,12 +54,19 @@ __all__ = [
     "RenderMode",
     "SiteProfile",
     "Timeouts",
+    "generic_callback",
     "load_profiles",
     "profile_sites",
     "site_schedules",
 ]
 
-PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+# crawlers/profiles/, or SITE_PROFILES_DIR (profiles kept outside the repository, tests).
+PROFILES_DIR = site_profiles_dir(Path(__file__).resolve().parent / "profiles")
+
+
+def generic_callback(page_type: str) -> str:
+    """The generic spider's callback of a page type (``[pages.<name>]``): ``parse_<name>``."""
+    return "parse_" + page_type.replace("-", "_")
 
 
 class ProfileError(ValueError):
@@ -82,6 +93,39 @@ class SiteProfile(Table):
     # their values are the add-on's to check when a crawl starts.
     settings: dict[str, Any] = {}
     fingerprint_table: FingerprintTable | None = Field(default=None, alias="fingerprint")
+    # Page types of a profile-driven site (crawlers.spiders.generic): a profile with
+    # [pages] and no spider module of its name is crawled by the generic spider.
+    pages: dict[PageTypeName, PageTable] = {}
+    # The page types start URLs go to when no page type's url_patterns match them.
+    start_page: PageTypeName | None = None
+
+    @model_validator(mode="after")
+    def _pages_consistent(self) -> SiteProfile:
+        if not self.pages:
+            if self.start_page is not None:
+                raise _expected(
+                    "start_page", "a [pages.<name>] table for it to name", self.start_page
+                )
+            return self
+        table = self.fingerprint_table
+        if table is not None and table.page_types:
+            # One set: the rules' selectors are the gate's (SiteProfile.fingerprint).
+            raise _expected(
+                "fingerprint.page_types",
+                "no [fingerprint.page_types] beside [pages] (put samples and selectors "
+                "in [pages.<name>])",
+                sorted(table.page_types),
+            )
+        names = set(self.pages)
+        if self.start_page is not None and self.start_page not in names:
+            raise _expected("start_page", f"one of the page types {sorted(names)}", self.start_page)
+        for name, page in self.pages.items():
+            for rule in page.follow:
+                if rule.to is not None and rule.to not in names:
+                    raise _expected(
+                        f"pages.{name}.follow.to", f"one of the page types {sorted(names)}", rule.to
+                    )
+        return self
 
     @classmethod
     def load(cls, site: str, directory: Path = PROFILES_DIR) -> SiteProfile:
@@ -111,9 +155,16 @@ class SiteProfile(Table):
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        """The ``[fingerprint]`` table as written ({} without one), for FingerprintConfig."""
+        """The ``[fingerprint]`` table as written ({} without one), for FingerprintConfig.
+        With ``[pages]``, its page types are the pages': their samples, threshold, the
+        generic spider's callback, and as selectors the rules' own plus any extra ones."""
         table = self.fingerprint_table
-        return {} if table is None else table.model_dump(exclude_unset=True)
+        section = {} if table is None else table.model_dump(exclude_unset=True)
+        if self.pages:
+            section["page_types"] = {
+                name: _gate_page_type(name, page) for name, page in self.pages.items()
+            }
+        return section
 
     @property
     def deployment_description(self) -> str:
@@ -132,6 +183,41 @@ class SiteProfile(Table):
         }
         settings.update(self.settings)
         return settings
+
+
+def _gate_page_type(name: str, page: PageTable) -> dict[str, Any]:
+    """A ``[pages.<name>]`` table as the gate's page type: every selector its rules rely
+    on, named after what it finds (``follow_<to>_<n>``, ``<field>`` / ``<field>_<n>``)."""
+    selectors: dict[str, str] = {}
+    for n, rule in enumerate(page.follow, 1):
+        if rule.selector:
+            selectors[f"follow_{rule.to or 'links'}_{n}"] = rule.selector
+    for field, rules in page.fields.items():
+        found = [rule.selector for rule in rules if rule.selector]
+        for n, query in enumerate(found, 1):
+            selectors[field if n == 1 else f"{field}_{n}"] = query
+    if page.item:
+        # data rules read this node: a page that loses it has changed, however alike.
+        selectors[f"item_{page.item}"] = (
+            f"//script[@type='application/ld+json'][contains(., '\"{page.item}\"')]"
+            f" | //*[@itemscope][contains(@itemtype, 'schema.org/{page.item}')]"
+        )
+    selectors.update(page.selectors)
+    gate: dict[str, Any] = {
+        "sample_paths": list(page.sample_paths),
+        "selectors": selectors,
+        "callback": generic_callback(name),
+    }
+    if page.threshold is not None:
+        gate["threshold"] = page.threshold
+    return gate
+
+
+def _expected(key: str, what: str, got: Any = None) -> PydanticCustomError:
+    # Raised in a model validator: describe() shows it as "<key>: expected <what>, got ...".
+    return PydanticCustomError(
+        "expected", "expected {expected}", {"expected": what, "key": key, "got": got}
+    )
 
 
 def profile_sites(directory: Path = PROFILES_DIR) -> list[str]:

@@ -172,6 +172,7 @@ def test_crawl_values_only_for_variables_that_are_set() -> None:
         "EMBEDDING_MAX_RETRIES",
         "CHAT_MODEL",
         "FINGERPRINT_SITES_DIR",
+        "SITE_PROFILES_DIR",
         "GATE_APPROVAL_TIMEOUT",
         "KIBANA_PUBLIC_URL",
         "PROGRESS_LOG_INTERVAL",

@@ -47,7 +47,7 @@ def test_profile_politeness_becomes_scrapy_settings(tmp_path: Path) -> None:
             "unknown_key = 1\n",
             "unknown_key: unknown key (known keys: site, item_type, base_url, start_paths,"
             " sitemaps, render, needs_proxies, needs_session, schedule, description, politeness,"
-            " timeouts, recrawl, settings, fingerprint)",
+            " timeouts, recrawl, settings, fingerprint, pages, start_page)",
         ),
         ('site = "other"\n', 'site: expected "shop" (the file\'s name), got "other"'),
         (
