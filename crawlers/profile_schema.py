@@ -187,7 +187,8 @@ class FieldRule(Table):
     Shaping: ``re`` (first group of a regular expression on the text), ``map`` (printed
     value -> stored value, case-insensitive, e.g. ``"In stock" = "InStock"``), ``count``
     (the number of matched elements, e.g. filled stars), ``all`` (every match, for list
-    fields). The value is then converted to the item field's type (money, count, URL...).
+    fields); ``default``: the value when the source finds nothing. The value is then
+    converted to the item field's type (money, count, URL...).
     """
 
     data: Text | None = None
@@ -202,6 +203,9 @@ class FieldRule(Table):
     map: dict[str, Scalar] = {}
     count: bool = False
     all: bool = False
+    # The value when the source finds nothing on a page that has it (e.g. ``remote =
+    # false`` beside a map of ``TELECOMMUTE``); not applied to a page missing the item.
+    default: Scalar | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> FieldRule:

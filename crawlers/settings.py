@@ -16,6 +16,8 @@ from crawlers.environment import settings_from_environment
 BOT_NAME = "crawlers"
 SPIDER_MODULES = ["crawlers.spiders"]
 NEWSPIDER_MODULE = "crawlers.spiders"
+# Scrapy's loader, plus the generic spider of every profile-driven site (crawlers/profiles).
+SPIDER_LOADER_CLASS = "crawlers.spiderloader.ProfileSpiderLoader"
 COMMANDS_MODULE = "crawlers.commands"  # `scrapy crawl`: an unknown site is one line, exit 2
 
 ADDONS = {"crawlers.addon.ScrapingPlatform": 0}

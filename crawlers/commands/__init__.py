@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from scrapy.spiderloader import SpiderLoaderProtocol
 
-from core.config import REPO_ROOT, OperatorError
-from crawlers.profiles import PROFILES_DIR
+from core.config import OperatorError
+from crawlers.profiles import PROFILES_DIR, shown_path
 
 
 def check_site(loader: SpiderLoaderProtocol, site: str) -> None:
@@ -19,5 +19,5 @@ def check_site(loader: SpiderLoaderProtocol, site: str) -> None:
     if site not in known:
         raise OperatorError(
             f"unknown site {site!r}: known sites are {', '.join(known)}; "
-            f"see {PROFILES_DIR.relative_to(REPO_ROOT)}/"
+            f"see {shown_path(PROFILES_DIR)}/"
         )

@@ -1,0 +1,192 @@
+"""The spider of a profile-driven site: a profile with ``[pages.<name>]`` tables and no
+spider module of its own is crawled by a class made here from the profile alone.
+
+``generic_spider(profile)`` builds ``<Site>Spider`` (a ``ProductionSpider``: offsite
+filter on the base URL, loopback replays without delays) with
+
+* ``parse``: the start URLs, each handed to the page type its URL matches (``url_patterns``)
+  or to the profile's ``start_page``;
+* ``parse_sitemap``: sitemap indexes, sitemaps (gzipped too) and robots.txt files listed
+  in the profile's ``sitemaps``; each page URL goes to the page type its URL matches;
+* ``parse_<page type>`` per page type: the item its ``fields`` read (the profile's
+  ``item_type``), then the links its ``follow`` rules find, each to its page type.
+
+The callbacks are real methods, so the frontier's queued requests, the structure gate
+(``callback = "parse_<name>"``) and ``[recrawl] item_callbacks`` name them like any
+spider's. Nothing is dropped silently: a page without its item, a value that does not
+convert, a link or sitemap URL no page type claims are logged and counted
+(``<site>/<what>`` stats).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from scrapy import Request
+from scrapy.http import Response, TextResponse
+from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
+
+from core.items_schema import UnknownItemType, schema_by_type
+from crawlers.profiles import ProfileError, SiteProfile, generic_callback
+from crawlers.spiders.common import ProductionSpider
+from crawlers.spiders.rules import field_kinds, follow_links, page_type_for, read_page
+
+__all__ = ["GenericSpider", "generic_spider"]
+
+# Fields the platform sets itself: a profile's rules never fill them.
+_PLATFORM_FIELDS = ("job_id", "incomplete")
+# A gzipped sitemap larger than this unpacked is refused (a decompression bomb).
+_SITEMAP_MAX_BYTES = 50 * 1024 * 1024
+
+
+class GenericSpider(ProductionSpider):
+    """Base of the classes ``generic_spider`` makes; ``name`` and ``_profile`` are set
+    there, with one ``parse_<page type>`` method per page type."""
+
+    # -- start and sitemaps --------------------------------------------------------------
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+        """A start URL: parsed as the page type its URL matches, else ``start_page``."""
+        page = page_type_for(response.url, self.profile.pages, self.profile.start_page)
+        if page is None:
+            self._fail(response.url, "start", "no page type's url_patterns match it")
+            return
+        yield from self._parse_page(response, page)
+
+    def parse_sitemap(self, response: Response) -> Iterator[Request]:
+        """A sitemap index (its sitemaps), a sitemap (its pages, by page type) or a
+        robots.txt (its ``Sitemap:`` lines)."""
+        if response.url.endswith("/robots.txt"):
+            for url in sitemap_urls_from_robots(response.text, base_url=response.url):
+                yield Request(url, callback=self.parse_sitemap, errback=self.on_error)
+            return
+        body = self._sitemap_body(response)
+        if body is None:
+            self._fail(response.url, "sitemap", "not a sitemap (XML or gzipped XML)")
+            return
+        try:
+            sitemap = Sitemap(body)
+        except Exception as exc:  # lxml's errors on broken XML
+            self._fail(response.url, "sitemap", f"unreadable sitemap ({exc})")
+            return
+        for entry in sitemap:
+            url = response.urljoin(entry["loc"])
+            if sitemap.type == "sitemapindex":
+                yield Request(url, callback=self.parse_sitemap, errback=self.on_error)
+                continue
+            page = page_type_for(url, self.profile.pages)
+            if page is None:
+                self.logger.debug("%s: no page type for sitemap URL %s", response.url, url)
+                self._count("sitemap_unrouted")
+                continue
+            yield Request(
+                url, callback=getattr(self, generic_callback(page)), errback=self.on_error
+            )
+
+    def _sitemap_body(self, response: Response) -> bytes | None:
+        body = response.body
+        if body[:2] == b"\x1f\x8b":  # served as a .gz file rather than Content-Encoding
+            try:
+                with gzip.GzipFile(fileobj=io.BytesIO(body)) as unpacked:
+                    body = unpacked.read(_SITEMAP_MAX_BYTES + 1)
+            except (OSError, EOFError):
+                return None
+            if len(body) > _SITEMAP_MAX_BYTES:
+                return None
+        return body if body.lstrip()[:1] == b"<" else None
+
+    # -- page types ------------------------------------------------------------------------
+    def _parse_page(self, response: Response, name: str) -> Iterator[Any]:
+        if not isinstance(response, TextResponse):
+            self._fail(response.url, name, "not a text response")
+            return
+        page = self.profile.pages[name]
+        if page.fields:
+            item = self._item(response, name)
+            if item is not None:
+                yield item
+        links, unrouted = follow_links(response, name, self.profile.pages)
+        if unrouted:
+            self.logger.debug("%s: %d links match no page type", response.url, len(unrouted))
+            self._count("links_unrouted", len(unrouted))
+        for url, target in links:
+            yield response.follow(
+                url, callback=getattr(self, generic_callback(target)), errback=self.on_error
+            )
+
+    def _item(self, response: TextResponse, name: str) -> Any | None:
+        extraction = read_page(response, self.profile.pages[name], self.profile.item_type)
+        found = [f for f in extraction.found if f != "url"]
+        if not extraction.has_node and not found:
+            # A block page answered with 200, or markup the rules no longer match.
+            self._fail(response.url, name, "no item data on the page")
+            return None
+        for problem in extraction.problems:
+            self.logger.warning("%s: %s", response.url, problem)
+            self._count("unconverted")
+        missing = [f for f in self.profile.pages[name].fields if extraction.fields[f] is None]
+        if missing:
+            self.logger.info("%s: nothing found for %s", response.url, ", ".join(missing))
+            self._count("missing_fields")
+        self._count("items")
+        fields = {k: v for k, v in extraction.fields.items() if k not in _PLATFORM_FIELDS}
+        return schema_by_type(self.profile.item_type).cls(**fields)
+
+    # -- failures, counted -----------------------------------------------------------------
+    def on_error(self, failure: Any) -> None:
+        super().on_error(failure)
+        self._count("request_failed")
+
+    def _fail(self, url: str, page: str, reason: str) -> None:
+        self.logger.error("%s (%s page): %s", url, page, reason)
+        self._count(f"{page}_unparsed")
+
+    def _count(self, key: str, count: int = 1) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(f"{self.name}/{key}", count)
+
+
+def generic_spider(profile: SiteProfile) -> type[GenericSpider]:
+    """The spider class of ``profile``'s site (its ``[pages]``, checked against its item
+    type). A ``ProfileError`` names what does not fit."""
+    source = f"{profile.site} profile"
+    try:
+        kinds = field_kinds(profile.item_type)
+    except UnknownItemType:
+        raise ProfileError(
+            f"{source}: item_type: {profile.item_type!r} is not an item type of crawlers/items.py"
+        ) from None
+    for name, page in profile.pages.items():
+        unknown = sorted(set(page.fields) - set(kinds) | set(page.fields) & set(_PLATFORM_FIELDS))
+        if unknown:
+            fields = ", ".join(f for f in kinds if f not in _PLATFORM_FIELDS)
+            raise ProfileError(
+                f"{source}: pages.{name}.fields: {', '.join(unknown)} not a field of "
+                f"{profile.item_type} (its fields: {fields})"
+            )
+    if profile.recrawl.card_fields:
+        raise ProfileError(
+            f"{source}: recrawl.card_fields: listing cards need a spider module that reads "
+            f"them (crawlers.cards); a profile-only site uses conditional requests only"
+        )
+    attrs: dict[str, Any] = {
+        "name": profile.site,
+        "_profile": profile,
+        "__module__": __name__,
+        "__doc__": f"The profile-driven spider of {profile.site} (crawlers/profiles).",
+    }
+    for page in profile.pages:
+        attrs[generic_callback(page)] = _page_callback(page)
+    class_name = "".join(part.title() for part in profile.site.split("_")) + "Spider"
+    return type(class_name, (GenericSpider,), attrs)
+
+
+def _page_callback(page: str) -> Callable[[GenericSpider, Response], Iterator[Any]]:
+    def callback(self: GenericSpider, response: Response) -> Iterator[Any]:
+        return self._parse_page(response, page)
+
+    callback.__name__ = callback.__qualname__ = generic_callback(page)
+    callback.__doc__ = f"A {page!r} page: its item and the links it follows."
+    return callback

@@ -1,0 +1,356 @@
+"""The rules of a profile-driven site, applied to a page: which page type a URL is, which
+links a page follows, and the item fields it holds (``[pages.<name>]`` of the profile,
+``crawlers.profile_schema``).
+
+Pure functions over a Scrapy response, so the generic spider, the scaffold command and
+tests share one reading of a rule. Field values are converted to the item field's type,
+read from the item schema's annotations (``Money`` -> an amount, ``Currency`` -> an ISO
+code, ``Url`` -> absolute, ``list[...]`` -> every value...). A value found but not
+convertible is reported in ``Extraction.problems``, never passed off as absent silently.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Union, get_args, get_origin
+from urllib.parse import urlsplit
+
+from parsel import Selector
+from scrapy.http import TextResponse
+from scrapy.linkextractors import LinkExtractor
+from w3lib.html import remove_tags
+
+from core.items_schema import (
+    Count,
+    CountryCode,
+    Currency,
+    IsoDate,
+    LongText,
+    Money,
+    Url,
+    schema_by_type,
+)
+from crawlers.profile_schema import FieldRule, PageTable
+from crawlers.spiders.common import (
+    absolute,
+    has_type,
+    long_text,
+    money,
+    schema_name,
+    structured_nodes,
+    text,
+    to_float,
+)
+
+__all__ = [
+    "Extraction",
+    "extract_fields",
+    "field_kinds",
+    "follow_links",
+    "item_node",
+    "page_type_for",
+    "read_page",
+]
+
+# -- page types and links ------------------------------------------------------------------------
+
+
+def page_type_for(
+    url: str, pages: Mapping[str, PageTable], default: str | None = None
+) -> str | None:
+    """The first page type whose ``url_patterns`` one matches ``url``'s path and query."""
+    parts = urlsplit(url)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    for name, page in pages.items():
+        if any(re.search(pattern, target) for pattern in page.url_patterns):
+            return name
+    return default
+
+
+def follow_links(
+    response: TextResponse, name: str, pages: Mapping[str, PageTable]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The links page type ``name`` follows on ``response``: (absolute URL, page type)
+    pairs in document order, and the URLs no page type claims (counted by the caller)."""
+    routed: dict[str, str] = {}
+    unrouted: list[str] = []
+    for rule in pages[name].follow:
+        extractor = LinkExtractor(
+            allow=rule.allow,
+            deny=rule.deny,
+            restrict_css=(rule.css,) if rule.css else (),
+            restrict_xpaths=(rule.xpath,) if rule.xpath else (),
+        )
+        for link in extractor.extract_links(response):
+            target = rule.to or page_type_for(link.url, pages)
+            if target is None:
+                unrouted.append(link.url)
+            else:
+                routed.setdefault(link.url, target)
+    return list(routed.items()), list(dict.fromkeys(unrouted))
+
+
+# -- item fields -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """An item page read by its rules: every field of the item type (None: not found),
+    whether the page held the item's node, and the values found but not convertible."""
+
+    fields: dict[str, Any]
+    has_node: bool
+    problems: tuple[str, ...] = ()
+
+    @property
+    def found(self) -> list[str]:
+        return [name for name, value in self.fields.items() if value not in (None, [], "")]
+
+
+def item_node(response: TextResponse, item: str | None) -> dict[str, Any] | None:
+    """The page's structured-data node of schema.org type ``item`` (JSON-LD first, then
+    microdata); with no type named, the first node. None when the page has none."""
+    nodes = structured_nodes(response, "json-ld", "microdata")
+    for node in nodes:
+        if item is None or has_type(node, item):
+            return node
+    return None
+
+
+def extract_fields(response: TextResponse, page: PageTable, item_type: str) -> dict[str, Any]:
+    """``read_page(...).fields``: the item's fields as its type declares them."""
+    return read_page(response, page, item_type).fields
+
+
+def read_page(response: TextResponse, page: PageTable, item_type: str) -> Extraction:
+    kinds = field_kinds(item_type)
+    unknown = sorted(set(page.fields) - set(kinds))
+    if unknown:
+        raise KeyError(f"item type {item_type!r} has no field(s) {', '.join(unknown)}")
+    node = item_node(response, page.item) if page.item or _reads_data(page) else None
+    fields: dict[str, Any] = dict.fromkeys(kinds)
+    fields["url"] = response.url
+    problems: list[str] = []
+    for name, rules in page.fields.items():
+        value = None
+        for rule in rules:
+            try:
+                value = _convert(kinds[name], _read(response, rule, node, kinds[name]), response)
+            except ValueError as exc:
+                problems.append(f"{name}: {exc}")
+                value = None
+            if value is not None:
+                break
+        fields[name] = value
+    return Extraction(fields, node is not None, tuple(problems))
+
+
+def _reads_data(page: PageTable) -> bool:
+    return any(rule.data for rules in page.fields.values() for rule in rules)
+
+
+def _read(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None, kind: Kind) -> Any:
+    """The raw value(s) of one rule: a list when the field takes several, else one."""
+    values = _source(response, rule, node)
+    if rule.count:
+        found: Any = len(values) or None  # nothing matched: no rating shown, not a zero
+    else:
+        shaped = [_shape(rule, value) for value in values]
+        shaped = [value for value in shaped if value is not None]
+        found = shaped if (kind.many or rule.all) else (shaped[0] if shaped else None)
+        if found == []:
+            found = None
+    if found is None and rule.default is not None:
+        return rule.default
+    return found
+
+
+def _source(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None) -> list[Any]:
+    if rule.value is not None:
+        return [rule.value]
+    if rule.data is not None:
+        if rule.data.startswith("og:"):
+            query = f'//meta[@property="{rule.data}"]/@content'
+            return response.xpath(query).getall()
+        return _path(node, rule.data.split(".")) if node is not None else []
+    if rule.url is not None:
+        match = re.search(rule.url, response.url)
+        return [] if match is None else [match.group(1) if match.groups() else match.group(0)]
+    if rule.table is not None:
+        return _table_values(response.css(rule.table), rule.label or "")
+    matches = response.css(rule.css) if rule.css else response.xpath(rule.xpath or "")
+    return [_node_value(match, rule.attr) for match in matches]
+
+
+def _node_value(match: Selector, attr: str | None) -> Any:
+    if attr:
+        return match.attrib.get(attr)
+    if isinstance(match.root, str):  # ::text, ::attr(...) or an XPath to text/attributes
+        return match.root
+    return " ".join(part.strip() for part in match.xpath(".//text()").getall() if part.strip())
+
+
+def _table_values(tables: Iterable[Selector], label: str) -> list[str]:
+    """The value beside the key reading ``label`` in ``<table>`` rows (th/td) or ``<dl>``
+    lists (dt/dd), compared without case and a trailing colon."""
+    wanted = label.strip().rstrip(":").casefold()
+    found = []
+    for table in tables:
+        for key in table.xpath(".//th | .//dt | .//tr/td[1]"):
+            name = " ".join(" ".join(key.xpath(".//text()").getall()).split())
+            if name.rstrip(":").strip().casefold() != wanted:
+                continue
+            cell = key.xpath("following-sibling::*[self::td or self::dd][1]")
+            if cell:
+                found.append(_node_value(cell[0], None))
+    return found
+
+
+def _path(value: Any, parts: Sequence[str]) -> list[Any]:
+    """Every value at ``parts`` under ``value``, lists flattened at each step."""
+    if not parts:
+        return [v for v in (value if isinstance(value, list) else [value]) if v is not None]
+    out: list[Any] = []
+    for entry in value if isinstance(value, list) else [value]:
+        if isinstance(entry, dict) and parts[0] in entry:
+            out += _path(entry[parts[0]], parts[1:])
+    return out
+
+
+def _shape(rule: FieldRule, value: Any) -> Any:
+    if isinstance(value, str) and rule.re is not None:
+        match = re.search(rule.re, value)
+        if match is None:
+            return None
+        value = match.group(1) if match.groups() else match.group(0)
+    if rule.map:
+        key = schema_name(value) if isinstance(value, str) else value
+        table = {str(k).casefold(): v for k, v in rule.map.items()}
+        return table.get(str(key).strip().casefold())
+    return value
+
+
+# -- conversion to the item's field types ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a field's raw value becomes its typed value: ``name`` of the conversion, and
+    whether the field is a list."""
+
+    name: str
+    many: bool = False
+    choices: tuple[Any, ...] = field(default=())
+
+
+_BY_TYPE: tuple[tuple[Any, str], ...] = (
+    (Money, "money"),
+    (Currency, "currency"),
+    (Url, "url"),
+    (IsoDate, "date"),
+    (CountryCode, "country"),
+    (LongText, "long_text"),
+    (Count, "int"),
+)
+
+
+def field_kinds(item_type: str) -> dict[str, Kind]:
+    """Field name -> conversion, from the item type's annotations."""
+    schema = schema_by_type(item_type)
+    hints = typing.get_type_hints(schema.cls, include_extras=True)
+    return {name: _kind(hints[name]) for name in schema.field_names}
+
+
+def _kind(hint: Any) -> Kind:
+    if get_origin(hint) in (Union, types.UnionType):
+        hint = next(arg for arg in get_args(hint) if arg is not type(None))
+    if get_origin(hint) is list:
+        inner = _kind(get_args(hint)[0])
+        return Kind(inner.name, many=True)
+    for declared, name in _BY_TYPE:
+        if hint == declared:
+            return Kind(name)
+    base = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    if get_origin(base) is typing.Literal:
+        return Kind("text", choices=get_args(base))
+    simple = {bool: "bool", int: "int", float: "float", str: "text"}
+    return Kind(simple.get(base, "raw"))
+
+
+def _convert(kind: Kind, raw: Any, response: TextResponse) -> Any:
+    if raw is None:
+        return None
+    if kind.many:
+        items = raw if isinstance(raw, list) else [raw]
+        if kind.name == "text" and len(items) == 1 and isinstance(items[0], str):
+            items = items[0].split(",")  # schema.org's comma-separated lists (skills)
+        values = [_one(kind.name, item, response) for item in items]
+        values = list(dict.fromkeys(v for v in values if v is not None))
+        return values or None
+    value = _one(kind.name, raw[0] if isinstance(raw, list) and raw else raw, response)
+    if kind.choices and value not in kind.choices:
+        raise ValueError(f"{value!r} is not one of {list(kind.choices)}")
+    return value
+
+
+def _one(name: str, raw: Any, response: TextResponse) -> Any:
+    if isinstance(raw, dict):  # a nested node where a value was expected: its name/value
+        raw = raw.get("name") or raw.get("value") or raw.get("@id")
+        if raw is None:
+            return None
+    if name == "money":
+        return _checked(money(raw).amount, raw, "an amount")
+    if name == "currency":
+        code = text(raw)
+        if code and re.fullmatch(r"[A-Z]{3}", code):
+            return code
+        return _checked(money(raw).currency, raw, "a currency")
+    if name == "url":
+        return absolute(response, raw)
+    if name == "date":
+        return _checked(_iso_date(text(raw)), raw, "an ISO 8601 date")
+    if name == "country":
+        code = text(raw)
+        return _checked(code.upper() if code and len(code) == 2 else None, raw, "a country code")
+    if name == "long_text":
+        return long_text(remove_tags(str(raw)) if isinstance(raw, str) else raw)
+    if name == "int":
+        number = to_float(raw)
+        return None if number is None else _checked(int(number), raw, "a whole number")
+    if name == "float":
+        return _checked(to_float(raw), raw, "a number")
+    if name == "bool":
+        return raw if isinstance(raw, bool) else _bool(raw)
+    if name == "text":
+        return schema_name(raw) if isinstance(raw, str) and "schema.org/" in raw else text(raw)
+    return raw
+
+
+def _checked(value: Any, raw: Any, what: str) -> Any:
+    if value is None:
+        raise ValueError(f"{text(raw)!r} is not {what}")
+    return value
+
+
+def _bool(raw: Any) -> bool:
+    word = str(raw).strip().casefold()
+    if word in ("true", "yes", "1"):
+        return True
+    if word in ("false", "no", "0"):
+        return False
+    raise ValueError(f"{raw!r} is not true or false")
+
+
+def _iso_date(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value
