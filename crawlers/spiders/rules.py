@@ -11,7 +11,9 @@ convertible is reported in ``Extraction.problems``, never passed off as absent s
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import functools
 import re
 import types
 import typing
@@ -21,9 +23,10 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 from parsel import Selector
+from pydantic import TypeAdapter, ValidationError
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
-from w3lib.html import remove_tags
+from w3lib.html import remove_tags, replace_entities
 
 from core.items_schema import (
     Count,
@@ -92,7 +95,8 @@ def follow_links(
                 unrouted.append(link.url)
             else:
                 routed.setdefault(link.url, target)
-    return list(routed.items()), list(dict.fromkeys(unrouted))
+    # A link one rule leaves unrouted but another routes is followed, not reported.
+    return list(routed.items()), [url for url in dict.fromkeys(unrouted) if url not in routed]
 
 
 # -- item fields -------------------------------------------------------------------------------
@@ -137,17 +141,49 @@ def read_page(response: TextResponse, page: PageTable, item_type: str) -> Extrac
     fields["url"] = response.url
     problems: list[str] = []
     for name, rules in page.fields.items():
-        value = None
         for rule in rules:
-            try:
-                value = _convert(kinds[name], _read(response, rule, node, kinds[name]), response)
-            except ValueError as exc:
-                problems.append(f"{name}: {exc}")
-                value = None
+            value = _value(response, rule, node, kinds[name], problems, name)
             if value is not None:
+                fields[name] = value
                 break
-        fields[name] = value
+    found = any(fields[name] is not None for name in page.fields if name != "url")
+    if node is not None or found:
+        # Defaults complete a page that has the item, after every fallback had its turn;
+        # a page without it (a block page answered 200) stays without.
+        for name, rules in page.fields.items():
+            default = next((rule.default for rule in rules if rule.default is not None), None)
+            if fields[name] is None and default is not None:
+                fields[name] = _valid(kinds[name], _convert(kinds[name], default, response))
     return Extraction(fields, node is not None, tuple(problems))
+
+
+def _value(
+    response: TextResponse,
+    rule: FieldRule,
+    node: dict[str, Any] | None,
+    kind: Kind,
+    problems: list[str],
+    name: str,
+) -> Any:
+    """One rule's value, converted and checked against the item field's type; a value
+    found but not fitting is a problem (and None), not an item the pipeline drops."""
+    try:
+        return _valid(kind, _convert(kind, _read(response, rule, node, kind), response))
+    except ValueError as exc:
+        problems.append(f"{name}: {exc}")
+        return None
+
+
+def _valid(kind: Kind, value: Any) -> Any:
+    if value is None or kind.adapter is None:
+        return value
+    try:
+        if kind.many:
+            return [kind.adapter.validate_python(v, strict=True) for v in value]
+        return kind.adapter.validate_python(value, strict=True)
+    except ValidationError as exc:
+        reason = exc.errors(include_url=False)[0]["msg"]
+        raise ValueError(f"{text(value)!r} does not fit the field ({reason})") from None
 
 
 def _reads_data(page: PageTable) -> bool:
@@ -157,6 +193,9 @@ def _reads_data(page: PageTable) -> bool:
 def _read(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None, kind: Kind) -> Any:
     """The raw value(s) of one rule: a list when the field takes several, else one."""
     values = _source(response, rule, node)
+    split = kind.many and kind.name == "text" and rule.data and len(values) == 1
+    if split and isinstance(values[0], str):  # schema.org's comma-separated lists (skills)
+        values = [part for part in values[0].split(",") if part.strip()]
     if rule.count:
         found: Any = len(values) or None  # nothing matched: no rating shown, not a zero
     else:
@@ -165,8 +204,6 @@ def _read(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None, 
         found = shaped if (kind.many or rule.all) else (shaped[0] if shaped else None)
         if found == []:
             found = None
-    if found is None and rule.default is not None:
-        return rule.default
     return found
 
 
@@ -230,7 +267,7 @@ def _shape(rule: FieldRule, value: Any) -> Any:
         value = match.group(1) if match.groups() else match.group(0)
     if rule.map:
         key = schema_name(value) if isinstance(value, str) else value
-        table = {str(k).casefold(): v for k, v in rule.map.items()}
+        table = {str(schema_name(k) or k).casefold(): v for k, v in rule.map.items()}
         return table.get(str(key).strip().casefold())
     return value
 
@@ -246,6 +283,9 @@ class Kind:
     name: str
     many: bool = False
     choices: tuple[Any, ...] = field(default=())
+    # The item field's own type (each element's, for a list): a converted value that it
+    # refuses would make the pipeline drop the whole item.
+    adapter: TypeAdapter[Any] | None = field(default=None, compare=False, repr=False)
 
 
 _BY_TYPE: tuple[tuple[Any, str], ...] = (
@@ -263,7 +303,20 @@ def field_kinds(item_type: str) -> dict[str, Kind]:
     """Field name -> conversion, from the item type's annotations."""
     schema = schema_by_type(item_type)
     hints = typing.get_type_hints(schema.cls, include_extras=True)
-    return {name: _kind(hints[name]) for name in schema.field_names}
+    return {name: _kinds(hints[name]) for name in schema.field_names}
+
+
+@functools.cache
+def _kinds(hint: Any) -> Kind:
+    kind = _kind(hint)
+    return dataclasses.replace(kind, adapter=TypeAdapter(_element(hint)))
+
+
+def _element(hint: Any) -> Any:
+    """``X | None`` -> ``X``; ``list[X]`` -> ``X``."""
+    if get_origin(hint) in (Union, types.UnionType):
+        hint = next(arg for arg in get_args(hint) if arg is not type(None))
+    return get_args(hint)[0] if get_origin(hint) is list else hint
 
 
 def _kind(hint: Any) -> Kind:
@@ -287,20 +340,24 @@ def _convert(kind: Kind, raw: Any, response: TextResponse) -> Any:
         return None
     if kind.many:
         items = raw if isinstance(raw, list) else [raw]
-        if kind.name == "text" and len(items) == 1 and isinstance(items[0], str):
-            items = items[0].split(",")  # schema.org's comma-separated lists (skills)
         values = [_one(kind.name, item, response) for item in items]
         values = list(dict.fromkeys(v for v in values if v is not None))
         return values or None
     value = _one(kind.name, raw[0] if isinstance(raw, list) and raw else raw, response)
-    if kind.choices and value not in kind.choices:
+    if kind.choices and value is not None and value not in kind.choices:
         raise ValueError(f"{value!r} is not one of {list(kind.choices)}")
     return value
 
 
+# Which property of a nested node (an ImageObject, a Brand...) stands for it.
+_URL_KEYS = ("url", "contentUrl", "@id")
+_NAME_KEYS = ("name", "value", "@id")
+
+
 def _one(name: str, raw: Any, response: TextResponse) -> Any:
-    if isinstance(raw, dict):  # a nested node where a value was expected: its name/value
-        raw = raw.get("name") or raw.get("value") or raw.get("@id")
+    if isinstance(raw, dict):  # a nested node where a value was expected
+        keys = _URL_KEYS if name == "url" else _NAME_KEYS
+        raw = next((raw[key] for key in keys if raw.get(key) not in (None, "")), None)
         if raw is None:
             return None
     if name == "money":
@@ -318,7 +375,8 @@ def _one(name: str, raw: Any, response: TextResponse) -> Any:
         code = text(raw)
         return _checked(code.upper() if code and len(code) == 2 else None, raw, "a country code")
     if name == "long_text":
-        return long_text(remove_tags(str(raw)) if isinstance(raw, str) else raw)
+        # JSON-LD descriptions often carry the page's HTML: its text, entities decoded.
+        return long_text(replace_entities(remove_tags(raw)) if isinstance(raw, str) else raw)
     if name == "int":
         number = to_float(raw)
         return None if number is None else _checked(int(number), raw, "a whole number")
