@@ -330,6 +330,8 @@ def _problem(error: ErrorDetails, loc: tuple[str | int, ...], root: type[Table])
         expected = ctx["expected"]
     elif kind == "literal_error":
         expected = "one of " + ctx["expected"].replace("'", '"')
+    elif kind == "too_short":
+        expected = f"at least {ctx['min_length']} entry"
     elif bound := next((b for b in _BOUNDS if b in ctx), None):
         expected = f"a value {_BOUNDS[bound]} {ctx[bound]:g}"
     else:
@@ -345,7 +347,9 @@ def _keys_at(root: type[Table], parent: Sequence[str | int]) -> list[str]:
     annotation: Any = root
     for part in parent:
         annotation = _table_type(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if isinstance(part, int):  # tuple[Table, ...] / list[Table]: one of its entries
+            annotation = get_args(annotation)[0]
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
             fields = annotation.model_fields
             annotation = next(f.annotation for n, f in fields.items() if (f.alias or n) == part)
         else:  # dict[str, Table]: ``part`` is a name the profile chose
@@ -355,7 +359,9 @@ def _keys_at(root: type[Table], parent: Sequence[str | int]) -> list[str]:
 
 
 def _table_type(annotation: Any) -> Any:
-    """``Table | None`` -> ``Table``."""
+    """``Table | None`` -> ``Table``; ``Annotated[X, ...]`` -> ``X``."""
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
     if get_origin(annotation) in (Union, types.UnionType):
         return next(arg for arg in get_args(annotation) if arg is not type(None))
     return annotation

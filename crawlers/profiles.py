@@ -20,6 +20,7 @@ exit status 2 when any is bad.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -117,13 +118,25 @@ class SiteProfile(Table):
                 sorted(table.page_types),
             )
         names = set(self.pages)
+        known = shown(sorted(names))
         if self.start_page is not None and self.start_page not in names:
-            raise _expected("start_page", f"one of the page types {sorted(names)}", self.start_page)
+            raise _expected("start_page", f"one of the page types {known}", self.start_page)
         for name, page in self.pages.items():
-            for rule in page.follow:
+            for n, rule in enumerate(page.follow):
                 if rule.to is not None and rule.to not in names:
                     raise _expected(
-                        f"pages.{name}.follow.to", f"one of the page types {sorted(names)}", rule.to
+                        f"pages.{name}.follow[{n}].to", f"one of the page types {known}", rule.to
+                    )
+        if self.start_page is None:
+            # Else the crawl's first page would fail ("no page type matches it"), not its load.
+            for n, path in enumerate(self.start_paths):
+                if not any(
+                    re.search(p, path) for page in self.pages.values() for p in page.url_patterns
+                ):
+                    raise _expected(
+                        f"start_paths[{n}]",
+                        "a path some page type's url_patterns match (or a start_page)",
+                        path,
                     )
         return self
 

@@ -159,9 +159,14 @@ def test_a_malformed_fingerprint_table_is_refused(tmp_path: Path, table: str, pr
 def test_the_fingerprint_table_reaches_the_gate_as_written(site: str) -> None:
     raw = tomllib.loads((PROFILES_DIR / f"{site}.toml").read_text())
     profile = SiteProfile.load(site)
-    assert profile.fingerprint == raw.get("fingerprint", {})
+    if "pages" in raw:  # a profile-driven site: its page types derive from [pages]
+        assert set(profile.fingerprint["page_types"]) == set(raw["pages"])
+        written = {k: v for k, v in profile.fingerprint.items() if k != "page_types"}
+        assert written == raw.get("fingerprint", {})
+    else:
+        assert profile.fingerprint == raw.get("fingerprint", {})
     config = FingerprintConfig.for_site(site)
-    assert config == FingerprintConfig.from_mapping(raw["fingerprint"])
+    assert config == FingerprintConfig.from_mapping(profile.fingerprint)
 
 
 def test_no_fingerprint_table_is_an_empty_one(tmp_path: Path) -> None:
@@ -188,3 +193,216 @@ def test_valid_values_keep_their_types_and_the_profile_is_read_only(tmp_path: Pa
     )
     with pytest.raises(ValueError, match="frozen"):
         profile.render = "always"  # type: ignore[misc]
+
+
+# -- [pages.<name>]: the page types of a profile-driven site (crawlers.spiders.generic) -----------
+
+PAGE = '[pages.product]\nurl_patterns = ["^/"]\n'
+ONE_OF = "expected exactly one of data, css, xpath, table, url, value, got a table"
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        (
+            '[pages.product.fields]\nname = {data = "name", css = "h1"}\n',
+            f"pages.product.fields.name[0]: {ONE_OF} (found data, css)",
+        ),
+        (
+            '[pages.product.fields]\nname = {re = "(.+)"}\n',
+            f"pages.product.fields.name[0]: {ONE_OF} (found none)",
+        ),
+        (
+            '[pages.product.fields]\nname = [{css = "h1"}, {attr = "title"}]\n',
+            f"pages.product.fields.name[1]: {ONE_OF} (found none)",
+        ),
+        (
+            '[pages.product.fields]\ncolor = {table = "table.specs"}\n',
+            "pages.product.fields.color[0]: expected table and label together, got a table",
+        ),
+        (
+            '[pages.product.fields]\ncolor = {css = "p", label = "Colour"}\n',
+            "pages.product.fields.color[0]: expected table and label together, got a table",
+        ),
+        (
+            '[pages.product.fields]\nrating = {data = "ratingValue", count = true}\n',
+            "pages.product.fields.rating[0]: expected count with css or xpath, got a table",
+        ),
+        (
+            '[pages.product.fields]\nname = {css = "h1", re = "(x"}\n',
+            'pages.product.fields.name[0].re: expected a regular expression, got "(x"'
+            " (missing ), unterminated subpattern at position 0)",
+        ),
+        (
+            '[pages.product.fields]\nproduct_id = {url = "[x"}\n',
+            'pages.product.fields.product_id[0].url: expected a regular expression, got "[x"'
+            " (unterminated character set at position 0)",
+        ),
+        (
+            '[pages.product]\nurl_patterns = ["^/", "(x"]\n',
+            'pages.product.url_patterns[1]: expected a regular expression, got "(x"'
+            " (missing ), unterminated subpattern at position 0)",
+        ),
+        (
+            '[pages.product]\nfollow = [{css = "a", deny = ["*x"]}]\n',
+            'pages.product.follow[0].deny[0]: expected a regular expression, got "*x"'
+            " (nothing to repeat at position 0)",
+        ),
+        (
+            "[pages.product.fields]\nname = []\n",
+            "pages.product.fields.name: expected at least 1 entry, got []",
+        ),
+        (
+            '[pages.product.fields]\nname = {css = "h1", atr = "title"}\n',
+            'pages.product.fields.name[0].atr: unknown key (did you mean "attr"?)',
+        ),
+        (
+            '[pages.product]\nfollow = [{css = "a", too = "listing"}]\n',
+            'pages.product.follow[0].too: unknown key (did you mean "to"?)',
+        ),
+        (
+            '[pages.product]\nurl_pattern = ["^/"]\n',
+            'pages.product.url_pattern: unknown key (did you mean "url_patterns"?)',
+        ),
+        (
+            '[pages.Product]\nurl_patterns = ["^/"]\n',
+            "pages.Product: expected a page type name of a-z, 0-9, _ and - (not starting with"
+            ' _ or -), got "Product"',
+        ),
+    ],
+)
+def test_a_malformed_page_table_is_refused(tmp_path: Path, table: str, problem: str) -> None:
+    toml = SHOP + (table if table.startswith("[pages.product]") else PAGE + table)
+    assert load_error(tmp_path, toml) == problem
+
+
+@pytest.mark.parametrize(
+    ("toml", "problem"),
+    [
+        (
+            PAGE + 'follow = [{css = "nav"}, {css = "a", to = "detail"}]\n',
+            'pages.product.follow[1].to: expected one of the page types ["product"], got "detail"',
+        ),
+        (
+            'start_page = "home"\n' + PAGE,
+            'start_page: expected one of the page types ["product"], got "home"',
+        ),
+        (
+            'start_page = "home"\n',
+            'start_page: expected a [pages.<name>] table for it to name, got "home"',
+        ),
+        (
+            PAGE + '[fingerprint.page_types.listing]\nsample_paths = ["/"]\n',
+            "fingerprint.page_types: expected no [fingerprint.page_types] beside [pages]"
+            ' (put samples and selectors in [pages.<name>]), got ["listing"]',
+        ),
+        (
+            'start_paths = ["/", "/deals"]\n[pages.home]\nurl_patterns = ["^/$"]\n',
+            "start_paths[1]: expected a path some page type's url_patterns match"
+            ' (or a start_page), got "/deals"',
+        ),
+    ],
+)
+def test_pages_that_do_not_fit_together_are_refused(
+    tmp_path: Path, toml: str, problem: str
+) -> None:
+    assert load_error(tmp_path, SHOP + toml) == problem
+
+
+def test_start_paths_need_no_pattern_with_a_start_page_or_none_at_all(tmp_path: Path) -> None:
+    (tmp_path / "shop.toml").write_text(
+        SHOP + 'start_page = "home"\n[pages.home]\n[pages.item]\nurl_patterns = ["^/i/"]\n'
+    )
+    assert SiteProfile.load("shop", tmp_path).start_page == "home"
+    (tmp_path / "shop.toml").write_text(
+        SHOP
+        + 'start_paths = []\nsitemaps = ["/robots.txt"]\n[pages.item]\nurl_patterns = ["/i/"]\n'
+    )
+    profile = SiteProfile.load("shop", tmp_path)
+    assert (profile.start_paths, profile.start_page) == ((), None)
+
+
+def test_one_rule_or_a_list_of_fallbacks_is_always_a_tuple_of_rules(tmp_path: Path) -> None:
+    (tmp_path / "shop.toml").write_text(
+        SHOP
+        + PAGE
+        + 'item = "Product"\n[pages.product.fields]\nname = {data = "name"}\n'
+        + 'price = [{data = "offers.price"}, {css = ".price", re = "([0-9.,]+)"}]\n'
+        + 'availability = {css = ".stock", map = {"In stock" = "InStock", "Sold" = false}}\n'
+    )
+    page = SiteProfile.load("shop", tmp_path).pages["product"]
+    assert page.item == "Product" and page.url_patterns == ("^/",)
+    assert [rule.data for rule in page.fields["name"]] == ["name"]
+    assert [(rule.data, rule.css, rule.re) for rule in page.fields["price"]] == [
+        ("offers.price", None, None),
+        (None, ".price", "([0-9.,]+)"),
+    ]
+    assert page.fields["availability"][0].map == {"In stock": "InStock", "Sold": False}
+    assert [rule.selector for rule in page.fields["price"]] == [None, ".price"]
+
+
+PAGES = """start_page = "home"
+[fingerprint]
+threshold = 0.8
+[pages.home]
+follow = [{css = "a.category-link", to = "listing"}, {allow = ["/deals"]}]
+sample_paths = ["/"]
+[pages.listing]
+url_patterns = ['^/category/']
+follow = [{css = "a.product-link", to = "product-page"}, {xpath = "//nav[@class='pages']"}]
+threshold = 0.6
+[pages.product-page]
+url_patterns = ['^/product/']
+item = "Product"
+sample_paths = ["/product/1", "/product/2"]
+selectors = {gallery = "div.gallery"}
+[pages.product-page.fields]
+name = [{data = "name"}, {css = "h1.title"}, {xpath = "//h1"}]
+color = {table = "table.specs", label = "Colour"}
+rating = {css = "i.star.full", count = true}
+product_id = {url = '/product/([^/?#]+)'}
+"""
+
+
+def test_the_gate_s_page_types_are_derived_from_the_pages(tmp_path: Path) -> None:
+    (tmp_path / "shop.toml").write_text(SHOP + PAGES)
+    item = (
+        "//script[@type='application/ld+json'][contains(., '\"Product\"')]"
+        " | //*[@itemscope][contains(@itemtype, 'schema.org/Product')]"
+    )
+    assert SiteProfile.load("shop", tmp_path).fingerprint == {
+        "threshold": 0.8,
+        "page_types": {
+            "home": {
+                "sample_paths": ["/"],
+                "selectors": {"follow_listing_1": "a.category-link"},  # allow only: none
+                "callback": "parse_home",
+            },
+            "listing": {
+                "sample_paths": [],
+                "selectors": {
+                    "follow_product-page_1": "a.product-link",
+                    "follow_links_2": "//nav[@class='pages']",
+                },
+                "callback": "parse_listing",
+                "threshold": 0.6,
+            },
+            "product-page": {
+                "sample_paths": ["/product/1", "/product/2"],
+                "selectors": {
+                    "name": "h1.title",
+                    "name_2": "//h1",
+                    "color": "table.specs",
+                    "rating": "i.star.full",
+                    "item_Product": item,
+                    "gallery": "div.gallery",
+                },
+                "callback": "parse_product_page",
+            },
+        },
+    }
+    config = FingerprintConfig.for_site("shop", tmp_path)
+    assert config.threshold == 0.8 and config.declared
+    assert config.page_types["product-page"].callback == "parse_product_page"
+    assert config.page_types["product-page"].sample_paths == ("/product/1", "/product/2")
+    assert config.page_types["listing"].threshold == 0.6

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from scrapy.utils.test import get_crawler
 
-from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, load_profiles, profile_sites
+from crawlers.profiles import (
+    PROFILES_DIR,
+    ProfileError,
+    SiteProfile,
+    generic_callback,
+    load_profiles,
+    profile_sites,
+)
 from crawlers.spiders.demo import DemoSpider
+from tests.crawlers.support import REPO_ROOT, crawl_env
 
 # The two keys a profile must have; the tests add what they are about.
 SHOP = 'item_type = "p"\nbase_url = "https://shop.example"\n'
@@ -100,3 +110,19 @@ def test_spider_settings_come_from_its_profile() -> None:
         == profile.politeness.concurrency_per_domain
     )
     assert crawler.settings.getbool("AUTOTHROTTLE_ENABLED") is profile.politeness.autothrottle
+
+
+def test_generic_callbacks_are_spider_method_names() -> None:
+    assert generic_callback("listing") == "parse_listing"
+    assert generic_callback("product-page") == "parse_product_page"
+
+
+def test_site_profiles_dir_moves_every_profile(tmp_path: Path) -> None:
+    (tmp_path / "shop.toml").write_text(SHOP)
+    code = "from crawlers.profiles import *; print(PROFILES_DIR, profile_sites())"
+    env = {**crawl_env(), "SITE_PROFILES_DIR": f" {tmp_path} "}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == f"{tmp_path.resolve()} ['shop']"
