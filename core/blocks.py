@@ -367,6 +367,9 @@ def classify(
             return Verdict("blocked", "empty body", status)
         content_type = _header(headers, "content-type").lower()
         looks_html = "html" in content_type or stripped.startswith(b"<")
-        if looks_html and "json" not in content_type and len(stripped) < rules.min_html_bytes:
+        # JSON and XML answers (APIs, sitemaps, feeds) are data however short; only an
+        # HTML page that small is an empty shell.
+        is_data = "json" in content_type or ("xml" in content_type and "html" not in content_type)
+        if looks_html and not is_data and len(stripped) < rules.min_html_bytes:
             return Verdict("blocked", f"near-empty body ({len(stripped)} bytes)", status)
     return Verdict("ok", f"HTTP {status}", status)

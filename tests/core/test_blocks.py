@@ -122,6 +122,22 @@ def test_demo_error_and_normal_pages(site: DemoSite) -> None:
             "thin page",
         ),
         (200, {"content-type": "application/json"}, b'{"reviews":[]}', "ok", "HTTP 200"),
+        # A small sitemap (index) is an answer, not a near-empty page.
+        (
+            200,
+            {"content-type": "application/xml; charset=utf-8"},
+            b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            b"<sitemap><loc>https://s.example/a.xml</loc></sitemap></sitemapindex>",
+            "ok",
+            "HTTP 200",
+        ),
+        (
+            200,
+            {"content-type": "application/xhtml+xml"},
+            b"<html><body></body></html>",
+            "blocked",
+            "near-empty",
+        ),
         (204, {}, b"", "ok", "HTTP 204"),
     ],
 )
