@@ -59,7 +59,7 @@ class GenericSpider(ProductionSpider):
         """A sitemap index (its sitemaps), a sitemap (its pages, by page type) or a
         robots.txt (its ``Sitemap:`` lines)."""
         if response.url.endswith("/robots.txt"):
-            for url in sitemap_urls_from_robots(response.text, base_url=response.url):
+            for url in sitemap_urls_from_robots(response.body, base_url=response.url):
                 yield Request(url, callback=self.parse_sitemap, errback=self.on_error)
             return
         body = self._sitemap_body(response)
@@ -118,8 +118,7 @@ class GenericSpider(ProductionSpider):
 
     def _item(self, response: TextResponse, name: str) -> Any | None:
         extraction = read_page(response, self.profile.pages[name], self.profile.item_type)
-        found = [f for f in extraction.found if f != "url"]
-        if not extraction.has_node and not found:
+        if not extraction.has_node and not extraction.from_page:
             # A block page answered with 200, or markup the rules no longer match.
             self._fail(response.url, name, "no item data on the page")
             return None

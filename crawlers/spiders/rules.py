@@ -105,11 +105,14 @@ def follow_links(
 @dataclass(frozen=True)
 class Extraction:
     """An item page read by its rules: every field of the item type (None: not found),
-    whether the page held the item's node, and the values found but not convertible."""
+    whether the page held the item's node, the values found but not convertible, and the
+    fields the page's content gave (not its URL, a stated value or a default: a block
+    page answered 200 has a URL too)."""
 
     fields: dict[str, Any]
     has_node: bool
     problems: tuple[str, ...] = ()
+    from_page: tuple[str, ...] = ()
 
     @property
     def found(self) -> list[str]:
@@ -140,21 +143,23 @@ def read_page(response: TextResponse, page: PageTable, item_type: str) -> Extrac
     fields: dict[str, Any] = dict.fromkeys(kinds)
     fields["url"] = response.url
     problems: list[str] = []
+    from_page: list[str] = []
     for name, rules in page.fields.items():
         for rule in rules:
             value = _value(response, rule, node, kinds[name], problems, name)
             if value is not None:
                 fields[name] = value
+                if rule.url is None and rule.value is None:
+                    from_page.append(name)
                 break
-    found = any(fields[name] is not None for name in page.fields if name != "url")
-    if node is not None or found:
+    if node is not None or from_page:
         # Defaults complete a page that has the item, after every fallback had its turn;
         # a page without it (a block page answered 200) stays without.
         for name, rules in page.fields.items():
             default = next((rule.default for rule in rules if rule.default is not None), None)
             if fields[name] is None and default is not None:
                 fields[name] = _valid(kinds[name], _convert(kinds[name], default, response))
-    return Extraction(fields, node is not None, tuple(problems))
+    return Extraction(fields, node is not None, tuple(problems), tuple(from_page))
 
 
 def _value(

@@ -534,3 +534,19 @@ def test_a_link_routed_by_one_rule_is_not_reported_unrouted_by_another() -> None
 
 def test_a_page_type_without_follow_rules_follows_nothing() -> None:
     assert follow_links(page(LISTING), "product", PAGES) == ([], [])
+
+
+def test_from_page_names_the_fields_the_page_s_content_gave() -> None:
+    rules = table(
+        "Product",
+        product_id={"url": r"/product/([^/?#]+)"},
+        currency={"value": "EUR"},
+        name={"css": "h1"},
+        color={"css": ".c", "default": "none"},
+    )
+    blocked = read_page(page("<p>Are you a robot?</p>"), rules, "product")
+    # A URL and a stated value are no evidence the page holds the item: no defaults either.
+    assert blocked.from_page == () and blocked.fields["color"] is None
+    assert (blocked.fields["product_id"], blocked.fields["currency"]) == ("SKU-1", "EUR")
+    shown = read_page(page("<h1>Knife</h1>"), rules, "product")
+    assert shown.from_page == ("name",) and shown.fields["color"] == "none"
