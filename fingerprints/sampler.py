@@ -28,7 +28,7 @@ from typing import Any
 from scrapy import Request, Spider
 from scrapy.crawler import CrawlerProcess
 from scrapy.settings import default_settings
-from scrapy.spiderloader import SpiderLoader
+from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.project import get_project_settings
 
 from core.config import REPO_ROOT
@@ -224,7 +224,7 @@ def _record(
 
 def _spider_class(site: str, settings: Any, profiles_dir: Path = PROFILES_DIR) -> type:
     try:
-        base: type = SpiderLoader.from_settings(settings).load(site)
+        base: type = get_spider_loader(settings).load(site)
     except KeyError:
         base = _profile_spider(site, Spider, profiles_dir)
     attrs: dict[str, Any] = {"name": site}

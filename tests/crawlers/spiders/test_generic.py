@@ -19,17 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy import Request
 from scrapy.http import HtmlResponse
 from scrapy.utils.project import get_project_settings
+from scrapy.utils.request import request_from_dict
 from scrapy.utils.test import get_crawler
 
 import crawlers.spiderloader
+from crawlers import producer
 from crawlers.items import Product
 from crawlers.profiles import ProfileError, SiteProfile
 from crawlers.spiderloader import ProfileSpiderLoader
 from crawlers.spiders.demo import DemoSpider
 from crawlers.spiders.generic import GenericSpider, generic_spider
 from demo_site.catalog import build_catalog
+from fingerprints.extraction import site_spider
 from services.demo_site import DemoSite
 from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats
 
@@ -178,6 +182,18 @@ def test_a_broken_profile_s_spider_fails_to_start_with_its_error(profiles: Path)
         with pytest.raises(SystemExit) as info:
             loader.load(site).update_settings(get_project_settings())
         assert problem in str(info.value), str(info.value)
+
+
+def test_the_producer_and_the_gate_load_profile_only_sites(profiles: Path) -> None:
+    # Both ask the project's SPIDER_LOADER_CLASS, not Scrapy's own loader.
+    assert producer.spider_class("shop").__name__ == "ShopSpider"
+    spider = site_spider("shop", "http://127.0.0.1:8123")
+    assert isinstance(spider, GenericSpider) and spider.name == "shop"
+    # The frontier stores requests by callback name and finds the method back.
+    request = Request("http://127.0.0.1:8123/product/A-1", callback=spider.parse_product_page)
+    stored = request.to_dict(spider=spider)
+    assert stored["callback"] == "parse_product_page"
+    assert request_from_dict(stored, spider=spider).callback == spider.parse_product_page
 
 
 def scrapy(*args: str, profiles: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
