@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 from cronsim import CronSim, CronSimError
+from cssselect import SelectorError
+from parsel import Selector
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -92,6 +94,13 @@ PageTypeName = Annotated[
     ),
 ]
 SpiderMethod = Annotated[str, _expected("the name of a spider method", str.isidentifier)]
+SchemaType = Annotated[
+    str,
+    _expected(
+        "a schema.org type name like Product",
+        lambda name: name.isascii() and name.isalnum() and name[:1].isalpha(),
+    ),
+]
 
 
 # -- the tables ----------------------------------------------------------------------------------
@@ -172,6 +181,47 @@ def _regex(value: str) -> str:
 
 Regex = Annotated[str, AfterValidator(_regex)]
 Regexes = Annotated[tuple[Regex, ...], BeforeValidator(_list_as_tuple)]
+
+# An empty document: selectors are compiled against it when the profile loads, so a
+# malformed one is the profile's one-line error, not a crash on the first page.
+_PROBE = Selector(text="<html></html>")
+
+
+def _css(value: str) -> str:
+    try:
+        _PROBE.css(value)
+    except SelectorError as exc:
+        raise PydanticCustomError(
+            "expected", "expected {expected}", {"expected": "a CSS selector", "detail": str(exc)}
+        ) from None
+    return value
+
+
+def _xpath(value: str) -> str:
+    try:
+        _PROBE.xpath(value)
+    except ValueError as exc:
+        raise PydanticCustomError(
+            "expected",
+            "expected {expected}",
+            {"expected": "an XPath expression", "detail": str(exc).removeprefix("XPath error: ")},
+        ) from None
+    return value
+
+
+def _is_path(query: str) -> bool:
+    # The gate reads a selector starting like a path as XPath, any other as CSS
+    # (fingerprints.structure.count_selector).
+    return query.strip().startswith(("/", "(", "./"))
+
+
+def _gate_selector(value: str) -> str:
+    return _xpath(value) if _is_path(value) else _css(value)
+
+
+Css = Annotated[Text, AfterValidator(_css)]
+XPath = Annotated[Text, AfterValidator(_xpath)]
+GateSelector = Annotated[Text, AfterValidator(_gate_selector)]
 # A value a rule may state as is (``value = "EUR"``) or a value map may give.
 Scalar = str | int | float | bool
 
@@ -192,9 +242,9 @@ class FieldRule(Table):
     """
 
     data: Text | None = None
-    css: Text | None = None
-    xpath: Text | None = None
-    table: Text | None = None
+    css: Css | None = None
+    xpath: XPath | None = None
+    table: Css | None = None
     label: Text | None = None
     url: Regex | None = None
     value: Scalar | None = None
@@ -231,8 +281,11 @@ class FieldRule(Table):
 
     @property
     def selector(self) -> str | None:
-        """The CSS or XPath this rule relies on (the structure gate checks it), if any."""
-        return self.css or self.xpath or self.table
+        """The CSS or XPath this rule relies on (the structure gate counts its matches), if
+        any: an XPath computing a value (``string(//h1)``) selects no elements to count."""
+        if self.xpath is not None:
+            return self.xpath if _is_path(self.xpath) else None
+        return self.css or self.table
 
 
 FIELD_SOURCES = ("data", "css", "xpath", "table", "url", "value")
@@ -254,8 +307,8 @@ class FollowRule(Table):
     of ``deny``; ``to`` names the page type they lead to (none: the first page type whose
     ``url_patterns`` match each link)."""
 
-    css: Text | None = None
-    xpath: Text | None = None
+    css: Css | None = None
+    xpath: XPath | None = None
     allow: Regexes = ()
     deny: Regexes = ()
     to: PageTypeName | None = None
@@ -276,12 +329,12 @@ class PageTable(Table):
     follow: Annotated[tuple[FollowRule, ...], BeforeValidator(_list_as_tuple)] = ()
     # The schema.org type of the page's item node (``Product``, ``JobPosting``): ``data``
     # rules read that node. A page type with ``fields`` yields one item per page.
-    item: Text | None = None
+    item: SchemaType | None = None
     fields: dict[Text, FieldRules] = {}
     # The gate (docs/fingerprints.md): sample pages, a threshold, and selectors beyond the
     # rules' own ones.
     sample_paths: list[UrlPath] = []
-    selectors: dict[str, Text] = {}
+    selectors: dict[str, GateSelector] = {}
     threshold: Threshold | None = None
 
 

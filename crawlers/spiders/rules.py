@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
+from lxml import etree
 from parsel import Selector
 from pydantic import TypeAdapter, ValidationError
 from scrapy.http import TextResponse
@@ -232,7 +233,9 @@ def _source(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None
 def _node_value(match: Selector, attr: str | None) -> Any:
     if attr:
         return match.attrib.get(attr)
-    if isinstance(match.root, str):  # ::text, ::attr(...) or an XPath to text/attributes
+    if not isinstance(match.root, etree._Element):
+        # ::text, ::attr(...), an XPath to text or attributes, or one computing a value
+        # (string(...), count(...), boolean(...)): the value itself.
         return match.root
     return " ".join(part.strip() for part in match.xpath(".//text()").getall() if part.strip())
 

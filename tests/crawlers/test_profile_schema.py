@@ -269,6 +269,36 @@ ONE_OF = "expected exactly one of data, css, xpath, table, url, value, got a tab
             "pages.Product: expected a page type name of a-z, 0-9, _ and - (not starting with"
             ' _ or -), got "Product"',
         ),
+        (
+            '[pages.product.fields]\nname = {css = "h1[[["}\n',
+            'pages.product.fields.name[0].css: expected a CSS selector, got "h1[[["'
+            " (Expected ident or '*', got <DELIM '[' at 3>)",
+        ),
+        (
+            '[pages.product.fields]\nname = {xpath = "//h1["}\n',
+            'pages.product.fields.name[0].xpath: expected an XPath expression, got "//h1["'
+            " (Invalid expression in //h1[)",
+        ),
+        (
+            '[pages.product.fields]\ncolor = {table = "table..x", label = "Colour"}\n',
+            'pages.product.fields.color[0].table: expected a CSS selector, got "table..x"'
+            " (Expected ident, got <DELIM '.' at 6>)",
+        ),
+        (
+            '[pages.product]\nfollow = [{xpath = "//a[@href"}]\n',
+            'pages.product.follow[0].xpath: expected an XPath expression, got "//a[@href"'
+            " (Invalid predicate in //a[@href)",
+        ),
+        (
+            '[pages.product]\nselectors = {gallery = "//div["}\n',
+            'pages.product.selectors.gallery: expected an XPath expression, got "//div["'
+            " (Invalid expression in //div[)",
+        ),
+        (
+            '[pages.product]\nitem = "schema:Product"\n',
+            "pages.product.item: expected a schema.org type name like Product,"
+            ' got "schema:Product"',
+        ),
     ],
 )
 def test_a_malformed_page_table_is_refused(tmp_path: Path, table: str, problem: str) -> None:
@@ -357,7 +387,7 @@ item = "Product"
 sample_paths = ["/product/1", "/product/2"]
 selectors = {gallery = "div.gallery"}
 [pages.product-page.fields]
-name = [{data = "name"}, {css = "h1.title"}, {xpath = "//h1"}]
+name = [{data = "name"}, {css = "h1.title"}, {xpath = "//h1"}, {xpath = "string(//title)"}]
 color = {table = "table.specs", label = "Colour"}
 rating = {css = "i.star.full", count = true}
 product_id = {url = '/product/([^/?#]+)'}

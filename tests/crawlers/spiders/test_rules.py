@@ -163,6 +163,13 @@ def test_xpath_reads_elements_text_and_attributes() -> None:
     assert one(html, {"xpath": "//img", "attr": "src"}, "images") == ["https://shop.example/i.png"]
 
 
+def test_xpaths_computing_a_value_give_that_value() -> None:
+    html = "<title> Knife </title><i class='s'></i><i class='s'></i>"
+    assert one(html, {"xpath": "normalize-space(//title)"}) == "Knife"
+    assert one(html, {"xpath": "count(//i[@class='s'])"}, "review_count") == 2
+    assert one(html, {"xpath": "boolean(//i)"}, "verified", "review") is True
+
+
 TABLES = """
   <table class="specs">
     <tr><th>Colour:</th><td>Mustard <i>yellow</i></td></tr>
