@@ -35,7 +35,8 @@ from crawlers.spiders.generic import GenericSpider, generic_spider
 from demo_site.catalog import build_catalog
 from fingerprints.extraction import site_spider
 from services.demo_site import DemoSite
-from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats
+from services.redis_server import RedisServer
+from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv
 
 SHOP = """item_type = "product"
 base_url = "http://127.0.0.1:8123"
@@ -353,12 +354,15 @@ def sitemap_site() -> Iterator[SitemapSite]:
         thread.join(timeout=10)
 
 
-def test_a_sitemap_site_is_crawled_through_robots_txt_and_a_gzipped_sitemap(
-    sitemap_site: SitemapSite, tmp_path: Path
-) -> None:
+# The items of the sitemap site: sku -> (name, price).
+ITEMS = {f"IT-{n}": (f"Item {n}", f"{n}.50") for n in range(1, 11)}
+
+
+@pytest.fixture
+def maps(sitemap_site: SitemapSite, tmp_path: Path) -> Path:
+    """The sitemap site's pages, and the profiles directory with its profile ("maps")."""
     site = sitemap_site
-    items = {f"IT-{n}": (f"Item {n}", f"{n}.50") for n in range(1, 11)}
-    for sku, (name, price) in items.items():
+    for sku, (name, price) in ITEMS.items():
         site.serve(f"/item/{sku}", "text/html", ITEM_PAGE.format(sku=sku, name=name, price=price))
     gone = "<p>This item is no longer sold; see our other items.</p>" * 10
     site.serve("/item/IT-99", "text/html", f"<html><body><h1>Gone</h1>{gone}</body></html>")
@@ -378,8 +382,10 @@ def test_a_sitemap_site_is_crawled_through_robots_txt_and_a_gzipped_sitemap(
         "application/gzip",
         gzip.compress(urlset(*second, f"{site.url}/tags/new", f"{site.url}/item/IT-99").encode()),
     )
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
     write(
-        tmp_path,
+        profiles,
         "maps",
         f'item_type = "product"\nbase_url = "{site.url}"\nstart_paths = []\n'
         'sitemaps = ["/robots.txt"]\n[politeness]\nautothrottle = false\n'
@@ -388,15 +394,58 @@ def test_a_sitemap_site_is_crawled_through_robots_txt_and_a_gzipped_sitemap(
         'currency = {data = "offers.priceCurrency"}\n'
         'availability = {data = "offers.availability"}\n',
     )
-    stats = crawl("maps", tmp_path, tmp_path / "items.jsonl", tmp_path / "crawl.log")
-    rows = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
-    assert sorted(row["product_id"] for row in rows) == sorted(items)  # each page once
+    return profiles
+
+
+def check_maps_crawl(rows: list[dict[str, Any]], stats: dict[str, Any], base_url: str) -> None:
+    assert sorted(row["product_id"] for row in rows) == sorted(ITEMS)  # each page once
     for row in rows:
-        name, price = items[row["product_id"]]
+        name, price = ITEMS[row["product_id"]]
         assert (row["name"], row["price"], row["currency"]) == (name, float(price), "EUR")
         assert row["availability"] == "InStock"
-        assert row["url"] == f"{site.url}/item/{row['product_id']}"
+        assert row["url"] == f"{base_url}/item/{row['product_id']}"
     assert stats["maps/sitemap_unrouted"] == 2  # /about and /tags/new
     assert stats["maps/item_unparsed"] == 1  # /item/IT-99: no Product on it
-    assert stats["item_scraped_count"] == stats["maps/items"] == len(items)
+    assert stats["item_scraped_count"] == stats["maps/items"] == len(ITEMS)
     assert "maps/sitemap_unparsed" not in stats and "maps/request_failed" not in stats
+
+
+def test_a_sitemap_site_is_crawled_through_robots_txt_and_a_gzipped_sitemap(
+    maps: Path, sitemap_site: SitemapSite, tmp_path: Path
+) -> None:
+    stats = crawl("maps", maps, tmp_path / "items.jsonl", tmp_path / "crawl.log")
+    rows = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    check_maps_crawl(rows, stats, sitemap_site.url)
+
+
+def test_a_profile_only_site_runs_on_the_frontier_from_the_producer(
+    maps: Path, sitemap_site: SitemapSite, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    env = {**crawl_env(), "SITE_PROFILES_DIR": str(maps)}
+    job_id = "maps-frontier-test"
+    produced = subprocess.run(
+        [sys.executable, "-m", "crawlers.producer", "maps", "--job-id", job_id,
+         "--redis-url", redis_server.url],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr[-2000:]
+    assert produced.stdout.strip() == f"enqueued 1 start entries for maps job {job_id}"
+    log, output = tmp_path / "worker.log", tmp_path / "items.jsonl"
+    settings = {
+        "REDIS_URL": redis_server.url,
+        "FRONTIER_IDLE_CLOSE_SECONDS": 2,
+        "FRONTIER_HEARTBEAT_INTERVAL": 0.5,
+        "LOG_FILE": str(log),
+        "LOG_LEVEL": "INFO",
+        # The feed only: no dedup or store pipelines (they need Elasticsearch).
+        "ITEM_PIPELINES": {"crawlers.pipelines.validate.ValidationPipeline": 100},
+    }
+    worker = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "maps", "-a", f"job_id={job_id}",
+         "-O", str(output), *settings_argv(settings)],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr[-3000:] + log.read_text()[-3000:]
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
+    check_maps_crawl(rows, final_stats(log), sitemap_site.url)
+    assert {row["job_id"] for row in rows} == {job_id}
