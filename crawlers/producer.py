@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings, Settings
-from scrapy.spiderloader import SpiderLoader
+from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.project import get_project_settings
 
 from core.config import OperatorError, check_redis_url
@@ -41,7 +41,7 @@ class ProducedJob:
 
 
 def spider_class(site: str, settings: BaseSettings | None = None) -> type[SiteSpider]:
-    loader = SpiderLoader.from_settings(settings or get_project_settings())
+    loader = get_spider_loader(settings or get_project_settings())
     cls = loader.load(site)
     if not issubclass(cls, SiteSpider):
         raise TypeError(f"spider {site!r} does not derive from SiteSpider")
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--redis-url", help="default: the REDIS_URL setting ($REDIS_URL)")
     args = parser.parse_args(argv)
     settings = get_project_settings()
-    check_site(SpiderLoader.from_settings(settings), args.site)
+    check_site(get_spider_loader(settings), args.site)
     redis_url = check_redis_url(args.redis_url, "--redis-url") or settings.get("REDIS_URL")
     if not redis_url:
         raise OperatorError(

@@ -39,7 +39,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.responsetypes import responsetypes
 from scrapy.settings import Settings
-from scrapy.spiderloader import SpiderLoader
+from scrapy.spiderloader import get_spider_loader
 from scrapy.statscollectors import MemoryStatsCollector
 
 import crawlers.items  # noqa: F401 - registers the item types for schema_for
@@ -77,7 +77,7 @@ def site_spider(site: str, base_url: str | None = None) -> Spider:
     """The site's spider with its profile's settings, ready for callbacks, never crawling."""
     settings = Settings()
     settings.setmodule(SETTINGS_MODULE, priority="project")
-    spider_class = SpiderLoader.from_settings(settings).load(site)
+    spider_class = get_spider_loader(settings).load(site)
     crawler = Crawler(spider_class, settings)
     crawler.stats = MemoryStatsCollector(crawler)  # the spiders count what they see
     kwargs: dict[str, Any] = {"job_id": f"fingerprint-{site}"}
