@@ -102,12 +102,15 @@ class JobsBoard:
         self._cache: dict[tuple[Any, ...], tuple[int, str, bytes]] = {}
 
     def page(self, base: str, path: str, query: str) -> tuple[int, str, bytes]:
-        """Status, content type and body of a site page (cached)."""
+        """Status, content type and body of a site page (cached when it exists)."""
         key = (base, path, query)
         answer = self._cache.get(key)
         if answer is None:
             answer = self._render(base, path, query)
-            self._cache[key] = answer  # a lost race renders the same bytes twice: harmless
+            # Pages only: made-up URLs must not grow the cache. A lost race between two
+            # threads renders the same bytes twice: harmless.
+            if answer[0] == HTTPStatus.OK:
+                self._cache[key] = answer
         return answer
 
     def _render(self, base: str, path: str, query: str) -> tuple[int, str, bytes]:
