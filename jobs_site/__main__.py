@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import NoReturn
 
-from jobs_site.server import JobsSiteConfig, run
+from jobs_site.server import CannotListen, JobsSiteConfig, run
+
+EXIT_USAGE = 2
 
 
 def parse_args(argv: list[str] | None = None) -> JobsSiteConfig:
@@ -17,7 +21,7 @@ def parse_args(argv: list[str] | None = None) -> JobsSiteConfig:
     parser.add_argument("--access-log", type=Path, default=None, help="append JSONL here")
     args = parser.parse_args(argv)
     if args.jobs < 1:
-        parser.error("--jobs must be at least 1")
+        fail(f"--jobs must be at least 1 (got {args.jobs}); a board needs a posting")
     return JobsSiteConfig(
         host=args.host,
         port=args.port,
@@ -27,8 +31,18 @@ def parse_args(argv: list[str] | None = None) -> JobsSiteConfig:
     )
 
 
+def fail(message: str) -> NoReturn:
+    """An operator's mistake: one line on stderr, exit status 2, no traceback."""
+    sys.stderr.write(f"python -m jobs_site: {message}\n")
+    raise SystemExit(EXIT_USAGE)
+
+
 def main(argv: list[str] | None = None) -> None:
-    run(parse_args(argv))
+    config = parse_args(argv)
+    try:
+        run(config)
+    except CannotListen as exc:
+        fail(str(exc))
 
 
 if __name__ == "__main__":

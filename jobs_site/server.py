@@ -209,6 +209,10 @@ def make_handler(site: JobsBoard) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class CannotListen(Exception):
+    """The address is taken or not ours: an operator's mistake, named with its fix."""
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True  # a kept-alive connection never holds up the shutdown
     request_queue_size = 1024
@@ -217,7 +221,14 @@ class Server(ThreadingHTTPServer):
 def run(config: JobsSiteConfig) -> None:
     """Serve until SIGTERM/SIGINT; prints the URL once the socket is listening."""
     site = JobsBoard(config)
-    server = Server((config.host, config.port), make_handler(site))
+    try:
+        server = Server((config.host, config.port), make_handler(site))
+    except OSError as exc:
+        site.access.close()
+        raise CannotListen(
+            f"cannot listen on {config.host}:{config.port} ({exc.strerror or exc}); "
+            "pick another --port (0: any free one)"
+        ) from None
     port = int(server.server_address[1])
     print(
         f"Jobs board ready at http://{config.host}:{port}/ "
