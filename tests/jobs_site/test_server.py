@@ -13,6 +13,8 @@ from typing import Any
 import extruct
 import pytest
 from parsel import Selector
+from protego import Protego
+from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from jobs_site.board import Board, Job
 from services.jobs_site import JobsSite
@@ -119,6 +121,23 @@ def test_the_sitemap_index_leads_to_every_job_exactly_once(site: JobsSite, board
     assert len(set(job_urls)) == len(job_urls) == 300
     companies = locs(fetch(site, "/sitemaps/companies.xml"))
     assert companies == [site.url + company.path for company in board.companies]
+
+
+def test_scrapys_own_parsers_read_robots_and_sitemaps(site: JobsSite, board: Board) -> None:
+    """What a Scrapy crawl uses (RobotsTxtMiddleware's Protego, SitemapSpider's parser)."""
+    robots = fetch(site, "/robots.txt")
+    assert list(sitemap_urls_from_robots(robots.body)) == [f"{site.url}/sitemap_index.xml"]
+    rules = Protego.parse(robots.text)
+    assert not rules.can_fetch(f"{site.url}/apply/J-00001", "Scrapy")
+    assert rules.can_fetch(site.url + board.jobs[0].path, "Scrapy")
+    index = Sitemap(fetch(site, "/sitemap_index.xml").body)
+    assert index.type == "sitemapindex"
+    urls = []
+    for entry in index:
+        part = Sitemap(fetch(site, entry["loc"].removeprefix(site.url)).body)
+        assert part.type == "urlset"
+        urls += [url["loc"] for url in part if "/job/" in url["loc"]]
+    assert sorted(urls) == sorted(site.url + job.path for job in board.jobs)
 
 
 # -- detail pages ------------------------------------------------------------------------
