@@ -38,6 +38,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PRODUCTS = 120
 JOBS = 150
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+# What the board's JobPosting JSON-LD carries, as job_posting fields.
+JSONLD_JOB_FIELDS = {
+    "posting_id", "title", "company", "company_url", "employment_type", "city", "region",
+    "country", "salary_min", "salary_max", "salary_currency", "salary_period", "date_posted",
+    "valid_through", "description", "skills",
+}  # fmt: skip
 
 
 @dataclass
@@ -188,22 +194,22 @@ def test_the_scaffolded_shop_runs_end_to_end(onboarded: Onboarding) -> None:
 
 
 def test_the_scaffolded_jobs_board_runs_end_to_end(onboarded: Onboarding) -> None:
+    """Every posting of the board stored once; every field the scaffolded profile has a
+    rule for equals the generator's, and the fields its JSON-LD carries all have one."""
     profile = SiteProfile.load("jobs", onboarded.profiles)
     assert profile.item_type == "job_posting"
+    ruled = {field for page in profile.pages.values() for field in page.fields}
+    assert JSONLD_JOB_FIELDS <= ruled, JSONLD_JOB_FIELDS - ruled
     run = onboarded.run("scrape-jobs")
     assert run["state"]["type"] == "COMPLETED", run["state"]
     items = stored(onboarded, "items-jobs")
     board = build_board(7, JOBS)
     assert len(items) == JOBS
-    by_id = {item["posting_id"]: item for item in items.values()}
     for job in board.jobs:
-        item = by_id[job.job_id]
-        assert item["title"] == job.title
-        assert item["company"] == job.company
-        assert item["employment_type"] == job.employment_type
-        assert (item["city"], item["country"]) == (job.city, job.country)
-        assert item["salary_min"] == job.salary_min and item["salary_max"] == job.salary_max
-        assert item["date_posted"] == job.date_posted
+        expected = job.to_dict(onboarded.jobs.url)
+        item = items[expected["url"]]
+        for field in sorted(ruled):
+            assert item.get(field) == expected[field], (field, item.get(field), expected[field])
     assert chunked_items(onboarded, "chunks-jobs") == JOBS
     report = onboarded.artifact(run["id"], "scrape-jobs-report")
     assert "`items-jobs`" in report
