@@ -8,7 +8,7 @@ HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 FLOW ?= scrape-site
 PROFILE ?= demo
 
-.PHONY: bootstrap demo test test-fast lint bench demo-site \
+.PHONY: bootstrap demo test test-fast lint bench demo-site jobs-site scaffold \
 	prefect-up prefect-down prefect-flow prefect-ui prefect-build prefect-logs
 
 bootstrap:
@@ -41,6 +41,10 @@ bench: bootstrap
 ## Serve the demo shop on http://127.0.0.1:8000 in the foreground.
 demo-site: bootstrap
 	$(PY) -m demo_site --port 8000
+
+## Serve the jobs board (a profile-only site: docs/jobs-site.md) on http://127.0.0.1:8100.
+jobs-site: bootstrap
+	$(PY) -m jobs_site --port 8100
 
 prefect-up: bootstrap
 ifeq ($(HAVE_DOCKER),yes)
