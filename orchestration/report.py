@@ -57,6 +57,8 @@ def summary_context(
         "blocks": document["blocks"],
         "responses": document["responses"],
         "errors": document["errors"],
+        # Older job documents have no such figure.
+        "error_responses": document.get("error_responses", 0),
         "duration": duration_text(document["duration_seconds"]),
         "new_items": list(new_items)[:10],
         "run_url": run_url,
@@ -99,6 +101,7 @@ def table_rows(
         ("blocked", document["blocks"]),
         ("block rate", "n/a" if rate is None else f"{rate:.2%}"),
         ("errors", document["errors"]),
+        ("error responses (HTTP 4xx/5xx)", document.get("error_responses", 0)),
         ("duration", duration_text(document["duration_seconds"])),
     ]
     return [{"metric": name, "value": value} for name, value in rows]
