@@ -26,12 +26,14 @@ test: lint
 test-fast: lint
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 
-## Ruff, and the import contracts of .importlinter (layers, no cycles).
+## Ruff, the import contracts of .importlinter (layers, no cycles), the site profiles and
+## what is generated from them (compose's site workers, the Kibana objects).
 lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m crawlers.profiles check
+	$(PY) -m orchestration.wiring --check
 
 ## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
 BENCH ?= frontier pipelines embedding rendering reclaim scaling recrawl
