@@ -8,7 +8,7 @@ HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 FLOW ?= scrape-site
 PROFILE ?= demo
 
-.PHONY: bootstrap demo test test-fast lint bench demo-site \
+.PHONY: bootstrap demo test test-fast lint bench demo-site jobs-site scaffold \
 	prefect-up prefect-down prefect-flow prefect-ui prefect-build prefect-logs
 
 bootstrap:
@@ -26,12 +26,14 @@ test: lint
 test-fast: lint
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 
-## Ruff, and the import contracts of .importlinter (layers, no cycles).
+## Ruff, the import contracts of .importlinter (layers, no cycles), the site profiles and
+## what is generated from them (compose's site workers, the Kibana objects).
 lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m crawlers.profiles check
+	$(PY) -m orchestration.wiring --check
 
 ## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
 BENCH ?= frontier pipelines embedding rendering reclaim scaling recrawl
@@ -41,6 +43,10 @@ bench: bootstrap
 ## Serve the demo shop on http://127.0.0.1:8000 in the foreground.
 demo-site: bootstrap
 	$(PY) -m demo_site --port 8000
+
+## Serve the jobs board (a profile-only site: docs/jobs-site.md) on http://127.0.0.1:8100.
+jobs-site: bootstrap
+	$(PY) -m jobs_site --port 8100
 
 prefect-up: bootstrap
 ifeq ($(HAVE_DOCKER),yes)
@@ -58,12 +64,18 @@ else
 endif
 
 ## make prefect-flow FLOW=scrape-site PROFILE=idealista  |  FLOW=check-site-versions
+## Flow parameters: PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0"
+## (KEY=VALUE, space separated; a value is read as JSON when it parses, else as text).
+BAD_PARAMS = $(strip $(foreach p,$(PARAMS),$(if $(findstring =,$(p)),$(filter =%,$(p)),$(p))))
 prefect-flow:
+	$(if $(BAD_PARAMS),$(error flow parameter '$(firstword $(BAD_PARAMS))' is not KEY=VALUE (e.g. PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0")))
 ifeq ($(HAVE_DOCKER),yes)
 	$(COMPOSE) exec prefect-worker prefect deployment run \
-		$(if $(filter scrape-site,$(FLOW)),scrape-site/scrape-$(PROFILE),$(FLOW)/$(FLOW)) --watch
+		$(if $(filter scrape-site,$(FLOW)),scrape-site/scrape-$(PROFILE),$(FLOW)/$(FLOW)) \
+		$(foreach param,$(PARAMS),--param $(param)) --watch
 else
-	$(PY) -m orchestration.local_stack flow $(FLOW) --site $(PROFILE)
+	$(PY) -m orchestration.local_stack flow $(FLOW) --site $(PROFILE) \
+		$(foreach param,$(PARAMS),--param $(param))
 endif
 
 prefect-ui:

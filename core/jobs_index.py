@@ -56,7 +56,9 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "items_dead_letter": _LONG,
     "items_removed": _LONG,  # marked removed by the job (core.removals)
     "items_restored": _LONG,  # removed items the job saw again
-    "errors": _LONG,
+    "errors": _LONG,  # ERROR log lines
+    # Pages that answered 4xx/5xx (``responses/error``; a missing robots.txt is not one)
+    "error_responses": _LONG,
     "spill_remaining": _LONG,
     "alerts_failed": _LONG,  # alerts of the job Slack did not take (templates in extra)
     "counters": {"type": "flattened"},
@@ -160,6 +162,7 @@ def job_document(
         "items_removed": numbers.get("items/removed", 0),
         "items_restored": numbers.get("items/restored", 0),
         "errors": numbers.get("log_count/ERROR", 0),
+        "error_responses": numbers.get("responses/error", 0),
         "spill_remaining": spill_remaining,
         "counters": {name: str(value) for name, value in sorted(numbers.items())},
     }

@@ -43,6 +43,7 @@ __all__ = [
     "DemoReview",
     "GeoPoint",
     "Hotel",
+    "JobPosting",
     "MarketplaceListing",
     "Product",
     "PropertyListing",
@@ -279,6 +280,48 @@ class MarketplaceListing:
     images: list[Url] | None = None
     listed_at: IsoDate | None = None
     is_sold: bool | None = None
+    job_id: Keyword | None = None
+    # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
+    # retry of the job (``SiteSpider.retry_part``); None when complete.
+    incomplete: list[Keyword] | None = None
+
+
+@item_schema(
+    "job_posting",
+    id_field="posting_id",
+    required=("url", "title", "company"),
+    history=("salary_min", "salary_max", "valid_through"),
+)
+@dataclass
+class JobPosting:
+    """A job posting (e.g. the local jobs board, ``jobs_site``; schema.org JobPosting).
+
+    ``posting_id`` is the site's id of the posting: ``job_id`` is the platform's, the crawl
+    job that stored it (as on every item type).
+    """
+
+    url: Url
+    posting_id: Keyword | None = None
+    title: Text | None = None
+    company: Text | None = None
+    company_url: Url | None = None
+    employment_type: Keyword | None = None  # schema.org: FULL_TIME, PART_TIME, CONTRACTOR, ...
+    remote: bool | None = None  # schema.org jobLocationType TELECOMMUTE
+    city: Text | None = None
+    region: Text | None = None
+    country: CountryCode | None = None
+    salary_min: Money | None = None
+    salary_max: Money | None = None
+    salary_currency: Currency | None = None
+    salary_period: Keyword | None = None  # schema.org unitText: YEAR, MONTH, HOUR
+    date_posted: IsoDate | None = None
+    valid_through: IsoDate | None = None
+    description: LongText | None = None
+    skills: list[Keyword] | None = None
+    experience_level: Keyword | None = None  # as the site says it: Junior, Senior, ...
+    team: Text | None = None
+    company_rating: Annotated[int, Field(ge=0, le=5)] | None = None  # the company's stars
+    category: Text | None = None
     job_id: Keyword | None = None
     # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
     # retry of the job (``SiteSpider.retry_part``); None when complete.

@@ -334,9 +334,12 @@ def compute_baseline(
     config = config if config is not None else FingerprintConfig.for_site(site, profiles_dir)
     pages = fixture_pages(site, sites_dir)
     if not pages:
+        # The one recipe (docs/sites.md): the live site's sample pages, or the scaffold.
         raise BaselineError(
             f"site {site!r} has no fixture pages under "
-            f"{site_dir(site, sites_dir) / FIXTURES_DIR}/<page_type>/*.html"
+            f"{site_dir(site, sites_dir) / FIXTURES_DIR}/<page_type>/*.html: fetch them with "
+            f"`python -m fingerprints baseline {site} --from-url <base_url>` "
+            f"(or onboard the site with `python -m crawlers.scaffold {site} <url>`)"
         )
     missing = sorted(set(config.page_types) - set(pages))
     if missing:

@@ -154,6 +154,9 @@ class CoverageReport:
     drops: tuple[FieldDrop, ...] = ()
     new_fields: tuple[str, ...] = ()  # filled now, unknown to the baseline (informational)
     problems: tuple[str, ...] = ()  # no baseline, too few items: no verdict possible
+    # The baseline's rate per field; None when the site has no coverage.json (the rates
+    # are then only measured, never judged).
+    expected: Mapping[str, float] | None = None
 
     @property
     def ok(self) -> bool:
@@ -189,17 +192,18 @@ class CoverageReport:
             ],
             "new_fields": list(self.new_fields),
             "problems": list(self.problems),
+            "expected": None if self.expected is None else dict(self.expected),
         }
 
 
 def compare_coverage(items: Iterable[Any], baseline: CoverageBaseline) -> CoverageReport:
     total, rates = fill_rates(items, baseline.fields)
-    problems: list[str] = []
+    expected = {name: e.rate for name, e in sorted(baseline.fields.items())}
     if total < baseline.min_items:
-        problems.append(
+        problem = (
             f"only {total} item(s), fewer than the {baseline.min_items} needed to judge fill rates"
         )
-        return CoverageReport(baseline.site, total, rates, problems=tuple(problems))
+        return CoverageReport(baseline.site, total, rates, problems=(problem,), expected=expected)
     drops = []
     for name, expectation in sorted(baseline.fields.items()):
         actual = rates.get(name, 0.0)
@@ -209,7 +213,7 @@ def compare_coverage(items: Iterable[Any], baseline: CoverageBaseline) -> Covera
         if dropped or vanished:
             drops.append(FieldDrop(name, expectation.rate, actual, tolerance))
     new = tuple(n for n, r in rates.items() if n not in baseline.fields and r > 0)
-    return CoverageReport(baseline.site, total, rates, tuple(drops), new)
+    return CoverageReport(baseline.site, total, rates, tuple(drops), new, expected=expected)
 
 
 def lost_fields(
@@ -265,4 +269,27 @@ def check_coverage(
         baseline = load_coverage_baseline(site, sites_dir)
     except BaselineError as exc:
         return CoverageReport(site, 0, {}, problems=(str(exc),))
+    return compare_coverage(items, baseline)
+
+
+def job_end_coverage(
+    site: str,
+    items: Iterable[Any],
+    *,
+    fields: Iterable[str] = (),
+    sites_dir: Path = SITES_DIR,
+) -> CoverageReport:
+    """What the scrape flow's report shows: the job's fill rates against the site's
+    ``coverage.json`` when it has one; without one, the measured rates alone (``expected``
+    None, no verdict: nothing to compare with). ``fields``: every field the item type
+    has, so a field no item filled shows as 0. Never raises for a bad baseline (it is
+    named in ``problems``)."""
+    if not coverage_path(site, sites_dir).is_file():
+        total, rates = fill_rates(items, fields)
+        return CoverageReport(site, total, rates)
+    try:
+        baseline = load_coverage_baseline(site, sites_dir)
+    except BaselineError as exc:
+        total, rates = fill_rates(items, fields)
+        return CoverageReport(site, total, rates, problems=(str(exc),))
     return compare_coverage(items, baseline)

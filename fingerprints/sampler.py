@@ -34,6 +34,7 @@ from scrapy.utils.project import get_project_settings
 from core.config import REPO_ROOT
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from crawlers.spiders.base import SiteSpider
+from crawlers.spiders.generic import GenericSpider, generic_spider
 
 RECORD_PREFIX = "FPSAMPLE "
 PAGE_TYPE_META = "fingerprint_page_type"
@@ -227,12 +228,21 @@ def _spider_class(site: str, settings: Any, profiles_dir: Path = PROFILES_DIR) -
         base: type = get_spider_loader(settings).load(site)
     except KeyError:
         base = _profile_spider(site, Spider, profiles_dir)
+    if profiles_dir != PROFILES_DIR and not _has_own_module(base):
+        # A profile-driven site: its callbacks are the pages of the other directory's profile.
+        profile = SiteProfile.load(site, profiles_dir)
+        if profile.pages:
+            base = generic_spider(profile)
     attrs: dict[str, Any] = {"name": site}
     if issubclass(base, SiteSpider) and profiles_dir != PROFILES_DIR:
         # SiteSpider.load_profile keeps a profile whose site is the spider's name: the
         # project's spider, configured by the profile from the other directory.
         attrs["_profile"] = SiteProfile.load(site, profiles_dir)
     return type(f"{base.__name__}Sampler", (_SamplerMixin, base), attrs)
+
+
+def _has_own_module(spider: type) -> bool:
+    return issubclass(spider, SiteSpider) and not issubclass(spider, GenericSpider)
 
 
 def _profile_spider(site: str, spider: type, profiles_dir: Path = PROFILES_DIR) -> type:

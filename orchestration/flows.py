@@ -2,7 +2,7 @@
 
 ``scrape-site`` (deployed once per site as ``scrape-<site>``):
     preflight -> verify structure (GATE) -> producer -> wait for drain -> mark-removed
-    -> llm-process -> report
+    -> llm-process -> report (job document, field coverage against coverage.json)
 ``check-site-versions``: the structure check of every site's fixtures against its baseline.
 ``daily-health-check``: per-site job history, search health, undelivered alerts.
 
@@ -50,6 +50,7 @@ from llm.embedders import default_embedder
 from llm.process import process_job
 from orchestration import approval, health
 from orchestration.alerts import notify
+from orchestration.coverage import alert_coverage_drop, job_coverage
 from orchestration.hooks import alert_failed_run, alert_failed_step, send_job_summary
 from orchestration.progress import DrainWatcher, LlmWatcher
 from orchestration.repairs import alert_lines
@@ -318,19 +319,33 @@ def report_task(
     )
     chunks = int(llm.get("chunks_written", 0))
     changes = job_change_counts(es, site, job_id)
+    coverage_report = job_coverage(es, site, job_id, sites_dir=approval.sites_dir())
+    get_run_logger().info(coverage_report.summary())
+    coverage = coverage_report.to_dict()
     create_markdown_artifact(
         markdown(
-            document, chunks=chunks, changes=changes, kibana_url=get_settings().kibana_public_url
+            document,
+            chunks=chunks,
+            changes=changes,
+            kibana_url=get_settings().kibana_public_url,
+            coverage=coverage,
         ),
         key=f"{artifact_prefix(site)}-report",
     )
     create_table_artifact(
-        table_rows(document, chunks=chunks, changes=changes),
+        table_rows(document, chunks=chunks, changes=changes, coverage=coverage),
         key=f"{artifact_prefix(site)}-stats",
     )
+    # Inside the task: a retried report step alerts again only if it runs again.
+    alert_coverage_drop(coverage, job_id=job_id, run_url=run_url())
     new_names = health.item_names(es, site, sorted(job_changes(server, site, job_id).new)[:10])
     return summary_context(
-        document, chunks=chunks, new_items=new_names, run_url=run_url(), changes=changes
+        document,
+        chunks=chunks,
+        new_items=new_names,
+        run_url=run_url(),
+        changes=changes,
+        coverage=coverage,
     )
 
 

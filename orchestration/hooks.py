@@ -9,7 +9,8 @@
   ``FailedClosed``, ``StructureChanged``, ``Unhealthy``), is not alerted again: one
   error alert per failed run attempt.
 - Every error alert is also recorded on the run as a markdown artifact
-  ``scrape-<site>-failure``: the failed step, its error and its last log lines.
+  ``scrape-<site-with-dashes>-failure`` (an artifact key has no ``_``): the failed step, its
+  error and its last log lines.
 - The report task's ``on_completion`` sends the job summary (its result is the summary's
   template context).
 

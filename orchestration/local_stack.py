@@ -1,13 +1,19 @@
 """The Prefect stack as local processes, for machines without Docker (``make prefect-*``).
 
     python -m orchestration.local_stack up     # Redis, ES, demo site, Prefect server + worker
-    python -m orchestration.local_stack flow scrape-site --site demo
+    python -m orchestration.local_stack flow scrape-site --site demo [--param KEY=VALUE ...]
     python -m orchestration.local_stack status | ui | logs | down
     python -m orchestration.local_stack demo      # up + the scrape-demo deployment, end to end
 
 Every process runs in its own session with its PID and log under one run directory
 (``$PLATFORM_RUN_DIR/stack``); ``down`` stops them by PID. Deployments are registered in
 local mode: each scrape run launches its own ``scrapy crawl`` workers.
+
+``flow`` runs a deployment and watches it (``prefect deployment run --watch``); each
+``--param KEY=VALUE`` is a flow parameter, the value read as JSON when it parses
+(``approval_timeout=0`` is a number) and as text otherwise. A run that ends in any state but
+Completed ends with one line naming the deployment, the state and its message, and where
+the worker's log is; the exit status is then non-zero.
 """
 
 from __future__ import annotations
@@ -16,14 +22,16 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.config import REPO_ROOT, get_settings
+from core.config import REPO_ROOT, OperatorError, get_settings
 from services.base import ManagedProcess, port_open
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
@@ -33,6 +41,8 @@ from services.redis_server import RedisServer
 PORTS = {"redis": 16379, "elasticsearch": 19200, "prefect": 4200, "demo": 8000}
 LOCAL_WORKERS = 2
 POOL = "scraping"
+# `prefect deployment run` prints the new flow run's id on a line of its own.
+_RUN_ID = re.compile(r"UUID: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
 
 def stack_dir() -> Path:
@@ -158,7 +168,39 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def check_parameters(parameters: Sequence[str]) -> list[str]:
+    """``KEY=VALUE`` flow parameters as given; a malformed one is an operator mistake."""
+    for parameter in parameters:
+        key, separator, _ = parameter.partition("=")
+        if not separator or not key.strip():
+            raise OperatorError(
+                f"flow parameter {parameter!r} is not KEY=VALUE "
+                '(e.g. PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0")'
+            )
+    return list(parameters)
+
+
+def worker_log() -> Path:
+    """The local Prefect worker's log: the flows' own log lines are there."""
+    return stack_dir() / f"prefect-worker-{POOL}.log"
+
+
+def final_state(api_url: str, flow_run_id: str) -> dict[str, str]:
+    """The flow run's state (type, name, message) as the Prefect server holds it."""
+    url = f"{api_url}/flow_runs/{flow_run_id}"  # the stack's own loopback http API
+    with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310
+        state = json.loads(answer.read()).get("state") or {}
+    return {key: str(state.get(key) or "") for key in ("type", "name", "message")}
+
+
+def failure_line(deployment: str, state: dict[str, str]) -> str:
+    """One line: the deployment, the run's final state and its message, the worker log."""
+    message = " ".join(state["message"].split()) or "no state message"
+    return f"{deployment}: {state['name'] or state['type']}: {message} (worker log: {worker_log()})"
+
+
 def run_flow(flow: str, site: str | None, parameters: Sequence[str] = ()) -> int:
+    parameters = check_parameters(parameters)
     state = read_state()
     if not state:
         print("the stack is not up: run `make prefect-up` first", file=sys.stderr)
@@ -167,13 +209,43 @@ def run_flow(flow: str, site: str | None, parameters: Sequence[str] = ()) -> int
         if not site:
             print("scrape-site needs PROFILE=<site>", file=sys.stderr)
             return 2
-        name = f"scrape-site/scrape-{site}"
+        deployment = f"scrape-{site}"
+        name = f"scrape-site/{deployment}"
     else:
+        deployment = flow
         name = f"{flow}/{flow}"
     argv = [sys.executable, "-m", "prefect", "deployment", "run", name, "--watch"]
     for parameter in parameters:
         argv += ["--param", parameter]
-    return subprocess.run(argv, cwd=REPO_ROOT, env=client_env(state), check=False).returncode
+    # Prefect's watch ends with the state's name only ("FailedClosed"): its output is
+    # passed through as it comes, and a failed run's message is read from the server.
+    flow_run_id = None
+    with subprocess.Popen(
+        argv,
+        cwd=REPO_ROOT,
+        env=client_env(state),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as process:
+        for line in process.stdout or ():
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            found = _RUN_ID.search(line)
+            flow_run_id = flow_run_id or (found.group(1) if found else None)
+    code = process.returncode
+    if code == 0 or flow_run_id is None:
+        return code  # completed, or Prefect refused the run and said why
+    try:
+        run_state = final_state(state["prefect_api_url"], flow_run_id)
+    except (OSError, ValueError) as exc:
+        print(
+            f"{deployment}: flow run {flow_run_id}: state unreadable ({exc})",
+            file=sys.stderr,
+        )
+        return code
+    print(failure_line(deployment, run_state), file=sys.stderr)
+    return code or 1
 
 
 def demo() -> int:

@@ -37,9 +37,10 @@ def summary_context(
     new_items: Sequence[str] = (),
     run_url: str | None = None,
     changes: Mapping[str, int] | None = None,
+    coverage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The job_summary template's variables, taken from the job document and the job's
-    change counts."""
+    """The job_summary template's variables, taken from the job document, the job's
+    change counts and its field coverage (``CoverageReport.to_dict()``)."""
     return {
         "site": document["site"],
         "status": document["status"],
@@ -57,11 +58,58 @@ def summary_context(
         "blocks": document["blocks"],
         "responses": document["responses"],
         "errors": document["errors"],
+        # Older job documents have no such figure.
+        "error_responses": document.get("error_responses", 0),
         "duration": duration_text(document["duration_seconds"]),
         "new_items": list(new_items)[:10],
         "run_url": run_url,
         "notable": notable_changes(document, changes),
+        "coverage": coverage_text(coverage),
+        "coverage_dropped": bool(coverage and coverage.get("drops")),
     }
+
+
+def drop_text(drop: Mapping[str, Any]) -> str:
+    """``price: 40.0% of items, baseline 100.0% (tolerance 10.0%)``; ``vanished`` at 0."""
+    actual, expected = float(drop["actual"]), float(drop["expected"])
+    filled = f"{actual:.1%} of items" if actual > 0 else "no item (vanished)"
+    tolerance = float(drop["tolerance"])
+    return f"{drop['field']}: {filled}, baseline {expected:.1%} (tolerance {tolerance:.1%})"
+
+
+def coverage_text(coverage: Mapping[str, Any] | None) -> str | None:
+    """The report's one coverage line, from ``CoverageReport.to_dict()``: the verdict
+    against the site's coverage baseline, or the measured rates of a site without one."""
+    if coverage is None:
+        return None
+    items, rates = int(coverage["items"]), coverage.get("rates") or {}
+    measured = ", ".join(f"{name} {rate:.0%}" for name, rate in rates.items())
+    if coverage.get("drops"):
+        drops = [drop_text(drop) for drop in coverage["drops"]]
+        return f"{len(drops)} field(s) dropped ({items} items): " + "; ".join(drops)
+    if coverage.get("problems"):
+        return "not judged: " + "; ".join(coverage["problems"])
+    if coverage.get("expected") is None:
+        if not items:
+            return "no baseline (coverage.json); the job stored no items"
+        return f"no baseline (coverage.json); measured on {items} items: {measured}"
+    text = f"ok: {len(coverage['expected'])} field(s) within tolerance ({items} items)"
+    new = coverage.get("new_fields") or []
+    return f"{text}; filled, not in the baseline: {', '.join(new)}" if new else text
+
+
+def coverage_markdown(coverage: Mapping[str, Any]) -> list[str]:
+    """The coverage section of the run report: the line, then every field's rate."""
+    expected = coverage.get("expected") or {}
+    dropped = {drop["field"] for drop in coverage.get("drops") or []}
+    lines = ["## Field coverage", "", str(coverage_text(coverage)), ""]
+    lines += ["| field | fill rate | baseline | |", "|---|---|---|---|"]
+    for name in sorted({*coverage.get("rates", {}), *expected}):
+        rate = (coverage.get("rates") or {}).get(name, 0.0)
+        base = f"{expected[name]:.1%}" if name in expected else "-"
+        flag = "**dropped**" if name in dropped else ""
+        lines.append(f"| {name} | {rate:.1%} | {base} | {flag} |")
+    return lines
 
 
 def removals_skipped(document: Mapping[str, Any]) -> str | None:
@@ -78,7 +126,11 @@ def removed_text(document: Mapping[str, Any]) -> int | str:
 
 
 def table_rows(
-    document: Mapping[str, Any], *, chunks: int, changes: Mapping[str, int] | None = None
+    document: Mapping[str, Any],
+    *,
+    chunks: int,
+    changes: Mapping[str, int] | None = None,
+    coverage: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     rate = document["block_rate"]
     rows = [
@@ -99,8 +151,11 @@ def table_rows(
         ("blocked", document["blocks"]),
         ("block rate", "n/a" if rate is None else f"{rate:.2%}"),
         ("errors", document["errors"]),
+        ("error responses (HTTP 4xx/5xx)", document.get("error_responses", 0)),
         ("duration", duration_text(document["duration_seconds"])),
     ]
+    if coverage is not None:
+        rows.append(("field coverage", coverage_text(coverage)))
     return [{"metric": name, "value": value} for name, value in rows]
 
 
@@ -160,6 +215,7 @@ def markdown(
     chunks: int,
     changes: Mapping[str, int] | None = None,
     kibana_url: str | None = None,
+    coverage: Mapping[str, Any] | None = None,
 ) -> str:
     lines = [
         f"# scrape-{document['site']}: job `{document['job_id']}`",
@@ -169,7 +225,9 @@ def markdown(
     ]
     lines += [
         f"| {row['metric']} | {row['value']} |"
-        for row in table_rows(document, chunks=chunks, changes=changes)
+        for row in table_rows(document, chunks=chunks, changes=changes, coverage=coverage)
     ]
+    if coverage is not None:
+        lines += ["", *coverage_markdown(coverage)]
     lines += ["", *links_markdown(document["site"], document["job_id"], kibana_url)]
     return "\n".join(lines)

@@ -3,7 +3,8 @@
 ``make test`` runs ``lint-imports`` on the real code. These tests run the same config on a
 tiny synthetic tree with the project's package names (so the outcome does not depend on
 today's code): allowed imports pass, and an upward import, an import between siblings of
-one layer, the demo shop importing the platform and a cycle inside a package each fail.
+one layer, the demo shop or the jobs board importing the platform and a cycle inside a
+package each fail.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ ALLOWED = {
     "core/blocks.py": "",
     "demo_site/shop.py": "import demo_site.catalog\n",
     "demo_site/catalog.py": "",
+    "jobs_site/server.py": "import jobs_site.board\n",
+    "jobs_site/board.py": "",
 }
 
 
@@ -120,6 +123,24 @@ def test_the_intended_imports_pass(tmp_path: Path) -> None:
             "The demo shop stands alone",
             "demo_site.shop -> core.config",
             id="demo-shop-imports-core",
+        ),
+        pytest.param(
+            {"jobs_site/board.py": "import core.config\n"},
+            "The jobs board stands alone",
+            "jobs_site.board -> core.config",
+            id="jobs-board-imports-core",
+        ),
+        pytest.param(
+            {"demo_site/catalog.py": "import jobs_site.board\n"},
+            "Layers",
+            "demo_site.catalog -> jobs_site.board",
+            id="siblings-jobs-board-and-demo-shop",
+        ),
+        pytest.param(
+            {"crawlers/profiles.py": "import jobs_site.board\n"},
+            "Layers",
+            "crawlers.profiles -> jobs_site.board",
+            id="platform-imports-the-jobs-board",
         ),
         pytest.param(
             {"crawlers/profiles.py": "import crawlers.spiders\n"},

@@ -5,13 +5,15 @@
 * ``job_items(es, server, site, job_id)``: the documents of the job's new and changed
   items (``core.dedup.job_changes``);
 * ``item_keys(es, site)``: every stored item key of a site (a scan; for backfills);
+* ``seen_by_job(es, site, job_id)``: the documents of every item the job saw (its
+  ``job_id`` is the last job that stored or touched it), new, changed or unchanged;
 * ``items_index(site)``: what to search, the site's read alias ``items-<site>`` or, with
   no site, every site's items (``items-*``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import redis
@@ -60,6 +62,23 @@ def item_keys(es: Elasticsearch, site: str) -> list[str]:
             size=1000,
         )
     ]
+
+
+def seen_by_job(es: Elasticsearch, site: str, job_id: str) -> Iterator[dict[str, Any]]:
+    """The stored documents the job wrote or touched (a scroll over ``items-<site>``,
+    refreshed first: the job's last bulk may not be searchable yet). A site that never
+    stored an item has none."""
+    index = items_index(site)
+    es.indices.refresh(index=index, ignore_unavailable=True, allow_no_indices=True)
+    for hit in scan(
+        es,
+        index=index,
+        query={"query": {"term": {"job_id": job_id}}},
+        size=1000,
+        ignore_unavailable=True,
+        allow_no_indices=True,
+    ):
+        yield hit["_source"]
 
 
 def job_items(

@@ -11,6 +11,9 @@ Stats (integers, so the frontier pushes them into the job's stats hash):
 - ``blocks/total`` = blocked + captcha + throttled; ``blocks/blocked``, ``blocks/captcha``,
   ``blocks/throttled``; ``blocks/reason/<rule>`` (e.g. ``datadome_challenge``, ``http_403``)
 - ``responses/error_status/<code>``
+- ``responses/robots_txt_missing``: robots.txt answered 4xx (Scrapy's RobotsTxtMiddleware
+  fetch; a site without robots.txt is normal, every path is then allowed): not an
+  error, so ``responses/error`` counts only the pages the crawl asked for
 - ``blocks/rate`` (float, local only) = blocks/total / responses/classified
 """
 
@@ -20,6 +23,7 @@ import json
 import re
 import weakref
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
@@ -54,6 +58,13 @@ def reason_slug(verdict: Verdict) -> str:
     return _SLUG.sub("_", reason.lower()).strip("_") or "unknown"
 
 
+def is_robots_txt_fetch(request: Request) -> bool:
+    """Scrapy's RobotsTxtMiddleware's own request (``dont_obey_robotstxt``, ``/robots.txt``)."""
+    return bool(request.meta.get("dont_obey_robotstxt")) and (
+        urlsplit(request.url).path == "/robots.txt"
+    )
+
+
 class ResponseClassifier:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -74,10 +85,10 @@ class ResponseClassifier:
             return known
         verdict = classify(response.status, response.headers, response.body, rules=self.rules)
         self._verdicts[response] = verdict
-        self._count(verdict)
+        self._count(verdict, robots_txt=is_robots_txt_fetch(request))
         return verdict
 
-    def _count(self, verdict: Verdict) -> None:
+    def _count(self, verdict: Verdict, *, robots_txt: bool = False) -> None:
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value("responses/classified")
@@ -85,6 +96,8 @@ class ResponseClassifier:
             stats.inc_value("blocks/total")
             stats.inc_value(f"blocks/{verdict.kind}")
             stats.inc_value(f"blocks/reason/{reason_slug(verdict)}")
+        elif robots_txt and verdict.kind == "error" and 400 <= verdict.status < 500:
+            stats.inc_value("responses/robots_txt_missing")
         else:
             stats.inc_value(f"responses/{verdict.kind}")
             if verdict.kind == "error":

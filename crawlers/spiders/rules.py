@@ -351,7 +351,15 @@ def _convert(kind: Kind, raw: Any, response: TextResponse) -> Any:
         values = [_one(kind.name, item, response) for item in items]
         values = list(dict.fromkeys(v for v in values if v is not None))
         return values or None
-    value = _one(kind.name, raw[0] if isinstance(raw, list) and raw else raw, response)
+    if isinstance(raw, list) and kind.name in ("text", "long_text"):
+        # ``all`` on a text field: every match, joined (paragraphs stay paragraphs).
+        parts = [str(part) for part in raw if text(part)]
+        raw = ("\n\n" if kind.name == "long_text" else " ").join(parts) if parts else None
+    elif isinstance(raw, list):
+        raw = raw[0] if raw else None
+    if raw is None:
+        return None
+    value = _one(kind.name, raw, response)
     if kind.choices and value is not None and value not in kind.choices:
         raise ValueError(f"{value!r} is not one of {list(kind.choices)}")
     return value

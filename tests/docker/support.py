@@ -34,6 +34,7 @@ CODE_DIRS = (
     "fingerprints",
     "services",
     "demo_site",
+    "jobs_site",
     "llm",
     "search",
     "docker",

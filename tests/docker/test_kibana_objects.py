@@ -18,7 +18,6 @@ import hashlib
 import json
 import math
 import re
-import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,14 +34,13 @@ from crawlers.producer import produce
 from crawlers.profiles import profile_sites
 from llm.chunking import Chunker
 from llm.process import process_job
+from orchestration import kibana_objects as generator
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
 from tests.crawlers.pipelines.support import start_store_worker
 from tests.crawlers.support import log_excerpt, wait_all
-from tests.docker.support import DOCKER_DIR, REPO_ROOT, SAVED_OBJECTS, load_module
-
-generator = load_module(DOCKER_DIR / "kibana" / "generate.py", "kibana_generate")
+from tests.docker.support import SAVED_OBJECTS
 
 PRODUCTS = 48
 NUMERIC = {"long", "integer", "short", "byte", "double", "float", "half_float", "scaled_float"}
@@ -115,7 +113,7 @@ def _cleanup(es: Elasticsearch, server: redis.Redis) -> None:
     changes-demo."""
     for key in server.scan_iter("demo:*"):
         server.delete(key)
-    sites = ",".join(f"items-{site}-*" for site in generator.ITEM_TYPE_BY_SITE)
+    sites = ",".join(f"items-{site}-*" for site in generator.item_types())
     for pattern in (sites, "chunks-demo", "platform-jobs-*", "changes-demo*"):
         es.indices.delete(index=pattern, ignore_unavailable=True, allow_no_indices=True)
 
@@ -169,7 +167,7 @@ def stack(
         chunker=Chunker(use_model_tokenizer=False),
     )
     assert report.processed == PRODUCTS and report.chunks_written >= PRODUCTS, report
-    others = {s: t for s, t in generator.ITEM_TYPE_BY_SITE.items() if s != "demo"}
+    others = {s: t for s, t in generator.item_types().items() if s != "demo"}
     asyncio.run(_declare_item_indices(es_node.url, others))
     # changes-demo: declared by the worker's history pipeline when it opened.
     es.indices.refresh(index="items-*,chunks-*,platform-jobs-*,changes-*")
@@ -215,7 +213,7 @@ def test_every_line_parses_and_ids_are_unique() -> None:
 
 def test_file_is_what_the_generator_prints() -> None:
     assert SAVED_OBJECTS.read_text() == generator.render(), (
-        "regenerate: python docker/kibana/generate.py > docker/kibana/saved_objects.ndjson"
+        "regenerate from the site profiles: python -m orchestration.wiring"
     )
 
 
@@ -239,14 +237,29 @@ def test_what_the_issue_asks_for_is_there(objects: list[dict[str, Any]]) -> None
         assert wanted in titles
 
 
-def test_item_types_match_the_site_profiles() -> None:
-    for profile in (REPO_ROOT / "crawlers" / "profiles").glob("*.toml"):
-        data = tomllib.loads(profile.read_text())
-        site = data.get("site", profile.stem)
-        if site in generator.ITEM_TYPE_BY_SITE:
-            assert generator.ITEM_TYPE_BY_SITE[site] == data["item_type"], site
-    for item_type in set(generator.ITEM_TYPE_BY_SITE.values()):
-        schema_by_type(item_type)  # declared in crawlers/items.py
+def test_saved_searches_show_fields_of_each_profiles_item_type(
+    objects: list[dict[str, Any]],
+) -> None:
+    searches = {o["id"]: o for o in objects if o["type"] == "search"}
+    for site, item_type in generator.item_types().items():
+        fields = set(schema_by_type(item_type).field_names)  # declared in crawlers/items.py
+        attributes = searches[f"platform-items-{site}"]["attributes"]
+        assert item_type in attributes["description"]
+        columns = [c for c in attributes["columns"] if c not in generator.COMMON_COLUMNS]
+        assert columns and {c.split(".")[0] for c in columns} <= fields, (site, columns)
+
+
+def test_an_item_type_without_listed_columns_shows_its_required_and_history_fields(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(generator.COLUMNS_BY_ITEM_TYPE, "hotel")
+    schema = schema_by_type("hotel")
+    columns = generator.columns_of("hotel")
+    assert columns[-3:] == generator.COMMON_COLUMNS
+    own = columns[: -len(generator.COMMON_COLUMNS)]
+    assert own and len(own) <= generator.DEFAULT_COLUMN_COUNT
+    assert set(own) <= set(schema.required) | set(schema.history)
+    assert "url" not in own  # once, among the common columns
 
 
 def test_references_resolve_within_the_file(objects: list[dict[str, Any]]) -> None:

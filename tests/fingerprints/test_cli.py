@@ -155,6 +155,8 @@ def test_operator_mistakes_are_one_line_and_exit_2(
         ),
         (("verify", "shop", "--page-type", "prodcut"), "no page type(s) prodcut"),
         (("baseline", "nosuchsite"), "no fixture pages"),
+        (("baseline", "nosuchsite"), "baseline nosuchsite --from-url <base_url>"),
+        (("baseline", "nosuchsite"), "python -m crawlers.scaffold nosuchsite <url>"),
     ]:
         code, out, err = run(capsys, *argv, "--sites-dir", sites)
         assert (code, out) == (2, ""), argv

@@ -22,7 +22,9 @@ from fingerprints.coverage import (
     compare_coverage,
     fill_rates,
     is_filled,
+    job_end_coverage,
     load_coverage_baseline,
+    save_coverage_baseline,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -141,3 +143,39 @@ def test_cli_coverage(tmp_path: Path, items: list[dict[str, Any]]) -> None:
     result = cli("coverage", "shop", str(broken), "--json")
     assert result.returncode == 1
     assert [d["field"] for d in json.loads(result.stdout)["drops"]] == ["rating"]
+
+
+def test_job_end_coverage_judges_against_the_baseline_when_the_site_has_one(
+    items: list[dict[str, Any]], baseline: CoverageBaseline, tmp_path: Path
+) -> None:
+    save_coverage_baseline(baseline, tmp_path)
+    report = job_end_coverage("demo", emptied(items, "brand", 0.30, seed=1), sites_dir=tmp_path)
+    assert report.dropped_fields == ["brand"] and not report.ok
+    assert report.expected == {name: e.rate for name, e in baseline.fields.items()}
+    assert report.to_dict()["expected"]["brand"] == 1.0
+    assert job_end_coverage("demo", items, sites_dir=tmp_path).ok
+
+
+def test_job_end_coverage_without_a_baseline_measures_and_never_judges(
+    items: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    # Every item lost its brand: no baseline says it should have one, so no verdict.
+    report = job_end_coverage(
+        "newshop", emptied(items, "brand", 1.0, seed=1), fields=["gtin"], sites_dir=tmp_path
+    )
+    assert report.ok and report.expected is None and report.drops == ()
+    assert report.items == len(items)
+    assert report.rates["brand"] == 0.0 and report.rates["name"] == 1.0
+    assert report.rates["gtin"] == 0.0  # a field of the item type no item filled
+    assert report.to_dict()["expected"] is None
+
+
+def test_job_end_coverage_names_a_malformed_baseline(
+    items: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    path = tmp_path / "demo" / "coverage.json"
+    path.parent.mkdir()
+    path.write_text('{"site": "demo"}')
+    report = job_end_coverage("demo", items, sites_dir=tmp_path)
+    assert not report.ok and "malformed coverage baseline" in report.problems[0]
+    assert report.rates["name"] == 1.0 and report.drops == ()

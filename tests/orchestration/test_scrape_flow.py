@@ -231,12 +231,17 @@ def test_triggered_deployment_runs_end_to_end(stack: Stack, tmp_path: Path) -> N
     assert "`items-demo`" in report["data"] and "`chunks-demo`" in report["data"]
     assert "[Kibana dashboard filtered to job" in report["data"]
     assert f"job_id:%22{job_id}%22" in report["data"]
+    # Field coverage of the job's stored items, judged against the demo's coverage.json.
+    assert "## Field coverage" in report["data"], report["data"]
+    assert "| field coverage | ok: " in report["data"] and f"({PRODUCTS} items)" in report["data"]
     llm = latest_artifact(stack, run_id, "scrape-demo-llm-progress")
     assert llm is not None and float(llm["data"]) == 100
     summary = [text for text in slack_texts(stack) if job_id in text and "completed" in text]
     assert summary, slack_texts(stack)
     assert f"items scraped: *{PRODUCTS}* (new {PRODUCTS}, changed 0, unchanged 0)" in summary[-1]
     assert "block rate: 0.0%" in summary[-1]
+    assert "• field coverage: ok: " in summary[-1], summary[-1]
+    assert not [text for text in slack_texts(stack) if "field coverage dropped" in text]
 
 
 def test_two_runs_at_once_never_overlap(stack: Stack) -> None:

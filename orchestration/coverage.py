@@ -1,0 +1,66 @@
+"""The job's field coverage at job end (``fingerprints.coverage``), from what it stored.
+
+The items are the job's documents in Elasticsearch (``core.store.read.seen_by_job``:
+every item the job stored or touched, unchanged ones included), each reduced to its item
+type's fields (the store's own fields, ``content_hash``, ``first_seen``..., are not the
+site's data). Their fill rates are judged against ``fingerprints/sites/<site>/
+coverage.json`` when the site has one; a drop beyond its tolerance alerts
+(``coverage_drop``). A site without one gets its measured rates in the report only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+import crawlers.items  # noqa: F401 - registers the item types read below
+from core.config import PlatformSettings
+from core.items_schema import registered_types
+from core.store.layout import COMMON_PROPERTIES
+from core.store.read import seen_by_job
+from fingerprints.coverage import CoverageReport, job_end_coverage
+from orchestration.alerts import Delivery, notify
+from orchestration.report import drop_text
+
+
+def item_fields(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored document's item fields: its item type's fields (a field the store left
+    out because it was empty counts as empty), or, for a type this process does not
+    know, every field but the store's own."""
+    schema = registered_types().get(str(document.get("item_type")))
+    if schema is not None:
+        return {name: document.get(name) for name in schema.field_names}
+    return {name: value for name, value in document.items() if name not in COMMON_PROPERTIES}
+
+
+def job_coverage(es: Elasticsearch, site: str, job_id: str, *, sites_dir: Path) -> CoverageReport:
+    """The job's fill rates, judged against the site's coverage baseline if it has one."""
+    items = [item_fields(document) for document in seen_by_job(es, site, job_id)]
+    fields = {name for item in items for name in item}
+    return job_end_coverage(site, items, fields=sorted(fields), sites_dir=sites_dir)
+
+
+def alert_coverage_drop(
+    coverage: Mapping[str, Any],
+    *,
+    job_id: str,
+    run_url: str | None,
+    settings: PlatformSettings | None = None,
+) -> Delivery | None:
+    """The ``coverage_drop`` alert when a field's fill rate dropped beyond its tolerance
+    (``CoverageReport.to_dict()``); None (nothing sent) when none did."""
+    drops = coverage.get("drops") or []
+    if not drops:
+        return None
+    return notify(
+        "coverage_drop",
+        settings=settings,
+        site=coverage["site"],
+        job_id=job_id,
+        items=coverage["items"],
+        drops=[drop_text(drop) for drop in drops],
+        run_url=run_url,
+    )
