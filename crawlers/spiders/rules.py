@@ -365,6 +365,10 @@ def _convert(kind: Kind, raw: Any, response: TextResponse) -> Any:
     return value
 
 
+# The HTML of a long text: where its paragraphs and lines end.
+_BLOCK_END = re.compile(r"</(?:p|div|li|h[1-6]|tr|blockquote|section|article)\s*>", re.IGNORECASE)
+_LINE_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
 # Which property of a nested node (an ImageObject, a Brand...) stands for it.
 _URL_KEYS = ("url", "contentUrl", "@id")
 _NAME_KEYS = ("name", "value", "@id")
@@ -391,8 +395,12 @@ def _one(name: str, raw: Any, response: TextResponse) -> Any:
         code = text(raw)
         return _checked(code.upper() if code and len(code) == 2 else None, raw, "a country code")
     if name == "long_text":
-        # JSON-LD descriptions often carry the page's HTML: its text, entities decoded.
-        return long_text(replace_entities(remove_tags(raw)) if isinstance(raw, str) else raw)
+        # JSON-LD descriptions often carry the page's HTML: its text, entities decoded,
+        # paragraphs and line breaks kept as such.
+        if isinstance(raw, str):
+            raw = _BLOCK_END.sub("\n\n", _LINE_BREAK.sub("\n", raw))
+            raw = replace_entities(remove_tags(raw))
+        return long_text(raw)
     if name == "int":
         number = to_float(raw)
         return None if number is None else _checked(int(number), raw, "a whole number")

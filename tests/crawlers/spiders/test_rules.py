@@ -354,10 +354,12 @@ def test_country_codes_are_upper_cased_and_names_are_problems() -> None:
 
 
 def test_long_text_keeps_paragraphs_and_drops_html_tags_of_json_ld_descriptions() -> None:
-    description = "<p>Sharp &amp; <b>light</b>.</p>\n\n\n\n<p>Second   paragraph.</p>"
+    description = (
+        "<p>Sharp &amp; <b>light</b>.</p>\n\n\n\n<p>Second   paragraph.<br>Line 2</p><p>3</p>"
+    )
     html = jsonld({"@type": "Product", "description": description})
     assert one(html, {"data": "description"}, "description") == (
-        "Sharp & light.\n\nSecond paragraph."
+        "Sharp & light.\n\nSecond paragraph.\nLine 2\n\n3"
     )
 
 
@@ -557,3 +559,63 @@ def test_from_page_names_the_fields_the_page_s_content_gave() -> None:
     assert (blocked.fields["product_id"], blocked.fields["currency"]) == ("SKU-1", "EUR")
     shown = read_page(page("<h1>Knife</h1>"), rules, "product")
     assert shown.from_page == ("name",) and shown.fields["color"] == "none"
+
+
+JOB = {
+    "@context": "https://schema.org",
+    "@type": "JobPosting",
+    "title": "Data Engineer",
+    "skills": "Python, SQL ,  Airflow",
+    "jobLocationType": "TELECOMMUTE",
+    "employmentType": ["FULL_TIME", "CONTRACTOR"],
+    "baseSalary": {"currency": "EUR", "value": {"minValue": 50000, "maxValue": "65000"}},
+    "datePosted": "2026-11-02",
+    "description": "<p>Build <em>pipelines</em>.</p><p>Own them.</p>",
+}
+
+
+def test_a_job_posting_from_json_ld_and_its_facts_table() -> None:
+    html = (
+        jsonld(JOB)
+        + """
+      <table class="job-facts"><tr><th>Remote</th><td>Yes</td></tr>
+        <tr><th>Experience level</th><td>Senior</td></tr></table>
+      <span class="rating"><i class="star filled"></i><i class="star filled"></i>
+        <i class="star"></i></span>
+      <section class="job-description"><p>First.</p><p>Second.</p></section>"""
+    )
+    remote = {"data": "jobLocationType", "map": {"TELECOMMUTE": True}, "default": False}
+    fields = read(
+        html,
+        "job_posting",
+        "JobPosting",
+        title={"data": "title"},
+        skills={"data": "skills"},
+        remote=remote,
+        employment_type={"data": "employmentType"},
+        salary_min={"data": "baseSalary.value.minValue"},
+        salary_max={"data": "baseSalary.value.maxValue"},
+        salary_currency={"data": "baseSalary.currency"},
+        date_posted={"data": "datePosted"},
+        description={"css": "section.job-description p", "all": True},
+        experience_level={"table": "table.job-facts", "label": "Experience level"},
+        company_rating={"css": "span.rating i.star.filled", "count": True},
+    )
+    assert fields["skills"] == ["Python", "SQL", "Airflow"]
+    assert fields["remote"] is True
+    assert fields["employment_type"] == "FULL_TIME"  # one value for a single field
+    assert (fields["salary_min"], fields["salary_max"], fields["salary_currency"]) == (
+        50000.0,
+        65000.0,
+        "EUR",
+    )
+    assert fields["date_posted"] == "2026-11-02"
+    assert fields["description"] == "First.\n\nSecond."  # all: the paragraphs joined
+    assert fields["experience_level"] == "Senior"
+    assert fields["company_rating"] == 2
+    by_table = {"table": "table.job-facts", "label": "Remote", "map": {"Yes": True, "No": False}}
+    assert one(html, by_table, "remote", "job_posting") is True
+    onsite = jsonld({**JOB, "jobLocationType": None})
+    assert read(onsite, "job_posting", "JobPosting", remote=remote)["remote"] is False
+    json_description = read(html, "job_posting", "JobPosting", description={"data": "description"})
+    assert json_description["description"] == "Build pipelines.\n\nOwn them."
