@@ -95,7 +95,8 @@ class GenericSpider(ProductionSpider):
                 return None
             if len(body) > _SITEMAP_MAX_BYTES:
                 return None
-        return body if body.lstrip()[:1] == b"<" else None
+        # XML, possibly after a UTF-8 byte order mark (some CMSs write one).
+        return body if body.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"<" else None
 
     # -- page types ------------------------------------------------------------------------
     def _parse_page(self, response: Response, name: str) -> Iterator[Any]:
