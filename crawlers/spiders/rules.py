@@ -276,7 +276,11 @@ def _shape(rule: FieldRule, value: Any) -> Any:
     if rule.map:
         key = schema_name(value) if isinstance(value, str) else value
         table = {str(schema_name(k) or k).casefold(): v for k, v in rule.map.items()}
-        return table.get(str(key).strip().casefold())
+        mapped = table.get(str(key).strip().casefold())
+        if mapped is None:
+            # A printed value the profile does not know: reported, not silently absent.
+            raise ValueError(f"{text(str(value))!r} is not in the rule's map")
+        return mapped
     return value
 
 

@@ -228,8 +228,14 @@ def test_maps_match_without_case_and_schema_org_urls_by_their_name() -> None:
     assert one(offer, rule, "availability") == "available"
     by_url = {"data": "offers.availability", "map": {"http://schema.org/InStock": "yes"}}
     assert one(offer, by_url, "availability") == "yes"
-    # A printed value the map does not know is not stored under its printed form.
+    # A printed value the map does not know is not stored under its printed form, and
+    # it is reported (the spider counts it), not silently absent.
     assert one(printed, {"css": ".b", "map": {"In stock": "InStock"}}, "availability") is None
+    unknown = read_page(
+        page(printed), table(availability={"css": ".b", "map": {"In stock": "InStock"}}), "product"
+    )
+    assert len(unknown.problems) == 1
+    assert "is not in the rule's map" in unknown.problems[0]
 
 
 def test_count_counts_matches_and_none_shown_is_no_value_not_zero() -> None:
