@@ -1,0 +1,417 @@
+"""The proposed profile: follow rules, the field map and its CSS fallbacks, as the
+``[pages.<name>]`` tables of crawlers.profile_schema. Pure functions over a
+``Classification`` of sampled pages.
+
+The field map reads the item node of each detail page with a table per item type:
+schema.org property path -> item field, kept only for paths found on the sampled detail
+pages. A field whose structured value is also the exact text (or a ``data-*`` / ``src``
+attribute) of one visible element on most pages gets that element's CSS as a fallback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from crawlers.scaffold.classify import (
+    HOME,
+    Classification,
+    Link,
+    Page,
+    PageType,
+    pagination_links,
+    path_of,
+)
+from crawlers.spiders.common import has_type, schema_name
+
+# (schema.org path, item field, value map) per item type; the first path found on most
+# pages wins a field.
+FIELD_MAPS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "product": (
+        ("name", "name"),
+        ("sku", "product_id"),
+        ("productID", "product_id"),
+        ("mpn", "product_id"),
+        ("brand.name", "brand"),
+        ("brand", "brand"),
+        ("offers.price", "price"),
+        ("offers.lowPrice", "price"),
+        ("offers.priceCurrency", "currency"),
+        ("offers.availability", "availability"),
+        ("aggregateRating.ratingValue", "rating"),
+        ("aggregateRating.reviewCount", "review_count"),
+        ("aggregateRating.ratingCount", "review_count"),
+        ("description", "description"),
+        ("image", "images"),
+        ("category", "category"),
+        ("color", "color"),
+        ("material", "material"),
+    ),
+    "job_posting": (
+        ("identifier.value", "posting_id"),
+        ("identifier", "posting_id"),
+        ("title", "title"),
+        ("hiringOrganization.name", "company"),
+        ("hiringOrganization.sameAs", "company_url"),
+        ("hiringOrganization.url", "company_url"),
+        ("employmentType", "employment_type"),
+        ("jobLocationType", "remote"),
+        ("jobLocation.address.addressLocality", "city"),
+        ("jobLocation.address.addressRegion", "region"),
+        ("jobLocation.address.addressCountry", "country"),
+        ("baseSalary.currency", "salary_currency"),
+        ("baseSalary.value.minValue", "salary_min"),
+        ("baseSalary.value.maxValue", "salary_max"),
+        ("baseSalary.value.unitText", "salary_period"),
+        ("datePosted", "date_posted"),
+        ("validThrough", "valid_through"),
+        ("description", "description"),
+        ("skills", "skills"),
+        ("experienceRequirements", "experience_level"),
+        ("occupationalCategory", "category"),
+        ("industry", "category"),
+    ),
+    "hotel": (
+        ("identifier", "hotel_id"),
+        ("name", "name"),
+        ("address.streetAddress", "address"),
+        ("address.addressLocality", "city"),
+        ("address.addressCountry", "country"),
+        ("starRating.ratingValue", "star_rating"),
+        ("aggregateRating.ratingValue", "review_score"),
+        ("aggregateRating.reviewCount", "review_count"),
+        ("makesOffer.price", "price"),
+        ("makesOffer.priceCurrency", "currency"),
+        ("description", "description"),
+        ("amenityFeature.name", "amenities"),
+        ("image", "images"),
+    ),
+    "property_listing": (
+        ("identifier", "listing_id"),
+        ("name", "title"),
+        ("offers.price", "price"),
+        ("price", "price"),
+        ("offers.priceCurrency", "currency"),
+        ("priceCurrency", "currency"),
+        ("address.streetAddress", "address"),
+        ("address.addressLocality", "city"),
+        ("address.addressRegion", "region"),
+        ("address.addressCountry", "country"),
+        ("numberOfRooms", "rooms"),
+        ("numberOfBathroomsTotal", "bathrooms"),
+        ("description", "description"),
+        ("image", "images"),
+        ("datePosted", "published_at"),
+    ),
+}
+# Fields whose structured value is a code that needs a value map, not a copy.
+VALUE_MAPS: Mapping[tuple[str, str], Mapping[str, Any]] = {
+    ("job_posting", "remote"): {"TELECOMMUTE": True},
+}
+# A CSS fallback must find the structured value on at least this share of the pages.
+CSS_MIN_SHARE = 0.6
+_SKIPPED_TAGS = {"script", "style", "head", "title", "meta", "link", "noscript", "html", "body"}
+
+
+@dataclass
+class FieldProposal:
+    name: str
+    path: str
+    found: int  # detail pages with a value at this path
+    css: str | None = None
+    attr: str | None = None
+    value_map: Mapping[str, Any] = field(default_factory=dict)
+
+    def rules(self) -> list[dict[str, Any]]:
+        first: dict[str, Any] = {"data": self.path}
+        if self.value_map:
+            first["map"] = dict(self.value_map)
+        rules = [first]
+        if self.css:
+            fallback: dict[str, Any] = {"css": self.css}
+            if self.attr:
+                fallback["attr"] = self.attr
+            rules.append(fallback)
+        return rules
+
+
+def path_values(node: Any, path: str) -> list[Any]:
+    """Every value at a dotted path of a structured-data node, lists flattened."""
+    values = [node]
+    for part in path.split("."):
+        nxt = []
+        for value in values:
+            for entry in value if isinstance(value, list) else [value]:
+                if isinstance(entry, dict) and part in entry:
+                    nxt.append(entry[part])
+        values = nxt
+    flat = []
+    for value in values:
+        flat += value if isinstance(value, list) else [value]
+    return [v for v in flat if v not in (None, "", [], {})]
+
+
+def main_node(page: Page, schema_type: str) -> dict[str, Any] | None:
+    """The page's item node (JSON-LD first, then microdata), as the rules engine reads it."""
+    for syntax in ("json-ld", "microdata"):
+        for node in page.nodes[syntax]:
+            if has_type(node, schema_type):
+                return node
+    return None
+
+
+def propose_fields(item_type: str, detail: PageType) -> dict[str, FieldProposal]:
+    """Item field -> its rule: the structured path most detail pages carry, a value map
+    where the item needs one, and a CSS fallback where a visible element shows the value."""
+    nodes = [
+        (page, node)
+        for page in detail.pages
+        if (node := main_node(page, detail.schema_type or "")) is not None
+    ]
+    proposals: dict[str, FieldProposal] = {}
+    for path, name in FIELD_MAPS.get(item_type, ()):
+        found = sum(1 for _, node in nodes if _scalar(path_values(node, path)) is not None)
+        if not found:
+            continue
+        if name in proposals and proposals[name].found >= found:
+            continue
+        value_map = VALUE_MAPS.get((item_type, name), {})
+        proposals[name] = FieldProposal(name, path, found, value_map=value_map)
+    for proposal in proposals.values():
+        if proposal.value_map:
+            continue
+        found = css_fallback([(page, path_values(node, proposal.path)) for page, node in nodes])
+        if found:
+            proposal.css, proposal.attr = found
+    return proposals
+
+
+def _scalar(values: Sequence[Any]) -> Any:
+    """The first plain value (a nested node counts by its name/value, as the engine reads it)."""
+    for value in values:
+        if isinstance(value, dict):
+            value = value.get("name") or value.get("value") or value.get("@id")
+        if isinstance(value, str | int | float | bool) and str(value).strip():
+            return value
+    return None
+
+
+def _same(text: str, value: Any) -> bool:
+    text = " ".join(text.split())
+    if not text:
+        return False
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        try:
+            return float(text) == float(value)
+        except ValueError:
+            return False
+    wanted = " ".join(str(value).split())
+    if "schema.org/" in wanted:
+        wanted = schema_name(wanted) or wanted
+    if wanted == text:
+        return True
+    try:  # "63.00" printed as "63.00" or "63.0": numbers compare as numbers
+        return float(wanted) == float(text)
+    except ValueError:
+        return False
+
+
+def _candidates(page: Page, value: Any) -> list[tuple[str, str | None]]:
+    """CSS (and attribute) of elements of ``page`` showing ``value``: innermost first."""
+    found = []
+    for element in page.response.xpath("//body//*"):
+        tag = element.root.tag if isinstance(element.root.tag, str) else ""
+        if not tag or tag in _SKIPPED_TAGS:
+            continue
+        classes = (element.attrib.get("class") or "").split()
+        own = " ".join(element.xpath("normalize-space(.)").getall())
+        for name, attr_value in element.attrib.items():
+            if name.startswith("data-") or (name == "src" and isinstance(value, str)):
+                resolved = urljoin(page.url, attr_value) if name == "src" else attr_value
+                if _same(resolved, value):
+                    found.append((_selector(element, tag, classes, name), name))
+        if _same(own, value):
+            found.append((_selector(element, tag, classes, None), None))
+    # The value's own element (the innermost) first, text before attributes.
+    found.reverse()
+    found.sort(key=lambda hit: hit[1] is not None)
+    return [hit for hit in dict.fromkeys(found) if hit[0]]
+
+
+def _selector(element: Any, tag: str, classes: list[str], attr: str | None) -> str:
+    usable = [c for c in classes if re.fullmatch(r"-?[A-Za-z_][\w-]*", c)]
+    if usable:
+        css = tag + "".join(f".{c}" for c in usable)
+    else:
+        parents = element.xpath("ancestor::*[@class][1]")
+        if not parents:
+            return ""
+        parent_classes = [
+            c
+            for c in (parents[0].attrib.get("class") or "").split()
+            if re.fullmatch(r"-?[A-Za-z_][\w-]*", c)
+        ]
+        if not parent_classes:
+            return ""
+        css = "." + ".".join(parent_classes) + " " + tag
+    return css + (f"[{attr}]" if attr else "")
+
+
+def css_fallback(samples: Sequence[tuple[Page, list[Any]]]) -> tuple[str, str | None] | None:
+    """A selector whose first match shows the page's structured value on at least
+    ``CSS_MIN_SHARE`` of the pages having one (and on no page shows another value)."""
+    with_value = [(page, _scalar(values)) for page, values in samples]
+    with_value = [(page, value) for page, value in with_value if value is not None]
+    if not with_value:
+        return None
+    page, value = with_value[0]
+    for css, attr in _candidates(page, value):
+        hits = 0
+        for other, wanted in with_value:
+            matched = other.response.css(css)
+            if not matched:
+                continue
+            shown = matched[0].attrib.get(attr, "") if attr else _element_text(matched[0])
+            if attr == "src":
+                shown = urljoin(other.url, shown)
+            if not _same(shown, wanted):
+                break
+            hits += 1
+        else:
+            if hits / len(with_value) >= CSS_MIN_SHARE:
+                return css, attr
+    return None
+
+
+def _element_text(element: Any) -> str:
+    return " ".join(part.strip() for part in element.xpath(".//text()").getall() if part.strip())
+
+
+# -- follow rules ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FollowProposal:
+    to: str
+    css: str | None = None
+    allow: tuple[str, ...] = ()
+    pagination: bool = False
+
+    def rule(self) -> dict[str, Any]:
+        rule: dict[str, Any] = {}
+        if self.css:
+            rule["css"] = self.css
+        if self.allow:
+            rule["allow"] = list(self.allow)
+        rule["to"] = self.to
+        return rule
+
+
+def link_regex(pattern: str) -> str:
+    """A url_pattern (searched in path + query) as a LinkExtractor ``allow`` regex
+    (searched in the absolute URL): the same without its start anchor."""
+    return pattern.removeprefix("^")
+
+
+def propose_follow(classification: Classification) -> dict[str, list[FollowProposal]]:
+    """Per source page type, the links it follows to each other page type: a CSS region
+    when the anchors share a class (or a classed parent) that selects no other links,
+    else ``allow`` regexes of the target's patterns. Listings also follow their pages."""
+    follows: dict[str, list[FollowProposal]] = {}
+    for source in classification.types.values():
+        if source.role == "detail":
+            continue
+        rules = []
+        if source.role == "listing":
+            rules += _pagination_rule(source)
+        for target in classification.types.values():
+            if target.role in (HOME,) or target.name == source.name:
+                continue
+            rule = _follow_rule(source, target, classification)
+            if rule:
+                rules.append(rule)
+        if rules:
+            follows[source.name] = rules
+    return follows
+
+
+def _target_links(
+    page: Page, target: PageType, classification: Classification
+) -> tuple[list[Link], list[Link]]:
+    """The page's links to ``target`` and its other links."""
+    to_target, others = [], []
+    for link in page.links:
+        (to_target if classification.type_of_url(link.url) == target.name else others).append(link)
+    return to_target, others
+
+
+def _follow_rule(
+    source: PageType, target: PageType, classification: Classification
+) -> FollowProposal | None:
+    per_page = [_target_links(page, target, classification) for page in source.pages]
+    if not any(to_target for to_target, _ in per_page):
+        return None
+    counts: Counter[str] = Counter()
+    for to_target, _ in per_page:
+        for css in {c for link in to_target for c in (link.selector, _region(link)) if c}:
+            counts[css] += 1
+    # Most pages first; the anchors' own class before a region around them.
+    ranked = sorted(counts, key=lambda css: (-counts[css], css.endswith(" a"), css))
+    for css in ranked:
+        if css == "a":
+            continue
+        # A region naming only links to the target, on every page that has such links.
+        clean = all(
+            not any(css in (link.selector, _region(link)) for link in others)
+            for _, others in per_page
+        )
+        covers = all(
+            any(css in (link.selector, _region(link)) for link in to_target)
+            for to_target, _ in per_page
+            if to_target
+        )
+        if clean and covers:
+            return FollowProposal(target.name, css=css)
+    return FollowProposal(target.name, allow=tuple(link_regex(r) for r in target.regexes))
+
+
+def _region(link: Link) -> str:
+    return f"{link.parent} a" if link.parent else ""
+
+
+def _pagination_rule(listing: PageType) -> list[FollowProposal]:
+    """Listing -> listing: ``a[rel="next"]`` when pages carry it, else the page-numbered
+    links' shared class, else the listing's own patterns."""
+    found = [link for page in listing.pages for link in pagination_links(page, listing)]
+    if not found:
+        return []
+    if any("next" in link.rel.split() for link in found):
+        return [FollowProposal(listing.name, css='a[rel="next"]', pagination=True)]
+    classes = Counter(link.selector for link in found)
+    css, n = classes.most_common(1)[0]
+    if css != "a" and n == len(found):
+        return [FollowProposal(listing.name, css=css, pagination=True)]
+    allow = tuple(link_regex(r) for r in listing.regexes)
+    return [FollowProposal(listing.name, allow=allow, pagination=True)]
+
+
+# -- samples -----------------------------------------------------------------------------------
+
+
+def sample_paths(pages: Sequence[Page], limit: int = 4) -> list[str]:
+    """Up to ``limit`` paths spread over the sorted sample (first, last, between)."""
+    paths = sorted({page.path for page in pages})
+    if len(paths) <= limit:
+        return paths
+    step = (len(paths) - 1) / (limit - 1)
+    return list(dict.fromkeys(paths[round(i * step)] for i in range(limit)))
+
+
+def same_host_paths(urls: Iterable[str], host: str) -> list[str]:
+    return list(dict.fromkeys(path_of(url) for url in urls if urlsplit(url).netloc == host))
