@@ -1,0 +1,129 @@
+"""Field map, CSS fallbacks, follow rules and samples proposed from small HTML pages."""
+
+from __future__ import annotations
+
+import json
+
+from crawlers.scaffold.classify import Page, PageType, classify, generalise
+from crawlers.scaffold.propose import (
+    css_fallback,
+    link_regex,
+    path_values,
+    propose_fields,
+    propose_follow,
+    sample_paths,
+)
+from tests.crawlers.scaffold.support import BASE, shop_pages
+
+
+def test_product_fields_only_for_paths_the_pages_carry() -> None:
+    detail = classify(shop_pages(), BASE + "/").detail
+    assert detail is not None
+    fields = propose_fields("product", detail)
+    assert {name: f.path for name, f in fields.items()} == {
+        "name": "name",
+        "product_id": "sku",
+        "brand": "brand.name",
+        "price": "offers.price",
+        "currency": "offers.priceCurrency",
+        "availability": "offers.availability",
+        "rating": "aggregateRating.ratingValue",
+    }
+    assert fields["rating"].found == 6
+    # Visible elements showing the structured value become fallbacks: text first, then
+    # a data- attribute (availability prints "In stock", its attribute says InStock).
+    assert fields["name"].rules() == [{"data": "name"}, {"css": "h1.product-title"}]
+    assert fields["price"].css == "span.amount"
+    assert (fields["availability"].css, fields["availability"].attr) == (
+        "p.stock[data-availability]",
+        "data-availability",
+    )
+    assert fields["currency"].css is None  # "EUR" is printed nowhere
+
+
+def job_page(n: int, remote: bool) -> Page:
+    node = {
+        "@type": "JobPosting",
+        "title": f"Cook {n}",
+        "identifier": {"@type": "PropertyValue", "name": "Board", "value": f"J-{n}"},
+        "hiringOrganization": {"@type": "Organization", "name": "Acme", "sameAs": "http://a.test"},
+        "jobLocation": [{"@type": "Place", "address": {"addressLocality": "Lyon"}}],
+        "baseSalary": {"currency": "EUR", "value": {"minValue": 30000, "maxValue": 40000}},
+        "datePosted": "2026-11-01",
+    }
+    if remote:
+        node["jobLocationType"] = "TELECOMMUTE"
+    html = (
+        f"<html><head><script type='application/ld+json'>{json.dumps(node)}</script></head></html>"
+    )
+    return Page(f"{BASE}/jobs/{n}", html=html)
+
+
+def test_job_posting_fields_and_the_remote_value_map() -> None:
+    pages = [job_page(n, remote=n % 2 == 0) for n in range(4)]
+    detail = PageType(
+        "job_posting", "detail", pages, generalise([p.url for p in pages]), "JobPosting"
+    )
+    fields = propose_fields("job_posting", detail)
+    assert fields["posting_id"].path == "identifier.value"
+    assert fields["company"].path == "hiringOrganization.name"
+    assert fields["company_url"].path == "hiringOrganization.sameAs"
+    assert fields["city"].path == "jobLocation.address.addressLocality"
+    assert fields["salary_min"].path == "baseSalary.value.minValue"
+    assert fields["salary_currency"].path == "baseSalary.currency"
+    assert fields["date_posted"].path == "datePosted"
+    assert fields["remote"].rules() == [{"data": "jobLocationType", "map": {"TELECOMMUTE": True}}]
+    assert fields["remote"].found == 2
+    assert "salary_period" not in fields and "skills" not in fields
+
+
+def test_path_values_flatten_lists() -> None:
+    node = {"a": [{"b": {"c": 1}}, {"b": {"c": [2, 3]}}, {"x": 0}], "e": ""}
+    assert path_values(node, "a.b.c") == [1, 2, 3]
+    assert path_values(node, "e") == [] and path_values(node, "nope") == []
+
+
+def test_a_css_fallback_must_show_each_pages_own_value() -> None:
+    same_title = [
+        (
+            Page(f"{BASE}/p/{n}", html="<h1 class='t'>Shop</h1><h2 class='n'>" + f"P{n}</h2>"),
+            [f"P{n}"],
+        )
+        for n in range(3)
+    ]
+    assert css_fallback(same_title) == ("h2.n", None)
+    # An element with the first page's value only (a fixed banner) is no fallback.
+    fixed = [(Page(f"{BASE}/p/{n}", html="<b class='x'>P0</b>"), [f"P{n}"]) for n in range(3)]
+    assert css_fallback(fixed) is None
+
+
+def test_follow_rules_regions_pagination_and_allow_fallback() -> None:
+    classification = classify(shop_pages(), BASE + "/")
+    follows = propose_follow(classification)
+    assert [r.rule() for r in follows["listing"]] == [
+        {"css": 'a[rel="next"]', "to": "listing"},
+        {"css": "a.product-link", "to": "product"},
+    ]
+    assert [r.rule() for r in follows["home"]] == [{"css": "a.cat", "to": "listing"}]
+    assert "product" not in follows
+    # Links to a page type without a class of their own (nor a classed parent): allow.
+    bare = [
+        Page(
+            BASE + "/",
+            html="<a href='/p/1'>1</a><a href='/p/2'>2</a><a href='/p/3'>3</a>",
+            source="start",
+        ),
+    ]
+    bare += [Page(f"{BASE}/p/{n}", html=shop_pages()[-1].html) for n in (1, 2, 3)]
+    bare.append(
+        Page(BASE + "/l", html="<a href='/p/1'>1</a><a href='/p/2'>2</a><a href='/p/3'>x</a>")
+    )
+    rules = propose_follow(classify(bare, BASE + "/"))
+    assert [r.rule() for r in rules["listing"]] == [{"allow": ["/p/[^/?#]+$"], "to": "product"}]
+    assert link_regex("^/p/[^/?#]+$") == "/p/[^/?#]+$"
+
+
+def test_sample_paths_are_spread() -> None:
+    pages = [Page(f"{BASE}/p/{n:02d}") for n in range(10)]
+    assert sample_paths(pages) == ["/p/00", "/p/03", "/p/06", "/p/09"]
+    assert sample_paths(pages[:2]) == ["/p/00", "/p/01"]
