@@ -33,7 +33,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from core.config import REPO_ROOT, OperatorError, fingerprint_sites_dir
-from core.items_schema import registered_types
+from core.items_schema import registered_types, schema_by_type
 from crawlers import items  # noqa: F401 (registers the item types)
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, shown_path
 from crawlers.scaffold.classify import Classification, classify
@@ -117,6 +117,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     classification = classify(sample.pages, url, args.item_type)
     check_detail_pages(url, sample, classification, args.item_type)
     proposal = propose(site, url, classification, sample.sitemaps)
+    declared = schema_by_type(proposal.item_type).field_names
+    for name in [name for name in proposal.fields if name not in declared]:
+        del proposal.fields[name]
+        proposal.check.append(f"field {name}: not a field of item type {proposal.item_type}")
     command = "python -m crawlers.scaffold " + shlex.join(argv)
     text = profile_text(proposal, command)
     try:
@@ -132,10 +136,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             f"{len(blocked)} sampled page(s) were blocked or refused, e.g. "
             f"{blocked[0].url} ({blocked[0].blocked}): consider render or needs_proxies"
         )
-    if sample.errors:
-        proposal.check.append(
-            f"{len(sample.errors)} page(s) got no response, e.g. {sample.errors[0]}"
-        )
+    for failed, why in list(sample.errors.items())[:1]:
+        proposal.check.append(f"{len(sample.errors)} page(s) got no response, e.g. {failed}: {why}")
     written = write_site(profile_path, site_dir, text, proposal)
     status, tail = run_baseline(site, profile_path.parent, site_dir.parent)
     if status == 0:
@@ -165,7 +167,10 @@ def check_arguments(site: str, url: str, pages: int, item_type: str | None) -> N
 def check_reached(url: str, sample: Sample) -> None:
     start = [page for page in sample.pages if page.source == "start"]
     if not start or not start[0].html or start[0].status >= 400:
-        why = sample.errors[0] if sample.errors else f"status {start[0].status}" if start else "?"
+        if start and start[0].status:
+            why = f"it answered {start[0].status}"
+        else:
+            why = sample.errors.get(url) or next(iter(sample.errors.values()), "no response")
         raise OperatorError(f"cannot sample {url}: {why}")
     if start[0].blocked:
         raise OperatorError(
@@ -178,6 +183,12 @@ def check_detail_pages(
     url: str, sample: Sample, classification: Classification, item_type: str | None
 ) -> None:
     if classification.detail is not None:
+        found = classification.item_type
+        if found not in registered_types():
+            raise OperatorError(
+                f"the detail pages of {url} hold {found} items, an item type not declared "
+                "in crawlers/items.py: declare it, or pass --item-type"
+            )
         return
     seen = ", ".join(sorted({t for page in sample.pages for t in page.types})) or "none"
     wanted = f"of item type {item_type} " if item_type else ""

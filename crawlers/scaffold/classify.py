@@ -278,11 +278,12 @@ def classify(pages: Sequence[Page], start_url: str, item_type: str | None = None
     seen = Counter(hit[0] for hit in typed.values() if hit)
     chosen = item_type or (seen.most_common(1)[0][0] if seen else None)
     types: dict[str, PageType] = {}
-    start = path_of(start_url)
+    # The start page by its URL, or by how it was reached (a redirected start URL).
+    start = {path_of(start_url)} | {page.path for page in good if page.source == "start"}
     details = [
         page
         for page in good
-        if (hit := typed[page.url]) and hit[0] == chosen and page.path != start
+        if (hit := typed[page.url]) and hit[0] == chosen and page.path not in start
     ]
     if chosen and details:
         schema = Counter(typed[page.url][1] for page in details).most_common(1)[0][0]  # type: ignore[index]
@@ -301,8 +302,10 @@ def classify(pages: Sequence[Page], start_url: str, item_type: str | None = None
         )
 
     rest = [page for page in good if page.url not in detail_urls]
-    home = [page for page in rest if page.path == start]
-    others = [page for page in rest if page.path != start]
+    home = sorted(
+        (page for page in rest if page.path in start), key=lambda page: page.source != "start"
+    )
+    others = [page for page in rest if page.path not in start]
     listings = [page for page in others if links_to_details(page) >= LISTING_MIN_DETAILS]
     if listings:
         patterns = _listing_patterns(listings)

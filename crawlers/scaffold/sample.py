@@ -59,7 +59,7 @@ class SampleError(RuntimeError):
 class Sample:
     pages: list[Page]
     sitemaps: list[str]  # sitemap URLs that answered with a sitemap
-    errors: list[str]  # URLs that got no response, with why
+    errors: dict[str, str]  # URL -> why it got no response
 
 
 def sample_site(
@@ -99,13 +99,13 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def to_sample(records: list[dict[str, Any]]) -> Sample:
-    pages, sitemaps, errors = [], [], []
+    pages, sitemaps, errors = [], [], {}
     for record in records:
         if record.get("kind") == "sitemap":
             if not record.get("depth"):  # an index's sitemaps are the index's to name
                 sitemaps.append(record["url"])
         elif record.get("error") and not record.get("html"):
-            errors.append(f"{record['url']}: {record['error']}")
+            errors[record["url"]] = record["error"]
         else:
             pages.append(
                 Page(
