@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
@@ -136,7 +136,8 @@ class SampleSpider(Spider):
         self.allowed_domains = [parts.hostname or ""]
         self.budget = budget
         self.sitemap_budget = budget // 3
-        self.out = open(out, "a", encoding="utf-8")  # noqa: SIM115 (closed with the spider)
+        self.out_path = Path(out)
+        self.out: IO[str] | None = None  # opened by the first record, closed with the spider
         self.seen: set[str] = {url}
         self.candidates: list[tuple[str, int, str]] = []  # (url, depth, source)
         self.shapes: Counter[str] = Counter()
@@ -300,11 +301,14 @@ class SampleSpider(Spider):
     # -- output ----------------------------------------------------------------------------
 
     def _write(self, record: Mapping[str, Any]) -> None:
+        if self.out is None:
+            self.out = self.out_path.open("a", encoding="utf-8")
         self.out.write(json.dumps(record, ensure_ascii=False) + "\n")
         self.out.flush()
 
     def closed_out(self, spider: Spider) -> None:
-        self.out.close()
+        if self.out is not None:
+            self.out.close()
 
 
 def _sitemap(response: Response) -> Sitemap | None:
