@@ -116,11 +116,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     check_reached(url, sample)
     classification = classify(sample.pages, url, args.item_type)
     check_detail_pages(url, sample, classification, args.item_type)
-    proposal = propose(site, url, classification, sample.sitemaps)
-    declared = schema_by_type(proposal.item_type).field_names
-    for name in [name for name in proposal.fields if name not in declared]:
-        del proposal.fields[name]
-        proposal.check.append(f"field {name}: not a field of item type {proposal.item_type}")
+    item_fields = schema_by_type(str(classification.item_type)).field_names
+    proposal = propose(site, url, classification, sample.sitemaps, item_fields)
     command = "python -m crawlers.scaffold " + shlex.join(argv)
     text = profile_text(proposal, command)
     try:

@@ -307,13 +307,16 @@ def classify(pages: Sequence[Page], start_url: str, item_type: str | None = None
     )
     others = [page for page in rest if page.path not in start]
     listings = [page for page in others if links_to_details(page) >= LISTING_MIN_DETAILS]
+    listing_regexes: list[str] = []
     if listings:
         patterns = _listing_patterns(listings)
         # A listing's last page may show fewer items: its URL says what it is.
-        regexes = [pattern.regex for pattern in patterns]
-        listings = [page for page in others if page in listings or matches(regexes, page.url)]
-        types[LISTING] = PageType(LISTING, LISTING, listings, patterns)
-    listing_regexes = types[LISTING].regexes if listings else []
+        listing_regexes = [pattern.regex for pattern in patterns]
+        listings = [
+            page for page in others if page in listings or matches(listing_regexes, page.url)
+        ]
+        for name, pattern, members in _listing_groups(listings, patterns, set(types)):
+            types[name] = PageType(name, LISTING, members, [pattern])
     known = detail_urls | {page.url for page in listings}
     hubs: dict[str, list[Page]] = defaultdict(list)
     unclassified = []
@@ -346,6 +349,34 @@ def _listing_patterns(listings: Sequence[Page]) -> list[Pattern]:
             if numbered and urlsplit(link.url).path in paths:
                 urls.append(link.url)
     return generalise(urls)
+
+
+def _listing_groups(
+    listings: Sequence[Page], patterns: Sequence[Pattern], taken: set[str]
+) -> list[tuple[str, Pattern, list[Page]]]:
+    """Listings of differently shaped URLs (``/jobs/x`` and ``/company/y``) are built
+    differently: one page type per pattern, the largest named ``listing``, the others
+    after their URLs' first segment (``company``)."""
+    groups: list[tuple[Pattern, list[Page]]] = []
+    for pattern in patterns:
+        members = [page for page in listings if re.search(pattern.regex, page.path)]
+        members = [page for page in members if all(page not in g for _, g in groups)]
+        if members:
+            groups.append((pattern, members))
+    # Paginated listings first (categories, searches), then the larger group.
+    groups.sort(key=lambda group: (not _paginated(group[1], group[0]), -len(group[1])))
+    named = []
+    for n, (pattern, members) in enumerate(groups):
+        name = LISTING if n == 0 else _hub_name(members[0].path, taken | {LISTING, HOME})
+        taken.add(name)
+        named.append((name, pattern, members))
+    return named
+
+
+def _paginated(pages: Sequence[Page], pattern: Pattern) -> bool:
+    return pattern.paginated or any(
+        "next" in link.rel.split() for page in pages for link in page.links
+    )
 
 
 def _hub_name(path: str, taken: set[str]) -> str:

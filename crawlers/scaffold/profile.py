@@ -41,7 +41,11 @@ class Proposal:
 
 
 def propose(
-    site: str, url: str, classification: Classification, sitemaps: Sequence[str]
+    site: str,
+    url: str,
+    classification: Classification,
+    sitemaps: Sequence[str],
+    item_fields: Sequence[str] = (),
 ) -> Proposal:
     detail = classification.detail
     assert detail is not None and classification.item_type is not None
@@ -50,7 +54,7 @@ def propose(
         site=site,
         url=url,
         classification=classification,
-        fields=propose_fields(classification.item_type, detail),
+        fields=propose_fields(classification.item_type, detail, item_fields),
         follows=propose_follow(classification),
         sitemaps=same_host_paths(sitemaps, host),
         samples={
@@ -71,15 +75,16 @@ def _checks(proposal: Proposal) -> list[str]:
                 f"pages.{page_type.name}.url_patterns {guessed}: made from one URL, "
                 "the variable part is a guess"
             )
-    listing = next((t for t in types.values() if t.role == "listing"), None)
-    if listing is None:
+    listings = [t for t in types.values() if t.role == "listing"]
+    if not listings:
         notes.append(
             "no listing pages found: detail pages are reached only from the start "
             "page and the sitemaps"
         )
-    elif not any(f.pagination for f in proposal.follows.get(listing.name, [])):
+    elif not any(f.pagination for t in listings for f in proposal.follows.get(t.name, [])):
+        sampled = sum(len(t.pages) for t in listings)
         notes.append(
-            f"no pagination found on the {len(listing.pages)} sampled listing pages: "
+            f"no pagination found on the {sampled} sampled listing pages: "
             "add a follow rule to their next pages if they have some"
         )
     for name, page_type in types.items():
@@ -189,7 +194,9 @@ def _fields_table(name: str, fields: Mapping[str, FieldProposal], pages: int) ->
     entries = []
     for field_name, proposal in fields.items():
         note = f"{proposal.found}/{pages} pages"
-        if proposal.css:
+        if proposal.table:
+            note += "; GUESS: the table row labelled like the field"
+        elif proposal.css:
             note += "; css: GUESS, showed the same values"
         entries.append(Entry(field_name, proposal.rules(), note))
     return TomlTable(

@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from parsel import Selector
+
 from crawlers.scaffold.classify import (
     HOME,
     Classification,
     Link,
     Page,
     PageType,
+    page_number,
     pagination_links,
     path_of,
 )
@@ -108,10 +111,13 @@ FIELD_MAPS: Mapping[str, tuple[tuple[str, str], ...]] = {
         ("datePosted", "published_at"),
     ),
 }
-# Fields whose structured value is a code that needs a value map, not a copy.
-VALUE_MAPS: Mapping[tuple[str, str], Mapping[str, Any]] = {
-    ("job_posting", "remote"): {"TELECOMMUTE": True},
+# Fields whose structured value is a code that needs a value map, not a copy: the map, and
+# the value of a page whose item node lacks the property.
+VALUE_MAPS: Mapping[tuple[str, str], tuple[Mapping[str, Any], Any]] = {
+    ("job_posting", "remote"): ({"TELECOMMUTE": True}, False),
 }
+# Item fields the platform sets, never a page rule.
+_NOT_RULED = frozenset({"url", "job_id", "incomplete"})
 # A CSS fallback must find the structured value on at least this share of the pages.
 CSS_MIN_SHARE = 0.6
 _SKIPPED_TAGS = {"script", "style", "head", "title", "meta", "link", "noscript", "html", "body"}
@@ -119,24 +125,51 @@ _SKIPPED_TAGS = {"script", "style", "head", "title", "meta", "link", "noscript",
 
 @dataclass
 class FieldProposal:
+    """The rules proposed for one item field, in the order the engine tries them."""
+
     name: str
-    path: str
-    found: int  # detail pages with a value at this path
+    found: int  # detail pages where the main source has a value
+    path: str | None = None  # structured data
+    value_map: Mapping[str, Any] = field(default_factory=dict)
+    default: Any = None
     css: str | None = None
     attr: str | None = None
-    value_map: Mapping[str, Any] = field(default_factory=dict)
+    paragraphs: bool = False  # the CSS reads every paragraph (all = true), before the data
+    table: str | None = None
+    label: str | None = None
 
     def rules(self) -> list[dict[str, Any]]:
-        first: dict[str, Any] = {"data": self.path}
-        if self.value_map:
-            first["map"] = dict(self.value_map)
-        rules = [first]
+        data: dict[str, Any] | None = None
+        if self.path:
+            data = {"data": self.path}
+            if self.value_map:
+                data["map"] = dict(self.value_map)
+            if self.default is not None:
+                data["default"] = self.default
+        css: dict[str, Any] | None = None
         if self.css:
-            fallback: dict[str, Any] = {"css": self.css}
+            css = {"css": self.css}
             if self.attr:
-                fallback["attr"] = self.attr
-            rules.append(fallback)
-        return rules
+                css["attr"] = self.attr
+            if self.paragraphs:
+                css["all"] = True
+        ordered = [css, data] if self.paragraphs else [data, css]
+        if self.table:
+            ordered.append({"table": self.table, "label": self.label})
+        return [rule for rule in ordered if rule]
+
+    @property
+    def how(self) -> str:
+        """The rules in a few words, for the report."""
+        parts = []
+        for rule in self.rules():
+            if "data" in rule:
+                parts.append(rule["data"] + (" (mapped)" if "map" in rule else ""))
+            elif "table" in rule:
+                parts.append(f"table {rule['table']} {rule['label']!r}")
+            else:
+                parts.append(f"css {rule['css']}" + (" (all)" if rule.get("all") else ""))
+        return " | ".join(parts)
 
 
 def path_values(node: Any, path: str) -> list[Any]:
@@ -164,9 +197,14 @@ def main_node(page: Page, schema_type: str) -> dict[str, Any] | None:
     return None
 
 
-def propose_fields(item_type: str, detail: PageType) -> dict[str, FieldProposal]:
-    """Item field -> its rule: the structured path most detail pages carry, a value map
-    where the item needs one, and a CSS fallback where a visible element shows the value."""
+def propose_fields(
+    item_type: str, detail: PageType, item_fields: Sequence[str] = ()
+) -> dict[str, FieldProposal]:
+    """Item field -> its rules: the structured path most detail pages carry (with a value
+    map where the item needs one), a CSS fallback where a visible element shows the same
+    value (for an HTML description: its paragraphs, read first), and, for fields the
+    structured data lacks, the row of a key/value table labelled with the field's name.
+    ``item_fields``: the item type's fields (others are not proposed); empty: no check."""
     nodes = [
         (page, node)
         for page in detail.pages
@@ -174,20 +212,101 @@ def propose_fields(item_type: str, detail: PageType) -> dict[str, FieldProposal]
     ]
     proposals: dict[str, FieldProposal] = {}
     for path, name in FIELD_MAPS.get(item_type, ()):
+        if item_fields and name not in item_fields:
+            continue
         found = sum(1 for _, node in nodes if _scalar(path_values(node, path)) is not None)
-        if not found:
+        if not found or (name in proposals and proposals[name].found >= found):
             continue
-        if name in proposals and proposals[name].found >= found:
-            continue
-        value_map = VALUE_MAPS.get((item_type, name), {})
-        proposals[name] = FieldProposal(name, path, found, value_map=value_map)
+        proposal = FieldProposal(name, found, path)
+        if (item_type, name) in VALUE_MAPS:
+            proposal.value_map, proposal.default = VALUE_MAPS[item_type, name]
+        proposals[name] = proposal
     for proposal in proposals.values():
-        if proposal.value_map:
+        if proposal.value_map or proposal.path is None:
             continue
-        found = css_fallback([(page, path_values(node, proposal.path)) for page, node in nodes])
-        if found:
+        samples = [(page, path_values(node, proposal.path)) for page, node in nodes]
+        if paragraphs := paragraph_css(samples):
+            proposal.css, proposal.paragraphs = paragraphs, True
+        elif found := css_fallback(samples):
             proposal.css, proposal.attr = found
+    missing = [name for name in item_fields if name not in proposals and name not in _NOT_RULED]
+    for name, (table, label, found) in table_rules(detail.pages, missing).items():
+        proposals[name] = FieldProposal(name, found, table=table, label=label)
     return proposals
+
+
+# -- paragraphs and tables ---------------------------------------------------------------------
+
+
+def _paragraphs(value: Any) -> list[str]:
+    if not isinstance(value, str) or not re.search(r"<p[\s>]", value, re.IGNORECASE):
+        return []
+    texts = Selector(text=value).xpath("//p").xpath("normalize-space(.)").getall()
+    return [text for text in texts if text]
+
+
+def paragraph_css(samples: Sequence[tuple[Page, list[Any]]]) -> str | None:
+    """For an HTML text (``<p>..</p><p>..</p>``): ``<region> p`` whose paragraphs are the
+    text's on most pages, so the item keeps its paragraphs (read with ``all = true``)."""
+    wanted = [(page, paras) for page, values in samples if (paras := _paragraphs(_first(values)))]
+    if not wanted:
+        return None
+    page, paras = wanted[0]
+    regions = []
+    for element in page.response.xpath("//body//p"):
+        if element.xpath("normalize-space(.)").get() == paras[0]:
+            parent = element.xpath("..")[0]
+            tag = parent.root.tag if isinstance(parent.root.tag, str) else ""
+            classes = (parent.attrib.get("class") or "").split()
+            region = _selector(parent, tag, classes, None) if tag else ""
+            if region:
+                regions.append(f"{region} p")
+    for css in dict.fromkeys(regions):
+        hits = sum(
+            1
+            for other, expected in wanted
+            if [_element_text(p) for p in other.response.css(css)] == expected
+        )
+        if hits / len(wanted) >= CSS_MIN_SHARE:
+            return css
+    return None
+
+
+def _first(values: Sequence[Any]) -> Any:
+    return values[0] if values else None
+
+
+def _label_key(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", label.casefold()).strip("_")
+
+
+def table_rules(pages: Sequence[Page], fields: Sequence[str]) -> dict[str, tuple[str, str, int]]:
+    """Field -> (table CSS, label, pages) for key/value tables (``th``/``td`` rows,
+    ``dt``/``dd``) whose key reads as the field's name (``Experience level`` ->
+    ``experience_level``), on the most pages."""
+    wanted = set(fields)
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for page in pages:
+        seen = set()
+        for key in page.response.xpath("//th | //dt | //tr/td[1]"):
+            label = " ".join(" ".join(key.xpath(".//text()").getall()).split()).rstrip(":")
+            name = _label_key(label)
+            if name not in wanted:
+                continue
+            tables = key.xpath("ancestor::*[self::table or self::dl][1]")
+            value = key.xpath("following-sibling::*[self::td or self::dd][1]")
+            if not tables or not value or not _element_text(value[0]):
+                continue
+            table = tables[0]
+            classes = (table.attrib.get("class") or "").split()
+            seen.add(
+                (name, _selector(table, table.root.tag, classes, None) or table.root.tag, label)
+            )
+        counts.update(seen)
+    best: dict[str, tuple[str, str, int]] = {}
+    for (name, css, label), n in counts.most_common():
+        best.setdefault(name, (css, label, n))
+    return best
 
 
 def _scalar(values: Sequence[Any]) -> Any:
@@ -405,10 +524,20 @@ def _pagination_rule(listing: PageType) -> list[FollowProposal]:
 
 
 def sample_paths(pages: Sequence[Page], limit: int = 4) -> list[str]:
-    """Up to ``limit`` paths spread over the sorted sample (first, last, between)."""
+    """Up to ``limit`` paths spread over the sorted sample (first, last, between): first
+    pages of listings before their later pages (often shorter: a poorer baseline)."""
     paths = sorted({page.path for page in pages})
+    first = [path for path in paths if page_number(path) is None]
+    later = [path for path in paths if page_number(path) is not None]
+    chosen = _spread(first, limit)
+    return chosen + _spread(later, limit - len(chosen))
+
+
+def _spread(paths: Sequence[str], limit: int) -> list[str]:
     if len(paths) <= limit:
-        return paths
+        return list(paths)
+    if limit <= 1:
+        return list(paths[:limit])
     step = (len(paths) - 1) / (limit - 1)
     return list(dict.fromkeys(paths[round(i * step)] for i in range(limit)))
 

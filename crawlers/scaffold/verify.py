@@ -91,9 +91,7 @@ def report(proposal: Proposal, verification: Verification | None, written: list[
         lines.append("fields extracted (sampled item pages with a value):")
         for name, (found, total) in verification.fill.items():
             rules = proposal.fields.get(name)
-            how = rules.path if rules else "?"
-            if rules and rules.css:
-                how += f" | css {rules.css}"
+            how = rules.how if rules else "?"
             lines.append(f"  {name:<18} {found:>3}/{total:<3} {how}")
         lines.append("could not find: " + (", ".join(verification.missing) or "(nothing)"))
         for name, found in verification.follows.items():

@@ -16,6 +16,7 @@ import pytest
 
 from crawlers.profiles import SiteProfile
 from crawlers.scaffold import __main__ as cli
+from services import jobs_site
 from services.demo_site import DemoSite
 from tests.crawlers.support import REPO_ROOT
 
@@ -137,6 +138,42 @@ def test_scaffold_the_demo_shop(shop: DemoSite, tmp_path: Path) -> None:
     forced = scaffold(tmp_path, "shop", shop.url + "/", "--pages", "20", "--force")
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert tomllib.loads((tmp_path / "profiles" / "shop.toml").read_text())["site"] == "shop"
+
+
+@pytest.mark.integration
+def test_scaffold_the_jobs_board(tmp_path: Path) -> None:
+    """A differently built site: JobPosting JSON-LD with an HTML description, facts only
+    its HTML table carries, two kinds of listing (categories, companies)."""
+    with jobs_site.JobsSite(jobs=150, run_dir=tmp_path, name="scaffold-jobs") as board:
+        done = scaffold(tmp_path, "board", board.url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    profile = SiteProfile.load("board", tmp_path / "profiles")
+    assert profile.item_type == "job_posting"
+    assert list(profile.pages) == ["job_posting", "listing", "company", "home"]
+    posting = profile.pages["job_posting"]
+    rules = {
+        name: [rule.model_dump(exclude_defaults=True) for rule in r]
+        for name, r in posting.fields.items()
+    }
+    assert rules["posting_id"] == [{"data": "identifier.value"}]
+    assert rules["remote"] == [
+        {"data": "jobLocationType", "map": {"TELECOMMUTE": True}, "default": False}
+    ]
+    assert rules["description"] == [
+        {"css": "section.job-description p", "all": True},
+        {"data": "description"},
+    ]
+    for name, label in (("experience_level", "Experience level"), ("team", "Team")):
+        assert rules[name] == [{"table": "table.job-facts", "label": label}]
+    jsonld = {"title", "company", "company_url", "employment_type", "city", "region", "country",
+              "salary_min", "salary_max", "salary_currency", "salary_period", "date_posted",
+              "valid_through", "skills"}  # fmt: skip
+    assert jsonld <= set(rules)
+    assert profile.pages["listing"].url_patterns == (r"^/jobs/[^/?#]+(\?page=\d+)?$",)
+    assert profile.pages["company"].url_patterns == ("^/company/[^/?#]+$",)
+    assert profile.sitemaps == ("/sitemap_index.xml",)
+    assert "could not find: company_rating" in done.stdout
+    assert (tmp_path / "sites" / "board" / "baseline.json").is_file()
 
 
 @pytest.mark.integration

@@ -72,9 +72,52 @@ def test_job_posting_fields_and_the_remote_value_map() -> None:
     assert fields["salary_min"].path == "baseSalary.value.minValue"
     assert fields["salary_currency"].path == "baseSalary.currency"
     assert fields["date_posted"].path == "datePosted"
-    assert fields["remote"].rules() == [{"data": "jobLocationType", "map": {"TELECOMMUTE": True}}]
+    # A posting without jobLocationType is not remote: the rule says so with a default.
+    assert fields["remote"].rules() == [
+        {"data": "jobLocationType", "map": {"TELECOMMUTE": True}, "default": False}
+    ]
     assert fields["remote"].found == 2
     assert "salary_period" not in fields and "skills" not in fields
+
+
+def test_html_descriptions_keep_paragraphs_and_tables_give_the_rest() -> None:
+    """A description in HTML (paragraphs) is read from the page's paragraphs first; a
+    field the structured data lacks comes from the key/value row labelled like it."""
+    pages = []
+    for n in range(3):
+        paragraphs = [f"First {n}.", f"Second {n}."]
+        node = {
+            "@type": "JobPosting",
+            "title": f"T{n}",
+            "description": "".join(f"<p>{p}</p>" for p in paragraphs),
+        }
+        html = (
+            f"<html><head><script type='application/ld+json'>{json.dumps(node)}</script></head>"
+            "<body><table class='facts'><tr><th>Experience level</th><td>Senior</td></tr>"
+            f"<tr><th>Team:</th><td>Team {n}</td></tr><tr><th>Colour</th><td>red</td></tr>"
+            "</table><section class='about'><h2>About</h2>"
+            + "".join(f"<p>{p}</p>" for p in paragraphs)
+            + "</section></body></html>"
+        )
+        pages.append(Page(f"{BASE}/job/{n}", html=html))
+    detail = PageType(
+        "job_posting", "detail", pages, generalise([p.url for p in pages]), "JobPosting"
+    )
+    fields = propose_fields(
+        "job_posting",
+        detail,
+        ["url", "title", "description", "team", "experience_level", "category"],
+    )
+    assert fields["description"].rules() == [
+        {"css": "section.about p", "all": True},
+        {"data": "description"},
+    ]
+    assert fields["experience_level"].rules() == [
+        {"table": "table.facts", "label": "Experience level"}
+    ]
+    assert fields["team"].rules() == [{"table": "table.facts", "label": "Team"}]
+    assert fields["team"].found == 3
+    assert set(fields) == {"title", "description", "team", "experience_level"}
 
 
 def test_path_values_flatten_lists() -> None:
