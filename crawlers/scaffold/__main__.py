@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,10 +41,11 @@ from crawlers.scaffold.classify import Classification, classify
 from crawlers.scaffold.profile import Proposal, profile_text, propose
 from crawlers.scaffold.sample import Sample, SampleError, sample_site
 from crawlers.scaffold.verify import report, verify
-from crawlers.scaffold.write import write_fixtures
+from crawlers.scaffold.write import FIXTURES_DIR, write_fixtures
 
 SITES_DIR = fingerprint_sites_dir(REPO_ROOT / "fingerprints" / "sites")
 DEFAULT_PAGES = 60
+BASELINE_FILE = "baseline.json"  # written by `python -m fingerprints baseline`
 _SITE_NAME = re.compile(r"[a-z0-9_]+")
 
 
@@ -138,7 +140,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     written = write_site(profile_path, site_dir, text, proposal)
     status, tail = run_baseline(site, profile_path.parent, site_dir.parent)
     if status == 0:
-        written.append(shown_path(site_dir / "baseline.json"))
+        written.append(shown_path(site_dir / BASELINE_FILE))
     else:
         proposal.check.append(
             f"baseline not written ({tail}): fix the fixtures or threshold, then "
@@ -199,6 +201,10 @@ def check_detail_pages(
 def write_site(profile_path: Path, site_dir: Path, text: str, proposal: Proposal) -> list[str]:
     profile_path.parent.mkdir(parents=True, exist_ok=True)
     profile_path.write_text(text, encoding="utf-8")
+    # A replaced site (--force) keeps nothing of its old page types: fixtures of a page
+    # type no longer proposed would enter the baseline, an old baseline would outlive them.
+    shutil.rmtree(site_dir / FIXTURES_DIR, ignore_errors=True)
+    (site_dir / BASELINE_FILE).unlink(missing_ok=True)
     by_url = {page.path: page for t in proposal.classification.types.values() for page in t.pages}
     fixtures = {
         name: [(path, by_url[path].html) for path in paths if path in by_url]

@@ -135,8 +135,12 @@ def test_scaffold_the_demo_shop(shop: DemoSite, tmp_path: Path) -> None:
     assert again.returncode == 2
     assert again.stderr == "profiles/shop.toml exists: pass --force to replace site 'shop'\n"
     assert again.stdout == ""
+    stale = site_dir / "fixtures" / "old_type" / "page.html"
+    stale.parent.mkdir()
+    stale.write_text("<html></html>")
     forced = scaffold(tmp_path, "shop", shop.url + "/", "--pages", "20", "--force")
     assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert not stale.parent.exists()  # nothing of the replaced site's page types is left
     assert tomllib.loads((tmp_path / "profiles" / "shop.toml").read_text())["site"] == "shop"
 
 
