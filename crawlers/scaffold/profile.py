@@ -9,14 +9,8 @@ from urllib.parse import urlsplit
 
 from crawlers.profiles import generic_callback
 from crawlers.scaffold.classify import HOME, Classification, PageType, path_of
-from crawlers.scaffold.propose import (
-    FieldProposal,
-    FollowProposal,
-    propose_fields,
-    propose_follow,
-    same_host_paths,
-    sample_paths,
-)
+from crawlers.scaffold.fields import FieldProposal, propose_fields
+from crawlers.scaffold.propose import FollowProposal, propose_follow, same_host_paths, sample_paths
 from crawlers.scaffold.write import Entry, TomlTable, render
 from crawlers.spiders.common import is_loopback
 
