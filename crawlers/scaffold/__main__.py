@@ -5,8 +5,9 @@
 
 Samples up to N pages of the site through the platform's fetch settings (sample.py),
 tells detail pages from listings and hubs (classify.py), proposes the page types, follow
-rules and field map (propose.py, profile.py), tries them on the sample with the generic
-spider's rules engine (verify.py) and writes:
+rules (propose.py) and field map (fields.py) as a commented profile (profile.py,
+write.py), tries them on the sample with the generic spider's rules engine (verify.py)
+and writes:
 
 - the profile: ``<profiles dir>/<site>.toml`` (crawlers/profiles, or SITE_PROFILES_DIR);
 - fixtures: ``<sites dir>/<site>/fixtures/<page_type>/*.html``, the pages of each page
