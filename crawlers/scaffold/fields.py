@@ -127,6 +127,7 @@ class FieldProposal:
     css: str | None = None
     attr: str | None = None
     paragraphs: bool = False  # the CSS reads every paragraph (all = true), before the data
+    count: bool = False  # the CSS's matches are counted (filled stars)
     table: str | None = None
     label: str | None = None
 
@@ -145,6 +146,8 @@ class FieldProposal:
                 css["attr"] = self.attr
             if self.paragraphs:
                 css["all"] = True
+            if self.count:
+                css["count"] = True
         ordered = [css, data] if self.paragraphs else [data, css]
         if self.table:
             ordered.append({"table": self.table, "label": self.label})
@@ -160,7 +163,8 @@ class FieldProposal:
             elif "table" in rule:
                 parts.append(f"table {rule['table']} {rule['label']!r}")
             else:
-                parts.append(f"css {rule['css']}" + (" (all)" if rule.get("all") else ""))
+                shaped = " (all)" if rule.get("all") else " (count)" if rule.get("count") else ""
+                parts.append(f"css {rule['css']}{shaped}")
         return " | ".join(parts)
 
 
@@ -224,6 +228,11 @@ def propose_fields(
     missing = [name for name in item_fields if name not in proposals and name not in _NOT_RULED]
     for name, (table, label, found) in table_rules(detail.pages, missing).items():
         proposals[name] = FieldProposal(name, found, table=table, label=label)
+    rated = [name for name in missing if "rating" in name or "star" in name]
+    if rated and rated[0] not in proposals and (stars := star_count_css(detail.pages)):
+        # One star row per page: it is the first of the missing ratings', no other's.
+        css, found = stars
+        proposals[rated[0]] = FieldProposal(rated[0], found, css=css, count=True)
     return proposals
 
 
@@ -299,6 +308,41 @@ def table_rules(pages: Sequence[Page], fields: Sequence[str]) -> dict[str, tuple
     for (name, css, label), n in counts.most_common():
         best.setdefault(name, (css, label, n))
     return best
+
+
+_STAR = re.compile(r"(?:^|[-_])stars?$|^icon-star$")
+_STATE = re.compile(r"(?:^|[-_])(filled|full|on|active|checked|selected)$")
+
+
+def star_count_css(pages: Sequence[Page]) -> tuple[str, int] | None:
+    """``<rating element> <tag>.<star class>.<filled class>``: the filled stars of a star
+    row, counted (``count = true``), with the number of pages showing some."""
+    counts: Counter[str] = Counter()
+    for page in pages:
+        seen = set()
+        for icon in page.response.xpath("//body//*[@class]"):
+            classes = (icon.attrib.get("class") or "").split()
+            star = next((c for c in classes if _STAR.search(c)), None)
+            state = next((c for c in classes if _STATE.search(c)), None)
+            if star and state and isinstance(icon.root.tag, str):
+                # The star row: the nearest classed ancestor (``span.rating``).
+                parents = icon.xpath("ancestor::*[@class][1]")
+                row = css_of_classes(parents[0]) if parents else ""
+                seen.add(f"{row} {icon.root.tag}.{star}.{state}".strip())
+        counts.update(seen)
+    if not counts:
+        return None
+    css, found = counts.most_common(1)[0]
+    return css, found
+
+
+def css_of_classes(element: Any) -> str:
+    classes = [
+        c
+        for c in (element.attrib.get("class") or "").split()
+        if re.fullmatch(r"-?[A-Za-z_][\w-]*", c)
+    ]
+    return element.root.tag + "".join(f".{c}" for c in classes) if classes else ""
 
 
 def _scalar(values: Sequence[Any]) -> Any:

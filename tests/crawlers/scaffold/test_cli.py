@@ -176,7 +176,9 @@ def test_scaffold_the_jobs_board(tmp_path: Path) -> None:
     assert profile.pages["listing"].url_patterns == (r"^/jobs/[^/?#]+(\?page=\d+)?$",)
     assert profile.pages["company"].url_patterns == ("^/company/[^/?#]+$",)
     assert profile.sitemaps == ("/sitemap_index.xml",)
-    assert "could not find: company_rating" in done.stdout
+    # The company's stars, printed only: counted.
+    assert rules["company_rating"] == [{"css": "span.rating i.star.filled", "count": True}]
+    assert "could not find: (nothing)" in done.stdout
     assert (tmp_path / "sites" / "board" / "baseline.json").is_file()
 
 

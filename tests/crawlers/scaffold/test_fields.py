@@ -132,3 +132,22 @@ def test_a_css_fallback_must_show_each_pages_own_value() -> None:
     # An element with the first page's value only (a fixed banner) is no fallback.
     fixed = [(Page(f"{BASE}/p/{n}", html="<b class='x'>P0</b>"), [f"P{n}"]) for n in range(3)]
     assert css_fallback(fixed) is None
+
+
+def test_a_missing_rating_counts_filled_stars() -> None:
+    def company_stars(n: int) -> str:
+        icons = "<i class='star filled'></i>" * n + "<i class='star'></i>" * (5 - n)
+        return f"<div class='company'><span class='rating'>{icons}</span></div>"
+
+    pages = [
+        Page(f"{BASE}/job/{n}", html=f"<html><body><h1>T{n}</h1>{company_stars(n)}</body></html>")
+        for n in (2, 4)
+    ]
+    pages.append(Page(BASE + "/job/9", html="<html><body><p>Not rated yet</p></body></html>"))
+    detail = PageType(
+        "job_posting", "detail", pages, generalise([p.url for p in pages]), "JobPosting"
+    )
+    fields = propose_fields("job_posting", detail, ["url", "title", "company_rating"])
+    assert fields["company_rating"].rules() == [{"css": "span.rating i.star.filled", "count": True}]
+    assert fields["company_rating"].found == 2
+    assert fields["company_rating"].how == "css span.rating i.star.filled (count)"
