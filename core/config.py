@@ -53,6 +53,14 @@ def site_profiles_dir(default: Path) -> Path:
     return Path(configured).resolve() if configured else default
 
 
+def fingerprint_sites_dir(default: Path) -> Path:
+    """``FINGERPRINT_SITES_DIR`` (the structure gate's per-site fixtures and baselines),
+    else ``default``: what ``PlatformSettings.fingerprint_sites_dir`` reads, for the
+    commands under crawlers/ (``python -m crawlers.scaffold``), which read no settings."""
+    configured = os.environ.get("FINGERPRINT_SITES_DIR", "").strip()
+    return Path(configured).resolve() if configured else default
+
+
 # The exit status of an operator's mistake, as argparse's usage errors have it.
 EXIT_USAGE = 2
 

@@ -1,0 +1,202 @@
+"""``python -m crawlers.scaffold``: operator errors in process; the real command against
+the demo shop on loopback, into temporary profile and site directories."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawlers.profiles import SiteProfile
+from crawlers.scaffold import __main__ as cli
+from services import jobs_site
+from services.demo_site import DemoSite
+from tests.crawlers.support import REPO_ROOT
+
+# -- operator mistakes: one line, exit 2, nothing fetched ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["Acme-Shop", "http://x.test/"], "site name 'Acme-Shop': use a-z, 0-9 and _ only"),
+        (["acme", "x.test/shop"], "url 'x.test/shop': expected an http(s) URL"),
+        (["acme", "ftp://x.test/"], "url 'ftp://x.test/': expected an http(s) URL"),
+        (["acme", "http://x.test/", "--pages", "1"], "--pages 1: sample at least 3 pages"),
+        (["acme", "http://x.test/", "--item-type", "widget"], "--item-type 'widget': expected one"),
+    ],
+)
+def test_bad_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_an_existing_site_needs_force(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "PROFILES_DIR", tmp_path / "profiles")
+    monkeypatch.setattr(cli, "SITES_DIR", tmp_path / "sites")
+    (tmp_path / "sites" / "acme").mkdir(parents=True)
+    assert cli.main(["acme", "http://x.test/"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"{tmp_path / 'sites' / 'acme'} exists: pass --force to replace site 'acme'\n"
+
+
+# -- the real command ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
+    # 300 products: 12 categories of 25, so every category has a second, one-card page.
+    run_dir = tmp_path_factory.mktemp("scaffold-shop")
+    with DemoSite(products=300, run_dir=run_dir, name="scaffold-shop") as server:
+        yield server
+
+
+def scaffold(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env |= {
+        "SITE_PROFILES_DIR": str(tmp_path / "profiles"),
+        "FINGERPRINT_SITES_DIR": str(tmp_path / "sites"),
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "crawlers.scaffold", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.mark.integration
+def test_scaffold_the_demo_shop(shop: DemoSite, tmp_path: Path) -> None:
+    done = scaffold(tmp_path, "shop", shop.url + "/", "--pages", "50")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = done.stdout
+    profile = SiteProfile.load("shop", tmp_path / "profiles")
+    assert profile.item_type == "product" and profile.base_url == shop.url
+    assert profile.start_page == "home" and profile.sitemaps == ("/sitemap.xml",)
+    assert list(profile.pages) == ["product", "listing", "home"]
+    product, listing = profile.pages["product"], profile.pages["listing"]
+    assert product.item == "Product"
+    assert product.url_patterns == ("^/product/[^/?#]+$",)
+    expected = {
+        "name": "name",
+        "product_id": "sku",
+        "brand": "brand.name",
+        "price": "offers.price",
+        "currency": "offers.priceCurrency",
+        "availability": "offers.availability",
+        "rating": "aggregateRating.ratingValue",
+        "review_count": "aggregateRating.reviewCount",
+        "description": "description",
+        "images": "image",
+        "category": "category",
+    }
+    assert {name: rules[0].data for name, rules in product.fields.items()} == expected
+    assert product.fields["name"][1].css == "h1.product-title"
+    assert listing.url_patterns == (r"^/category/[^/?#]+(\?page=\d+)?$",)
+    assert [(rule.css, rule.to) for rule in listing.follow] == [
+        ('a[rel="next"]', "listing"),
+        ("a.product-link", "product"),
+    ]
+    assert {rule.to for rule in profile.pages["home"].follow} == {"product", "listing"}
+    assert profile.recrawl.item_callbacks == ("parse_product",)
+    # The report: page types, every field filled on every sampled product, what is missing.
+    assert "page types found:" in report
+    for name in expected:
+        line = next(line for line in report.splitlines() if line.strip().startswith(name + " "))
+        found, total = line.split()[1].split("/")
+        assert found == total, line
+    assert "could not find: breadcrumbs, color, material, attributes" in report
+    assert "check by hand: nothing flagged" in report
+    # Fixtures of every page type's sample paths, and the baseline computed from them.
+    site_dir = tmp_path / "sites" / "shop"
+    for name, page in profile.pages.items():
+        files = sorted((site_dir / "fixtures" / name).glob("*.html"))
+        assert len(files) == len(page.sample_paths) >= 1, name
+    baseline = json.loads((site_dir / "baseline.json").read_text())
+    assert set(baseline["page_types"]) == {"product", "listing", "home"}
+    # Paths as the operator would type them: relative to the working directory.
+    assert "\nwrote sites/shop/baseline.json\n" in report
+
+    again = scaffold(tmp_path, "shop", shop.url + "/")
+    assert again.returncode == 2
+    assert again.stderr == "profiles/shop.toml exists: pass --force to replace site 'shop'\n"
+    assert again.stdout == ""
+    stale = site_dir / "fixtures" / "old_type" / "page.html"
+    stale.parent.mkdir()
+    stale.write_text("<html></html>")
+    forced = scaffold(tmp_path, "shop", shop.url + "/", "--pages", "20", "--force")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert not stale.parent.exists()  # nothing of the replaced site's page types is left
+    assert tomllib.loads((tmp_path / "profiles" / "shop.toml").read_text())["site"] == "shop"
+
+
+@pytest.mark.integration
+def test_scaffold_the_jobs_board(tmp_path: Path) -> None:
+    """A differently built site: JobPosting JSON-LD with an HTML description, facts only
+    its HTML table carries, two kinds of listing (categories, companies)."""
+    with jobs_site.JobsSite(jobs=150, run_dir=tmp_path, name="scaffold-jobs") as board:
+        done = scaffold(tmp_path, "board", board.url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    profile = SiteProfile.load("board", tmp_path / "profiles")
+    assert profile.item_type == "job_posting"
+    assert list(profile.pages) == ["job_posting", "listing", "company", "home"]
+    posting = profile.pages["job_posting"]
+    rules = {
+        name: [rule.model_dump(exclude_defaults=True) for rule in r]
+        for name, r in posting.fields.items()
+    }
+    assert rules["posting_id"] == [{"data": "identifier.value"}]
+    assert rules["remote"] == [
+        {"data": "jobLocationType", "map": {"TELECOMMUTE": True}, "default": False}
+    ]
+    assert rules["description"] == [
+        {"css": "section.job-description p", "all": True},
+        {"data": "description"},
+    ]
+    for name, label in (("experience_level", "Experience level"), ("team", "Team")):
+        assert rules[name] == [{"table": "table.job-facts", "label": label}]
+    jsonld = {"title", "company", "company_url", "employment_type", "city", "region", "country",
+              "salary_min", "salary_max", "salary_currency", "salary_period", "date_posted",
+              "valid_through", "skills"}  # fmt: skip
+    assert jsonld <= set(rules)
+    assert profile.pages["listing"].url_patterns == (r"^/jobs/[^/?#]+(\?page=\d+)?$",)
+    assert profile.pages["company"].url_patterns == ("^/company/[^/?#]+$",)
+    assert profile.sitemaps == ("/sitemap_index.xml",)
+    # The company's stars, printed only: counted.
+    assert rules["company_rating"] == [{"css": "span.rating i.star.filled", "count": True}]
+    assert "could not find: (nothing)" in done.stdout
+    assert (tmp_path / "sites" / "board" / "baseline.json").is_file()
+
+
+@pytest.mark.integration
+def test_an_unreachable_site_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    done = scaffold(tmp_path, "gone", f"http://127.0.0.1:{port}/", "-s", "RETRY_TIMES=0")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"cannot sample http://127.0.0.1:{port}/: ")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "profiles").exists()
+
+
+@pytest.mark.integration
+def test_a_site_without_items_is_one_line(shop: DemoSite, tmp_path: Path) -> None:
+    done = scaffold(tmp_path, "shop", shop.url + "/", "--pages", "5", "--item-type", "hotel")
+    assert done.returncode == 2
+    assert done.stderr.startswith("no detail pages of item type hotel found among ")
+    assert "structured data types seen: " in done.stderr and done.stderr.count("\n") == 1
