@@ -44,6 +44,12 @@ bench: bootstrap
 demo-site: bootstrap
 	$(PY) -m demo_site --port 8000
 
+## Onboard a site from a sample of its pages (profile, fixtures, baseline; README "Adding a site"):
+## make scaffold SITE=acme_shop URL=https://www.acme-shop.example/ [FORCE=1]
+scaffold: bootstrap
+	@test -n "$(SITE)" -a -n "$(URL)" || { echo "make scaffold needs SITE=<site> URL=<url>" >&2; exit 2; }
+	$(PY) -m crawlers.scaffold $(SITE) $(URL) $(if $(FORCE),--force)
+
 ## Serve the jobs board (a profile-only site: docs/jobs-site.md) on http://127.0.0.1:8100.
 jobs-site: bootstrap
 	$(PY) -m jobs_site --port 8100

@@ -8,8 +8,10 @@
     python -m fingerprints coverage <site> <items.jsonl> [--update] [--tolerance X] [--json]
 
 Every command takes ``--sites-dir DIR`` (baselines and fixtures, default
-fingerprints/sites) and ``--profiles-dir DIR`` (site profiles, default crawlers/profiles),
-before or after the command name, for sites kept outside this repository.
+``FINGERPRINT_SITES_DIR``, else fingerprints/sites) and ``--profiles-dir DIR`` (site
+profiles, default ``SITE_PROFILES_DIR``, else crawlers/profiles), before or after the
+command name, for sites kept outside this repository: the same directories the scrape
+flow's gate reads.
 
 Exit codes: 0 passed / written, 1 the gate or coverage check failed (for ``baseline``:
 some of its own fixtures fall below the threshold, nothing written), 2 bad usage or an
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.blocks import classify
+from core.config import fingerprint_sites_dir
 from crawlers.profiles import PROFILES_DIR, ProfileError
 from fingerprints.baseline import (
     BASELINE_FILE,
@@ -35,6 +38,7 @@ from fingerprints.baseline import (
     FixtureScore,
     compute_baseline,
     dumps,
+    list_sites,
     load_baseline,
     save_baseline,
     score_fixtures,
@@ -80,16 +84,18 @@ def _add_directory_options(parser: argparse.ArgumentParser, *, top: bool) -> Non
     parser.add_argument(
         "--sites-dir",
         type=Path,
-        default=default(SITES_DIR),
+        default=default(fingerprint_sites_dir(SITES_DIR)),
         metavar="DIR",
-        help="where site directories (fixtures, baseline.json) live (default: fingerprints/sites)",
+        help="where site directories (fixtures, baseline.json) live (default: "
+        "FINGERPRINT_SITES_DIR, else fingerprints/sites)",
     )
     parser.add_argument(
         "--profiles-dir",
         type=Path,
         default=default(PROFILES_DIR),
         metavar="DIR",
-        help="where site profiles (<site>.toml) live (default: crawlers/profiles)",
+        help="where site profiles (<site>.toml) live (default: SITE_PROFILES_DIR, else "
+        "crawlers/profiles)",
     )
 
 
@@ -303,6 +309,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "baseline":
             return _baseline(args)
         if args.command == "check":
+            if not args.sites and not list_sites(args.sites_dir):
+                print(
+                    f"error: no site directories under {args.sites_dir}: make one with "
+                    "python -m crawlers.scaffold <site> <url>, or pass --sites-dir",
+                    file=sys.stderr,
+                )
+                return 2
             results = check_all(
                 args.sites,
                 sites_dir=args.sites_dir,

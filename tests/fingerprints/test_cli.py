@@ -6,6 +6,7 @@ The commands run in-process through ``main(argv)``, as ``python -m fingerprints`
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -174,3 +175,43 @@ def test_the_module_runs_as_documented(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "fixtures against the new baseline" in done.stdout
+
+
+def test_the_directories_default_to_the_environment_the_flow_reads(tmp_path: Path) -> None:
+    """FINGERPRINT_SITES_DIR / SITE_PROFILES_DIR are the commands' defaults, as for the
+    scrape flow's gate; an empty sites directory is one line naming how to make a site."""
+    sites, profiles = tmp_path / "sites", tmp_path / "profiles"
+    sites.mkdir()
+    profiles.mkdir()
+    env = {**os.environ, "FINGERPRINT_SITES_DIR": str(sites), "SITE_PROFILES_DIR": str(profiles)}
+
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fingerprints", "check"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env=env,
+        )
+
+    empty = check()
+    assert empty.returncode == 2 and empty.stdout == ""
+    assert len(empty.stderr.strip().splitlines()) == 1
+    assert f"no site directories under {sites}" in empty.stderr
+    assert "python -m crawlers.scaffold <site> <url>" in empty.stderr
+    make_site(sites)
+    (profiles / "shop.toml").write_text('item_type = "product"\nbase_url = "http://shop.test"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "fingerprints", "baseline", "shop"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (sites / "shop" / "baseline.json").is_file()
+    passed = check()
+    assert passed.returncode == 0, passed.stderr
+    assert passed.stdout.startswith("shop: fixture check passed")
