@@ -30,6 +30,7 @@ from pathlib import Path
 from core.blocks import classify
 from core.config import fingerprint_sites_dir
 from crawlers.profiles import PROFILES_DIR, ProfileError
+from crawlers.sidecrawl import add_settings_option
 from fingerprints.baseline import (
     BASELINE_FILE,
     SITES_DIR,
@@ -54,25 +55,7 @@ from fingerprints.coverage import (
 from fingerprints.gate import GateResult, check_all, verify_site
 from fingerprints.sampler import fetch_sample
 
-
-def _setting(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name, value
-
-
-def _add_settings_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-s",
-        "--set",
-        dest="settings",
-        type=_setting,
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Scrapy setting for the sample fetch, as with scrapy crawl -s (repeatable)",
-    )
+SETTINGS_HELP = "a Scrapy setting for the sample fetch, as with scrapy crawl -s (repeatable)"
 
 
 def _add_directory_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -132,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         help="write the baseline even though some of its own fixtures fall below the "
         "threshold (check will report them until they are replaced)",
     )
-    _add_settings_option(baseline)
+    add_settings_option(baseline, SETTINGS_HELP)
 
     check = commands.add_parser("check", help="every site's fixtures against its baseline")
     check.add_argument("sites", nargs="*", help="default: every site directory")
@@ -153,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--base-url", help="default: the site spider's base URL")
     verify.add_argument("--timeout", type=float, default=300.0)
     verify.add_argument("--json", action="store_true")
-    _add_settings_option(verify)
+    add_settings_option(verify, SETTINGS_HELP)
 
     coverage = commands.add_parser("coverage", help="field fill rates of a job's items")
     coverage.add_argument("site")

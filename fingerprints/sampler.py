@@ -27,12 +27,12 @@ from typing import Any
 
 from scrapy import Request, Spider
 from scrapy.crawler import CrawlerProcess
-from scrapy.settings import default_settings
 from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.project import get_project_settings
 
 from core.config import REPO_ROOT
 from crawlers.profiles import PROFILES_DIR, SiteProfile
+from crawlers.sidecrawl import isolate
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.generic import GenericSpider, generic_spider
 
@@ -267,12 +267,7 @@ def main() -> int:
     settings.setdict(plan.get("settings") or {}, priority="cmdline")
     # Belt and braces on top of the scrubbed environment: never the shared frontier,
     # never an item store.
-    for name in ("SCHEDULER", "DUPEFILTER_CLASS"):
-        settings.set(name, getattr(default_settings, name), priority="cmdline")
-    settings.set("REDIS_URL", None, priority="cmdline")
-    settings.set("ITEM_PIPELINES", {}, priority="cmdline")
-    settings.set("FEEDS", {}, priority="cmdline")
-    settings.set("TELNETCONSOLE_ENABLED", False, priority="cmdline")
+    isolate(settings)
     profiles_dir = Path(plan["profiles_dir"]) if plan.get("profiles_dir") else PROFILES_DIR
     spider_class = _spider_class(plan["site"], settings, profiles_dir)
     spider_class.sample_plan = plan["sample"]

@@ -43,18 +43,12 @@ from crawlers.scaffold.profile import Proposal, profile_text, propose
 from crawlers.scaffold.sample import Sample, SampleError, sample_site
 from crawlers.scaffold.verify import report, verify
 from crawlers.scaffold.write import FIXTURES_DIR, write_fixtures
+from crawlers.sidecrawl import add_settings_option
 
 SITES_DIR = fingerprint_sites_dir(REPO_ROOT / "fingerprints" / "sites")
 DEFAULT_PAGES = 60
 BASELINE_FILE = "baseline.json"  # written by `python -m fingerprints baseline`
 _SITE_NAME = re.compile(r"[a-z0-9_]+")
-
-
-def _setting(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name, value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,16 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the item type of the detail pages (default: "
         "the majority of the sampled structured data)",
     )
-    parser.add_argument(
-        "-s",
-        "--set",
-        dest="settings",
-        type=_setting,
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Scrapy setting for the sampling crawl (repeatable)",
-    )
+    add_settings_option(parser, "a Scrapy setting for the sampling crawl (repeatable)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for the sample")
     return parser
 

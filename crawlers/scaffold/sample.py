@@ -34,7 +34,6 @@ from scrapy.crawler import Crawler, CrawlerProcess
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
-from scrapy.settings import default_settings
 from scrapy.utils.gz import gunzip
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
@@ -42,6 +41,7 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 from core.blocks import classify as block_verdict
 from core.config import REPO_ROOT
 from crawlers.scaffold.classify import Page, generalise
+from crawlers.sidecrawl import isolate
 from crawlers.spiders.common import is_loopback
 
 # Statuses that reach the callback (recorded and reported) instead of being dropped.
@@ -356,12 +356,7 @@ def main() -> int:
     settings.setdict(plan.get("settings") or {}, priority="cmdline")
     # Never the shared frontier, never an item store: Scrapy's own scheduler and
     # dupefilter, no Redis, no pipelines, no feeds.
-    for name in ("SCHEDULER", "DUPEFILTER_CLASS"):
-        settings.set(name, getattr(default_settings, name), priority="cmdline")
-    settings.set("REDIS_URL", None, priority="cmdline")
-    settings.set("ITEM_PIPELINES", {}, priority="cmdline")
-    settings.set("FEEDS", {}, priority="cmdline")
-    settings.set("TELNETCONSOLE_ENABLED", False, priority="cmdline")
+    isolate(settings)
     process = CrawlerProcess(settings)
     process.crawl(SampleSpider, url=plan["url"], budget=int(plan["pages"]), out=plan["out"])
     process.start()
