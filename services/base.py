@@ -8,19 +8,21 @@ is stopped by that PID: SIGTERM first, SIGKILL after a grace period.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import threading
 import time
+import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
-from core.config import get_settings
+from core.config import REPO_ROOT, get_settings
 
 
 class ServiceError(RuntimeError):
@@ -187,6 +189,52 @@ class ManagedProcess(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class LocalSite(ManagedProcess):
+    """A site of this repository served on loopback (``python -m <package>``): the demo
+    shop, the jobs board. Its ``/__control`` API answers JSON; ``access_log`` and
+    ``clear_access_log`` read and reset the requests it served."""
+
+    def environment(self) -> Mapping[str, str]:
+        # `python -m <package>` must import from this checkout whatever the caller's cwd.
+        path = os.environ.get("PYTHONPATH")
+        return {"PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{path}" if path else str(REPO_ROOT)}
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def ready(self) -> bool:
+        with urllib.request.urlopen(self.url + "/", timeout=2) as response:  # noqa: S310
+            return bool(response.status == 200)
+
+    def start(self) -> Self:
+        if self.alive():
+            return self
+        super().start()
+        # The readiness probes are not traffic anyone asked for: start with an empty log.
+        self.clear_access_log()
+        return self
+
+    def _call(self, method: str, path: str, payload: Any = None) -> Any:
+        data = None if payload is None else json.dumps(payload).encode()
+        request = urllib.request.Request(  # noqa: S310 - our own loopback URL
+            self.url + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"} if data is not None else {},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            return json.loads(response.read())
+
+    def access_log(self, since: int = 0) -> list[dict[str, Any]]:
+        """Requests served since index ``since``."""
+        result: list[dict[str, Any]] = self._call("GET", f"/__control/access-log?since={since}")
+        return result
+
+    def clear_access_log(self) -> None:
+        self._call("DELETE", "/__control/access-log")
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

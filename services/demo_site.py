@@ -6,21 +6,18 @@ stdlib HTTP calls, so tests and benchmarks need no HTTP client of their own.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-from core.config import REPO_ROOT
 from demo_site.catalog import Catalog, build_catalog
-from services.base import ManagedProcess
+from services.base import LocalSite
 
 
-class DemoSite(ManagedProcess):
+class DemoSite(LocalSite):
     name = "demo-site"
     start_timeout = 30.0
     stop_timeout = 10.0
@@ -68,39 +65,7 @@ class DemoSite(ManagedProcess):
             argv += ["--access-log", str(self.access_log_path)]
         return argv
 
-    def environment(self) -> Mapping[str, str]:
-        # `python -m demo_site` must import from this checkout whatever the caller's cwd.
-        path = os.environ.get("PYTHONPATH")
-        return {"PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{path}" if path else str(REPO_ROOT)}
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def ready(self) -> bool:
-        with urllib.request.urlopen(self.url + "/", timeout=2) as response:  # noqa: S310
-            return bool(response.status == 200)
-
-    def start(self) -> Self:
-        if self.alive():
-            return self
-        super().start()
-        # The readiness probes are not traffic anyone asked for: start with an empty log.
-        self._call("DELETE", "/__control/access-log")
-        return self
-
     # -- control API ------------------------------------------------------------------
-    def _call(self, method: str, path: str, payload: Any = None) -> Any:
-        data = None if payload is None else json.dumps(payload).encode()
-        request = urllib.request.Request(  # noqa: S310 - our own loopback URL
-            self.url + path,
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json"} if data is not None else {},
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
-            return json.loads(response.read())
-
     def state(self) -> dict[str, Any]:
         """The site's control state (``GET /__control``)."""
         result: dict[str, Any] = self._call("GET", "/__control")
