@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from services.prefect_server import PrefectServer
@@ -30,3 +35,26 @@ def api(server: PrefectServer, path: str, body: dict[str, Any] | None = None) ->
                 raise
             time.sleep(0.5 * 2**attempt)
     return None
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def register_deployments(
+    server: PrefectServer, extra_env: Mapping[str, str] | None = None, local_workers: int = 2
+) -> None:
+    """``python -m orchestration.register_flows`` against ``server``, with none of the
+    caller's ``PREFECT_*`` variables (and ``extra_env``, e.g. SITE_PROFILES_DIR)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(extra_env or {})
+    env.update(server.client_environment())
+    argv = ["--local-workers", str(local_workers)]
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestration.register_flows", *argv],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]

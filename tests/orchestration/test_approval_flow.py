@@ -10,10 +10,7 @@ baseline.json is never written.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +27,7 @@ from services.prefect_server import PrefectServer, PrefectWorker
 from services.redis_server import RedisServer
 from services.slack_receiver import SlackReceiver
 from tests.llm.openai_stub import OpenAIStub
-from tests.orchestration.prefect_api import api
+from tests.orchestration.prefect_api import api, register_deployments
 from tests.orchestration.test_scrape_flow import FINAL, PRODUCTS, Stack
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -83,17 +80,7 @@ def stack(
         DemoSite(run_dir=run_dir, products=PRODUCTS, name="approval-site", layout="v2") as site,
         SlackReceiver(run_dir=run_dir) as slack,
     ):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-        env.update(prefect_server.client_environment())
-        done = subprocess.run(
-            [sys.executable, "-m", "orchestration.register_flows", "--local-workers", "2"],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
+        register_deployments(prefect_server)
         worker_env = {
             "REDIS_URL": redis_server.url,
             "ELASTICSEARCH_URL": es_node.url,

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from services.prefect_server import PrefectServer
-from tests.orchestration.prefect_api import api
+from tests.orchestration.prefect_api import api, register_deployments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,18 +36,8 @@ DESCRIPTIONS = {
 
 
 def test_deployments_pool_and_schedules(prefect_server: PrefectServer) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(prefect_server.client_environment())
     for _ in range(2):  # idempotent: registering twice changes nothing
-        done = subprocess.run(
-            [sys.executable, "-m", "orchestration.register_flows", "--local-workers", "2"],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
+        register_deployments(prefect_server)
 
     pool = api(prefect_server, "/work_pools/scraping")
     assert isinstance(pool, dict)

@@ -7,7 +7,6 @@ workers) except where a test needs compose semantics (always-on workers).
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from services.redis_server import RedisServer
 from services.slack_receiver import WEBHOOK_PATH, SlackReceiver
 from tests.crawlers.support import crawl_env, settings_argv, wait_for
 from tests.llm.openai_stub import OpenAIStub
-from tests.orchestration.prefect_api import api
+from tests.orchestration.prefect_api import api, register_deployments
 from tests.orchestration.prefect_ui import RunPage, chromium
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -114,17 +113,7 @@ def stack(
         DemoSite(run_dir=run_dir, products=PRODUCTS, name="flow-site") as site,
         SlackReceiver(run_dir=run_dir) as slack,
     ):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-        env.update(prefect_server.client_environment())
-        done = subprocess.run(
-            [sys.executable, "-m", "orchestration.register_flows", "--local-workers", "2"],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
+        register_deployments(prefect_server)
         worker_env = {
             "REDIS_URL": redis_server.url,
             "ELASTICSEARCH_URL": es_node.url,

@@ -32,7 +32,7 @@ from services.jobs_site import JobsSite
 from services.prefect_server import PrefectServer, PrefectWorker
 from services.redis_server import RedisServer
 from tests.llm.openai_stub import OpenAIStub
-from tests.orchestration.prefect_api import api
+from tests.orchestration.prefect_api import api, register_deployments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRODUCTS = 120
@@ -126,16 +126,7 @@ def onboarded(
         env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
         env.update(dirs, PLATFORM_RUN_DIR=str(run_dir))
         output = {"shop": scaffold("shop", shop.url, env), "jobs": scaffold("jobs", jobs.url, env)}
-        env.update(prefect_server.client_environment())
-        done = subprocess.run(
-            [sys.executable, "-m", "orchestration.register_flows", "--local-workers", "2"],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
+        register_deployments(prefect_server, dirs)
         worker_env = {
             **dirs,
             "REDIS_URL": redis_server.url,
