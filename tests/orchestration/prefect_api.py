@@ -16,15 +16,17 @@ from typing import Any
 from services.prefect_server import PrefectServer
 
 
-def api(server: PrefectServer, path: str, body: dict[str, Any] | None = None) -> Any:
-    """Prefect's REST API; 502/503 (SQLite busy under load) are retried, as Prefect's own
-    client does."""
+def api(
+    server: PrefectServer, path: str, body: dict[str, Any] | None = None, method: str | None = None
+) -> Any:
+    """Prefect's REST API (POST with a body, else GET, unless ``method`` says); 502/503
+    (SQLite busy under load) are retried, as Prefect's own client does."""
     for attempt in range(6):
         request = urllib.request.Request(
             f"{server.url}{path}",
             data=json.dumps(body).encode() if body is not None else None,
             headers={"Content-Type": "application/json"},
-            method="POST" if body is not None else "GET",
+            method=method or ("POST" if body is not None else "GET"),
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as answer:
@@ -58,3 +60,10 @@ def register_deployments(
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def delete_deployments(server: PrefectServer) -> None:
+    """Every deployment of the (session-wide) server: a module that counts deployments
+    starts from a clean slate, whatever other modules registered."""
+    for deployment in api(server, "/deployments/filter", {}):
+        api(server, f"/deployments/{deployment['id']}", method="DELETE")

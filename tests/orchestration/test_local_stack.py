@@ -14,12 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from core.config import REPO_ROOT
+from core.config import REPO_ROOT, get_settings
 from orchestration import local_stack
 from services.prefect_server import PrefectServer, PrefectWorker
 
 POOL = "local-stack-probe"
 EXAMPLE = 'PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0"'
+
+
+@pytest.fixture
+def platform_run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """PLATFORM_RUN_DIR for this test: the process-wide settings are read once (cached),
+    so they are read again now and after the test."""
+    monkeypatch.setenv("PLATFORM_RUN_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
 
 
 def make_dry_run(*arguments: str) -> subprocess.CompletedProcess[str]:
@@ -68,9 +78,8 @@ def test_make_refuses_a_malformed_param_in_one_line(docker: str, bad: str) -> No
 
 @pytest.mark.parametrize("bad", ["approval_timeout", "=3", ""])
 def test_local_stack_refuses_a_malformed_param_before_anything_runs(
-    bad: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    bad: str, capsys: pytest.CaptureFixture[str], platform_run_dir: Path
 ) -> None:
-    monkeypatch.setenv("PLATFORM_RUN_DIR", str(tmp_path))
     with pytest.raises(SystemExit) as raised:
         local_stack.main(["flow", "scrape-site", "--site", "demo", "--param", bad])
     assert raised.value.code == 2
@@ -79,15 +88,12 @@ def test_local_stack_refuses_a_malformed_param_before_anything_runs(
     assert captured.err == f"flow parameter {bad!r} is not KEY=VALUE (e.g. {EXAMPLE})\n"
 
 
-def test_failure_line_is_one_line_with_state_message_and_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PLATFORM_RUN_DIR", str(tmp_path))
+def test_failure_line_is_one_line_with_state_message_and_log(platform_run_dir: Path) -> None:
     state = {"type": "FAILED", "name": "FailedClosed", "message": "structure gate:\n  drifted"}
     line = local_stack.failure_line("scrape-ztw_shop", state)
     log = local_stack.worker_log()
     assert line == f"scrape-ztw_shop: FailedClosed: structure gate: drifted (worker log: {log})"
-    assert log == tmp_path / "stack" / "prefect-worker-scraping.log"
+    assert log == platform_run_dir / "stack" / "prefect-worker-scraping.log"
     crashed = local_stack.failure_line("x", {"type": "CRASHED", "name": "", "message": ""})
     assert crashed.startswith("x: CRASHED: no state message (worker log: ")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.prefect_server import PrefectServer
-from tests.orchestration.prefect_api import api, register_deployments
+from tests.orchestration.prefect_api import api, delete_deployments, register_deployments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,6 +36,7 @@ DESCRIPTIONS = {
 
 
 def test_deployments_pool_and_schedules(prefect_server: PrefectServer) -> None:
+    delete_deployments(prefect_server)  # other modules' deployments (probes, other profiles)
     for _ in range(2):  # idempotent: registering twice changes nothing
         register_deployments(prefect_server)
 
