@@ -34,12 +34,16 @@ def platform_run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
 
 def make_dry_run(*arguments: str) -> subprocess.CompletedProcess[str]:
     """``make -n prefect-flow ...``: prints the commands, runs nothing."""
+    # As an operator's top-level make, also under `make test` (a sub-make would announce
+    # "Entering directory" on stdout).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     return subprocess.run(
-        ["make", "-n", "prefect-flow", *arguments],
+        ["make", "--no-print-directory", "-n", "prefect-flow", *arguments],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
 
 
