@@ -51,7 +51,7 @@ class GenericSpider(ProductionSpider):
         """A start URL: parsed as the page type its URL matches, else ``start_page``."""
         page = page_type_for(response.url, self.profile.pages, self.profile.start_page)
         if page is None:
-            self._fail(response.url, "start", "no page type's url_patterns match it")
+            self.fail(response, "start", "no page type's url_patterns match it")
             return
         yield from self._parse_page(response, page)
 
@@ -64,12 +64,12 @@ class GenericSpider(ProductionSpider):
             return
         body = self._sitemap_body(response)
         if body is None:
-            self._fail(response.url, "sitemap", "not a sitemap (XML or gzipped XML)")
+            self.fail(response, "sitemap", "not a sitemap (XML or gzipped XML)")
             return
         try:
             sitemap = Sitemap(body)
         except Exception as exc:  # lxml's errors on broken XML
-            self._fail(response.url, "sitemap", f"unreadable sitemap ({exc})")
+            self.fail(response, "sitemap", f"unreadable sitemap ({exc})")
             return
         for entry in sitemap:
             url = response.urljoin(entry["loc"])
@@ -79,7 +79,7 @@ class GenericSpider(ProductionSpider):
             page = page_type_for(url, self.profile.pages)
             if page is None:
                 self.logger.debug("%s: no page type for sitemap URL %s", response.url, url)
-                self._count("sitemap_unrouted")
+                self.count("sitemap_unrouted")
                 continue
             yield Request(
                 url, callback=getattr(self, generic_callback(page)), errback=self.on_error
@@ -101,7 +101,7 @@ class GenericSpider(ProductionSpider):
     # -- page types ------------------------------------------------------------------------
     def _parse_page(self, response: Response, name: str) -> Iterator[Any]:
         if not isinstance(response, TextResponse):
-            self._fail(response.url, name, "not a text response")
+            self.fail(response, name, "not a text response")
             return
         page = self.profile.pages[name]
         if page.fields:
@@ -111,7 +111,7 @@ class GenericSpider(ProductionSpider):
         links, unrouted = follow_links(response, name, self.profile.pages)
         if unrouted:
             self.logger.debug("%s: %d links match no page type", response.url, len(unrouted))
-            self._count("links_unrouted", len(unrouted))
+            self.count("links_unrouted", len(unrouted))
         for url, target in links:
             yield response.follow(
                 url, callback=getattr(self, generic_callback(target)), errback=self.on_error
@@ -121,31 +121,18 @@ class GenericSpider(ProductionSpider):
         extraction = read_page(response, self.profile.pages[name], self.profile.item_type)
         if not extraction.has_node and not extraction.from_page:
             # A block page answered with 200, or markup the rules no longer match.
-            self._fail(response.url, name, "no item data on the page")
+            self.fail(response, name, "no item data on the page")
             return None
         for problem in extraction.problems:
             self.logger.warning("%s: %s", response.url, problem)
-            self._count("unconverted")
+            self.count("unconverted")
         missing = [f for f in self.profile.pages[name].fields if extraction.fields[f] is None]
         if missing:
             self.logger.info("%s: nothing found for %s", response.url, ", ".join(missing))
-            self._count("missing_fields")
-        self._count("items")
+            self.count("missing_fields")
+        self.count("items")
         fields = {k: v for k, v in extraction.fields.items() if k not in _PLATFORM_FIELDS}
         return schema_by_type(self.profile.item_type).cls(**fields)
-
-    # -- failures, counted -----------------------------------------------------------------
-    def on_error(self, failure: Any) -> None:
-        super().on_error(failure)
-        self._count("request_failed")
-
-    def _fail(self, url: str, page: str, reason: str) -> None:
-        self.logger.error("%s (%s page): %s", url, page, reason)
-        self._count(f"{page}_unparsed")
-
-    def _count(self, key: str, count: int = 1) -> None:
-        if self.crawler.stats is not None:
-            self.crawler.stats.inc_value(f"{self.name}/{key}", count)
 
 
 def generic_spider(profile: SiteProfile) -> type[GenericSpider]:

@@ -24,6 +24,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.request import request_from_dict
 from scrapy.utils.test import get_crawler
+from twisted.python.failure import Failure
 
 import crawlers.spiderloader
 from crawlers import producer
@@ -109,6 +110,17 @@ def test_a_product_page_yields_its_item_and_a_listing_its_links(tmp_path: Path) 
     blocked = HtmlResponse("http://127.0.0.1:8123/product/B-2", body=b"<p>Are you human?</p>")
     assert list(spider.parse_product_page(blocked)) == []
     assert crawler.stats.get_value("shop/product-page_unparsed") == 1
+
+
+def test_a_request_failed_for_good_is_counted_once(tmp_path: Path) -> None:
+    cls = spider_class(tmp_path, SHOP)
+    crawler = get_crawler(cls)
+    spider = cls.from_crawler(crawler)
+    failure = Failure(ConnectionRefusedError("refused"))
+    failure.request = Request("http://127.0.0.1:8123/product/A-1")  # type: ignore[attr-defined]
+    spider.on_error(failure)
+    assert crawler.stats.get_value("shop/request_failed") == 1
+    assert crawler.stats.get_value("errors/request_failed/ConnectionRefusedError") == 1
 
 
 @pytest.mark.parametrize(
