@@ -294,7 +294,6 @@ class Kind:
 
     name: str
     many: bool = False
-    choices: tuple[Any, ...] = field(default=())
     # The item field's own type (each element's, for a list): a converted value that it
     # refuses would make the pipeline drop the whole item.
     adapter: TypeAdapter[Any] | None = field(default=None, compare=False, repr=False)
@@ -324,16 +323,21 @@ def _kinds(hint: Any) -> Kind:
     return dataclasses.replace(kind, adapter=TypeAdapter(_element(hint)))
 
 
+def _required(hint: Any) -> Any:
+    """``X | None`` -> ``X``."""
+    if get_origin(hint) in (Union, types.UnionType):
+        return next(arg for arg in get_args(hint) if arg is not type(None))
+    return hint
+
+
 def _element(hint: Any) -> Any:
     """``X | None`` -> ``X``; ``list[X]`` -> ``X``."""
-    if get_origin(hint) in (Union, types.UnionType):
-        hint = next(arg for arg in get_args(hint) if arg is not type(None))
+    hint = _required(hint)
     return get_args(hint)[0] if get_origin(hint) is list else hint
 
 
 def _kind(hint: Any) -> Kind:
-    if get_origin(hint) in (Union, types.UnionType):
-        hint = next(arg for arg in get_args(hint) if arg is not type(None))
+    hint = _required(hint)
     if get_origin(hint) is list:
         inner = _kind(get_args(hint)[0])
         return Kind(inner.name, many=True)
@@ -342,7 +346,7 @@ def _kind(hint: Any) -> Kind:
             return Kind(name)
     base = get_args(hint)[0] if get_origin(hint) is Annotated else hint
     if get_origin(base) is typing.Literal:
-        return Kind("text", choices=get_args(base))
+        return Kind("text")  # its values are checked with the field's type (_valid)
     simple = {bool: "bool", int: "int", float: "float", str: "text"}
     return Kind(simple.get(base, "raw"))
 
@@ -363,10 +367,7 @@ def _convert(kind: Kind, raw: Any, response: TextResponse) -> Any:
         raw = raw[0] if raw else None
     if raw is None:
         return None
-    value = _one(kind.name, raw, response)
-    if kind.choices and value is not None and value not in kind.choices:
-        raise ValueError(f"{value!r} is not one of {list(kind.choices)}")
-    return value
+    return _one(kind.name, raw, response)
 
 
 # The HTML of a long text: where its paragraphs and lines end.
