@@ -34,7 +34,6 @@ from scrapy.crawler import Crawler, CrawlerProcess
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
-from scrapy.utils.gz import gunzip
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
@@ -43,6 +42,7 @@ from core.config import REPO_ROOT
 from crawlers.scaffold.classify import Page, generalise
 from crawlers.sidecrawl import isolate
 from crawlers.spiders.common import is_loopback
+from crawlers.spiders.generic import read_sitemap
 
 # Statuses that reach the callback (recorded and reported) instead of being dropped.
 _HANDLED_STATUSES = list(range(400, 600))
@@ -314,17 +314,10 @@ class SampleSpider(Spider):
 def _sitemap(response: Response) -> Sitemap | None:
     if response.status != 200:
         return None
-    body = response.body
-    if body[:2] == b"\x1f\x8b":
-        try:
-            body = gunzip(body)
-        except OSError:
-            return None
     try:
-        sitemap = Sitemap(body)
-    except Exception:  # lxml's errors on a page that is no XML at all
+        return read_sitemap(response.body)
+    except ValueError:  # a probed path that is no sitemap: nothing to sample from it
         return None
-    return sitemap if sitemap.type in ("sitemapindex", "urlset") else None
 
 
 def _spread(items: list[str], n: int) -> list[str]:

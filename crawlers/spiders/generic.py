@@ -20,13 +20,12 @@ convert, a link or sitemap URL no page type claims are logged and counted
 
 from __future__ import annotations
 
-import gzip
-import io
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from scrapy import Request
 from scrapy.http import Response, TextResponse
+from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from core.items_schema import UnknownItemType, schema_by_type
@@ -34,7 +33,7 @@ from crawlers.profiles import ProfileError, SiteProfile, generic_callback
 from crawlers.spiders.common import ProductionSpider
 from crawlers.spiders.rules import field_kinds, follow_links, page_type_for, read_page
 
-__all__ = ["GenericSpider", "generic_spider"]
+__all__ = ["GenericSpider", "generic_spider", "read_sitemap"]
 
 # Fields the platform sets itself: a profile's rules never fill them.
 _PLATFORM_FIELDS = ("job_id", "incomplete")
@@ -62,14 +61,10 @@ class GenericSpider(ProductionSpider):
             for url in sitemap_urls_from_robots(response.body, base_url=response.url):
                 yield Request(url, callback=self.parse_sitemap, errback=self.on_error)
             return
-        body = self._sitemap_body(response)
-        if body is None:
-            self.fail(response, "sitemap", "not a sitemap (XML or gzipped XML)")
-            return
         try:
-            sitemap = Sitemap(body)
-        except Exception as exc:  # lxml's errors on broken XML
-            self.fail(response, "sitemap", f"unreadable sitemap ({exc})")
+            sitemap = read_sitemap(response.body)
+        except ValueError as exc:
+            self.fail(response, "sitemap", str(exc))
             return
         for entry in sitemap:
             url = response.urljoin(entry["loc"])
@@ -84,19 +79,6 @@ class GenericSpider(ProductionSpider):
             yield Request(
                 url, callback=getattr(self, generic_callback(page)), errback=self.on_error
             )
-
-    def _sitemap_body(self, response: Response) -> bytes | None:
-        body = response.body
-        if body[:2] == b"\x1f\x8b":  # served as a .gz file rather than Content-Encoding
-            try:
-                with gzip.GzipFile(fileobj=io.BytesIO(body)) as unpacked:
-                    body = unpacked.read(_SITEMAP_MAX_BYTES + 1)
-            except (OSError, EOFError):
-                return None
-            if len(body) > _SITEMAP_MAX_BYTES:
-                return None
-        # XML, possibly after a UTF-8 byte order mark (some CMSs write one).
-        return body if body.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"<" else None
 
     # -- page types ------------------------------------------------------------------------
     def _parse_page(self, response: Response, name: str) -> Iterator[Any]:
@@ -133,6 +115,25 @@ class GenericSpider(ProductionSpider):
         self.count("items")
         fields = {k: v for k, v in extraction.fields.items() if k not in _PLATFORM_FIELDS}
         return schema_by_type(self.profile.item_type).cls(**fields)
+
+
+def read_sitemap(body: bytes) -> Sitemap:
+    """A sitemap or sitemap index, as served (gzipped too, or after a UTF-8 byte order
+    mark some CMSs write); ValueError saying why ``body`` is none."""
+    if body[:2] == b"\x1f\x8b":  # served as a .gz file rather than Content-Encoding
+        try:
+            body = gunzip(body, max_size=_SITEMAP_MAX_BYTES)  # a decompression bomb: refused
+        except (OSError, EOFError, ValueError):
+            raise ValueError("not a sitemap (XML or gzipped XML)") from None
+    if body.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()[:1] != b"<":
+        raise ValueError("not a sitemap (XML or gzipped XML)")
+    try:
+        sitemap = Sitemap(body)
+    except Exception as exc:  # lxml's errors on broken XML
+        raise ValueError(f"unreadable sitemap ({exc})") from None
+    if sitemap.type not in ("sitemapindex", "urlset"):
+        raise ValueError(f"not a sitemap (an XML <{sitemap.type}> document)")
+    return sitemap
 
 
 def generic_spider(profile: SiteProfile) -> type[GenericSpider]:

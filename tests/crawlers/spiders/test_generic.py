@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -32,7 +33,7 @@ from crawlers.items import Product
 from crawlers.profiles import ProfileError, SiteProfile
 from crawlers.spiderloader import ProfileSpiderLoader
 from crawlers.spiders.demo import DemoSpider
-from crawlers.spiders.generic import GenericSpider, generic_spider
+from crawlers.spiders.generic import GenericSpider, generic_spider, read_sitemap
 from demo_site.catalog import build_catalog
 from fingerprints.extraction import site_spider
 from services.demo_site import DemoSite
@@ -463,3 +464,19 @@ def test_a_profile_only_site_runs_on_the_frontier_from_the_producer(
     rows = [json.loads(line) for line in output.read_text().splitlines()]
     check_maps_crawl(rows, final_stats(log), sitemap_site.url)
     assert {row["job_id"] for row in rows} == {job_id}
+
+
+def test_read_sitemap_takes_gzip_and_a_byte_order_mark_and_names_what_it_refuses() -> None:
+    urlset = b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>/a</loc></url></urlset>'
+    for body in (urlset, gzip.compress(urlset), b"\xef\xbb\xbf" + urlset):
+        sitemap = read_sitemap(body)
+        assert sitemap.type == "urlset" and [entry["loc"] for entry in sitemap] == ["/a"]
+    for body, why in [
+        (b"<html><body>Not found</body></html>", "not a sitemap (an XML <html> document)"),
+        (b"User-agent: *", "not a sitemap (XML or gzipped XML)"),
+        (b"\x1f\x8b broken", "not a sitemap (XML or gzipped XML)"),
+        # More than 50 MiB unpacked (a decompression bomb) is refused, not read.
+        (gzip.compress(b"<urlset>" + b" " * (51 * 1024 * 1024)), "not a sitemap"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(why)):
+            read_sitemap(body)
