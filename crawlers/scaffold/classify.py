@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 from scrapy.http import HtmlResponse
 
 from crawlers.spiders.common import has_type, structured_nodes
+from crawlers.spiders.rules import url_target
 
 # schema.org types of an item page's main node -> the platform's item type.
 ITEM_TYPES: Mapping[str, tuple[str, ...]] = {
@@ -82,7 +83,7 @@ class Page:
 
     @property
     def path(self) -> str:
-        return path_of(self.url)
+        return url_target(self.url)
 
 
 @dataclass(frozen=True)
@@ -92,12 +93,6 @@ class Link:
     classes: tuple[str, ...] = ()
     selector: str = "a"  # the anchor's own CSS (``a.product-link``), for follow rules
     parent: str = ""  # the nearest classed ancestor's CSS (``ul.product-grid``)
-
-
-def path_of(url: str) -> str:
-    """The path and query of ``url`` (what url_patterns are searched in)."""
-    parts = urlsplit(url)
-    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def page_links(url: str, html: str) -> list[Link]:
@@ -218,7 +213,7 @@ def _looks_variable(segment: str) -> bool:
 
 
 def matches(patterns: Iterable[str], url: str) -> bool:
-    target = path_of(url)
+    target = url_target(url)
     return any(re.search(pattern, target) for pattern in patterns)
 
 
@@ -263,7 +258,7 @@ class Classification:
         for page_type in self.types.values():
             if any(page.url == url for page in page_type.pages):
                 return page_type.name
-        path = path_of(url)
+        path = url_target(url)
         for page_type in self.types.values():
             if page_type.role != HOME and any(re.search(r, path) for r in page_type.regexes):
                 return page_type.name
@@ -279,7 +274,7 @@ def classify(pages: Sequence[Page], start_url: str, item_type: str | None = None
     chosen = item_type or (seen.most_common(1)[0][0] if seen else None)
     types: dict[str, PageType] = {}
     # The start page by its URL, or by how it was reached (a redirected start URL).
-    start = {path_of(start_url)} | {page.path for page in good if page.source == "start"}
+    start = {url_target(start_url)} | {page.path for page in good if page.source == "start"}
     details = [
         page
         for page in good

@@ -21,7 +21,8 @@ from urllib.parse import urljoin
 from parsel import Selector
 
 from crawlers.scaffold.classify import Page, PageType
-from crawlers.spiders.common import has_type, schema_name
+from crawlers.spiders.common import schema_name
+from crawlers.spiders.rules import first_node, node_values
 
 # (schema.org path, item field, value map) per item type; the first path found on most
 # pages wins a field.
@@ -169,28 +170,14 @@ class FieldProposal:
 
 
 def path_values(node: Any, path: str) -> list[Any]:
-    """Every value at a dotted path of a structured-data node, lists flattened."""
-    values = [node]
-    for part in path.split("."):
-        nxt = []
-        for value in values:
-            for entry in value if isinstance(value, list) else [value]:
-                if isinstance(entry, dict) and part in entry:
-                    nxt.append(entry[part])
-        values = nxt
-    flat = []
-    for value in values:
-        flat += value if isinstance(value, list) else [value]
-    return [v for v in flat if v not in (None, "", [], {})]
+    """Every non-empty value at a dotted path of a structured-data node, as a ``data``
+    rule reads it."""
+    return [v for v in node_values(node, path) if v not in ("", [], {})]
 
 
 def main_node(page: Page, schema_type: str) -> dict[str, Any] | None:
     """The page's item node (JSON-LD first, then microdata), as the rules engine reads it."""
-    for syntax in ("json-ld", "microdata"):
-        for node in page.nodes[syntax]:
-            if has_type(node, schema_type):
-                return node
-    return None
+    return first_node([*page.nodes["json-ld"], *page.nodes["microdata"]], schema_type)
 
 
 def propose_fields(

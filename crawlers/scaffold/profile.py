@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from crawlers.profiles import generic_callback
-from crawlers.scaffold.classify import HOME, Classification, PageType, path_of
+from crawlers.scaffold.classify import HOME, Classification, PageType
 from crawlers.scaffold.fields import FieldProposal, propose_fields
 from crawlers.scaffold.propose import FollowProposal, propose_follow, same_host_paths, sample_paths
 from crawlers.scaffold.write import Entry, TomlTable, render
 from crawlers.spiders.common import is_loopback
+from crawlers.spiders.rules import url_target
 
 
 @dataclass
@@ -106,7 +107,7 @@ def profile_text(proposal: Proposal, command: str) -> str:
     parts = urlsplit(proposal.url)
     base_url = f"{parts.scheme}://{parts.netloc}"
     classification = proposal.classification
-    start_path = path_of(proposal.url)
+    start_path = url_target(proposal.url)
     header = [
         f"{proposal.site}: scaffolded by `{command}`.",
         "A profile-driven site (crawlers/spiders/generic.py): page types, follow rules and",

@@ -19,8 +19,8 @@ from crawlers.scaffold.classify import (
     PageType,
     page_number,
     pagination_links,
-    path_of,
 )
+from crawlers.spiders.rules import url_target
 
 # -- follow rules ------------------------------------------------------------------------------
 
@@ -153,4 +153,4 @@ def _spread(paths: Sequence[str], limit: int) -> list[str]:
 
 
 def same_host_paths(urls: Iterable[str], host: str) -> list[str]:
-    return list(dict.fromkeys(path_of(url) for url in urls if urlsplit(url).netloc == host))
+    return list(dict.fromkeys(url_target(url) for url in urls if urlsplit(url).netloc == host))

@@ -55,21 +55,29 @@ __all__ = [
     "Extraction",
     "extract_fields",
     "field_kinds",
+    "first_node",
     "follow_links",
     "item_node",
+    "node_values",
     "page_type_for",
     "read_page",
+    "url_target",
 ]
 
 # -- page types and links ------------------------------------------------------------------------
+
+
+def url_target(url: str) -> str:
+    """What ``url_patterns`` are searched in: the URL's path (``/`` for none) and query."""
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def page_type_for(
     url: str, pages: Mapping[str, PageTable], default: str | None = None
 ) -> str | None:
     """The first page type whose ``url_patterns`` one matches ``url``'s path and query."""
-    parts = urlsplit(url)
-    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    target = url_target(url)
     for name, page in pages.items():
         if any(re.search(pattern, target) for pattern in page.url_patterns):
             return name
@@ -123,11 +131,18 @@ class Extraction:
 def item_node(response: TextResponse, item: str | None) -> dict[str, Any] | None:
     """The page's structured-data node of schema.org type ``item`` (JSON-LD first, then
     microdata); with no type named, the first node. None when the page has none."""
-    nodes = structured_nodes(response, "json-ld", "microdata")
-    for node in nodes:
-        if item is None or has_type(node, item):
-            return node
-    return None
+    return first_node(structured_nodes(response, "json-ld", "microdata"), item)
+
+
+def first_node(nodes: Iterable[dict[str, Any]], item: str | None) -> dict[str, Any] | None:
+    """The first of ``nodes`` of schema.org type ``item`` (any type when None)."""
+    return next((node for node in nodes if item is None or has_type(node, item)), None)
+
+
+def node_values(node: Any, path: str) -> list[Any]:
+    """Every value at a dotted ``path`` of a structured-data node (what a ``data`` rule
+    reads), lists flattened at each step."""
+    return _path(node, path.split("."))
 
 
 def extract_fields(response: TextResponse, page: PageTable, item_type: str) -> dict[str, Any]:
@@ -220,7 +235,7 @@ def _source(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None
         if rule.data.startswith("og:"):
             query = f'//meta[@property="{rule.data}"]/@content'
             return response.xpath(query).getall()
-        return _path(node, rule.data.split(".")) if node is not None else []
+        return node_values(node, rule.data) if node is not None else []
     if rule.url is not None:
         match = re.search(rule.url, response.url)
         return [] if match is None else [match.group(1) if match.groups() else match.group(0)]

@@ -18,6 +18,7 @@ from crawlers.spiders.rules import (
     item_node,
     page_type_for,
     read_page,
+    url_target,
 )
 
 URL = "https://shop.example/product/SKU-1?ref=home"
@@ -485,6 +486,15 @@ def test_page_type_for_falls_back_to_the_default_and_keeps_declaration_order() -
         "second": PageTable.model_validate({"url_patterns": ["/product/"]}),
     }
     assert page_type_for("https://s.example/product/1", both) == "first"
+
+
+def test_a_url_without_a_path_is_its_site_root() -> None:
+    """The scaffold writes ``^/$`` for the home page; a start URL given without its slash
+    is the same page."""
+    home = {"home": PageTable.model_validate({"url_patterns": ["^/$"]})}
+    assert url_target("https://s.example") == "/"
+    assert url_target("https://s.example?lang=en") == "/?lang=en"
+    assert page_type_for("https://s.example", home) == "home"
 
 
 LISTING = """
