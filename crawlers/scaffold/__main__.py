@@ -10,9 +10,10 @@ write.py), tries them on the sample with the generic spider's rules engine (veri
 and writes:
 
 - the profile: ``<profiles dir>/<site>.toml`` (crawlers/profiles, or SITE_PROFILES_DIR);
-- fixtures: ``<sites dir>/<site>/fixtures/<page_type>/*.html``, the pages of each page
-  type's ``sample_paths`` (fingerprints/sites, or FINGERPRINT_SITES_DIR);
-- the baseline: ``python -m fingerprints baseline <site>`` on those fixtures.
+- fixtures and baseline: ``python -m fingerprints baseline <site> --from-url <base URL>``,
+  the one fixture recipe (docs/sites.md): each page type's ``sample_paths`` fetched
+  through the gate's own sampler into ``<sites dir>/<site>/fixtures/<page_type>/`` and
+  the baseline computed from them (fingerprints/sites, or FINGERPRINT_SITES_DIR).
 
 It prints the page types found, each field's fill rate on the sampled item pages, the
 item fields it could not find and what to check by hand. It never overwrites a site's
@@ -39,15 +40,16 @@ from core.items_schema import registered_types, schema_by_type
 from crawlers import items  # noqa: F401 (registers the item types)
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, shown_path
 from crawlers.scaffold.classify import Classification, classify
-from crawlers.scaffold.profile import Proposal, profile_text, propose
+from crawlers.scaffold.profile import profile_text, propose
 from crawlers.scaffold.sample import Sample, SampleError, sample_site
 from crawlers.scaffold.verify import report, verify
-from crawlers.scaffold.write import FIXTURES_DIR, write_fixtures
 from crawlers.sidecrawl import add_settings_option
 
 SITES_DIR = fingerprint_sites_dir(REPO_ROOT / "fingerprints" / "sites")
 DEFAULT_PAGES = 60
-BASELINE_FILE = "baseline.json"  # written by `python -m fingerprints baseline`
+# What `python -m fingerprints baseline` writes under a site's directory.
+BASELINE_FILE = "baseline.json"
+FIXTURES_DIR = "fixtures"
 _SITE_NAME = re.compile(r"[a-z0-9_]+")
 
 
@@ -123,8 +125,11 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         )
     for failed, why in list(sample.errors.items())[:1]:
         proposal.check.append(f"{len(sample.errors)} page(s) got no response, e.g. {failed}: {why}")
-    written = write_site(profile_path, site_dir, text, proposal)
-    status, tail = run_baseline(site, profile_path.parent, site_dir.parent)
+    write_profile(profile_path, site_dir, text)
+    base_url = profile.base_url
+    status, tail = run_baseline(site, profile_path.parent, site_dir.parent, base_url, args.settings)
+    written = [shown_path(profile_path)]
+    written += [shown_path(path) for path in sorted((site_dir / FIXTURES_DIR).glob("*/*.html"))]
     if status == 0:
         written.append(shown_path(site_dir / BASELINE_FILE))
     else:
@@ -184,26 +189,25 @@ def check_detail_pages(
     )
 
 
-def write_site(profile_path: Path, site_dir: Path, text: str, proposal: Proposal) -> list[str]:
+def write_profile(profile_path: Path, site_dir: Path, text: str) -> None:
     profile_path.parent.mkdir(parents=True, exist_ok=True)
     profile_path.write_text(text, encoding="utf-8")
     # A replaced site (--force) keeps nothing of its old page types: fixtures of a page
     # type no longer proposed would enter the baseline, an old baseline would outlive them.
     shutil.rmtree(site_dir / FIXTURES_DIR, ignore_errors=True)
     (site_dir / BASELINE_FILE).unlink(missing_ok=True)
-    by_url = {page.path: page for t in proposal.classification.types.values() for page in t.pages}
-    fixtures = {
-        name: [(path, by_url[path].html) for path in paths if path in by_url]
-        for name, paths in proposal.samples.items()
-    }
-    written = [shown_path(profile_path)]
-    written += [shown_path(path) for path in write_fixtures(site_dir, fixtures)]
-    return written
 
 
-def run_baseline(site: str, profiles_dir: Path, sites_dir: Path) -> tuple[int, str]:
-    """``python -m fingerprints baseline <site>`` on the new fixtures (a subprocess: the
-    gate's layer is above this one). Its exit status and last line."""
+def run_baseline(
+    site: str,
+    profiles_dir: Path,
+    sites_dir: Path,
+    base_url: str,
+    settings: Sequence[tuple[str, str]],
+) -> tuple[int, str]:
+    """``python -m fingerprints baseline <site> --from-url <base_url>``: the fixtures of
+    the new profile's sample paths and the baseline (a subprocess: the gate's layer is
+    above this one). Its exit status and last line."""
     command = [
         sys.executable,
         "-m",
@@ -214,7 +218,11 @@ def run_baseline(site: str, profiles_dir: Path, sites_dir: Path) -> tuple[int, s
         str(profiles_dir),
         "baseline",
         site,
+        "--from-url",
+        base_url,
     ]
+    for name, value in settings:
+        command += ["-s", f"{name}={value}"]
     done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
     lines = (done.stderr.strip() or done.stdout.strip()).splitlines()
     return done.returncode, lines[-1] if lines else f"exit {done.returncode}"

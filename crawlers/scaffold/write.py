@@ -1,4 +1,4 @@
-"""Writing what the scaffold proposes: the profile as commented TOML, and fixture pages.
+"""Writing what the scaffold proposes: the profile as commented TOML.
 
 The standard library reads TOML but does not write it; profiles are small and their
 values plain (strings, numbers, booleans, lists, inline tables), so this module writes
@@ -12,11 +12,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-FIXTURES_DIR = "fixtures"
 
 
 @dataclass(frozen=True)
@@ -75,29 +73,3 @@ def render(header: Sequence[str], top: Sequence[Entry], tables: Sequence[TomlTab
         lines.append(f"[{'.'.join(key(part) for part in table.name.split('.'))}]")
         lines += [_entry(entry) for entry in table.entries]
     return "\n".join(lines) + "\n"
-
-
-# -- fixtures ----------------------------------------------------------------------------------
-
-
-def fixture_name(path: str) -> str:
-    """The fixture file of a page fetched from ``path``: the name ``python -m fingerprints
-    baseline --from-url`` gives it too (``/category/x?page=2`` -> ``category-x-page-2.html``)."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", path).strip("-")
-    return f"{slug or 'index'}.html"
-
-
-def write_fixtures(site_dir: Path, pages: Mapping[str, Sequence[tuple[str, str]]]) -> list[Path]:
-    """``<site_dir>/fixtures/<page_type>/<name>.html`` per (path, HTML); page type
-    directories are replaced as a whole."""
-    written = []
-    for page_type, entries in pages.items():
-        directory = site_dir / FIXTURES_DIR / page_type
-        directory.mkdir(parents=True, exist_ok=True)
-        for old in directory.glob("*.htm*"):
-            old.unlink()
-        for path, html in entries:
-            target = directory / fixture_name(path)
-            target.write_text(html, encoding="utf-8")
-            written.append(target)
-    return written

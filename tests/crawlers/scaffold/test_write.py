@@ -8,7 +8,7 @@ from pathlib import Path
 from crawlers.profiles import SiteProfile
 from crawlers.scaffold.classify import classify
 from crawlers.scaffold.profile import profile_text, propose
-from crawlers.scaffold.write import Entry, TomlTable, fixture_name, render, value, write_fixtures
+from crawlers.scaffold.write import Entry, TomlTable, render, value
 from tests.crawlers.scaffold.support import BASE, shop_pages
 
 
@@ -67,17 +67,3 @@ def test_the_proposed_profile_loads(tmp_path: Path) -> None:
     assert proposal.check == []
     bare = propose("acme", BASE + "/", classification, [])
     assert bare.check == ["no sitemap found (robots.txt, /sitemap.xml, /sitemap_index.xml)"]
-
-
-def test_fixtures(tmp_path: Path) -> None:
-    assert fixture_name("/category/x?page=2") == "category-x-page-2.html"
-    assert fixture_name("/") == "index.html"
-    old = tmp_path / "fixtures" / "listing" / "stale.html"
-    old.parent.mkdir(parents=True)
-    old.write_text("x")
-    written = write_fixtures(tmp_path, {"listing": [("/c/a", "<p>a</p>")], "home": [("/", "h")]})
-    assert [p.relative_to(tmp_path).as_posix() for p in written] == [
-        "fixtures/listing/c-a.html",
-        "fixtures/home/index.html",
-    ]
-    assert not old.exists()
