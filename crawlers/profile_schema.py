@@ -79,8 +79,18 @@ def _cron(expression: str) -> str:
 
 
 _PAGE_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+# A site's name: its profile's file name, and part of its worker service, Redis keys,
+# index names and deployment, so lowercase letters, digits and _ only.
+SITE_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")
 
 Text = Annotated[str, _expected("a non-empty string", lambda value: bool(value.strip()))]
+SiteName = Annotated[
+    str,
+    _expected(
+        "a site name of a-z, 0-9 and _ (e.g. acme_shop)",
+        lambda name: bool(SITE_NAME.fullmatch(name)),
+    ),
+]
 HttpUrl = Annotated[str, _expected("an http(s) URL like https://www.example.com", _is_http_url)]
 UrlPath = Annotated[str, _expected("a path starting with /", lambda value: value.startswith("/"))]
 UrlPaths = Annotated[tuple[UrlPath, ...], BeforeValidator(_list_as_tuple)]

@@ -40,6 +40,7 @@ from crawlers.profile_schema import (
     Politeness,
     Recrawl,
     RenderMode,
+    SiteName,
     Table,
     Text,
     Timeouts,
@@ -75,7 +76,7 @@ class ProfileError(ValueError):
 
 
 class SiteProfile(Table):
-    site: str
+    site: SiteName
     item_type: Text
     base_url: HttpUrl
     start_paths: UrlPaths = ("/",)

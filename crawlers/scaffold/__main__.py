@@ -24,7 +24,6 @@ baseline was refused (see its message), 2 an operator's mistake or an unusable s
 from __future__ import annotations
 
 import argparse
-import re
 import shlex
 import shutil
 import subprocess
@@ -38,6 +37,7 @@ from urllib.parse import urlsplit
 from core.config import REPO_ROOT, OperatorError, fingerprint_sites_dir
 from core.items_schema import registered_types, schema_by_type
 from crawlers import items  # noqa: F401 (registers the item types)
+from crawlers.profile_schema import SITE_NAME
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, shown_path
 from crawlers.scaffold.classify import Classification, classify
 from crawlers.scaffold.profile import profile_text, propose
@@ -50,7 +50,6 @@ DEFAULT_PAGES = 60
 # What `python -m fingerprints baseline` writes under a site's directory.
 BASELINE_FILE = "baseline.json"
 FIXTURES_DIR = "fixtures"
-_SITE_NAME = re.compile(r"[a-z0-9_]+")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -142,7 +141,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def check_arguments(site: str, url: str, pages: int, item_type: str | None) -> None:
-    if not _SITE_NAME.fullmatch(site):
+    if not SITE_NAME.fullmatch(site):
         raise OperatorError(f"site name {site!r}: use a-z, 0-9 and _ only (e.g. acme_shop)")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:

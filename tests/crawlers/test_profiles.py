@@ -126,3 +126,17 @@ def test_site_profiles_dir_moves_every_profile(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == f"{tmp_path.resolve()} ['shop']"
+
+
+@pytest.mark.parametrize("site", ["Acme-Shop", "_shop", "shop.de"])
+def test_a_site_name_that_cannot_name_its_services_is_refused(tmp_path: Path, site: str) -> None:
+    """The file name is the site's name, which also names its worker service, Redis keys
+    and indices: one rule for it (crawlers.profile_schema.SITE_NAME), here, in the
+    scaffold and in orchestration.wiring."""
+    (tmp_path / f"{site}.toml").write_text(SHOP)
+    with pytest.raises(ProfileError) as info:
+        SiteProfile.load(site, tmp_path)
+    assert str(info.value) == (
+        f"{tmp_path / (site + '.toml')}: site: expected a site name of a-z, 0-9 and _ "
+        f'(e.g. acme_shop), got "{site}"'
+    )
