@@ -32,13 +32,17 @@ from typing import Any, Literal
 from lxml import etree
 from lxml import html as lxml_html
 
-Kind = Literal["ok", "blocked", "captcha", "throttled", "error"]
-MarkerKind = Literal["blocked", "captcha", "throttled"]
+Kind = Literal["ok", "blocked", "challenge", "captcha", "throttled", "error"]
+MarkerKind = Literal["blocked", "challenge", "captcha", "throttled"]
 Scope = Literal["anywhere", "title", "thin"]
-BLOCK_KINDS: frozenset[str] = frozenset({"blocked", "captcha", "throttled"})
-_MARKER_KINDS = ("blocked", "captcha", "throttled")
-# A challenge page often also says "denied": report the more specific kind.
-_PRECEDENCE = ("captcha", "blocked", "throttled")
+# challenge: a JavaScript check a real browser passes by itself (DataDome's interstitial,
+# Cloudflare's "Just a moment...", AWS WAF's challenge.js); captcha: a check that needs a
+# person. The fetch layer passes the first in Chromium and never tries the second.
+BLOCK_KINDS: frozenset[str] = frozenset({"blocked", "challenge", "captcha", "throttled"})
+_MARKER_KINDS = ("blocked", "challenge", "captcha", "throttled")
+# A challenge page often also says "denied": report the more specific kind; a page that
+# shows a CAPTCHA widget inside a JavaScript challenge needs the person.
+_PRECEDENCE = ("captcha", "challenge", "blocked", "throttled")
 _SCOPES = ("anywhere", "title", "thin")
 _SCOPE_TEXT = {"anywhere": "", "title": " in <title>", "thin": " on a thin page"}
 
@@ -59,7 +63,8 @@ class Verdict:
 
     @property
     def is_block(self) -> bool:
-        """Blocked, CAPTCHA or throttled: the site refused us (as opposed to an error)."""
+        """Blocked, challenged, CAPTCHA or throttled: the site refused us (as opposed to
+        an error)."""
         return self.kind in BLOCK_KINDS
 
     def __str__(self) -> str:
@@ -103,21 +108,28 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 _HUMAN = r"verify (?:that )?you are (?:a )?human|are you a robot|are you human|i am not a robot"
 
 GENERIC_MARKERS: tuple[Marker, ...] = (
-    # DataDome: the challenge page loads c.js (CAPTCHA) or i.js (interstitial) from its
-    # challenge host; protected real pages load js.datadome.co/tags.js instead.
+    # DataDome: its CAPTCHA page loads c.js (``'rt':'c'``), its JavaScript interstitial
+    # i.js (``'rt':'i'``), both from its challenge host; protected real pages load
+    # js.datadome.co/tags.js instead.
     Marker(
-        "datadome challenge",
-        r"captcha-delivery\.com/[ci]\.js|geo\.captcha-delivery\.com/(?:captcha|interstitial)",
+        "datadome captcha",
+        r"captcha-delivery\.com/c\.js|geo\.captcha-delivery\.com/captcha",
         "captcha",
         needles=("captcha-delivery.com",),
     ),
-    # What DataDome's CAPTCHA page shows before its script runs: the same on every site it
+    Marker(
+        "datadome interstitial",
+        r"captcha-delivery\.com/i\.js|geo\.captcha-delivery\.com/interstitial",
+        "challenge",
+        needles=("captcha-delivery.com",),
+    ),
+    # What DataDome's pages show before their script runs: the same on every site it
     # protects (seen on idealista), so the page is known when the script comes from
-    # another host name.
+    # another host name. A browser finds out which of the two it is.
     Marker(
         "datadome interstitial text",
         r"please enable js and disable any ad blocker",
-        "captcha",
+        "challenge",
         "thin",
         needles=("ad blocker",),
     ),
@@ -126,10 +138,10 @@ GENERIC_MARKERS: tuple[Marker, ...] = (
     Marker(
         "cloudflare challenge",
         r"_cf_chl_opt|\bcf-chl-|\bcf_chl_",
-        "captcha",
+        "challenge",
         needles=("cf_chl", "cf-chl"),
     ),
-    Marker("cloudflare challenge", r"^\s*just a moment", "captcha", "title"),
+    Marker("cloudflare challenge", r"^\s*just a moment", "challenge", "title"),
     Marker("cloudflare block", r"attention required!? \| cloudflare", "blocked", "title"),
     Marker(
         "cloudflare block",
@@ -139,15 +151,23 @@ GENERIC_MARKERS: tuple[Marker, ...] = (
         needles=("been blocked",),
     ),
     # AWS WAF challenge and CAPTCHA interstitials: an empty page that runs the WAF's
-    # JavaScript (``AwsWafIntegration.getToken()`` then a reload; the CAPTCHA variant's
-    # ``window.gokuProps``). Protected real pages load the same challenge.js for a silent
-    # token and set ``awsWafCookieDomainList`` too, so the script and the integration
-    # count only on a thin page; gokuProps (the interstitial's sealed context) anywhere.
-    Marker("aws waf challenge", r"window\.gokuProps\s*=", "captcha", needles=("gokuprops",)),
+    # JavaScript (``AwsWafIntegration.getToken()`` then a reload; the interstitials'
+    # sealed context ``window.gokuProps``). The CAPTCHA variant loads captcha.js.
+    # Protected real pages load the same challenge.js for a silent token and set
+    # ``awsWafCookieDomainList`` too, so the script and the integration count only on a
+    # thin page; gokuProps anywhere.
+    Marker(
+        "aws waf captcha",
+        r"awswaf\.com/[^\"']*/captcha\.js|AwsWafCaptcha\.\w+\(",
+        "captcha",
+        "thin",
+        needles=("awswaf.com", "awswafcaptcha"),
+    ),
+    Marker("aws waf challenge", r"window\.gokuProps\s*=", "challenge", needles=("gokuprops",)),
     Marker(
         "aws waf challenge",
-        r"AwsWafIntegration\.\w+\(|awswaf\.com/[^\"']*/(?:challenge|captcha)\.js",
-        "captcha",
+        r"AwsWafIntegration\.\w+\(|awswaf\.com/[^\"']*/challenge\.js",
+        "challenge",
         "thin",
         needles=("awswafintegration", "awswaf.com"),
     ),
@@ -336,9 +356,9 @@ def classify(
 ) -> Verdict:
     """The verdict on one response.
 
-    Order matters: 429 is throttling whatever the body says; a challenge page is a
-    CAPTCHA whether it came with 200, 403 or 503; then 401/403 are blocks, other 4xx
-    and 5xx are errors; a 200 needs a real body.
+    Order matters: 429 is throttling whatever the body says; a challenge or CAPTCHA page
+    is one whether it came with 200, 403 or 503; then 401/403 are blocks, other 4xx and
+    5xx are errors; a 200 needs a real body.
     """
     rules = rules or DEFAULT_RULES
     if status == 429:
@@ -346,10 +366,13 @@ def classify(
         reason = "HTTP 429" + (f" (Retry-After: {retry})" if retry else "")
         return Verdict("throttled", reason, status)
     if _header(headers, "cf-mitigated").lower() == "challenge":
-        return Verdict("captcha", "cloudflare challenge (cf-mitigated header)", status)
+        return Verdict("challenge", "cloudflare challenge (cf-mitigated header)", status)
     # AWS WAF names its action on the answer (202 challenge, 405 CAPTCHA).
-    if _header(headers, "x-amzn-waf-action").lower() in ("challenge", "captcha"):
-        return Verdict("captcha", "aws waf challenge (x-amzn-waf-action header)", status)
+    waf_action = _header(headers, "x-amzn-waf-action").lower()
+    if waf_action == "challenge":
+        return Verdict("challenge", "aws waf challenge (x-amzn-waf-action header)", status)
+    if waf_action == "captcha":
+        return Verdict("captcha", "aws waf captcha (x-amzn-waf-action header)", status)
 
     page = _Page(body, rules)
     for kind in _PRECEDENCE:

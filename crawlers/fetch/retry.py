@@ -122,7 +122,7 @@ class BlockRetryMiddleware(RetryMiddleware):
         stats = self.stats
         classified = stats.get_value("responses/classified", 0)
         blocks = stats.get_value("blocks/total", 0)
-        kinds = ("blocked", "captcha", "throttled")
+        kinds = ("blocked", "challenge", "captcha", "throttled")
         logger.info(
             "fetch summary: %d responses classified, %d blocks (%s), block rate %.2f%%; "
             "%d errors; gave up on %d block pages, %d errors, %d network failures",

@@ -94,10 +94,27 @@ def test_demo_error_and_normal_pages(site: DemoSite) -> None:
             {},
             b"<html><head><title>Just a moment...</title></head><body>"
             b"<script>window._cf_chl_opt={cvId: '3'}</script></body></html>",
-            "captcha",
+            "challenge",
             "cloudflare",
         ),
-        (403, {"cf-mitigated": "challenge"}, b"<html></html>", "captcha", "cf-mitigated"),
+        (403, {"cf-mitigated": "challenge"}, b"<html></html>", "challenge", "cf-mitigated"),
+        # DataDome's JavaScript interstitial (a browser passes it) vs its CAPTCHA page.
+        (
+            403,
+            {},
+            b"<html><body><script>var dd={'rt':'i','host':'geo.captcha-delivery.com'}</script>"
+            b"<script src='https://ct.captcha-delivery.com/i.js'></script></body></html>",
+            "challenge",
+            "datadome interstitial",
+        ),
+        (
+            403,
+            {},
+            b"<html><body><p>Please enable JS and disable any ad blocker</p>"
+            b"<script src='https://ct.captcha-delivery.com/c.js'></script></body></html>",
+            "captcha",
+            "datadome captcha",
+        ),
         (
             200,
             {},
@@ -193,39 +210,42 @@ def test_site_markers_come_from_profile_settings() -> None:
 
 @needs_real_pages
 def test_real_datadome_block_page_is_a_captcha_with_any_status() -> None:
+    """idealista's DataDome page says ``'rt':'c'`` and loads c.js: a CAPTCHA for a person."""
     body = (REAL_PAGES / "idealista" / "datadome_block_page.html").read_bytes()
     for status in (200, 403):
         verdict = classify(status, {"Content-Type": "text/html"}, body)
-        assert (verdict.kind, verdict.reason) == ("captcha", "datadome challenge")
+        assert (verdict.kind, verdict.reason) == ("captcha", "datadome captcha")
 
 
 @needs_real_pages
-def test_real_aws_waf_challenge_is_a_captcha_by_the_generic_rules() -> None:
-    """booking.com's AWS WAF challenge: an empty page running AwsWafIntegration; real
-    booking.com pages load the same challenge.js and set awsWafCookieDomainList too."""
+def test_real_aws_waf_challenge_is_a_challenge_by_the_generic_rules() -> None:
+    """booking.com's AWS WAF challenge: an empty page running AwsWafIntegration (a browser
+    passes it by itself); real booking.com pages load the same challenge.js and set
+    awsWafCookieDomainList too."""
     body = (REAL_PAGES / "booking_com" / "awswaf_block_page.html").read_bytes()
     for status in (202, 200):
         verdict = classify(status, {"Content-Type": "text/html"}, body)
-        assert str(verdict) == "captcha: aws waf challenge on a thin page"
+        assert str(verdict) == "challenge: aws waf challenge on a thin page"
     for name in ("hotel_2026.html", "search_2025_03.html", "search_2025.html"):
         assert b"challenge.js" in (page := (REAL_PAGES / "booking_com" / name).read_bytes())
         assert classify(200, {"Content-Type": "text/html"}, page).ok, name
 
 
-def test_aws_waf_action_header_is_a_captcha_whatever_the_body() -> None:
+def test_aws_waf_action_header_names_the_kind_whatever_the_body() -> None:
     body = b"<html><body>" + b"<p>a page</p>" * 200 + b"</body></html>"
     for action, status in (("challenge", 202), ("captcha", 405)):
         verdict = classify(status, {"x-amzn-waf-action": action}, body)
         assert (str(verdict), verdict.status) == (
-            "captcha: aws waf challenge (x-amzn-waf-action header)",
+            f"{action}: aws waf {action} (x-amzn-waf-action header)",
             status,
         )
     assert classify(200, {"X-Amzn-Waf-Action": "allow"}, body).ok
 
 
-def test_datadome_text_without_its_script_is_a_captcha_on_a_thin_page_only() -> None:
+def test_datadome_text_without_its_script_is_a_challenge_on_a_thin_page_only() -> None:
+    """Without the script nothing says which of DataDome's pages it is: the browser finds out."""
     thin = b"<html><body><p id='cmsg'>Please enable JS and disable any ad blocker</p></body></html>"
-    assert str(classify(403, {}, thin)) == "captcha: datadome interstitial text on a thin page"
+    assert str(classify(403, {}, thin)) == "challenge: datadome interstitial text on a thin page"
     article = b"<p>" + b"Readers: please enable JS and disable any ad blocker. " * 60 + b"</p>"
     assert classify(200, {}, b"<html><body>" + article + b"</body></html>").ok
 

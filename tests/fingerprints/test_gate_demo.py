@@ -180,7 +180,7 @@ def test_layout_v3_crawl_yields_every_item(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("behaviour", "expected"),
     [
-        ({"captcha": {"rate": 1.0, "attempts": None}}, "captcha: datadome challenge"),
+        ({"captcha": {"rate": 1.0, "attempts": None}}, "captcha: datadome captcha"),
         ({"forbidden": {"rate": 1.0, "attempts": None}}, "blocked: access denied"),
         ({"throttle": {"rate": 1.0, "attempts": None, "retry_after": 0}}, "throttled: HTTP 429"),
     ],

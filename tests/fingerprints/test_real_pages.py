@@ -161,7 +161,7 @@ def test_block_page_fails_as_blocked_not_as_structure_change(
         block = Page("https://www.idealista.com/inmueble/1/", "detail_es", status, {}, block_body)
         result = evaluate("idealista", [real, block], baseline)
         assert (result.passed, result.status) == (False, "blocked"), result.summary()
-        assert "captcha: datadome challenge" in result.reason
+        assert "captcha: datadome captcha" in result.reason
         assert result.changed_page_types == []
         assert "structure" not in result.reason
 
@@ -254,5 +254,5 @@ def test_booking_waf_challenge_fails_as_blocked_not_as_structure_change(
         block = Page("https://www.booking.com/hotel/in/x.html", "hotel", status, {}, challenge)
         result = evaluate("booking_com", [real, block], baseline)
         assert (result.passed, result.status) == (False, "blocked"), result.summary()
-        assert "captcha: aws waf challenge" in result.reason
+        assert "challenge: aws waf challenge" in result.reason
         assert result.changed_page_types == []

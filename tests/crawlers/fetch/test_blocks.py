@@ -53,7 +53,7 @@ def test_no_item_from_a_block_page_and_the_block_rate_is_what_was_served(
     assert stats["blocks/total"] == blocks
     assert stats["responses/classified"] == len(log)
     assert stats["blocks/rate"] == round(blocks / len(log), 4)
-    assert stats["blocks/reason/datadome_challenge"] == served["captcha"]
+    assert stats["blocks/reason/datadome_captcha"] == served["captcha"]
     assert stats["blocks/reason/http_429"] == served["throttle"]
     # Refused pages: tried 1 + BLOCK_RETRY_TIMES (3) times, then dropped with a reason.
     assert stats["fetch/gave_up/blocked"] == len(refused)

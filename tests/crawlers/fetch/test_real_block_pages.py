@@ -23,8 +23,8 @@ from tests.sites.support import REAL_PAGES, SITES, SITES_DIR
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 # Saved block pages: (kind, reason slug, the status the site answered with).
 BLOCK_PAGES = {
-    "booking_com/awswaf_block_page.html": ("captcha", "aws_waf_challenge", 202),
-    "idealista/datadome_block_page.html": ("captcha", "datadome_challenge", 403),
+    "booking_com/awswaf_block_page.html": ("challenge", "aws_waf_challenge", 202),
+    "idealista/datadome_block_page.html": ("captcha", "datadome_captcha", 403),
 }
 
 
@@ -68,14 +68,14 @@ def test_real_page_is_a_block_or_content_for_every_site(name: str) -> None:
         assert {site: str(v) for site, v in found.items() if not v.ok} == {}
 
 
-def test_booking_waf_page_without_the_integration_calls_is_still_a_captcha() -> None:
+def test_booking_waf_page_without_the_integration_calls_is_still_a_challenge() -> None:
     """The site marker alone: booking.com's own /__challenge_ script path."""
     path = REAL_PAGES / "booking_com" / "awswaf_block_page.html"
     if not path.is_file():
         pytest.skip(f"saved real page {path} not found")
     body = path.read_bytes().replace(b"AwsWafIntegration", b"Integration")
     assert str(classify(202, HTML, body, rules=rules("booking_com"))) == (
-        "captcha: booking waf challenge on a thin page"
+        "challenge: booking waf challenge on a thin page"
     )
     assert classify(202, HTML, body, rules=rules("trustpilot")).ok  # without the site marker
 

@@ -117,7 +117,7 @@ def test_reason_slugs_are_stable_stat_names() -> None:
     forbidden = classify(403, {}, _FORBIDDEN_PAGE, rules=rules)
     throttled = classify(429, {"Retry-After": "3"}, "", rules=rules)
     assert [reason_slug(v) for v in (captcha, forbidden, throttled)] == [
-        "datadome_challenge",
+        "datadome_captcha",
         "access_denied",
         "http_429",
     ]

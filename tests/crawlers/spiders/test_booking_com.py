@@ -380,12 +380,12 @@ def test_start_entries_get_future_dates_when_built() -> None:
 
 def test_block_pages_are_recognised_and_real_pages_are_not() -> None:
     real_waf = real_page("booking_com/awswaf_block_page.html").read_bytes()
-    assert str(verdict(SITE, real_waf, 202)) == "captcha: aws waf challenge on a thin page"
+    assert str(verdict(SITE, real_waf, 202)) == "challenge: aws waf challenge on a thin page"
     challenge = fixture(SITE, "blocked/aws-waf-challenge.html").read_bytes()  # modelled on it
-    assert str(verdict(SITE, challenge, 202)) == "captcha: aws waf challenge on a thin page"
+    assert str(verdict(SITE, challenge, 202)) == "challenge: aws waf challenge on a thin page"
     captcha = fixture(SITE, "blocked/aws-waf-captcha.html").read_bytes()  # assumed variant
     assert verdict(SITE, captcha, 405).kind == "captcha"
-    assert verdict(SITE, captcha, 200).reason == "aws waf challenge"
+    assert verdict(SITE, captcha, 200).reason == "aws waf captcha on a thin page"
     # Real pages load the same WAF script (challenge.js) for a silent token.
     for name in ("search_2025.html", "search_2025_03.html", "hotel_2026.html", "hotel_old.html"):
         assert verdict(SITE, real_page(f"booking_com/{name}").read_bytes()).ok, name

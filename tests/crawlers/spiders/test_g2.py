@@ -119,7 +119,7 @@ def test_datadome_pages_are_captchas_and_real_pages_are_not() -> None:
     assert verdict(SITE, ours, 200).kind == "captcha"
     other_host = verdict(SITE, fixture(SITE, "blocked/datadome-no-script.html").read_bytes(), 200)
     assert (other_host.kind, other_host.reason) == (
-        "captcha",
+        "challenge",
         "datadome interstitial text on a thin page",
     )
     # The real page loads DataDome's tags.js and Cloudflare's bot detection: a real page.

@@ -407,5 +407,5 @@ def test_the_gate_reports_a_datadome_answer_as_blocked(
         settings=replay.crawl_settings(),
     )
     assert (result.passed, result.status) == (False, "blocked"), result.summary()
-    assert "datadome challenge" in result.reason
+    assert "datadome captcha" in result.reason
     assert result.changed_page_types == []

@@ -189,8 +189,8 @@ def test_a_page_without_reviews_is_counted_not_dropped_silently(
 def test_block_pages_are_recognised_and_real_pages_are_not() -> None:
     challenge = fixture(SITE, "blocked/cloudflare-challenge.html").read_bytes()
     firewall = fixture(SITE, "blocked/cloudflare-firewall.html").read_bytes()
-    assert verdict(SITE, challenge, 403).kind == "captcha"
-    assert verdict(SITE, challenge, 200).kind == "captcha"
+    assert verdict(SITE, challenge, 403).kind == "challenge"
+    assert verdict(SITE, challenge, 200).kind == "challenge"
     assert verdict(SITE, firewall, 200).kind == "blocked"  # the site's own marker
     assert "cloudflare firewall block" in verdict(SITE, firewall, 200).reason
     for path in sorted(fixture(SITE, FIXTURES).glob("*.html")):
