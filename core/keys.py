@@ -166,6 +166,22 @@ class SiteKeys:
         """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
         return f"{self.tag}:store:dead_letters"
 
+    # -- fetch sessions (core.sessions): shared by every worker of the site -------------
+    @property
+    def sessions(self) -> str:
+        """Sorted set: session id -> epoch ms (Redis' clock) it may next be used."""
+        return f"{self.tag}:sessions"
+
+    @property
+    def session_proxies(self) -> str:
+        """Hash: proxy (host:port, "" = direct) -> sessions in the pool using it."""
+        return f"{self.tag}:sessions:proxies"
+
+    @property
+    def session_prefix(self) -> str:
+        """Prefix of each session's hash (``<prefix><id>``; its cookie jar ``...:cookies``)."""
+        return f"{self.tag}:session:"
+
     # -- re-crawls, conditional requests (crawlers.fetch.conditional) -----------------
     @property
     def page_validators(self) -> str:
