@@ -148,9 +148,17 @@ class SiteKeys:
         """Hash: item key -> the parts it was stored without (comma-separated)."""
         return f"{self.tag}:job:{job_id}:incomplete"
 
-    def job_blocked(self, job_id: str) -> str:
-        """Hash: ``<request fingerprint>:<attempt>`` -> block kind, per blocked response."""
-        return f"{self.tag}:job:{job_id}:blocked"
+    def job_responses(self, job_id: str) -> str:
+        """Hash: ``<request fingerprint>:<attempt>`` -> the response's verdict kind (``ok``,
+        ``error``, ``blocked``, ``challenge``, ...), ``:r`` appended when a browser rendered
+        it: every response the job's fetch layer classified."""
+        return f"{self.tag}:job:{job_id}:responses"
+
+    def job_sessions(self, job_id: str) -> str:
+        """Hash: what became of fetch sessions in the job: ``created:<id>``,
+        ``passed:<id>:<generation>`` (a challenge passed in the browser), ``retired:<id>``
+        -> its reason."""
+        return f"{self.tag}:job:{job_id}:sessions"
 
     @property
     def store_spill(self) -> str:

@@ -9,26 +9,37 @@ response, under a name that a re-delivery writes again rather than adds to, and 
 items left the pipelines): a worker killed before the write has its request crawled
 again, which writes the record then.
 
-======================  ====================================  =========================
-figure                  record                                written by
-======================  ====================================  =========================
-``items/scraped``       ``job_verdicts`` (key -> verdict)     dedup (``core.dedup``)
-``items/new|changed|    counts kept with the verdicts         dedup, same Lua call
+==========================  ==================================  ========================
+figure                      record                              written by
+==========================  ==================================  ========================
+``items/scraped``           ``job_verdicts`` (key -> verdict)   dedup (``core.dedup``)
+``items/new|changed|        counts kept with the verdicts       dedup, same Lua call
 unchanged``
-``items/incomplete``    ``job_incomplete`` (key -> parts)     dedup, same Lua call
-``items/stored``        ``job_stored`` (set of keys)          the store's writer, once
-                                                              Elasticsearch accepted it
-                                                              (a seen item's touch too)
-``items/invalid``       ``job_invalid`` (ref -> reason)       validation; an item valid
-                                                              later in the job leaves it
-``blocks/total``        ``job_blocked`` (fp:attempt -> kind)  the fetch retry layer
-======================  ====================================  =========================
+``items/incomplete``        ``job_incomplete`` (key -> parts)   dedup, same Lua call
+``items/stored``            ``job_stored`` (set of keys)        the store's writer, once
+                                                                Elasticsearch accepted it
+                                                                (a seen item's touch too)
+``items/invalid``           ``job_invalid`` (ref -> reason)     validation; an item valid
+                                                                later in the job leaves it
+``pages/total``,            ``job_responses`` (fp:attempt ->    the fetch retry layer,
+``pages/rendered``,         kind, ``:r`` if rendered)           for every response it
+``pages/refused``,                                              classified
+``blocks/total|<kind>``
+``sessions/created``,       ``job_sessions`` (event -> value)   the fetch session layer
+``sessions/retired[/<why>]``,
+``sessions/challenges_passed``
+==========================  ==================================  ========================
+
+``pages/refused``: requests (by fingerprint) whose every response was a block: pages the
+job did not get because the site refused them. A block followed by a good answer (a
+challenge passed, a retry through another session) is counted in ``blocks/*`` only.
 
 Framework-agnostic: no Scrapy here (``crawlers.ledger`` is the crawl's glue).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 import redis
@@ -47,7 +58,16 @@ FIGURES = (
     "items/invalid",
     "items/incomplete",
     "blocks/total",
+    "pages/total",
+    "pages/rendered",
+    "pages/refused",
+    "sessions/created",
+    "sessions/retired",
+    "sessions/challenges_passed",
 )
+# Block kinds the fetch layer records (core.blocks.BLOCK_KINDS), each its own figure.
+BLOCK_FIGURES = ("blocked", "challenge", "captcha", "throttled")
+RENDERED = ":r"
 
 
 # KEYS: any key of the site (routes the call to the master holding the site's slot)
@@ -88,11 +108,29 @@ class JobLedger:
             pipe.expire(self.keys.job_invalid(job_id), self.ttl)
             await pipe.execute()
 
-    async def blocked(self, job_id: str, response_ref: str, kind: str) -> None:
-        """Record a blocked response (``response_ref``: request fingerprint and attempt)."""
+    async def responses(self, job_id: str, records: Iterable[tuple[str, str]]) -> None:
+        """Record classified responses: ``(ref, value)`` with ``ref`` the request
+        fingerprint and attempt and ``value`` its verdict kind (``RENDERED`` appended when
+        a browser rendered it)."""
+        mapping = dict(records)
+        if not mapping:
+            return
+        key = self.keys.job_responses(job_id)
         async with self.server.pipeline(transaction=False) as pipe:
-            pipe.hset(self.keys.job_blocked(job_id), response_ref, kind)
-            pipe.expire(self.keys.job_blocked(job_id), self.ttl)
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, self.ttl)
+            await pipe.execute()
+
+    async def session_events(self, job_id: str, events: Iterable[tuple[str, str]]) -> None:
+        """Record what became of sessions (``created:<id>``, ``passed:<id>:<gen>``,
+        ``retired:<id>`` -> reason); a re-delivered event writes the same field again."""
+        mapping = dict(events)
+        if not mapping:
+            return
+        key = self.keys.job_sessions(job_id)
+        async with self.server.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, self.ttl)
             await pipe.execute()
 
     async def redis_time(self) -> float:
@@ -103,7 +141,7 @@ class JobLedger:
 
 
 def job_figures(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
-    """The job's exact figures (``FIGURES``), counted from its ledger."""
+    """The job's exact figures (``FIGURES`` and ``blocks/<kind>``), counted from its ledger."""
     keys = SiteKeys(site)
     with server.pipeline(transaction=True) as pipe:
         pipe.hlen(keys.job_verdicts(job_id))
@@ -111,8 +149,9 @@ def job_figures(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
         pipe.scard(keys.job_stored(job_id))
         pipe.hlen(keys.job_invalid(job_id))
         pipe.hlen(keys.job_incomplete(job_id))
-        pipe.hlen(keys.job_blocked(job_id))
-        scraped, verdicts, stored, invalid, incomplete, blocked = pipe.execute()
+        pipe.hgetall(keys.job_responses(job_id))
+        pipe.hgetall(keys.job_sessions(job_id))
+        scraped, verdicts, stored, invalid, incomplete, responses, sessions = pipe.execute()
     new, changed, unchanged = (int(value or 0) for value in verdicts)
     return {
         "items/scraped": int(scraped),
@@ -122,8 +161,42 @@ def job_figures(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
         "items/stored": int(stored),
         "items/invalid": int(invalid),
         "items/incomplete": int(incomplete),
-        "blocks/total": int(blocked),
+        **response_figures({_text(k): _text(v) for k, v in responses.items()}),
+        **session_figures(_text(k) for k in sessions),
+        **{f"sessions/retired/{why}": n for why, n in _retired_reasons(sessions).items()},
     }
+
+
+def response_figures(responses: dict[str, str]) -> dict[str, int]:
+    """Pages, renders, blocks by kind and pages refused, from ``job_responses`` records."""
+    kinds: Counter[str] = Counter()
+    rendered = 0
+    outcome: dict[str, bool] = {}  # request fingerprint -> got a non-block answer
+    for ref, value in responses.items():
+        kind = value.removesuffix(RENDERED)
+        rendered += value.endswith(RENDERED)
+        kinds[kind] += 1
+        fingerprint = ref.split(":", 1)[0]
+        outcome[fingerprint] = outcome.get(fingerprint, False) or kind not in BLOCK_FIGURES
+    figures = {f"blocks/{kind}": kinds[kind] for kind in BLOCK_FIGURES}
+    figures["blocks/total"] = sum(figures.values())
+    figures["pages/total"] = len(responses)
+    figures["pages/rendered"] = rendered
+    figures["pages/refused"] = sum(1 for got in outcome.values() if not got)
+    return figures
+
+
+def session_figures(events: Iterable[str]) -> dict[str, int]:
+    counts: Counter[str] = Counter(event.split(":", 1)[0] for event in events)
+    return {
+        "sessions/created": counts["created"],
+        "sessions/retired": counts["retired"],
+        "sessions/challenges_passed": counts["passed"],
+    }
+
+
+def _retired_reasons(sessions: dict[bytes | str, bytes | str]) -> Counter[str]:
+    return Counter(_text(v) for k, v in sessions.items() if _text(k).startswith("retired:"))
 
 
 def incomplete_items(server: redis.Redis, site: str, job_id: str) -> dict[str, list[str]]:

@@ -155,14 +155,15 @@ def failed_requests(counters: Mapping[str, int]) -> int:
 
 def skip_reason(server: Client, site: str, job_id: str, *, finished: bool = True) -> str | None:
     """Why the job must not count misses (None: it may). Only a finished job that saw
-    items, with no blocked response (the ledger's exact ``blocks/total``) and no request
+    items, with no page refused by the site (the ledger's exact ``pages/refused``: a
+    block its retries never got past; a challenge passed is no loss) and no request
     failed for good, saw the whole site."""
     if not finished:
         return "the job did not finish"
     figures = job_figures(server, site, job_id)
     reasons = []
-    if figures["blocks/total"]:
-        reasons.append(f"{figures['blocks/total']} blocked response(s)")
+    if figures["pages/refused"]:
+        reasons.append(f"{figures['pages/refused']} page(s) refused by the site")
     failed = failed_requests(JobStats(server, site).get(job_id))
     if failed:
         reasons.append(f"{failed} request(s) failed for good")

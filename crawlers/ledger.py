@@ -1,12 +1,17 @@
 """The crawl's side of the job ledger (``core.ledger``): one client per crawler, retried.
 
-With ``REDIS_URL`` the validation pipeline records the items it drops and the fetch retry
-layer the blocked responses it sees, into the job's ledger, *before* the request they
-belong to can be acked. ``CrawlLedger.of(crawler)`` is shared by those components (None
-without Redis: a local crawl's figures are its own Scrapy stats). A write is retried with
-the dedup pipeline's policy (``DEDUP_RETRY_*``: the same Redis, the same outage); when it
-still fails, ``LedgerUnavailable`` propagates, so the request is not acked and is crawled
-again rather than counted wrong.
+With ``REDIS_URL`` the validation pipeline records the items it drops, the fetch retry
+layer every response it classifies (its verdict kind, and whether a browser rendered it)
+and the session layer what became of its sessions, into the job's ledger, *before* the
+request they belong to can be acked. ``CrawlLedger.of(crawler)`` is shared by those
+components (None without Redis: a local crawl's figures are its own Scrapy stats). A
+write is retried with the dedup pipeline's policy (``DEDUP_RETRY_*``: the same Redis, the
+same outage); when it still fails, ``LedgerUnavailable`` propagates, so the request is not
+acked and is crawled again rather than counted wrong.
+
+Response records are written for every page, so the ones made in the same turn of the
+event loop share one round trip (``response``): each caller still waits for its own
+record to be written.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import redis.asyncio
@@ -102,6 +107,12 @@ class RetriedCalls:
                 await asyncio.sleep(self.policy.delay(attempt))
 
 
+@dataclass
+class _Batch:
+    done: asyncio.Future[None]
+    records: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
 class CrawlLedger:
     def __init__(self, crawler: Crawler) -> None:
         s = crawler.settings
@@ -112,6 +123,8 @@ class CrawlLedger:
         self.retry = RetryPolicy.from_settings(s)
         self._server: redis.asyncio.Redis | None = None
         self._ledger: JobLedger | None = None
+        self._batch: _Batch | None = None
+        self._flushing: set[asyncio.Future[None]] = set()
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlLedger | None:
@@ -128,14 +141,50 @@ class CrawlLedger:
     async def invalid(self, job_id: str, ref: str, reason: str) -> None:
         await self._write(lambda ledger: ledger.invalid(job_id, ref, reason))
 
-    async def blocked(self, job_id: str, response_ref: str, kind: str) -> None:
-        await self._write(lambda ledger: ledger.blocked(job_id, response_ref, kind))
+    async def response(self, job_id: str, ref: str, value: str) -> None:
+        """Record one classified response (``core.ledger.JobLedger.responses``), in the
+        batch of this turn of the event loop; returns once the batch is written."""
+        batch = self._batch
+        if batch is None:
+            batch = self._batch = _Batch(asyncio.get_running_loop().create_future())
+            asyncio.get_running_loop().call_soon(self._flush_soon, batch)
+        batch.records.setdefault(job_id, {})[ref] = value
+        # Shielded: a caller cancelled meanwhile must not cancel the others' write.
+        await asyncio.shield(batch.done)
+
+    async def session_event(self, job_id: str, event: str, value: str = "1") -> None:
+        await self._write(lambda ledger: ledger.session_events(job_id, [(event, value)]))
+
+    def _flush_soon(self, batch: _Batch) -> None:
+        if self._batch is batch:
+            self._batch = None
+        self._flushing.add(asyncio.ensure_future(self._flush(batch)))
+
+    async def _flush(self, batch: _Batch) -> None:
+        try:
+            for job_id, records in batch.records.items():
+                await self._write(
+                    lambda ledger, j=job_id, r=records: ledger.responses(j, r.items())
+                )
+        except BaseException as exc:  # LedgerUnavailable, or cancelled at shutdown
+            if not batch.done.done():
+                batch.done.set_exception(
+                    exc if isinstance(exc, Exception) else LedgerUnavailable(str(exc))
+                )
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            batch.done.set_result(None)
+        finally:
+            self._flushing.discard(asyncio.current_task())  # type: ignore[arg-type]
 
     async def redis_time(self) -> float:
         """The site's Redis clock (``TIME``), in epoch seconds: the clock every worker shares."""
         return await self._site_ledger().redis_time()
 
     async def close(self) -> None:
+        if self._flushing:
+            await asyncio.gather(*self._flushing, return_exceptions=True)
         if self._server is not None:
             await self._server.aclose()
             self._server = self._ledger = None

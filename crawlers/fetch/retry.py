@@ -13,9 +13,10 @@ same ``retry/*`` stats, same ``get_retry_request``). Differences:
 - the retry leaves through another proxy: the proxy that failed is excluded for this
   request (``proxy_exclude`` meta, read by ``crawlers.fetch.proxies.RotatingProxies``).
 
-With ``REDIS_URL`` every blocked response is recorded in the job's ledger
-(``core.ledger``: one record per request fingerprint and attempt) before it is retried or
-given up on: the report's block figure counts those records, exact after worker kills.
+With ``REDIS_URL`` every classified response is recorded in the job's ledger
+(``core.ledger``: one record per request fingerprint and attempt, its verdict kind and
+whether a browser rendered it) before it is retried, given up on or handed on: the
+report's page, render and block figures count those records, exact after worker kills.
 
 A request may carry ``not_before`` in its meta (epoch seconds on the shared clock,
 ``crawlers.clock``): it waits until then before it is sent (a part re-queued across the
@@ -40,6 +41,7 @@ from scrapy.http import Request, Response
 from scrapy.utils.asyncio import sleep
 
 from core.blocks import Verdict
+from core.ledger import RENDERED
 from crawlers.clock import SharedClock
 from crawlers.fetch.classify import ResponseClassifier
 from crawlers.fetch.redact import proxy_id, redact
@@ -63,6 +65,14 @@ class PageBlocked(IgnoreRequest):
         super().__init__(f"{verdict.kind}: {verdict.reason} ({response.url})")
         self.verdict = verdict
         self.response = response
+
+
+def response_ref(crawler: Crawler, request: Request, suffix: str = "") -> str:
+    """``<request fingerprint>:<rounds>``: one ledger record per attempt of a request
+    (each round of retries restarts Scrapy's retry count, so all of them are in it)."""
+    fingerprint = crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+    rounds = ".".join(str(int(request.meta.get(name, 0))) for name in _ROUND_METAS)
+    return f"{fingerprint}:{rounds}{suffix}"
 
 
 def forget_rotated_proxy(request: Request) -> None:
@@ -151,10 +161,10 @@ class BlockRetryMiddleware(RetryMiddleware):
 
     async def process_response(self, request: Request, response: Response) -> Request | Response:
         verdict = self.classifier.verdict(request, response)
+        await self._record(request, response, verdict)
         if verdict.ok:
             return response
         if verdict.is_block:
-            await self._record_block(request, verdict)
             if request.meta.get("dont_retry"):
                 return self._give_up(request, response, verdict)
             retry = self._retry_request(
@@ -182,13 +192,12 @@ class BlockRetryMiddleware(RetryMiddleware):
         return await self._after_backoff(retry, "network", None)
 
     # -- helpers ----------------------------------------------------------------------
-    async def _record_block(self, request: Request, verdict: Verdict) -> None:
+    async def _record(self, request: Request, response: Response, verdict: Verdict) -> None:
         job_id = request.meta.get(JOB_META)
         if self.ledger is None or not job_id:
             return
-        fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
-        rounds = ".".join(str(int(request.meta.get(name, 0))) for name in _ROUND_METAS)
-        await self.ledger.blocked(str(job_id), f"{fingerprint}:{rounds}", verdict.kind)
+        value = verdict.kind + (RENDERED if "playwright" in response.flags else "")
+        await self.ledger.response(str(job_id), response_ref(self.crawler, request), value)
 
     def _retry_request(
         self, request: Request, reason: str | Exception, max_times: int | None

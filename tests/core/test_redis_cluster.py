@@ -56,7 +56,7 @@ def test_every_key_of_a_site_is_in_one_slot_and_sites_spread(
             k.lease_seq, k.worker_prefix + "w1", k.workers, k.seen("j"), k.stats("j"),
             k.current_job, k.jobs, k.drain_probe("j"), k.item_hashes, k.item_first_seen,
             k.item_last_changed, k.job_verdicts("j"), k.job_new("j"), k.job_changed("j"),
-            k.job_stored("j"), k.job_invalid("j"), k.job_incomplete("j"), k.job_blocked("j"),
+            k.job_stored("j"), k.job_invalid("j"), k.job_incomplete("j"), k.job_responses("j"),
             k.store_spill, k.store_spill_lock, k.store_dead_letters,
         ]  # fmt: skip
         assert len({cluster.keyslot(name) for name in names}) == 1, site
@@ -126,7 +126,8 @@ def classify_all(
             ledger = JobLedger(client, site)
             await ledger.stored((job, key) for key, _ in entries)
             await ledger.invalid(job, "http://x/bad", "missing price")
-            await ledger.blocked(job, "fp:1", "captcha")
+            await ledger.responses(job, [("fp1:0", "captcha"), ("fp2:0", "ok:r")])
+            await ledger.session_events(job, [("created:s1", "1"), ("retired:s1", "captcha")])
         finally:
             await client.aclose()
         return [state.verdict for state in states]
@@ -153,6 +154,12 @@ def test_dedup_and_the_ledger_on_three_masters(
         figures = job_figures(cluster, site, "j2")
         assert figures["items/scraped"] == 110 and figures["items/stored"] == 110
         assert (figures["items/invalid"], figures["blocks/total"]) == (1, 1)
+        assert (figures["blocks/captcha"], figures["pages/total"], figures["pages/rendered"]) == (
+            1,
+            2,
+            1,
+        )
+        assert (figures["pages/refused"], figures["sessions/retired/captcha"]) == (1, 1)
         assert figures["items/incomplete"] == 110
         assert job_counters(cluster, site, "j1")["items/new"] == 300
 

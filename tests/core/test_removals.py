@@ -27,6 +27,7 @@ from core.removals import (
     job_report,
     removed_at,
     restored_keys,
+    skip_reason,
 )
 from core.store import epoch_ms, get_items, index_for_key
 from demo_site.catalog import Product, build_catalog
@@ -160,11 +161,16 @@ def test_blocked_failed_or_unfinished_jobs_count_no_miss_but_still_restore(shop:
     shop.apply("job-1")
     key = shop.key(gone)
 
-    # A blocked response recorded in the job's ledger (even if a retry got the page).
+    # A page the site refused: its only response recorded in the ledger is a block.
     shop.crawl("job-2", rest)
-    shop.server.hset(keys.job_blocked("job-2"), "fp:0.0.1", "captcha")
+    shop.server.hset(keys.job_responses("job-2"), "fp:0.0.1", "captcha")
     blocked = shop.apply("job-2")
-    assert (blocked.misses_counted, blocked.skipped) == (False, "1 blocked response(s)")
+    assert (blocked.misses_counted, blocked.skipped) == (False, "1 page(s) refused by the site")
+    # A block a retry got past (a challenge passed in the browser) loses no page.
+    shop.server.hset(keys.job_responses("job-2b"), "fp:0.0.0", "challenge")
+    shop.server.hset(keys.job_responses("job-2b"), "fp:0.0.0:b", "challenge:r")
+    shop.server.hset(keys.job_responses("job-2b"), "fp:0.0.1", "ok")
+    assert skip_reason(shop.server, shop.site, "job-2b") == "the job saw no items"
     # A request the fetch layer gave up on.
     shop.crawl("job-3", rest)
     JobStats(shop.server, shop.site).add("job-3", {"fetch/gave_up/error": 2})
@@ -182,9 +188,9 @@ def test_blocked_failed_or_unfinished_jobs_count_no_miss_but_still_restore(shop:
 
     # Seen again in a blocked job: restored all the same (an item seen is present).
     shop.crawl("job-7", shop.products)
-    shop.server.hset(keys.job_blocked("job-7"), "fp:0.0.0", "blocked")
+    shop.server.hset(keys.job_responses("job-7"), "fp:0.0.0", "blocked")
     restored = shop.apply("job-7")
-    assert (restored.restored, restored.skipped) == (1, "1 blocked response(s)")
+    assert (restored.restored, restored.skipped) == (1, "1 page(s) refused by the site")
     assert shop.document(key).get("removed_at") is None
 
 
