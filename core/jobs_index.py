@@ -25,6 +25,7 @@ from core.items_schema import DATE, KEYWORD
 from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.ledger import job_figures
+from core.refusal import KINDS, Presented, refusal
 from core.removals import removal_figures
 from core.store.layout import cluster_replicas_sync
 
@@ -44,6 +45,21 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "responses": _LONG,
     "blocks": _LONG,
     "block_rate": {"type": "double"},
+    # Getting the pages (docs/fetching.md): pages fetched and rendered, blocks by kind,
+    # challenges passed in the browser, sessions, and the refusal line of a job whose
+    # every page was refused (core.refusal).
+    "pages": _LONG,
+    "pages_rendered": _LONG,
+    "renders_per_1000_pages": {"type": "double"},
+    "pages_refused": _LONG,
+    "blocks_blocked": _LONG,
+    "blocks_challenge": _LONG,
+    "blocks_captcha": _LONG,
+    "blocks_throttled": _LONG,
+    "challenges_passed": _LONG,
+    "sessions_created": _LONG,
+    "sessions_retired": _LONG,
+    "refusal": {"type": "keyword", "ignore_above": 2048},
     "items_scraped": _LONG,
     "items_dropped": _LONG,
     "items_invalid": _LONG,
@@ -124,8 +140,10 @@ def job_document(
     *,
     spill_remaining: int | None = None,
     extra: Mapping[str, Any] | None = None,
+    presented: Presented | None = None,
 ) -> dict[str, Any]:
-    """The jobs-index document of a job (pure: no I/O)."""
+    """The jobs-index document of a job (pure: no I/O). ``presented``: what the crawl
+    showed the site, for the refusal line's advice."""
     # Counters are integers; gauges such as ``blocks/rate`` (a float) are not summed.
     numbers = {
         name: int(value)
@@ -135,6 +153,9 @@ def job_document(
     started, finished = _as_datetime(started_at), _as_datetime(finished_at)
     responses = numbers.get("downloader/response_count", 0)
     blocks = block_count(numbers)
+    # The ledger's pages when the job had one (exact), else the crawl's classified count.
+    pages = numbers.get("pages/total", numbers.get("responses/classified", 0))
+    rendered = numbers.get("pages/rendered", numbers.get("render/ok", 0))
     document: dict[str, Any] = {
         "site": site,
         "job_id": job_id,
@@ -146,7 +167,18 @@ def job_document(
         "responses": responses,
         "blocks": blocks,
         # No responses: no rate (rather than a misleading 0).
-        "block_rate": blocks / responses if responses else None,
+        "block_rate": blocks / (pages or responses) if (pages or responses) else None,
+        "pages": pages,
+        "pages_rendered": rendered,
+        "renders_per_1000_pages": round(1000 * rendered / pages, 2) if pages else None,
+        "pages_refused": numbers.get("pages/refused", 0),
+        **{f"blocks_{kind}": numbers.get(f"blocks/{kind}", 0) for kind in KINDS},
+        "challenges_passed": numbers.get("sessions/challenges_passed", 0),
+        "sessions_created": numbers.get("sessions/created", 0),
+        "sessions_retired": numbers.get(
+            "sessions/retired", _sum_prefix(numbers, "sessions/retired/")
+        ),
+        "refusal": refusal(numbers, presented),
         # The ledger's exact figures (core.ledger) when the job had one; else (one local
         # crawl, nothing lost to a kill) the crawl's own counters.
         "items_scraped": numbers.get("items/scraped", numbers.get("item_scraped_count", 0)),
@@ -183,6 +215,7 @@ def write_job_document(
     spill_remaining: int | None = None,
     extra: Mapping[str, Any] | None = None,
     refresh: bool = False,
+    presented: Presented | None = None,
 ) -> dict[str, Any]:
     """Write (or replace) the job's document in the ``jobs`` index; returns it."""
     ensure_jobs_index(es)
@@ -195,6 +228,7 @@ def write_job_document(
         counters,
         spill_remaining=spill_remaining,
         extra=extra,
+        presented=presented,
     )
     es.index(
         index=JOBS_ALIAS,

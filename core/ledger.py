@@ -23,7 +23,7 @@ unchanged``
                                                                 later in the job leaves it
 ``pages/total``,            ``job_responses`` (fp:attempt ->    the fetch retry layer,
 ``pages/rendered``,         kind, ``:r`` if rendered)           for every response it
-``pages/refused``,                                              classified
+``pages/requests|refused``,                                     classified
 ``blocks/total|<kind>``
 ``sessions/created``,       ``job_sessions`` (event -> value)   the fetch session layer
 ``sessions/retired[/<why>]``,
@@ -60,6 +60,7 @@ FIGURES = (
     "blocks/total",
     "pages/total",
     "pages/rendered",
+    "pages/requests",
     "pages/refused",
     "sessions/created",
     "sessions/retired",
@@ -182,6 +183,7 @@ def response_figures(responses: dict[str, str]) -> dict[str, int]:
     figures["blocks/total"] = sum(figures.values())
     figures["pages/total"] = len(responses)
     figures["pages/rendered"] = rendered
+    figures["pages/requests"] = len(outcome)
     figures["pages/refused"] = sum(1 for got in outcome.values() if not got)
     return figures
 

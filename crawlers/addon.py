@@ -53,6 +53,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 from scrapy.addons import AddonManager
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, Settings
+from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.misc import load_object
 from scrapy.utils.project import get_project_settings
 
@@ -113,8 +114,12 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # After the store: an item reaching it is durable, its page's record may be kept.
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline": 400,
     },
-    # One INFO line naming what local mode leaves out (no services configured).
-    "EXTENSIONS": {"crawlers.extensions.LocalModeSummary": 0},
+    "EXTENSIONS": {
+        # One INFO line naming what local mode leaves out (no services configured).
+        "crawlers.extensions.LocalModeSummary": 0,
+        # A site that refuses every page: one ERROR line, closed early, exit status 3.
+        "crawlers.fetch.refusal.RefusalCheck": 10,
+    },
 }
 
 DOWNLOAD_HANDLERS = {
@@ -176,6 +181,16 @@ def project_settings(settings: Settings | None = None) -> Settings:
     """
     settings = settings if settings is not None else get_project_settings()
     AddonManager.load_pre_crawler_settings(settings)
+    return settings
+
+
+def site_settings(site: str) -> Settings:
+    """The settings a crawl of ``site`` runs with (its spider's custom settings and its
+    profile's ``[settings]`` over the project's), for code outside the crawl that must
+    know them (the flow's report)."""
+    settings = project_settings()
+    spidercls = get_spider_loader(settings).load(site)
+    spidercls.update_settings(settings)
     return settings
 
 

@@ -228,5 +228,10 @@ PLAYWRIGHT_MAX_CONTEXTS = 4
 PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 4
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 30_000
 
+# --- a site that refuses the crawl as a whole (crawlers/fetch/refusal.py) ---
+# Once this many responses came and every one was a block, the crawl closes (reason
+# "refused", exit status 3) with one line naming the refusal; 0: never closes early.
+REFUSAL_CLOSE_AFTER = 100
+
 # --- spiders ---
 MAX_LISTING_PAGES = 10  # listing pages followed per start entry (a profile may lower it)

@@ -41,6 +41,7 @@ from core.redis_client import Client, connect
 from core.removals import apply_job
 from core.store import spill_size
 from crawlers import addon
+from crawlers.fetch.refusal import presented
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
 from fingerprints.baseline import dumps
@@ -316,6 +317,7 @@ def report_task(
         spill_remaining=spill_size(server, site),
         extra={"removals_skipped": skipped} if skipped else None,
         refresh=True,
+        presented=presented(addon.site_settings(site)),
     )
     chunks = int(llm.get("chunks_written", 0))
     changes = job_change_counts(es, site, job_id)
@@ -338,6 +340,10 @@ def report_task(
     )
     # Inside the task: a retried report step alerts again only if it runs again.
     alert_coverage_drop(coverage, job_id=job_id, run_url=run_url())
+    if document.get("refusal"):
+        # Nothing was obtained: the run fails with the one line that says why.
+        get_run_logger().error("%s", document["refusal"])
+        raise StepError(f"{site}: {document['refusal']}")
     new_names = health.item_names(es, site, sorted(job_changes(server, site, job_id).new)[:10])
     return summary_context(
         document,

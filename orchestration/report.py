@@ -13,6 +13,38 @@ from core.history import notable_text
 KIBANA_DASHBOARD_ID = "platform-overview"
 
 
+# The block kinds as the report names them (core.blocks kinds; "throttled" is a rate limit).
+BLOCK_KIND_NAMES = {
+    "blocked": "blocked",
+    "challenge": "challenge",
+    "captcha": "CAPTCHA",
+    "throttled": "rate",
+}
+
+
+def blocks_by_kind_text(document: Mapping[str, Any]) -> str:
+    """``challenge 12, CAPTCHA 1``: the job's blocks by kind (``none`` without any)."""
+    parts = [
+        f"{name} {document.get(f'blocks_{kind}') or 0}"
+        for kind, name in BLOCK_KIND_NAMES.items()
+        if document.get(f"blocks_{kind}")
+    ]
+    return ", ".join(parts) or "none"
+
+
+def access_text(document: Mapping[str, Any]) -> str:
+    """Getting the pages, in one line: challenges passed in the browser, sessions created
+    and retired, pages rendered per 1,000 pages."""
+    per_1000 = document.get("renders_per_1000_pages")
+    renders = "n/a" if per_1000 is None else f"{per_1000:g}"
+    return (
+        f"{document.get('challenges_passed') or 0} challenges passed, "
+        f"{document.get('sessions_created') or 0} sessions created, "
+        f"{document.get('sessions_retired') or 0} retired; "
+        f"{document.get('pages_rendered') or 0} pages rendered ({renders} per 1,000 pages)"
+    )
+
+
 def duration_text(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"
@@ -56,7 +88,10 @@ def summary_context(
         "removals_skipped": removals_skipped(document),
         "block_rate": document["block_rate"] or 0.0,
         "blocks": document["blocks"],
-        "responses": document["responses"],
+        "responses": document.get("pages") or document["responses"],
+        "blocks_by_kind": blocks_by_kind_text(document),
+        "access": access_text(document),
+        "refusal": document.get("refusal"),
         "errors": document["errors"],
         # Older job documents have no such figure.
         "error_responses": document.get("error_responses", 0),
@@ -148,14 +183,20 @@ def table_rows(
         ("restored", document.get("items_restored", 0)),
         ("requests", document["requests"]),
         ("responses", document["responses"]),
+        ("pages fetched", document.get("pages", document["responses"])),
         ("blocked", document["blocks"]),
+        ("blocks by kind", blocks_by_kind_text(document)),
         ("block rate", "n/a" if rate is None else f"{rate:.2%}"),
+        ("pages refused (only blocks)", document.get("pages_refused", 0)),
+        ("access", access_text(document)),
         ("errors", document["errors"]),
         ("error responses (HTTP 4xx/5xx)", document.get("error_responses", 0)),
         ("duration", duration_text(document["duration_seconds"])),
     ]
     if coverage is not None:
         rows.append(("field coverage", coverage_text(coverage)))
+    if document.get("refusal"):
+        rows.insert(1, ("refused", document["refusal"]))
     return [{"metric": name, "value": value} for name, value in rows]
 
 

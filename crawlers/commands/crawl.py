@@ -3,8 +3,9 @@
 Scrapy answers ``scrapy crawl nosuchsite`` with a KeyError traceback from its spider
 loader once the crawler process is up (reactor installed, logging configured). Here the
 name is checked while the options are processed, before any of that: one line naming the
-known sites, exit status 2. Everything else (``-a``, ``-s``, ``-o``, ``-O``, the exit
-status of a crawl) is Scrapy's.
+known sites, exit status 2. A crawl the site refused as a whole (every page a block:
+``crawlers.fetch.refusal``) exits with status 3 after its one ERROR line, not 0 as if it
+had finished. Everything else (``-a``, ``-s``, ``-o``, ``-O``) is Scrapy's.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from __future__ import annotations
 import argparse
 
 from scrapy.commands import crawl
+from scrapy.exceptions import UsageError
 from scrapy.spiderloader import get_spider_loader
 
 from crawlers.commands import check_site
+from crawlers.fetch.refusal import REFUSAL_STAT
+
+REFUSED_EXIT = 3
 
 
 class Command(crawl.Command):
@@ -23,3 +28,18 @@ class Command(crawl.Command):
         if len(args) == 1:  # none or several: Scrapy's own usage errors, from run()
             assert self.settings is not None
             check_site(get_spider_loader(self.settings), args[0])
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # Scrapy's own run, keeping the crawler to read how it ended.
+        if not args:
+            raise UsageError
+        if len(args) > 1:
+            raise UsageError("running 'scrapy crawl' with more than one spider is not supported")
+        assert self.crawler_process is not None
+        crawler = self.crawler_process.create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+        elif crawler.stats is not None and crawler.stats.get_value(REFUSAL_STAT):
+            self.exitcode = REFUSED_EXIT

@@ -51,6 +51,18 @@ from crawlers.ledger import CrawlLedger
 logger = logging.getLogger(__name__)
 
 PROXY_EXCLUDE_META = "proxy_exclude"
+IDENTITY_META = "identity"  # TODO(merge): from crawlers.fetch.identity
+SESSION_META = "fetch_session"
+LEDGER_SUFFIX_META = "ledger_suffix"  # tells a side fetch's record from its request's
+# An answer the session layer judged (crawlers.fetch.sessions): a challenge its browser
+# passed is retried at once; the browser's own fetch is not retried here at all.
+CHALLENGE_PASSED_META = "challenge_passed"
+CHALLENGE_META = "session_challenge"
+# What a session put on an attempt (crawlers.fetch.sessions), dropped from its retry.
+COOKIE_HEADER_META = "session_cookie_header"  # the Cookie header is the session's
+SESSION_PROXY_META = "session_proxy"  # meta["proxy"] is the session's
+COOKIES_IN_META = "session_cookies"  # the session's jar, for a rendered request
+SESSION_ATTEMPT_METAS = (IDENTITY_META, COOKIES_IN_META)
 NOT_BEFORE_META = "not_before"
 PART_RETRY_META = "part_retries"
 # The rounds a request can be in: each restarts Scrapy's retry_times.
@@ -67,25 +79,36 @@ class PageBlocked(IgnoreRequest):
         self.response = response
 
 
-def response_ref(crawler: Crawler, request: Request, suffix: str = "") -> str:
+def response_ref(crawler: Crawler, request: Request) -> str:
     """``<request fingerprint>:<rounds>``: one ledger record per attempt of a request
-    (each round of retries restarts Scrapy's retry count, so all of them are in it)."""
+    (each round of retries restarts Scrapy's retry count, so all of them are in it); a
+    side fetch of the same request (a browser passing a challenge) adds its suffix."""
     fingerprint = crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
     rounds = ".".join(str(int(request.meta.get(name, 0))) for name in _ROUND_METAS)
-    return f"{fingerprint}:{rounds}{suffix}"
+    return f"{fingerprint}:{rounds}{request.meta.get(LEDGER_SUFFIX_META, '')}"
 
 
 def forget_rotated_proxy(request: Request) -> None:
-    """Drop the rotating proxy of a previous attempt from a retry/redirect copy.
+    """Drop the rotating proxy and the session of a previous attempt from a retry/redirect
+    copy.
 
-    The next pass picks a proxy afresh anyway; meanwhile the copy may be stored (in the
-    Redis frontier) and must not carry the old proxy's credentials header with it.
+    The next pass picks a proxy (or a session) afresh anyway; meanwhile the copy may be
+    stored (in the Redis frontier) and must not carry the old proxy's credentials header
+    or the old session's cookies with it.
     """
-    if not request.meta.get("_rotating_proxy"):
+    meta = request.meta
+    if meta.pop(SESSION_META, None) is not None:
+        for key in SESSION_ATTEMPT_METAS:
+            meta.pop(key, None)
+        if meta.pop(COOKIE_HEADER_META, None):
+            request.headers.pop(b"Cookie", None)
+        if meta.pop(SESSION_PROXY_META, None):
+            meta["_rotating_proxy"] = True  # the session's proxy goes like a rotated one
+    if not meta.get("_rotating_proxy"):
         return  # a proxy the spider chose itself stays
-    request.meta.pop("proxy", None)
-    request.meta.pop("_auth_proxy", None)
-    request.meta.pop("download_slot", None)
+    meta.pop("proxy", None)
+    meta.pop("_auth_proxy", None)
+    meta.pop("download_slot", None)
     request.headers.pop(b"Proxy-Authorization", None)
 
 
@@ -162,9 +185,16 @@ class BlockRetryMiddleware(RetryMiddleware):
     async def process_response(self, request: Request, response: Response) -> Request | Response:
         verdict = self.classifier.verdict(request, response)
         await self._record(request, response, verdict)
-        if verdict.ok:
+        if verdict.ok or request.meta.get(CHALLENGE_META):
             return response
         if verdict.is_block:
+            if request.meta.get(CHALLENGE_PASSED_META):
+                # Cleared in the browser (or held by the request clearing it): again at once.
+                retry = self._retry_request(request, "challenge passed", self.block_retry_times)
+                if retry is not None:
+                    retry.meta.pop(CHALLENGE_PASSED_META, None)
+                    self.stats.inc_value("fetch/retry/challenge_passed")
+                    return retry
             if request.meta.get("dont_retry"):
                 return self._give_up(request, response, verdict)
             retry = self._retry_request(

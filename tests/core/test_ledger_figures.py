@@ -24,6 +24,7 @@ def test_pages_blocks_renders_and_refusals_are_counted_from_the_records() -> Non
         "blocks/total": 4,
         "pages/total": 8,
         "pages/rendered": 1,
+        "pages/requests": 4,
         "pages/refused": 1,
     }
     assert response_figures({})["pages/refused"] == 0
