@@ -190,6 +190,18 @@ class SiteKeys:
         """Prefix of each session's hash (``<prefix><id>``; its cookie jar ``...:cookies``)."""
         return f"{self.tag}:session:"
 
+    @property
+    def render_choice(self) -> str:
+        """Hash: ``<callback>:mode|agree|disagree|probes`` -> whether a page type needs a
+        browser (core.render_choice, under RENDER_MODE=auto)."""
+        return f"{self.tag}:render_choice"
+
+    @property
+    def render_probes(self) -> str:
+        """Hash: request fingerprint -> JSON summary of what the callback made of the page
+        fetched one way, waiting for the other way's (crawlers.fetch.adaptive)."""
+        return f"{self.tag}:render_probes"
+
     # -- re-crawls, conditional requests (crawlers.fetch.conditional) -----------------
     @property
     def page_validators(self) -> str:

@@ -1,0 +1,301 @@
+"""``RENDER_MODE = "auto"``: render only the page types that need a browser, by evidence.
+
+A browser costs a hundred times the CPU of a plain fetch, so a site's pages are rendered
+only where plain HTTP loses something. Per page type (the callback that parses it), some
+pages are fetched both ways and what the callback makes of each is compared
+(crawlee's AdaptivePlaywrightCrawler is the model):
+
+- ``RenderMiddleware`` asks ``AdaptiveRendering.choose`` for each page request: a page
+  type that is learning, or that needs the browser, is rendered; a share of every page
+  type's pages (``RENDER_AUTO_RECHECK``) is rendered and marked as a *sample*. So the
+  crawl's own items always come from the browser where the answer is not known yet.
+- ``AdaptiveRenderMiddleware`` (a spider middleware next to the spider) passes a page's
+  output on untouched and, for a sample, keeps a summary of it (items' filled fields and
+  values, follow-up requests) and yields the same request fetched plain (a *probe*,
+  cheap). The probe's output is compared with the summary and then dropped: it never
+  reaches the pipelines or the frontier twice.
+- "Same" means plain HTTP lost nothing the browser got: as many items, each with every
+  field the browser's had filled and the same values, and every follow-up request.
+- ``core.render_choice`` keeps each page type's state (learning, plain, render) for the
+  site, shared by every worker. Learning takes ``RENDER_AUTO_SAMPLE`` agreeing pages
+  (one disagreeing makes it render); afterwards the rechecked share is still compared.
+
+Only pages worth comparing are sampled: 200 HTML answers of page requests (not APIs),
+not a challenge pass, not a conditional 304. Stats: ``render/auto/probes``,
+``render/auto/same``, ``render/auto/differ``, ``render/auto/mode/<callback>/<mode>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+from itemadapter import ItemAdapter, is_item
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Request, Response, TextResponse
+
+from core.dedup import connect_async
+from core.render_choice import Choice, ChoiceStore, MemoryChoiceStore, Mode, RedisChoiceStore
+from crawlers.fetch.retry import CHALLENGE_META, LEDGER_SUFFIX_META
+from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_META = "render_sample"  # rendered to be compared with a plain probe
+PROBE_META = "render_probe"  # the plain half of a comparison (the sample's fingerprint)
+RENDER_META = "render"  # crawlers.fetch.rendering's explicit per-request choice
+# Item fields that say when or by which job, not what the page shows.
+VOLATILE_FIELDS = frozenset({"job_id", "crawled_at", "scraped_at", "fetched_at", "first_seen"})
+REFRESH_EVERY = 2.0  # seconds between reads of the shared state
+_NOT_DOCUMENTS = (".json", ".xml", ".txt", ".csv", ".js", ".css")
+# Request meta of one attempt (frontier lease, proxy, session, browser, retries,
+# validators...), never carried over to the probe, which is a request of its own.
+_ATTEMPT_META_PREFIXES = (
+    "_", "playwright", "download_", "retry", "proxy", "session", "fetch_", "frontier",
+    "ledger", "render", "conditional", "redirect", "challenge", "dont_", "handle_httpstatus",
+)  # fmt: skip
+_ATTEMPT_METAS = frozenset({"depth", "identity", "not_before", "part_retries"})
+_INSTANCES: weakref.WeakKeyDictionary[Crawler, AdaptiveRendering] = weakref.WeakKeyDictionary()
+
+
+def callback_name(request: Request) -> str:
+    callback = request.callback
+    if callback is None:
+        return "parse"
+    return str(getattr(callback, "__name__", callback))
+
+
+def is_document_request(request: Request) -> bool:
+    """A page a person's browser would navigate to: GET, no body, asking for HTML (an
+    API call says ``Accept: application/json``), not a data file."""
+    if request.method not in ("GET", "HEAD") or request.body:
+        return False
+    accept = request.headers.get(b"Accept")
+    if accept and b"html" not in accept.lower() and b"*/*" not in accept:
+        return False
+    path = request.url.split("?", 1)[0].split("#", 1)[0].lower()
+    return not path.endswith(_NOT_DOCUMENTS)
+
+
+def _normal(value: Any) -> str:
+    if isinstance(value, str):
+        return " ".join(value.split())
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _filled(value: Any) -> bool:
+    return value not in (None, "", [], {}, ())
+
+
+def summarize(outputs: Iterable[Any]) -> dict[str, Any]:
+    """What a callback made of a page: each item's filled fields (normalised values) and
+    the follow-up requests (callback, URL)."""
+    items: list[dict[str, str]] = []
+    requests: set[tuple[str, str]] = set()
+    for output in outputs:
+        if isinstance(output, Request):
+            requests.add((callback_name(output), output.url))
+        elif is_item(output) and not isinstance(output, ItemSeen):
+            fields = ItemAdapter(output).asdict()
+            items.append(
+                {
+                    name: _normal(value)
+                    for name, value in fields.items()
+                    if name not in VOLATILE_FIELDS and _filled(value)
+                }
+            )
+    items.sort(key=lambda item: json.dumps(item, sort_keys=True))
+    return {"items": items, "requests": sorted(requests)}
+
+
+def plain_loses_nothing(plain: Mapping[str, Any], rendered: Mapping[str, Any]) -> bool:
+    """Whether plain HTTP gave everything the browser did: as many items, each with the
+    browser's filled fields and values (plain may have more), every follow-up request."""
+    if len(plain["items"]) != len(rendered["items"]):
+        return False
+    for mine, theirs in zip(plain["items"], rendered["items"], strict=True):
+        if any(mine.get(name) != value for name, value in theirs.items()):
+            return False
+    return {tuple(r) for r in rendered["requests"]} <= {tuple(r) for r in plain["requests"]}
+
+
+class AdaptiveRendering:
+    """The crawl's view of which page types render (refreshed from the shared state)."""
+
+    def __init__(self, crawler: Crawler, store: ChoiceStore) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.store = store
+        self.recheck = settings.getfloat("RENDER_AUTO_RECHECK")
+        self._choices: dict[str, Choice] = {}
+        self._read_at = 0.0
+        self._refreshing: asyncio.Task[None] | None = None
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> AdaptiveRendering:
+        instance = _INSTANCES.get(crawler)
+        if instance is None:
+            settings = crawler.settings
+            site = crawler.spidercls.name
+            sample = settings.getint("RENDER_AUTO_SAMPLE")
+            store: ChoiceStore
+            if settings.get("REDIS_URL"):
+                server = connect_async(
+                    str(settings.get("REDIS_URL")),
+                    max_connections=4,
+                    params=settings.getdict("REDIS_PARAMS"),
+                    cluster=settings.getbool("REDIS_CLUSTER"),
+                )
+                store = RedisChoiceStore(server, site, sample)
+            else:
+                store = MemoryChoiceStore(site, sample)
+            instance = _INSTANCES[crawler] = cls(crawler, store)
+            crawler.signals.connect(instance.close, signal=signals.spider_closed)
+        return instance
+
+    async def close(self) -> None:
+        server = getattr(self.store, "server", None)
+        if server is not None:
+            await server.aclose()
+
+    def mode(self, callback: str) -> Mode:
+        self._maybe_refresh()
+        choice = self._choices.get(callback)
+        return choice.mode if choice is not None else "learning"
+
+    async def choose(self, request: Request) -> bool:
+        """Whether ``request`` is rendered; a sample is marked (``SAMPLE_META``)."""
+        if not is_document_request(request) or request.meta.get(PROBE_META):
+            return False
+        callback = callback_name(request)
+        mode = self.mode(callback)
+        if mode == "learning":
+            # Rendered until the answer is known (its items are the browser's); the
+            # first pages are the samples.
+            if await self.store.start_probe(callback):
+                request.meta[SAMPLE_META] = True
+            return True
+        if random.random() < self.recheck:
+            request.meta[SAMPLE_META] = True
+            return True
+        return mode == "render"
+
+    def _maybe_refresh(self) -> None:
+        if time.monotonic() - self._read_at < REFRESH_EVERY:
+            return
+        if self._refreshing is None or self._refreshing.done():
+            self._read_at = time.monotonic()
+            self._refreshing = asyncio.ensure_future(self._refresh())
+
+    async def _refresh(self) -> None:
+        try:
+            self._choices = await self.store.choices()
+        except Exception as exc:  # Redis away: keep the last known choices
+            logger.debug("render choices not refreshed: %s", type(exc).__name__)
+
+    async def record(self, callback: str, same: bool) -> Choice:
+        choice = await self.store.record(callback, same)
+        known = self._choices.get(callback)
+        self._choices[callback] = choice
+        if known is None or known.mode != choice.mode:
+            logger.info(
+                "page type %s: %s (plain HTTP %s)",
+                callback,
+                choice.mode,
+                "loses nothing" if same else "misses what the browser gets",
+            )
+        return choice
+
+
+class AdaptiveRenderMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.adaptive = AdaptiveRendering.of(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> AdaptiveRenderMiddleware:
+        if crawler.settings.get("RENDER_MODE") != "auto":
+            raise NotConfigured("RENDER_MODE is not auto")
+        return cls(crawler)
+
+    @property
+    def stats(self) -> Any:
+        return self.crawler.stats
+
+    def _fingerprint(self, request: Request) -> str:
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+
+    def _eligible(self, response: Response) -> bool:
+        request = response.request
+        return (
+            request is not None
+            and response.status == 200
+            and isinstance(response, TextResponse)
+            and b"html" in (response.headers.get(b"Content-Type") or b"text/html").lower()
+            and is_document_request(request)
+            and not request.meta.get(CHALLENGE_META)
+        )
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        request = response.request
+        assert request is not None
+        probe_of = request.meta.get(PROBE_META)
+        if probe_of is not None:
+            outputs = [output async for output in result]  # the probe's: compared, dropped
+            await self._compare(request, str(probe_of), outputs)
+            return
+        sampled = request.meta.get(SAMPLE_META) and _rendered(response)
+        if not sampled or not self._eligible(response):
+            async for output in result:
+                yield output
+            return
+        outputs = []
+        async for output in result:
+            outputs.append(output)
+            yield output
+        ref = self._fingerprint(request)
+        await self.adaptive.store.put_summary(ref, json.dumps(summarize(outputs)))
+        self.stats.inc_value("render/auto/probes")
+        yield self._probe(request, ref)
+
+    def _probe(self, request: Request, ref: str) -> Request:
+        """The sampled request again, plain, with nothing of the sample's attempt."""
+        meta = {
+            key: value
+            for key, value in request.meta.items()
+            if not key.startswith(_ATTEMPT_META_PREFIXES) and key not in _ATTEMPT_METAS
+        }
+        meta.update(
+            {
+                PROBE_META: ref,
+                RENDER_META: False,
+                LEDGER_SUFFIX_META: ":a",
+                # Fetched whole: validators would make it a 304 with nothing to compare.
+                RECRAWL_META: RecrawlContext(full=True),
+            }
+        )
+        return request.replace(meta=meta, headers={}, dont_filter=True)
+
+    async def _compare(self, request: Request, ref: str, outputs: list[Any]) -> None:
+        stored = await self.adaptive.store.take_summary(ref)
+        if stored is None:
+            return  # compared already (a re-delivered probe), or expired
+        same = plain_loses_nothing(summarize(outputs), json.loads(stored))
+        callback = callback_name(request)
+        self.stats.inc_value(f"render/auto/{'same' if same else 'differ'}")
+        choice = await self.adaptive.record(callback, same)
+        self.stats.set_value(f"render/auto/mode/{callback}", choice.mode)
+
+
+def _rendered(response: Response) -> bool:
+    return "playwright" in response.flags

@@ -1,0 +1,69 @@
+"""Which page types need a browser (core.render_choice): the state machine, on Redis, a
+Redis Cluster and in memory."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from core.dedup import connect_async
+from core.render_choice import Choice, MemoryChoiceStore, RedisChoiceStore, next_choice
+from tests.core.redis_target import Target
+
+
+def test_learning_ends_at_the_first_difference_or_after_the_sample() -> None:
+    learning = Choice("learning")
+    assert next_choice(learning, False, 3).mode == "render"
+    state = learning
+    for _ in range(2):
+        state = next_choice(state, True, 3)
+        assert state.mode == "learning"
+    assert next_choice(state, True, 3) == Choice("plain")
+
+
+def test_decided_page_types_keep_being_checked() -> None:
+    assert next_choice(Choice("plain"), False, 3) == Choice("render")
+    assert next_choice(Choice("plain"), True, 3).mode == "plain"
+    # A rendered type goes back to plain after `sample` agreeing checks in a row only.
+    state = Choice("render")
+    state = next_choice(next_choice(state, True, 3), True, 3)
+    assert state.mode == "render"
+    assert next_choice(next_choice(state, False, 3), True, 3).mode == "render"
+    assert next_choice(state, True, 3) == Choice("plain")
+
+
+def test_a_sample_below_one_page_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        MemoryChoiceStore("s", 0)
+
+
+def test_stores_agree_on_the_same_comparisons(target: Target) -> None:
+    """The memory store and the Redis one (one Redis, a cluster) side by side."""
+
+    async def main() -> None:
+        site = f"s{uuid.uuid4().hex[:8]}"
+        server = connect_async(target.url, cluster=target.cluster)
+        stores = [MemoryChoiceStore(site, 2), RedisChoiceStore(server, site, 2)]
+        try:
+            for store in stores:
+                assert await store.start_probe("parse_product")
+                assert await store.start_probe("parse_product")
+                assert not await store.start_probe("parse_product")  # two under way
+                assert (await store.record("parse_product", True)).mode == "learning"
+                assert (await store.record("parse_product", True)).mode == "plain"
+                assert await store.start_probe("parse_product")  # decided: no bound
+                assert (await store.record("parse_listing", False)).mode == "render"
+                choices = await store.choices()
+                assert {k: v.mode for k, v in choices.items()} == {
+                    "parse_product": "plain",
+                    "parse_listing": "render",
+                }
+                await store.put_summary("fp1", '{"items": []}')
+                assert await store.take_summary("fp1") == '{"items": []}'
+                assert await store.take_summary("fp1") is None  # taken once
+        finally:
+            await server.aclose()
+
+    asyncio.run(main())
