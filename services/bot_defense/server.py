@@ -443,7 +443,9 @@ class DefenseHandler(BaseHTTPRequestHandler):
             head = self.command == "HEAD"
         if reason is None:
             reason = self.responses.get(status, ("",))[0]
-        lines = [f"HTTP/1.1 {status} {reason}", f"Date: {email.utils.formatdate(usegmt=True)}"]
+        lines = [f"HTTP/1.1 {status} {reason}"]
+        if not any(name.lower() == "date" for name, _ in headers):  # the upstream's stays
+            lines.append(f"Date: {email.utils.formatdate(usegmt=True)}")
         lines += [f"{name}: {value}" for name, value in headers]
         if framed:
             lines.append(f"Content-Length: {len(body)}")
