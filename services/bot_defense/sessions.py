@@ -14,6 +14,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import math
 import secrets
 import threading
 import time
@@ -165,7 +166,7 @@ class Sessions:
     def issue(self, binding: Binding, now: float | None = None) -> tuple[str, str]:
         """A new session for ``binding``: (session id, sealed cookie value)."""
         session = secrets.token_hex(8)
-        expires = int((now if now is not None else time.time()) + self.ttl)
+        expires = math.ceil((now if now is not None else time.time()) + self.ttl)
         claims = {
             "sid": session,
             "exp": expires,
