@@ -292,8 +292,11 @@ def _midnight(iso_date: str) -> dt.datetime:
 
 
 def _base(request: web.Request) -> str:
-    # From the Host header, so absolute URLs stay right behind a forwarding proxy.
-    return f"{request.scheme}://{request.host}"
+    # From the Host header, so absolute URLs stay right behind a forwarding proxy, and
+    # the scheme a TLS-terminating front (a CDN, services.bot_defense) says it serves.
+    forwarded = request.headers.get("X-Forwarded-Proto", "").strip().lower()
+    scheme = forwarded if forwarded in ("http", "https") else request.scheme
+    return f"{scheme}://{request.host}"
 
 
 def _html(body: bytes, status: int = 200) -> web.Response:

@@ -192,6 +192,18 @@ def test_robots_txt(site: DemoSite) -> None:
     assert parser.can_fetch("any-bot", f"{site.url}/api/products/DM-00001/reviews")
 
 
+def test_absolute_urls_follow_a_tls_front(site: DemoSite) -> None:
+    # Behind a TLS-terminating front (services.bot_defense, a CDN) the links name the
+    # front: its Host and the scheme it says it serves, as real origins do.
+    front = {"Host": "127.0.0.1:9443", "X-Forwarded-Proto": "https"}
+    assert "Sitemap: https://127.0.0.1:9443/sitemap.xml" in fetch(site, "/robots.txt", **front).text
+    index = fetch(site, "/sitemap.xml", **front).text
+    assert all(loc.startswith("https://127.0.0.1:9443/") for loc in _locs(index))
+    # Anything else than http/https is ignored, not echoed into links.
+    odd = fetch(site, "/robots.txt", **{**front, "X-Forwarded-Proto": "javascript"}).text
+    assert "Sitemap: http://127.0.0.1:9443/sitemap.xml" in odd
+
+
 def _locs(xml: str) -> list[str]:
     return re.findall(r"<loc>([^<]+)</loc>", xml)
 
