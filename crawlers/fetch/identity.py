@@ -466,6 +466,20 @@ def browser_headers(
     ]
 
 
+def with_h2_priority(headers: Sequence[tuple[str, str]]) -> Headers:
+    """``headers`` as Chromium sends them over HTTP/2: with its RFC 9218 ``priority``
+    (``u=0, i`` for a document, ``u=1, i`` for a fetch) right after Accept-Language,
+    before the Cookie (measured on Chromium 156; HTTP/1.1 carries none)."""
+    dest = next((v for n, v in headers if n.lower() == "sec-fetch-dest"), DOCUMENT)
+    priority = ("priority", "u=0, i" if dest == DOCUMENT else "u=1, i")
+    out = [(name, value) for name, value in headers if name.lower() != "priority"]
+    at = next(
+        (i + 1 for i, (name, _) in enumerate(out) if name.lower() == "accept-language"),
+        len(out),
+    )
+    return [*out[:at], priority, *out[at:]]
+
+
 def request_pairs(request: Request) -> Headers:
     """A Scrapy request's headers as (name, value) text pairs, in order."""
     return [

@@ -17,7 +17,9 @@ Scrapy's retry layer and our ban policy do not know. Here:
   their order, with no curl_cffi default header. Host, Connection and Content-Length go
   first on HTTP/1.1 as Chromium sends them (curl's header order option). HTTP/2 when
   the server's ALPN offers it, HTTP/1.1 over plain http (never an ``h2c`` upgrade, which
-  no browser sends).
+  no browser sends). Chromium's HTTP/2 ``priority`` header is added to every request;
+  curl-impersonate sends it over HTTP/2 only, as Chromium does (ALPN decides after the
+  headers are set).
 - **connections reused**: one ``AsyncSession`` (a curl multi handle and its connection
   pool) per proxy, per ``meta["fetch_session"]`` and per target, at most
   ``FETCH_MAX_SESSIONS`` (the least recently used idle one is closed), all closed at
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import time
 from collections import Counter, OrderedDict
 from typing import Any
@@ -78,9 +81,11 @@ from scrapy.utils.url import add_http_if_no_scheme
 from crawlers.fetch.identity import (
     SESSION_META,
     BrowserIdentity,
+    browser_spelling,
     identity_for,
     identity_of,
     request_pairs,
+    with_h2_priority,
 )
 from crawlers.fetch.redact import basic_credentials, proxy_id, redact
 
@@ -95,6 +100,7 @@ PROTOCOLS = {1: "HTTP/1.0", 2: "HTTP/1.1", 3: "h2", 30: "h3"}
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
 SessionKey = tuple[str, str, str]  # proxy, session id, target
+_CURL_HINT = re.compile(r"\s*See https://curl\.se/libcurl/c/libcurl-errors\.html[^.]*\.")
 
 
 class ConnectionLostError(DownloadFailedError):
@@ -104,15 +110,16 @@ class ConnectionLostError(DownloadFailedError):
 def download_error(code: int, message: str, url: str, timeout: float | None) -> Exception:
     """The Scrapy exception for curl error ``code`` (``RETRY_EXCEPTIONS`` all of them, so
     they are retried and, through a proxy, ban it, as Twisted's errors were)."""
-    message = redact(message)
+    message = redact(_CURL_HINT.sub("", message))
     if code == CurlECode.OPERATION_TIMEDOUT:
         return DownloadTimeoutError(f"Getting {url} took longer than {timeout} seconds.")
+    # A proxy that refused the CONNECT (407, 403, 502): curl says COULDNT_CONNECT or PROXY.
+    if code == CurlECode.PROXY or "CONNECT tunnel failed" in message:
+        return TunnelError(message)  # what Scrapy's HTTP/1.1 handler raises for it
     if code in (CurlECode.COULDNT_RESOLVE_HOST, CurlECode.COULDNT_RESOLVE_PROXY):
         return CannotResolveHostError(message)
     if code == CurlECode.COULDNT_CONNECT:
         return DownloadConnectionRefusedError(message)
-    if code == CurlECode.PROXY or "CONNECT tunnel failed" in message:
-        return TunnelError(message)  # what Scrapy's HTTP/1.1 handler raises for it
     if code == CurlECode.PARTIAL_FILE:
         return ResponseDataLossError(message)
     if code in (
@@ -225,11 +232,15 @@ class ImpersonatingHandler(BaseDownloadHandler):
             if name.lower() == "proxy-authorization":
                 proxy_auth = basic_credentials(value)  # to the proxy, as curl's credentials
             else:
-                headers.append((name, value))
+                headers.append((browser_spelling(name), value))  # Scrapy title-cased it
         names = {name.lower() for name, _ in headers}
         if (request.body or request.method in _BODY_METHODS) and "content-type" not in names:
             headers.append(("Content-Type", None))  # neither curl's form type nor another
         accept_encoding = next((v for n, v in headers if n.lower() == "accept-encoding"), None)
+        if any(name.lower() == "sec-fetch-dest" for name, _ in headers):
+            # A browser's request: Chromium's HTTP/2 priority header, which curl sends over
+            # HTTP/2 only (ALPN decides after the headers are set), as Chromium does.
+            headers = with_h2_priority(headers)  # type: ignore[arg-type]
         identity = identity_of(request, self.identity)
         key = (proxy_url or "", str(meta.get(SESSION_META) or ""), identity.impersonate)
         timeout = float(meta.get("download_timeout", self.timeout) or 0) or None

@@ -4,7 +4,9 @@ Header names keep their spelling and order (a browser's fingerprint is in both),
 no framework server keeps. Answers come from a ``respond`` function of the head (an
 HTML page by default), with keep-alive, so a client's connection reuse shows too
 (``Head.connection``: the number of the connection the request came on). With ``tls``
-(an ``ssl.SSLContext``) it serves HTTPS; ``self_signed_tls`` makes one for 127.0.0.1.
+(an ``ssl.SSLContext``) it serves HTTPS; ``self_signed_tls`` makes one for 127.0.0.1, and
+with ``http2=True`` offers ``h2`` by ALPN: a client that takes it is served HTTP/2 (the
+``h2`` library), its heads recorded with their pseudo-headers (``:method``, ...) first.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HEAD_LIMIT = 64 * 1024
 
@@ -30,6 +33,7 @@ class Head:
     headers: list[tuple[str, str]]
     body: bytes = b""
     connection: int = 0
+    protocol: str = "HTTP/1.1"
 
     @property
     def path(self) -> str:
@@ -114,6 +118,10 @@ class CaptureServer:
                 sock = self.tls.wrap_socket(sock, server_side=True)
             except (ssl.SSLError, OSError):
                 return  # a client that refused our certificate
+            if sock.selected_alpn_protocol() == "h2":  # type: ignore[attr-defined]
+                with contextlib.suppress(OSError):
+                    self._serve_h2(sock, number)
+                return
         sock.settimeout(30)
         buffer = b""
         try:
@@ -152,6 +160,49 @@ class CaptureServer:
             with contextlib.suppress(OSError):
                 sock.close()
 
+    def _serve_h2(self, sock: socket.socket, number: int) -> None:
+        import h2.config
+        import h2.connection
+        import h2.events
+
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+        connection = h2.connection.H2Connection(config=config)
+        connection.initiate_connection()
+        sock.sendall(connection.data_to_send())
+        streams: dict[int, tuple[list[tuple[str, str]], bytearray]] = {}
+        sock.settimeout(30)
+        while not self._stop.is_set():
+            data = sock.recv(65536)
+            if not data:
+                return
+            for event in connection.receive_data(data):
+                if isinstance(event, h2.events.RequestReceived):
+                    headers = [(str(k), str(v)) for k, v in event.headers or []]
+                    streams[event.stream_id] = (headers, bytearray())
+                    if event.stream_ended is not None:
+                        self._answer_h2(connection, event.stream_id, streams, number)
+                elif isinstance(event, h2.events.DataReceived):
+                    streams[event.stream_id][1].extend(event.data or b"")
+                    connection.acknowledge_received_data(
+                        event.flow_controlled_length or 0, event.stream_id
+                    )
+                elif isinstance(event, h2.events.StreamEnded) and event.stream_id in streams:
+                    self._answer_h2(connection, event.stream_id, streams, number)
+            sock.sendall(connection.data_to_send())
+
+    def _answer_h2(self, connection: Any, stream: int, streams: dict[int, Any], n: int) -> None:
+        headers, body = streams.pop(stream)
+        pseudo = dict(h for h in headers if h[0].startswith(":"))
+        head = Head(pseudo[":method"], pseudo[":path"], headers, bytes(body), n, "h2")
+        with self._lock:
+            self.heads.append(head)
+        answer = self.respond(head)
+        response = [(":status", str(answer.status))]
+        response += [(name.lower(), value) for name, value in answer.headers]
+        response.append(("content-length", str(len(answer.body))))
+        connection.send_headers(stream, response)
+        connection.send_data(stream, answer.body, end_stream=True)
+
 
 def _encode(answer: Answer, head: Head) -> bytes:
     reason = {200: "OK", 302: "Found", 304: "Not Modified", 404: "Not Found"}.get(
@@ -167,8 +218,9 @@ def _encode(answer: Answer, head: Head) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
 
 
-def self_signed_tls(directory: Path) -> ssl.SSLContext:
-    """A server context with a fresh self-signed certificate for 127.0.0.1."""
+def self_signed_tls(directory: Path, *, http2: bool = False) -> ssl.SSLContext:
+    """A server context with a fresh self-signed certificate for 127.0.0.1 (offering h2
+    by ALPN with ``http2``)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -202,6 +254,7 @@ def self_signed_tls(directory: Path) -> ssl.SSLContext:
     )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_path, key_path)
+    context.set_alpn_protocols(["h2", "http/1.1"] if http2 else ["http/1.1"])
     return context
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,7 +38,9 @@ from crawlers.fetch.identity import (
 )
 from crawlers.fetch.rendering import context_options, launch_options
 from crawlers.profiles import SiteProfile, profile_sites
+from services.demo_site import DemoSite
 from tests.crawlers.fetch.capture import Answer, CaptureServer, Head
+from tests.crawlers.fetch.support import run_crawl
 
 PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
 TARGETS = (
@@ -519,3 +522,85 @@ def test_chromium_sends_the_configured_languages_as_the_identity_does(
     assert sent(head)[-1] == ("Accept-Language", accept_language)  # in its place: last
     assert languages[0] == me.locale
     assert head.get("Accept-Encoding") == identity_module.ACCEPT_ENCODING
+
+
+# -- a crawl of the demo shop ---------------------------------------------------------------------
+
+# What no request of the platform may say, in any header name or value.
+TELLS = ("scrapy", "python", "headlesschrome", "curl", "playwright")
+
+
+def tells(entry: dict[str, Any]) -> list[str]:
+    return [
+        f"{name}: {value}"
+        for name, value in entry["headers"]
+        if any(word in f"{name} {value}".lower() for word in TELLS)
+    ]
+
+
+def header(entry: dict[str, Any], name: str) -> str | None:
+    return next((v for n, v in entry["headers"] if n.lower() == name.lower()), None)
+
+
+@pytest.mark.parametrize("render_mode", ["never", "always"])
+def test_no_request_of_a_crawl_says_scrapy_python_or_headless(
+    demo_site: DemoSite, tmp_path: Path, render_mode: str
+) -> None:
+    """The default settings, plain and rendered (RENDER_MODE=always, images, fonts and
+    media loaded too): robots.txt, pages, the spider's API requests and every
+    sub-resource Chromium fetched present the same browser."""
+    demo_site.control(log_headers=True)
+    settings: dict[str, object] = {"MAX_LISTING_PAGES": 1, "CLOSESPIDER_ITEMCOUNT": 12}
+    if render_mode == "always":
+        settings |= {"RENDER_MODE": "always", "RENDER_ABORT_RESOURCE_TYPES": ""}
+    result = run_crawl(tmp_path, base_url=demo_site.url, settings=settings, timeout=240)
+    assert result.returncode == 0, result.log[-3000:]
+    assert len(result.items) >= 12
+
+    me = crawl_identity(platform_crawler().settings)
+    log = demo_site.access_log()
+    assert log[0]["path"] == "/robots.txt"
+    assert {entry["path"].split("/")[1] for entry in log} >= {"robots.txt", "category", "product"}
+    assert [(entry["path"], tells(entry)) for entry in log if tells(entry)] == []
+    assert {entry["user_agent"] for entry in log} == {me.user_agent}
+    assert {header(entry, "sec-ch-ua") for entry in log} == {me.sec_ch_ua}
+    assert {header(entry, "Accept-Language") for entry in log} == {me.accept_language}
+    dests = {header(entry, "Sec-Fetch-Dest") for entry in log}
+    if render_mode == "always":
+        # The pages' own images and review fetches came from Chromium. (The spider's
+        # request of the reviews API is rendered too, a navigation: the demo spider does
+        # not mark it render=False.)
+        assert {"document", "image", "empty"} <= dests
+        assert result.stat("render/ok") >= 12
+        assert result.stat("render/accept_language_mismatch") == 0
+    else:
+        # The spider's reviews API requests (Accept: application/json) go as a script's.
+        api = [entry for entry in log if entry["path"].startswith("/api/")]
+        assert api and {header(entry, "Sec-Fetch-Mode") for entry in api} == {"cors"}
+        assert dests == {"document", "empty"}
+        assert result.stat("impersonate/sessions_opened") == 1
+
+
+def robots_site(head: Head) -> Answer:
+    if head.target == "/robots.txt":
+        robots = b"User-agent: scraping-platform\nDisallow: /private\n\nUser-agent: *\nAllow: /\n"
+        return Answer(headers=[("Content-Type", "text/plain")], body=robots)
+    links = b'<a href="/private">private</a> <a href="/public">public</a>'
+    filler = b"<p>filler text so the page is not a near-empty block answer.</p>" * 20
+    return Answer(body=b"<html><head><title>t</title></head><body>" + links + filler + b"</body>")
+
+
+def test_robots_rules_for_the_bot_token_hold_behind_the_browser_identity(
+    tmp_path: Path,
+) -> None:
+    with CaptureServer(robots_site) as site:
+        spider = Path(__file__).with_name("robotless_spider.py")
+        result = run_crawl(tmp_path, base_url=site.url, spider_file=spider, timeout=120)
+        heads = list(site.heads)
+    assert result.returncode == 0, result.log[-3000:]
+    assert sorted(head.target for head in heads) == ["/", "/public", "/robots.txt"]
+    assert result.stat("robotstxt/forbidden") == 1
+    me = crawl_identity(platform_crawler().settings)
+    robots = next(head for head in heads if head.target == "/robots.txt")
+    assert robots.get("User-Agent") == me.user_agent
+    assert robots.get("Sec-Fetch-Mode") == "navigate"
