@@ -38,6 +38,8 @@ from crawlers.fetch.identity import (
 )
 from crawlers.fetch.rendering import context_options, launch_options
 from crawlers.profiles import SiteProfile, profile_sites
+from crawlers.scaffold.sample import sample_site
+from fingerprints.sampler import fetch_sample
 from services.demo_site import DemoSite
 from tests.crawlers.fetch.capture import Answer, CaptureServer, Head
 from tests.crawlers.fetch.support import run_crawl
@@ -604,3 +606,22 @@ def test_robots_rules_for_the_bot_token_hold_behind_the_browser_identity(
     robots = next(head for head in heads if head.target == "/robots.txt")
     assert robots.get("User-Agent") == me.user_agent
     assert robots.get("Sec-Fetch-Mode") == "navigate"
+
+
+def test_the_structure_gates_and_the_scaffolds_samplers_fetch_as_the_browser(
+    demo_site: DemoSite, tmp_path: Path
+) -> None:
+    """The HTTP clients beside the crawls that reach a site (the gate's sampler, the
+    scaffold's sample) are Scrapy crawls with the platform's add-on: the same identity."""
+    demo_site.control(log_headers=True)
+    product = demo_site.catalog().products[0].url
+    pages = fetch_sample(
+        "demo", {"home": ["/"], "product": [product]}, base_url=demo_site.url, timeout=120
+    )
+    assert [page.status for page in pages] == [200, 200]
+    sample_site(demo_site.url + "/", 3, out=tmp_path / "sample.jsonl", timeout=300)
+    log = demo_site.access_log()
+    assert len(log) >= 5
+    assert [(entry["path"], tells(entry)) for entry in log if tells(entry)] == []
+    me = crawl_identity(platform_crawler().settings)
+    assert {entry["user_agent"] for entry in log} == {me.user_agent}
