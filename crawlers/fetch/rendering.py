@@ -4,7 +4,14 @@
 site profile's ``render``: ``never`` | ``always`` | ``per_request``) and a request's
 ``render`` meta (True/False). ``ResilientPlaywrightHandler`` is scrapy-playwright's
 download handler with what production needs around its public ``download_request``; it
-overrides no private method and reads no undocumented attribute of scrapy-playwright:
+overrides no private method and reads no undocumented attribute of scrapy-playwright.
+Plain requests go to ``crawlers.fetch.impersonate.ImpersonatingHandler``
+(``FETCH_IDENTITY = "browser"``) or to Scrapy's HTTP/1.1 handler (``"crawler"``).
+
+- **the crawl's identity** (``crawlers.fetch.identity``): every context is made with its
+  User-Agent (``context_options``), Chromium launched with its languages
+  (``launch_options``); a difference between the Accept-Language Chromium sends and
+  the plain requests' is said once (``render/accept_language_mismatch``).
 
 - **a hard wall-clock limit** (``RENDER_HARD_TIMEOUT`` seconds) on every browser request,
   from waiting for a context to the page's content: past it the request fails with
