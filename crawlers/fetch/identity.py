@@ -224,8 +224,15 @@ def chromium_version(path: str | None) -> str:
             f"FETCH_IDENTITY=browser presents the installed Chromium, but none was found: {fix}"
         )
     try:
+        # stdout only and no timeout: read straight from the pipe, with no poll() loop,
+        # which libfaketime (a worker whose clock is tested behind) made fail with EINVAL.
         done = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+            [path, "--version"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError) as exc:
         raise ConfigurationError(
