@@ -13,7 +13,10 @@ min = max = desired concurrency). The rows:
 * frontier, 1 and 2 workers: the leased Redis frontier, no item pipelines;
 * full path, 1 and 2 workers: the frontier and the add-on's validate -> dedup -> store
   pipelines into an Elasticsearch node, as production runs (Redis flushed, items-*
-  deleted before each run);
+  deleted before each run); plain requests through the browser identity's curl_cffi
+  handler (the default, ``FETCH_IDENTITY=browser``), and for 1 worker also through
+  Scrapy's HTTP/1.1 handler (``FETCH_IDENTITY=crawler``): the handler's cost per page
+  at equal work;
 * at a non-zero latency also the full path with the project's AutoThrottle on, its
   politeness cost stated apart from the pinned rows;
 * crawlee ParselCrawler (when ``.venv-crawlee`` can be set up), validating each item
@@ -88,7 +91,8 @@ Log = Callable[[str], None]
 BARE = "bare Scrapy (memory scheduler)"
 FRONTIER_1 = "frontier, 1 worker"
 FRONTIER_2 = "frontier, 2 workers"
-FULL_1 = "full path, 1 worker"
+FULL_1 = "full path, 1 worker, browser identity (curl_cffi)"
+FULL_1_HTTP11 = "full path, 1 worker, HTTP/1.1 handler"
 FULL_2 = "full path, 2 workers"
 FULL_THROTTLED = "full path, 1 worker, AutoThrottle on (project default)"
 CRAWLEE = "crawlee ParselCrawler"
@@ -100,6 +104,7 @@ class Config:
     kind: str  # bare | frontier | full | crawlee
     processes: int = 1
     autothrottle: bool = False  # the project's AutoThrottle default instead of pinned
+    identity: str | None = None  # FETCH_IDENTITY; None: the project's default (browser)
 
     def scrapy_settings(self, concurrency: int) -> dict[str, str]:
         """Equal politeness: pinned concurrency (AutoThrottle only where the row says so)."""
@@ -113,6 +118,8 @@ class Config:
             settings |= {"AUTOTHROTTLE_ENABLED": "False", "DOWNLOAD_DELAY": "0"}
         if self.kind in ("bare", "frontier"):
             settings["ITEM_PIPELINES"] = "{}"
+        if self.identity is not None:
+            settings["FETCH_IDENTITY"] = self.identity
         return settings
 
 
@@ -122,6 +129,7 @@ def configurations(latency_ms: int, crawlee: bool) -> list[Config]:
         Config(FRONTIER_1, "frontier"),
         Config(FRONTIER_2, "frontier", 2),
         Config(FULL_1, "full"),
+        Config(FULL_1_HTTP11, "full", identity="crawler"),
         Config(FULL_2, "full", 2),
     ]
     if latency_ms:
@@ -489,6 +497,13 @@ class Table:
                 f"{'-' if ceiling is None else f'{ceiling:.0f}':>7}  "
                 f"{'-' if share is None else f'{share:.0%}':>5}  "
                 f"{self.cpu_ms(name):>11.2f}  {self.check(name)}"
+            )
+        if FULL_1_HTTP11 in self.runs and FULL_1 in self.runs:
+            ours, scrapys = self.cpu_ms(FULL_1), self.cpu_ms(FULL_1_HTTP11)
+            lines.append(
+                f"browser identity (curl_cffi) vs HTTP/1.1 handler, full path 1 worker: "
+                f"{ours:.2f} vs {scrapys:.2f} CPU ms/page ({ours / scrapys:.2f}x), "
+                f"{self.rate(FULL_1) / self.rate(FULL_1_HTTP11):.2f}x the pages/s"
             )
         if FULL_THROTTLED in self.runs and FULL_1 in self.runs:
             cost = self.rate(FULL_THROTTLED) / self.rate(FULL_1)

@@ -14,9 +14,14 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
       600 crawlers.fetch.retry.CountingRedirectMiddleware   redirects, loops counted
       740 crawlers.fetch.rendering.RenderMiddleware  the render flag (profile's RENDER_MODE)
       745 crawlers.fetch.conditional.ConditionalRequests  validators sent, 304 -> ItemSeen
+      760 crawlers.fetch.identity.IdentityMiddleware  the browser's headers (FETCH_IDENTITY)
+
+  (Scrapy's UserAgentMiddleware replaced by the last)
 
   and the download handler ``crawlers.fetch.rendering.ResilientPlaywrightHandler`` for
-  http and https (Chromium starts only when a request is rendered);
+  http and https (Chromium starts only when a request is rendered; plain requests go to
+  ``crawlers.fetch.impersonate.ImpersonatingHandler``, or to Scrapy's HTTP/1.1 handler
+  with ``FETCH_IDENTITY = "crawler"``);
 * the spider middlewares ``crawlers.frontier.LeaseAckMiddleware`` (0, the outermost: acks
   frontier leases when a response's output and items are done; off without the frontier)
   and ``crawlers.middlewares.JobTagMiddleware`` (50): every request and item carries its
@@ -67,6 +72,7 @@ from core.config import (
 )
 from crawlers import defaults
 from crawlers.compat import check_private_api
+from crawlers.fetch.identity import check_identity
 from crawlers.logs import quiet_client_loggers
 
 logger = logging.getLogger(__name__)
@@ -87,8 +93,14 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.fetch.proxies.RotatingProxies": 587,
         "crawlers.fetch.retry.BlockRetryMiddleware": 585,
         "crawlers.fetch.encoding.EncodingRepairMiddleware": 584,
-        # Requests pass low -> high: proxy chosen (587) -> render flag (740) -> auth (750).
+        # Requests pass low -> high: proxy chosen (587) -> render flag (740) -> auth (750)
+        # -> the identity's headers (760).
         "crawlers.fetch.rendering.RenderMiddleware": 740,
+        # Replaced: the identity's User-Agent (or USER_AGENT with FETCH_IDENTITY=crawler),
+        # with every other header of a plain request in a browser's order. After every
+        # middleware that adds one (cookies 700, validators 745, proxy credentials 750).
+        "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
+        "crawlers.fetch.identity.IdentityMiddleware": 760,
         # After the render flag (a rendered request never gets validators), before the
         # HTTP cache (900): it sees a 304 first and hands it on as an ok answer to the
         # redirect (600), ban (588) and retry (585) layers. Off without [recrawl].
@@ -167,6 +179,9 @@ class ScrapingPlatform:
     def update_settings(self, settings: BaseSettings) -> None:
         check_private_api()
         install(settings)  # again: the final settings, a spider's and profile's included
+        # Only for a crawl (not every CLI reading the project's settings): the browser
+        # identity needs the installed Chromium's version, or BROWSER_VERSION.
+        check_identity(settings)
         redis_url = settings.get("REDIS_URL")
         if redis_url:
             logger.info("scraping platform: frontier on %s", redacted(str(redis_url)))
@@ -216,8 +231,19 @@ def install(settings: BaseSettings) -> None:
             handlers.setdefault(scheme, path)  # a scheme the project maps keeps its handler
         settings.set("DOWNLOAD_HANDLERS", handlers, settings.getpriority("DOWNLOAD_HANDLERS") or 0)
     check_settings(settings)
+    verify_certificates(settings)
     if settings.get("REDIS_URL"):
         install_frontier(settings)
+
+
+def verify_certificates(settings: BaseSettings) -> None:
+    """Scrapy's DOWNLOAD_VERIFY_CERTIFICATES (its HTTP/1.1 handler, FETCH_IDENTITY=crawler)
+    follows FETCH_TLS_VERIFY, unless set itself above the add-on's priority: one switch
+    for the three ways a page is fetched."""
+    own = settings.getpriority("DOWNLOAD_VERIFY_CERTIFICATES") or 0
+    if own <= SETTINGS_PRIORITIES[PRIORITY]:
+        verify = settings.getbool("FETCH_TLS_VERIFY")
+        settings.set("DOWNLOAD_VERIFY_CERTIFICATES", verify, priority=PRIORITY)
 
 
 def install_frontier(settings: BaseSettings) -> None:
@@ -263,6 +289,7 @@ def check_settings(settings: BaseSettings) -> None:
     check_redis_url(settings.get("REDIS_URL"))
     check_elasticsearch_url(settings.get("ELASTICSEARCH_URL"))
     check_http_url(settings.get("DEMO_SITE_URL"), "DEMO_SITE_URL")
+    check_identity(settings, probe=False)
     path = settings.get("ROTATING_PROXY_LIST_PATH")
     if path:
         read_proxy_file(path, "ROTATING_PROXY_LIST_PATH")

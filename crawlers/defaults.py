@@ -26,7 +26,36 @@ JOB_ID = None  # None: each crawl starts a new job id
 DEMO_SITE_URL = config.DEFAULT_DEMO_SITE_URL
 FACEBOOK_SESSION_COOKIES = None  # secret
 
+# --- identity: what every request presents (crawlers/fetch/identity.py, docs/fetching.md) ---
+# "browser": every request, plain or rendered, presents the installed Chromium (its
+# User-Agent without "Headless", client hints, header order; plain requests through
+# curl_cffi with its TLS/HTTP2 fingerprint). "crawler": the platform announces itself
+# (USER_AGENT, Scrapy's HTTP/1.1 handler), for sites that need nothing more.
+FETCH_IDENTITY = "browser"
+# The platform's own name, sent with FETCH_IDENTITY=crawler. robots.txt rules are
+# matched for its product token whatever identity is presented: politeness does not
+# depend on the disguise.
 USER_AGENT = "scraping-platform/0.1 (+https://example.invalid/bot)"
+ROBOTSTXT_USER_AGENT = "scraping-platform"
+# The market's languages, as Chromium sends them for their tags (a region tag, its base
+# language, q-values from 0.9 down): a site profile's [settings] chooses its own, e.g.
+# "es-ES,es;q=0.9". Plain requests send it, Chromium is launched with its tags.
+BROWSER_ACCEPT_LANGUAGE = "en-US,en;q=0.9"
+# None: the version of the installed Chromium (`<chromium> --version`). A version
+# (156.0.8078.114) presents that one on a machine without Chromium that renders nothing.
+BROWSER_VERSION = None
+# TLS certificates of sites are not verified (Scrapy's own default): plain requests, the
+# browser's contexts (ignore_https_errors) and Scrapy's DOWNLOAD_VERIFY_CERTIFICATES.
+FETCH_TLS_VERIFY = False
+# curl_cffi sessions (a connection pool each) of the plain-request handler, one per
+# proxy and fetch session; beyond, the least recently used idle one is closed.
+FETCH_MAX_SESSIONS = 64
+# Scrapy's generic Accept / Accept-Language would be a tell next to a browser's; the
+# identity's headers replace them (FETCH_IDENTITY=crawler sends Scrapy's own).
+DEFAULT_REQUEST_HEADERS: dict[str, str] = {}
+# Chrome's referrer policy: the full URL to the same origin, only the origin elsewhere
+# (Scrapy's default sends the full URL to every site).
+REFERRER_POLICY = "strict-origin-when-cross-origin"
 
 # Politeness: robots.txt is obeyed unless a site's profile says otherwise.
 ROBOTSTXT_OBEY = True
@@ -173,6 +202,11 @@ PLAYWRIGHT_BROWSER_PROVIDER = "crawlers.fetch.browser.LazyBrowserProvider"
 PLAYWRIGHT_ABORT_REQUEST = "crawlers.fetch.browser.abort_request"
 # ... and a crashed browser is relaunched on the next request (crash recovery).
 PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER = True
+# Chromium's own headers on every browser request, navigations included: scrapy-playwright
+# would otherwise put the Scrapy request's headers on the navigation (the crawler's
+# User-Agent beside Chromium's client hints). A rendered request's own headers are not
+# sent; its context's User-Agent is the identity's (crawlers.fetch.rendering).
+PLAYWRIGHT_PROCESS_REQUEST_HEADERS = None
 
 PLAYWRIGHT_BROWSER_TYPE = "chromium"
 # The features Playwright 1.65.2 disables at launch (its chromiumSwitches); a test reads
@@ -214,6 +248,9 @@ PLAYWRIGHT_LAUNCH_OPTIONS = {
         # processes; a renderer crash fails the requests of the pages sharing it, which
         # are retried like any browser failure.
         "--renderer-process-limit=4",
+        # navigator.webdriver is true under automation unless this Blink feature is off:
+        # the first thing a bot defense's script reads.
+        "--disable-blink-features=AutomationControlled",
         # Chromium keeps only the last --disable-features switch, so this one repeats
         # the list Playwright passes (playwright_disabled_features above) and adds the spare
         # renderer and RenderDocument's new document per navigation (about -0.02 CPU s

@@ -10,14 +10,17 @@ Control (never logged, disallowed by robots.txt):
 - ``GET /__control``: the state (see ``SiteState.snapshot``).
 - ``POST /__control``: JSON with any of ``layout`` ("v1"/"v2"/"v3"), ``revision`` (int),
   ``block_seed`` (int), ``behaviours`` ({name: spec|null}), ``clients``
-  ({client: {name: spec|null}|null}); merges, answers with the new state, 400 if invalid.
+  ({client: {name: spec|null}|null}), ``log_headers`` (bool); merges, answers with the
+  new state, 400 if invalid.
 - ``POST /__control/reset``: behaviours, counters and the access log cleared; layout
-  and revision back to the command line's.
+  and revision back to the command line's; ``log_headers`` off.
 - ``GET /__control/access-log?since=N&client=NAME``: the access log as a JSON list
   (per request: ``i``, ``ts``, ``method``, ``path``, ``status``, ``client``,
   ``user_agent``, ``behaviour``, ``bytes``: the response body bytes sent, and
-  ``conditional``: whether it carried If-None-Match or If-Modified-Since); ``DELETE``
-  clears it.
+  ``conditional``: whether it carried If-None-Match or If-Modified-Since; with
+  ``log_headers`` on, ``headers``: every request header as ``[name, value]``, names as
+  spelled, in the order received); ``DELETE`` clears it. Headers are off by default:
+  benchmarks log a million requests, and a head is larger than the rest of an entry.
 
 Conditional requests (RFC 9110 section 13): every 200 answer of a site page or API
 carries a strong ``ETag`` (a digest of the body as served) and, unless a content
@@ -149,6 +152,7 @@ class SiteState:
         self.revision = config.revision
         self.engine = BehaviourEngine(self._default_block_seed())
         self.access = AccessLog(config.access_log)
+        self.log_headers = False  # whole request heads in the access log (tests of clients)
         self._catalogs: dict[int, Catalog] = {}
         self._cache: dict[tuple[Any, ...], bytes] = {}
         # Digests, cached like the pages (a rewritten body's by its page's ETag + rewrite).
@@ -230,6 +234,7 @@ class SiteState:
                 "added_skus": sorted(catalog.added_skus),
             },
             "access_log_size": self.access.next_index,
+            "log_headers": self.log_headers,
             # Every Last-Modified is at least this (ISO time; None: the catalog's dates).
             "changed_at": None if self.changed_at is None else self.changed_at.isoformat(),
         }
@@ -237,7 +242,8 @@ class SiteState:
     def apply(self, payload: Any) -> None:
         if not isinstance(payload, dict):
             raise BehaviourError("the control body must be a JSON object")
-        unknown = set(payload) - {"layout", "revision", "block_seed", "behaviours", "clients"}
+        known = {"layout", "revision", "block_seed", "behaviours", "clients", "log_headers"}
+        unknown = set(payload) - known
         if unknown:
             raise BehaviourError(f"unknown control keys: {sorted(unknown)}")
         layout = payload.get("layout", self.layout)
@@ -249,15 +255,20 @@ class SiteState:
         block_seed = payload.get("block_seed", self.engine.seed)
         if not isinstance(block_seed, int) or isinstance(block_seed, bool):
             raise BehaviourError("block_seed must be an integer")
+        log_headers = payload.get("log_headers", self.log_headers)
+        if not isinstance(log_headers, bool):
+            raise BehaviourError("log_headers must be true or false")
         self.engine.configure(payload.get("behaviours"), payload.get("clients"))
         self._move_to(layout, revision)
         if block_seed != self.engine.seed:
             self.engine.reseed(block_seed)
+        self.log_headers = log_headers
 
     def reset(self) -> None:
         self.engine.reset()
         self.engine.reseed(self._default_block_seed())
         self.access.clear()
+        self.log_headers = False
         self._move_to(self.config.layout, self.config.revision)
 
     def _move_to(self, layout: str, revision: int) -> None:
@@ -417,20 +428,24 @@ async def site_middleware(request: web.Request, handler: Handler) -> web.StreamR
         status, sent = exc.status, _body_bytes(request, exc)
         raise
     finally:
-        state.access.record(
-            {
-                "ts": time.time(),
-                "method": request.method,
-                "path": request.path_qs,
-                "status": status,
-                "client": client,
-                "user_agent": request.headers.get("User-Agent"),
-                "behaviour": ",".join(applied) or None,
-                "bytes": sent,
-                "conditional": "If-None-Match" in request.headers
-                or "If-Modified-Since" in request.headers,
-            }
-        )
+        entry = {
+            "ts": time.time(),
+            "method": request.method,
+            "path": request.path_qs,
+            "status": status,
+            "client": client,
+            "user_agent": request.headers.get("User-Agent"),
+            "behaviour": ",".join(applied) or None,
+            "bytes": sent,
+            "conditional": "If-None-Match" in request.headers
+            or "If-Modified-Since" in request.headers,
+        }
+        if state.log_headers:
+            entry["headers"] = [
+                [name.decode("latin-1"), value.decode("latin-1")]
+                for name, value in request.raw_headers
+            ]
+        state.access.record(entry)
 
 
 def _body_bytes(request: web.Request, response: web.StreamResponse) -> int:

@@ -78,14 +78,18 @@ class DemoSite(LocalSite):
         layout: str | None = None,
         revision: int | None = None,
         block_seed: int | None = None,
+        log_headers: bool | None = None,
         **behaviours: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         """Set behaviours (``captcha={"rate": 0.3}``; ``None`` removes one) and/or state.
 
         With ``client``, the behaviours apply only to requests carrying
-        ``X-Demo-Client: <client>``. Returns the new state.
+        ``X-Demo-Client: <client>``. ``log_headers=True``: the access log keeps every
+        request's headers (until ``reset``). Returns the new state.
         """
         payload: dict[str, Any] = {}
+        if log_headers is not None:
+            payload["log_headers"] = log_headers
         if layout is not None:
             payload["layout"] = layout
         if revision is not None:

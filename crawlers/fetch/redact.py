@@ -8,6 +8,7 @@ installed on the log handlers, it rewrites any ``scheme://user:password@`` that 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import logging
@@ -54,6 +55,20 @@ def proxy_for_playwright(url: str) -> dict[str, str]:
         option["username"] = unquote(user)
         option["password"] = unquote(password or "")
     return option
+
+
+def basic_credentials(header: bytes | str | None) -> tuple[str, str] | None:
+    """(user, password) of a ``Basic`` Proxy-Authorization value (the header Scrapy's
+    HttpProxyMiddleware builds); None for anything else."""
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")
+    if not header or not header.startswith("Basic "):
+        return None
+    try:
+        user, _, password = base64.b64decode(header[6:]).decode("utf-8").partition(":")
+    except ValueError:
+        return None
+    return user, password
 
 
 def credential_tag(user: str, password: str) -> str:

@@ -4,7 +4,14 @@
 site profile's ``render``: ``never`` | ``always`` | ``per_request``) and a request's
 ``render`` meta (True/False). ``ResilientPlaywrightHandler`` is scrapy-playwright's
 download handler with what production needs around its public ``download_request``; it
-overrides no private method and reads no undocumented attribute of scrapy-playwright:
+overrides no private method and reads no undocumented attribute of scrapy-playwright.
+Plain requests go to ``crawlers.fetch.impersonate.ImpersonatingHandler``
+(``FETCH_IDENTITY = "browser"``) or to Scrapy's HTTP/1.1 handler (``"crawler"``).
+
+- **the crawl's identity** (``crawlers.fetch.identity``): every context is made with its
+  User-Agent (``context_options``), Chromium launched with its languages
+  (``launch_options``); a difference between the Accept-Language Chromium sends and
+  the plain requests' is said once (``render/accept_language_mismatch``).
 
 - **a hard wall-clock limit** (``RENDER_HARD_TIMEOUT`` seconds) on every browser request,
   from waiting for a context to the page's content: past it the request fails with
@@ -40,7 +47,6 @@ Stats: ``render/requests``, ``render/ok``, ``render/hard_timeouts``,
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import weakref
 from collections.abc import Awaitable, Callable
@@ -56,7 +62,15 @@ from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from crawlers.fetch.browser import abort_request
 from crawlers.fetch.browser_pool import CLOSE_TIMEOUT, BrowserPool, close_quietly
-from crawlers.fetch.redact import credential_tag, proxy_for_playwright, proxy_id, redact
+from crawlers.fetch.identity import BrowserIdentity, identity_for
+from crawlers.fetch.impersonate import ImpersonatingHandler
+from crawlers.fetch.redact import (
+    basic_credentials,
+    credential_tag,
+    proxy_for_playwright,
+    proxy_id,
+    redact,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -128,16 +142,6 @@ class RenderMiddleware:
             request.meta.pop("playwright", None)
 
 
-def _basic_credentials(header: bytes | None) -> tuple[str, str] | None:
-    if not header or not header.startswith(b"Basic "):
-        return None
-    try:
-        user, _, password = base64.b64decode(header[6:]).decode("utf-8").partition(":")
-    except ValueError:
-        return None
-    return user, password
-
-
 def quiet_playwright_logger(log_level: str | int | None) -> None:
     """scrapy-playwright attaches a logging listener to every page's request and response
     events when its logger's level lets DEBUG through, and Scrapy's LOG_LEVEL filters only
@@ -148,6 +152,26 @@ def quiet_playwright_logger(log_level: str | int | None) -> None:
     debug = str(log_level or "").upper() in ("DEBUG", str(logging.DEBUG))
     if not debug and playwright_logger.level == logging.NOTSET:
         playwright_logger.setLevel(logging.INFO)
+
+
+def context_options(user_agent: str, *, verify: bool) -> dict[str, Any]:
+    """Options of every context the handler creates: the identity's User-Agent (the
+    non-headless form; Chromium keeps its own client hints, which agree with it) and TLS
+    verification as for plain requests. Playwright's ``locale`` is not used: it rewrites
+    Accept-Language to the bare locale and moves it before Accept (measured on Chromium
+    156), which no Chrome sends; the languages come with the launch (``launch_options``).
+    """
+    return {"user_agent": user_agent, "ignore_https_errors": not verify}
+
+
+def launch_options(options: dict[str, Any], identity: BrowserIdentity | None) -> dict[str, Any]:
+    """PLAYWRIGHT_LAUNCH_OPTIONS with the identity's languages (``--accept-lang``):
+    Chromium then sends BROWSER_ACCEPT_LANGUAGE itself, in its place, and
+    navigator.languages agrees. An ``--accept-lang`` of the options' own wins."""
+    args = [str(arg) for arg in options.get("args") or ()]
+    if identity is None or any(arg.startswith("--accept-lang=") for arg in args):
+        return dict(options)
+    return {**options, "args": [*args, "--accept-lang=" + ",".join(identity.languages)]}
 
 
 class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
@@ -188,19 +212,42 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         # Cleared while a hung browser is being closed: new requests wait for the next one.
         self._not_recycling = asyncio.Event()
         self._not_recycling.set()
+        primary = self._primary.get(crawler)
+        # Plain requests: curl_cffi with the browser's fingerprint, or Scrapy's HTTP/1.1
+        # handler (super()) for FETCH_IDENTITY=crawler. One session pool for both schemes.
+        self.plain: ImpersonatingHandler | None = None
+        if primary is not None:
+            self.plain = primary.plain
+        elif settings.get("FETCH_IDENTITY") == "browser":
+            self.plain = ImpersonatingHandler.from_crawler(crawler)
+        browser = settings.get("FETCH_IDENTITY") == "browser"
+        identity = identity_for(crawler) if browser else None
+        self.context_options = context_options(
+            identity.user_agent if identity else settings["USER_AGENT"],
+            verify=settings.getbool("FETCH_TLS_VERIFY"),
+        )
+        self.config.launch_options = launch_options(self.config.launch_options, identity)
+        # What plain requests say; checked once against what Chromium sent.
+        self.accept_language = identity.accept_language if identity else None
         self._primary.setdefault(crawler, self)
 
     # -- the guarded download -----------------------------------------------------------
     async def download_request(self, request: Request) -> Response:
         if not request.meta.get("playwright"):
+            if self.plain is not None:
+                return await self.plain.download_request(request)
             return await super().download_request(request)
         primary = self._primary.get(self.crawler, self)
         if primary is not self:
             return await primary.download_request(request)
         stats = self.crawler.stats
         stats.inc_value("render/requests")
-        self._route_through_proxy(request)
         meta = request.meta
+        own_kwargs = meta.get(CONTEXT_KWARGS_META)
+        # A context is made with these on the first request naming it (the spider's own
+        # options win); the proxy's are added next.
+        meta[CONTEXT_KWARGS_META] = {**self.context_options, **(own_kwargs or {})}
+        self._route_through_proxy(request)
         # Pool pages unless the spider manages the request's page itself.
         reuse = self.reuse_pages and not (meta.get(INCLUDE_PAGE_META) or meta.get(PAGE_META))
         if reuse:
@@ -222,6 +269,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
                 raise self._failure(exc) from None
             self._consecutive_timeouts = 0
             stats.inc_value("render/ok")
+            self._check_languages(request)
             return response
         except asyncio.CancelledError:
             task.cancel()  # the crawl is stopping: do not leave the page behind
@@ -238,10 +286,32 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             if reuse:
                 meta.pop(PAGE_META, None)
                 meta.pop(INCLUDE_PAGE_META, None)
-            # The credentials were for this attempt only; a retry gets its own proxy.
-            kwargs = meta.get(CONTEXT_KWARGS_META)
-            if isinstance(kwargs, dict) and "proxy" in kwargs:
-                meta[CONTEXT_KWARGS_META] = {k: v for k, v in kwargs.items() if k != "proxy"}
+            # The spider's own context options, without a proxy: the credentials were for
+            # this attempt only; a retry gets its own proxy.
+            if own_kwargs is None:
+                meta.pop(CONTEXT_KWARGS_META, None)
+            else:
+                meta[CONTEXT_KWARGS_META] = {k: v for k, v in own_kwargs.items() if k != "proxy"}
+
+    def _check_languages(self, request: Request) -> None:
+        """Chromium expands its language list its own way (``es,en`` becomes
+        ``es-ES,es;q=0.9``): once per crawl, the Accept-Language it sent on a navigation
+        (scrapy-playwright puts the browser's headers on the request) is compared with
+        what plain requests send, and a difference is said with the value to set."""
+        expected, self.accept_language = self.accept_language, None
+        sent = request.headers.get(b"Accept-Language")
+        if expected is None or sent is None:
+            self.accept_language = expected  # not known yet: the next response tells
+            return
+        if sent.decode("latin-1") != expected:
+            self.crawler.stats.inc_value("render/accept_language_mismatch")
+            logger.warning(
+                "Chromium sends Accept-Language %r where plain requests send %r: set "
+                "BROWSER_ACCEPT_LANGUAGE=%r so both present the same browser",
+                sent.decode("latin-1"),
+                expected,
+                sent.decode("latin-1"),
+            )
 
     async def _admitted_download(self, request: Request, reuse: bool) -> Response:
         name = request.meta.setdefault(CONTEXT_META, DEFAULT_CONTEXT)
@@ -322,7 +392,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             return
         # HttpProxyMiddleware moved the credentials into this header; Chromium must not
         # send it to the site, and the context gets them as Playwright options instead.
-        credentials = _basic_credentials(request.headers.get(b"Proxy-Authorization"))
+        credentials = basic_credentials(request.headers.get(b"Proxy-Authorization"))
         request.headers.pop(b"Proxy-Authorization", None)
         option = {"server": proxy_for_playwright(proxy)["server"]}
         name = f"proxy:{proxy_id(proxy)}"
@@ -378,6 +448,8 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
 
     async def close(self) -> None:
         self._closing = True
+        if self.plain is not None and self._primary.get(self.crawler) is self:
+            await self.plain.close()  # the other scheme's handler shares it
         for task in list(self._inflight):
             task.cancel()
         try:

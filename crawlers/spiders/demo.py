@@ -159,6 +159,9 @@ class DemoSpider(SiteSpider):
             return
         yield response.follow(
             reviews_url,
+            # As the page's own script asks for it: the browser identity sends it as a
+            # script's fetch (crawlers.fetch.identity), not as a page navigated to.
+            headers={"Accept": "application/json"},
             callback=self.parse_reviews,
             errback=self.on_reviews_error,
             cb_kwargs={"product": fields},

@@ -22,6 +22,7 @@ from bench.frontier import (
     FRONTIER_1,
     FRONTIER_2,
     FULL_1,
+    FULL_1_HTTP11,
     FULL_2,
     FULL_THROTTLED,
     Bench,
@@ -71,6 +72,7 @@ def test_ratios_ceilings_shares_and_goals_at_a_latency() -> None:
         {
             BARE: (200.0, 210.0, 190.0),
             FULL_1: (290.0, 300.0, 295.0),
+            FULL_1_HTTP11: (300.0, 310.0, 320.0),
             FULL_2: (560.0, 600.0, 580.0),
             FULL_THROTTLED: (100.0, 90.0, 110.0),
             CRAWLEE: (250.0, 240.0, 260.0),
@@ -90,6 +92,10 @@ def test_ratios_ceilings_shares_and_goals_at_a_latency() -> None:
     assert cells[FULL_2] == ["580.0", "2.90x", "640", "91%", "3.00", "ok"]
     assert cells[CRAWLEE][:4] == ["250.0", "1.25x", "320", "78%"]
     assert "AutoThrottle on (project default) vs pinned, full path 1 worker: 0.34x" in rendered
+    assert (
+        "browser identity (curl_cffi) vs HTTP/1.1 handler, full path 1 worker: "
+        "3.00 vs 3.00 CPU ms/page (1.00x), 0.95x the pages/s"
+    ) in rendered
     assert "3 round(s)" in rendered and f"{PRODUCTS} products = {PAGES} pages" in rendered
 
 
@@ -127,6 +133,8 @@ def test_politeness_is_pinned_except_on_the_autothrottle_row() -> None:
         assert settings["CONCURRENT_REQUESTS"] == settings["CONCURRENT_REQUESTS_PER_DOMAIN"] == "16"
         pinned = settings.get("AUTOTHROTTLE_ENABLED") == "False"
         assert pinned is (name != FULL_THROTTLED), name
+        # Equal work but for the plain-request handler: only its row names an identity.
+        assert settings.get("FETCH_IDENTITY") == ("crawler" if name == FULL_1_HTTP11 else None)
         assert ("ITEM_PIPELINES" in settings) is (config.kind != "full"), name
 
 
@@ -195,7 +203,15 @@ def test_a_tiny_run_of_each_scrapy_configuration_produces_the_same_items(
     tmp_path: Path, redis_server: RedisServer, es_node: ElasticsearchNode
 ) -> None:
     result, expected = tiny_run(tmp_path, redis_server, es_node, crawlee=None)
-    assert list(result.runs) == [BARE, FRONTIER_1, FRONTIER_2, FULL_1, FULL_2, FULL_THROTTLED]
+    assert list(result.runs) == [
+        BARE,
+        FRONTIER_1,
+        FRONTIER_2,
+        FULL_1,
+        FULL_1_HTTP11,
+        FULL_2,
+        FULL_THROTTLED,
+    ]
     assert_whole(result, expected)
 
 

@@ -539,6 +539,19 @@ def test_access_log(site: DemoSite, catalog: Catalog) -> None:
     assert site.access_log() == []
 
 
+def test_the_access_log_keeps_request_heads_when_asked(site: DemoSite) -> None:
+    fetch(site, "/", **{"User-Agent": "agent/1"})
+    assert "headers" not in site.access_log()[0]  # off by default: entries stay small
+    assert site.control(log_headers=True)["log_headers"] is True
+    fetch(site, "/", **{"User-Agent": "agent/2", "sec-ch-ua": '"B";v="1"'})
+    headers = site.access_log()[1]["headers"]
+    names = [name for name, _ in headers]
+    assert ["sec-ch-ua", '"B";v="1"'] in headers  # spelled as sent
+    assert names.index("User-Agent") < names.index("sec-ch-ua")  # in the order received
+    site.reset()
+    assert site.state()["log_headers"] is False
+
+
 def _jsonl(site: DemoSite) -> Path:
     assert site.access_log_path is not None
     return site.access_log_path

@@ -1,0 +1,556 @@
+"""The browser every request of the platform presents: the Chromium it runs.
+
+Production sites sit behind bot defenses that compare what a client says (User-Agent,
+client hints, header order) with how it talks (its TLS ClientHello, HTTP/2 settings).
+Scrapy's own requests said ``scraping-platform/0.1`` over Twisted's OpenSSL handshake,
+and rendered pages said ``HeadlessChrome``; now plain and rendered requests present the
+same browser, derived from the installed Chromium (``CHROMIUM_PATH`` /
+``PLAYWRIGHT_LAUNCH_OPTIONS["executable_path"]``, ``<chromium> --version``):
+
+- ``BrowserIdentity``: name, version, the non-headless User-Agent
+  (``Chrome/<major>.0.0.0``), the ``sec-ch-ua`` brands by Chromium's own GREASE
+  algorithm, ``BROWSER_ACCEPT_LANGUAGE``, and the curl_cffi target whose TLS/HTTP2
+  fingerprint the plain-request handler (``crawlers.fetch.impersonate``) uses. JSON
+  round trip (``to_dict``/``from_dict``): sessions shared through Redis store one.
+- ``browser_headers``: the ordered headers Chromium sends for a navigation (a document)
+  or a sub-resource fetch (an XHR asking for JSON), measured on Chromium 156 over
+  HTTP/1.1 (tests/crawlers/fetch/test_identity.py compares them with the real browser,
+  so a Chromium upgrade that changes them fails there).
+- ``IdentityMiddleware``: applies them to every plain request (``FETCH_IDENTITY =
+  "browser"``), or announces the platform's own ``USER_AGENT`` (``"crawler"``). It
+  replaces Scrapy's ``UserAgentMiddleware``; ``DEFAULT_REQUEST_HEADERS`` is ``{}``.
+
+Request meta: ``IDENTITY_META`` (a ``BrowserIdentity`` or its dict: a session's own
+identity instead of the crawl's), ``SESSION_META`` (a session id: the plain handler keeps
+a connection pool per session), ``FETCH_DEST_META`` (``"document"`` or ``"empty"``: a
+navigation or a fetch, when the request's own ``Accept`` does not say).
+
+robots.txt rules are matched for the platform's bot token (``ROBOTSTXT_USER_AGENT``)
+whatever identity is presented: politeness does not depend on the disguise.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+import typing
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import tldextract
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Request
+from scrapy.settings import BaseSettings, default_settings
+
+from core.config import ConfigurationError
+
+IDENTITY_META = "identity"
+SESSION_META = "fetch_session"
+FETCH_DEST_META = "fetch_dest"
+FETCH_IDENTITIES = ("browser", "crawler")
+DOCUMENT, EMPTY = "document", "empty"  # Sec-Fetch-Dest: a navigation, a fetch/XHR
+
+BROWSER = "Chromium"
+# The User-Agent's platform token per client-hint platform (the platform runs on Linux).
+UA_PLATFORMS = {"Linux": "X11; Linux x86_64"}
+# What Chromium 156 sends on a navigation and accepts as encodings.
+NAVIGATION_ACCEPT = (
+    "text/html,application/xhtml+xml,application/xml;q=0.9,image/jxl,image/avif,image/webp,"
+    "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"
+)
+ACCEPT_ENCODING = "gzip, deflate, br, zstd"
+FETCH_ACCEPT = "*/*"
+
+# Chromium's brand GREASE (components/embedder_support/user_agent_utils.cc), seeded by
+# the major version: a deliberately odd brand so servers do not parse the list naively.
+_GREASE_CHARS = (" ", "(", ":", "-", ".", "/", ")", ";", "=", "?", "_")
+_GREASE_VERSIONS = ("8", "99", "24")
+
+_VERSION = re.compile(r"\b(\d+)\.(\d+)\.(\d+)\.(\d+)\b")
+_TARGET = re.compile(r"^chrome(\d+)$")  # desktop targets only (not _android, _macos, 133a)
+# Sites by registrable domain, the way Chromium tells same-site from cross-site: the
+# public suffix list with its private part (github.io hosts are each a site). The
+# snapshot bundled with tldextract, never fetched: nothing downloads at run time.
+_SITES = tldextract.TLDExtract(
+    cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True
+)
+
+
+def grease_brands(major: int, product: str = BROWSER) -> tuple[tuple[str, str], ...]:
+    """``navigator.userAgentData.brands`` of a Chromium build (no vendor brand)."""
+    grease = (
+        f"Not{_GREASE_CHARS[major % 11]}A{_GREASE_CHARS[(major + 1) % 11]}Brand",
+        _GREASE_VERSIONS[major % 3],
+    )
+    real = (product, str(major))
+    return (grease, real) if major % 2 == 0 else (real, grease)
+
+
+def installed_targets() -> tuple[str, ...]:
+    """The impersonation targets of the installed curl_cffi."""
+    from curl_cffi.requests.impersonate import BrowserTypeLiteral
+
+    return typing.get_args(BrowserTypeLiteral)
+
+
+def impersonate_target(major: int, targets: Iterable[str] | None = None) -> str:
+    """The newest desktop ``chromeNNN`` target with NNN <= ``major``: its TLS/HTTP2
+    fingerprint is the one closest to the browser's (Chromium changes it rarely)."""
+    versions = sorted(
+        int(match.group(1))
+        for target in (installed_targets() if targets is None else targets)
+        if (match := _TARGET.match(target))
+    )
+    eligible = [version for version in versions if version <= major]
+    if not eligible:
+        raise ConfigurationError(
+            f"curl_cffi has no Chrome target for Chromium {major} (it has chrome"
+            f"{', chrome'.join(map(str, versions))}): install a matching curl-cffi or set "
+            "FETCH_IDENTITY=crawler"
+        )
+    return f"chrome{eligible[-1]}"
+
+
+@dataclass(frozen=True)
+class BrowserIdentity:
+    browser: str
+    version: str  # full, e.g. 156.0.8078.114
+    major: int
+    platform: str  # the sec-ch-ua-platform value, e.g. Linux
+    user_agent: str
+    brands: tuple[tuple[str, str], ...]
+    accept_language: str
+    impersonate: str  # the curl_cffi target of the plain-request handler
+
+    @classmethod
+    def chromium(
+        cls,
+        version: str,
+        *,
+        accept_language: str,
+        platform: str = "Linux",
+        targets: Iterable[str] | None = None,
+    ) -> BrowserIdentity:
+        """The identity of Chromium ``version`` (``156`` or ``156.0.8078.114``)."""
+        major = int(version.split(".", 1)[0])
+        if platform not in UA_PLATFORMS:
+            raise ValueError(f"platform must be one of {sorted(UA_PLATFORMS)}, got {platform!r}")
+        # Chrome's reduced User-Agent: the major version only, as a headful browser says.
+        user_agent = (
+            f"Mozilla/5.0 ({UA_PLATFORMS[platform]}) AppleWebKit/537.36 "
+            f"(KHTML, like Gecko) Chrome/{major}.0.0.0 Safari/537.36"
+        )
+        return cls(
+            browser=BROWSER,
+            version=version,
+            major=major,
+            platform=platform,
+            user_agent=user_agent,
+            brands=grease_brands(major),
+            accept_language=accept_language,
+            impersonate=impersonate_target(major, targets),
+        )
+
+    @property
+    def locale(self) -> str:
+        """The first language tag of Accept-Language (``en-US``)."""
+        return self.accept_language.split(",", 1)[0].split(";", 1)[0].strip()
+
+    @property
+    def languages(self) -> list[str]:
+        """Accept-Language's tags without q-values: Chromium's ``--accept-lang`` list."""
+        tags = (part.split(";", 1)[0].strip() for part in self.accept_language.split(","))
+        return [tag for tag in tags if tag]
+
+    @property
+    def sec_ch_ua(self) -> str:
+        return ", ".join(f'"{brand}";v="{version}"' for brand, version in self.brands)
+
+    @property
+    def sec_ch_ua_platform(self) -> str:
+        return f'"{self.platform}"'
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able (a session shared by workers through Redis stores it)."""
+        return {
+            "browser": self.browser,
+            "version": self.version,
+            "major": self.major,
+            "platform": self.platform,
+            "user_agent": self.user_agent,
+            "brands": [list(brand) for brand in self.brands],
+            "accept_language": self.accept_language,
+            "impersonate": self.impersonate,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BrowserIdentity:
+        return cls(
+            browser=str(data["browser"]),
+            version=str(data["version"]),
+            major=int(data["major"]),
+            platform=str(data["platform"]),
+            user_agent=str(data["user_agent"]),
+            brands=tuple((str(brand), str(version)) for brand, version in data["brands"]),
+            accept_language=str(data["accept_language"]),
+            impersonate=str(data["impersonate"]),
+        )
+
+
+# -- the installed Chromium ----------------------------------------------------------------
+
+
+def chromium_path(settings: BaseSettings) -> str | None:
+    """The Chromium Playwright launches (``CHROMIUM_PATH`` fills this key)."""
+    path = settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS").get("executable_path")
+    return str(path) if path else None
+
+
+@functools.lru_cache(maxsize=8)
+def chromium_version(path: str | None) -> str:
+    """``<chromium> --version``'s version (cached per process), or ConfigurationError."""
+    fix = (
+        "install Debian's chromium, point CHROMIUM_PATH at a Chromium, set "
+        "BROWSER_VERSION (e.g. 156.0.8078.114) to present that version without one, "
+        "or set FETCH_IDENTITY=crawler"
+    )
+    if not path:
+        raise ConfigurationError(
+            f"FETCH_IDENTITY=browser presents the installed Chromium, but none was found: {fix}"
+        )
+    try:
+        # stdout only and no timeout: read straight from the pipe, with no poll() loop,
+        # which libfaketime (a worker whose clock is tested behind) made fail with EINVAL.
+        done = subprocess.run(
+            [path, "--version"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ConfigurationError(
+            f"FETCH_IDENTITY=browser presents the installed Chromium, but {path} does not "
+            f"run ({type(exc).__name__}: {exc}): {fix}"
+        ) from None
+    match = _VERSION.search(done.stdout)
+    if done.returncode or match is None:
+        raise ConfigurationError(
+            f"FETCH_IDENTITY=browser presents the installed Chromium, but `{path} --version` "
+            f"gave no version ({done.stdout.strip()[:80]!r}): {fix}"
+        )
+    return match.group(0)
+
+
+def crawl_identity(settings: BaseSettings) -> BrowserIdentity:
+    """The crawl's identity: ``BROWSER_VERSION``, else the installed Chromium's version."""
+    version = settings.get("BROWSER_VERSION") or chromium_version(chromium_path(settings))
+    if not re.fullmatch(r"\d+(\.\d+){0,3}", str(version)):
+        raise ConfigurationError(
+            f"BROWSER_VERSION={version!r} is not a Chromium version: set it like "
+            "`-s BROWSER_VERSION=156.0.8078.114`, or unset it"
+        )
+    return BrowserIdentity.chromium(
+        str(version), accept_language=str(settings.get("BROWSER_ACCEPT_LANGUAGE"))
+    )
+
+
+def check_identity(settings: BaseSettings, *, probe: bool = True) -> None:
+    """ConfigurationError (one line) for an identity setting the crawl cannot honour;
+    with ``probe``, the browser identity is derived (the installed Chromium asked)."""
+    mode = settings.get("FETCH_IDENTITY")
+    if mode is None:
+        return  # not the platform's settings (the add-on's defaults set it)
+    if mode not in FETCH_IDENTITIES:
+        raise ConfigurationError(
+            f"FETCH_IDENTITY={mode!r} is not one of {', '.join(FETCH_IDENTITIES)}: set it like "
+            "`-s FETCH_IDENTITY=browser`"
+        )
+    if mode == "browser" and probe:
+        crawl_identity(settings)
+
+
+def identity_of(request: Request, default: BrowserIdentity) -> BrowserIdentity:
+    """The request's session identity (an object, or its dict after a disk queue), else
+    the crawl's."""
+    own = request.meta.get(IDENTITY_META)
+    if isinstance(own, BrowserIdentity):
+        return own
+    if isinstance(own, Mapping):
+        return BrowserIdentity.from_dict(own)
+    return default
+
+
+# -- the headers of a request -----------------------------------------------------------------
+
+Headers = list[tuple[str, str]]
+
+# A request's own headers the browser would never send as they are: the identity's
+# replace them (Scrapy's generic ones, a previous pass's, Content-Length left to curl).
+_REPLACED = frozenset(
+    {
+        "user-agent",
+        "accept-language",
+        "accept-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade-insecure-requests",
+        "sec-ch-ua",
+        "sec-ch-ua-mobile",
+        "sec-ch-ua-platform",
+        "sec-fetch-site",
+        "sec-fetch-mode",
+        "sec-fetch-user",
+        "sec-fetch-dest",
+        "origin",
+        "content-length",
+        "te",
+        "priority",
+    }
+)
+# A request's own headers that stay, each at the place Chromium puts it.
+_SLOTTED = frozenset(
+    {
+        "accept",
+        "cache-control",
+        "content-type",
+        "referer",
+        "cookie",
+        "if-none-match",
+        "if-modified-since",
+        "proxy-authorization",
+    }
+)
+# Chromium spells client hints in lower case on HTTP/1.1; every other name as Scrapy's
+# Headers normalise it (``Sec-Fetch-Site``, ``If-None-Match``).
+_SPELLING = {name: name for name in ("sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform")}
+
+
+def browser_spelling(name: str) -> str:
+    """``name`` as Chromium writes it on the wire."""
+    return _SPELLING.get(name.lower(), name)
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    port = parts.port
+    return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default else "")
+
+
+def _site(url: str) -> tuple[str, str]:
+    """(scheme, registrable domain): Chromium's schemeful site. An IP address or a name
+    without a public suffix (localhost) is its own site."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    extracted = _SITES(host)
+    return parts.scheme, extracted.top_domain_under_public_suffix or host
+
+
+def fetch_site(url: str, referer: str | None, *, navigation: bool) -> str:
+    """Sec-Fetch-Site from the page that asked (the Referer). Without one a navigation is
+    typed in (``none``) and a fetch is the site's own page asking (``same-origin``)."""
+    if not referer:
+        return "none" if navigation else "same-origin"
+    if origin_of(referer) == origin_of(url):
+        return "same-origin"
+    return "same-site" if _site(referer) == _site(url) else "cross-site"
+
+
+def request_dest(accept: str | None, dest: str | None = None) -> str:
+    """``document`` (a navigation) or ``empty`` (a fetch): ``dest`` when given, else the
+    request's own Accept: none or one naming HTML is a page, anything else (JSON, ``*/*``)
+    is what a page's script asks for."""
+    if dest in (DOCUMENT, EMPTY):
+        return dest
+    if dest is not None:
+        raise ValueError(f"{FETCH_DEST_META} must be {DOCUMENT!r} or {EMPTY!r}, got {dest!r}")
+    if not accept or "text/html" in accept:
+        return DOCUMENT
+    return EMPTY
+
+
+def browser_headers(
+    identity: BrowserIdentity,
+    *,
+    method: str,
+    url: str,
+    headers: Sequence[tuple[str, str]] = (),
+    dest: str | None = None,
+) -> Headers:
+    """The headers Chromium sends for this request, in its order and spelling.
+
+    ``headers`` are the request's own (name, value) pairs: Accept (of a fetch),
+    Cache-Control, Content-Type, Referer, Cookie, If-None-Match, If-Modified-Since and
+    Proxy-Authorization keep their values at Chromium's places for them; any other header
+    of the request's own (an API key, X-Requested-With) is kept, where Chromium puts a
+    script's headers (a fetch) or before the Referer (a navigation); the generic ones
+    (User-Agent, Accept-Language, Accept-Encoding, client hints, Sec-Fetch-*, Origin) are
+    the identity's. Host and Content-Length are curl's (first on the wire: the handler's
+    header order option).
+    """
+    own: dict[str, list[str]] = {}
+    others: Headers = []
+    for name, value in headers:
+        key = name.lower()
+        if key in _REPLACED:
+            continue
+        if key in _SLOTTED:
+            own.setdefault(key, []).append(value)
+        else:
+            others.append((browser_spelling(name), value))
+
+    def slot(name: str) -> Headers:
+        return [(name, value) for value in own.get(name.lower(), ())]
+
+    accept = own.get("accept", [None])[0]
+    kind = request_dest(accept, dest)
+    referer = own.get("referer", [None])[0]
+    safe = method.upper() in ("GET", "HEAD")
+    navigation = kind == DOCUMENT
+    site = fetch_site(url, referer, navigation=navigation)
+    # Origin: the page's origin on a request that is not a GET, or a cross-origin fetch.
+    origin: Headers = []
+    if not safe or (not navigation and site != "same-origin"):
+        origin = [("Origin", origin_of(referer or url))]
+    tail = [
+        *slot("Referer"),
+        ("Accept-Encoding", ACCEPT_ENCODING),
+        ("Accept-Language", identity.accept_language),
+        *slot("Cookie"),
+        *slot("If-None-Match"),
+        *slot("If-Modified-Since"),
+        *slot("Proxy-Authorization"),  # to the proxy only: the handler takes it off
+    ]
+    if navigation:
+        cache_control = slot("Cache-Control") or ([] if safe else [("Cache-Control", "max-age=0")])
+        return [
+            ("Connection", "keep-alive"),
+            *cache_control,
+            ("sec-ch-ua", identity.sec_ch_ua),
+            ("sec-ch-ua-mobile", "?0"),
+            ("sec-ch-ua-platform", identity.sec_ch_ua_platform),
+            ("Upgrade-Insecure-Requests", "1"),
+            *slot("Content-Type"),
+            ("User-Agent", identity.user_agent),
+            *origin,
+            ("Accept", NAVIGATION_ACCEPT),
+            ("Sec-Fetch-Site", site),
+            ("Sec-Fetch-Mode", "navigate"),
+            ("Sec-Fetch-User", "?1"),
+            ("Sec-Fetch-Dest", DOCUMENT),
+            *others,
+            *tail,
+        ]
+    # A script's fetch: its own headers (and an Accept it set) come before the hints
+    # Chromium adds; a default Accept (*/*) after them.
+    explicit_accept = [("Accept", accept)] if accept and accept != FETCH_ACCEPT else []
+    return [
+        ("Connection", "keep-alive"),
+        *slot("Cache-Control"),
+        ("sec-ch-ua-platform", identity.sec_ch_ua_platform),
+        *others,
+        ("User-Agent", identity.user_agent),
+        *explicit_accept,
+        ("sec-ch-ua", identity.sec_ch_ua),
+        *slot("Content-Type"),
+        ("sec-ch-ua-mobile", "?0"),
+        *([] if explicit_accept else [("Accept", FETCH_ACCEPT)]),
+        *origin,
+        ("Sec-Fetch-Site", site),
+        ("Sec-Fetch-Mode", "cors"),
+        ("Sec-Fetch-Dest", EMPTY),
+        *tail,
+    ]
+
+
+def with_h2_priority(headers: Sequence[tuple[str, str]]) -> Headers:
+    """``headers`` as Chromium sends them over HTTP/2: with its RFC 9218 ``priority``
+    (``u=0, i`` for a document, ``u=1, i`` for a fetch) right after Accept-Language,
+    before the Cookie (measured on Chromium 156; HTTP/1.1 carries none)."""
+    dest = next((v for n, v in headers if n.lower() == "sec-fetch-dest"), DOCUMENT)
+    priority = ("priority", "u=0, i" if dest == DOCUMENT else "u=1, i")
+    out = [(name, value) for name, value in headers if name.lower() != "priority"]
+    at = next(
+        (i + 1 for i, (name, _) in enumerate(out) if name.lower() == "accept-language"),
+        len(out),
+    )
+    return [*out[:at], priority, *out[at:]]
+
+
+def request_pairs(request: Request) -> Headers:
+    """A Scrapy request's headers as (name, value) text pairs, in order."""
+    return [
+        (name.decode("latin-1"), value.decode("latin-1"))
+        for name, values in request.headers.items()
+        for value in values
+    ]
+
+
+# -- the middleware -----------------------------------------------------------------------------
+
+_IDENTITIES: weakref.WeakKeyDictionary[Crawler, BrowserIdentity] = weakref.WeakKeyDictionary()
+
+
+def identity_for(crawler: Crawler) -> BrowserIdentity:
+    """The crawl's identity, derived once per crawler (the middleware and the handlers)."""
+    identity = _IDENTITIES.get(crawler)
+    if identity is None:
+        identity = _IDENTITIES[crawler] = crawl_identity(crawler.settings)
+    return identity
+
+
+class IdentityMiddleware:
+    """Downloader middleware: a plain request's headers are the identity's.
+
+    After every middleware that adds a header (cookies 700, validators 745, proxy
+    credentials 750), so it orders them all. Rendered requests are left alone: Chromium
+    sends its own (``PLAYWRIGHT_PROCESS_REQUEST_HEADERS = None``).
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.get("FETCH_IDENTITY"):  # a project without the platform's settings
+            raise NotConfigured("FETCH_IDENTITY is not set")
+        check_identity(settings)
+        self.mode = str(settings.get("FETCH_IDENTITY"))
+        self.identity = identity_for(crawler) if self.mode == "browser" else None
+        self.user_agent = str(settings.get("USER_AGENT"))
+        # FETCH_IDENTITY=crawler: what Scrapy itself sent (its DEFAULT_REQUEST_HEADERS and
+        # USER_AGENT), now that the platform's DEFAULT_REQUEST_HEADERS is empty.
+        self.crawler_headers = {
+            **default_settings.DEFAULT_REQUEST_HEADERS,
+            "User-Agent": self.user_agent,
+        }
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IdentityMiddleware:
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        if request.meta.get("playwright"):
+            return
+        if self.identity is None:
+            for name, value in self.crawler_headers.items():
+                request.headers.setdefault(name, value)
+            return
+        identity = identity_of(request, self.identity)
+        headers = browser_headers(
+            identity,
+            method=request.method,
+            url=request.url,
+            headers=request_pairs(request),
+            dest=request.meta.get(FETCH_DEST_META),
+        )
+        request.headers.clear()
+        for name, value in headers:
+            request.headers.appendlist(name, value)
