@@ -72,6 +72,7 @@ def refused_requests(figures: Mapping[str, int]) -> tuple[int, int, str]:
     if "pages/requests" in figures:
         return int(figures.get("pages/refused", 0)), int(figures["pages/requests"]), "requests"
     classified = int(figures.get("responses/classified", 0))
+    classified -= int(figures.get("responses/robots_txt", 0))  # not a page of the site's
     good = classified - int(figures.get("blocks/total", 0))
     return (classified if classified and good <= 0 else 0), classified, "responses"
 

@@ -9,6 +9,8 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
 
       587 crawlers.fetch.proxies.RotatingProxies     proxy chosen / marked
       588 crawlers.fetch.proxies.BanDetection        ban verdict of a response
+      586 crawlers.fetch.sessions.SessionMiddleware  the visitor (SESSIONS_ENABLED): session,
+                                                     its proxy and cookies; challenges passed
       585 crawlers.fetch.retry.BlockRetryMiddleware  block pages and errors retried/dropped
       584 crawlers.fetch.encoding.EncodingRepairMiddleware  cp1252 labelled UTF-8
       600 crawlers.fetch.retry.CountingRedirectMiddleware   redirects, loops counted
@@ -25,7 +27,8 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
 * the spider middlewares ``crawlers.frontier.LeaseAckMiddleware`` (0, the outermost: acks
   frontier leases when a response's output and items are done; off without the frontier)
   and ``crawlers.middlewares.JobTagMiddleware`` (50): every request and item carries its
-  job id;
+  job id; ``crawlers.fetch.adaptive.AdaptiveRenderMiddleware`` (70, with
+  ``RENDER_MODE = "auto"``) compares rendered samples with plain probes;
 * the item pipelines, in this order: validate (100) -> dedup (200) -> change history
   (250, Redis and Elasticsearch) -> store (300) -> listing cards recorded (390, Redis and
   Elasticsearch) -> page validators recorded (400, Redis only); docs/recrawl.md.
@@ -88,9 +91,13 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
         "crawlers.fetch.retry.CountingRedirectMiddleware": 600,
         # Responses pass high -> low: decompressed (590) -> ban verdict (588) -> proxy
-        # marked (587) -> counted, retried or dropped (585) -> meta refresh (580).
+        # marked (587) -> the session's fate, a challenge passed in the browser (586) ->
+        # counted, retried or dropped (585) -> meta refresh (580).
         "crawlers.fetch.proxies.BanDetection": 588,
         "crawlers.fetch.proxies.RotatingProxies": 587,
+        # Requests: after the retry layer's wait (585), the session chosen sets the proxy
+        # before rotation (587) would pick one. Off unless SESSIONS_ENABLED.
+        "crawlers.fetch.sessions.SessionMiddleware": 586,
         "crawlers.fetch.retry.BlockRetryMiddleware": 585,
         "crawlers.fetch.encoding.EncodingRepairMiddleware": 584,
         # Requests pass low -> high: proxy chosen (587) -> render flag (740) -> auth (750)
@@ -115,6 +122,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # A response's re-crawl context (item key, card hash, validators) goes on to
         # the requests and items its callback yields (crawlers.recrawl).
         "crawlers.recrawl.RecrawlContextMiddleware": 60,
+        # Next to the spider: sees a callback's own output, to compare a rendered sample
+        # with its plain probe (RENDER_MODE=auto; NotConfigured otherwise).
+        "crawlers.fetch.adaptive.AdaptiveRenderMiddleware": 70,
     },
     "ITEM_PIPELINES": {
         "crawlers.pipelines.validate.ValidationPipeline": 100,

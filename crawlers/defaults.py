@@ -265,6 +265,28 @@ PLAYWRIGHT_MAX_CONTEXTS = 4
 PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 4
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 30_000
 
+# --- fetch sessions (crawlers/fetch/sessions.py, core/sessions.py, docs/fetching.md) ---
+# A session is one visitor of the site: an identity, a proxy, a cookie jar, a budget. Off
+# by default (a site that needs nothing pays nothing); a profile's [fetch] turns it on.
+SESSIONS_ENABLED = False
+SESSION_POOL_SIZE = 8  # sessions of the site at once, over all workers
+SESSION_MAX_RATE = 2.0  # requests per second of one session (its rate budget)
+SESSION_MAX_USES = 500  # requests before a session is retired (0: no limit)
+SESSION_MAX_AGE = 3600.0  # seconds before a session is retired (0: no limit)
+SESSION_MAX_ERRORS = 3  # network errors and throttles (each good answer takes one back)
+SESSION_WAIT_MAX = 5.0  # longest single wait for a free session, in seconds (then again)
+# A JavaScript challenge is passed in Chromium, in the session's context, within this
+# many seconds; its cookies then serve the session's plain requests. False: a challenge
+# retires the session (sites where no browser may run).
+SESSION_PASS_CHALLENGES = True
+SESSION_CHALLENGE_TIMEOUT = 30.0
+
+# --- RENDER_MODE = "auto" (crawlers/fetch/adaptive.py, core/render_choice.py) ---
+# Pages of a page type compared both ways before it is decided (one difference: render),
+# and the share of pages still compared afterwards.
+RENDER_AUTO_SAMPLE = 3
+RENDER_AUTO_RECHECK = 0.02
+
 # --- a site that refuses the crawl as a whole (crawlers/fetch/refusal.py) ---
 # Once this many responses came and every one was a block, the crawl closes (reason
 # "refused", exit status 3) with one line naming the refusal; 0: never closes early.

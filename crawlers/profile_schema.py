@@ -32,7 +32,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-RenderMode = Literal["never", "always", "per_request"]
+RenderMode = Literal["never", "always", "per_request", "auto"]
+FetchIdentity = Literal["browser", "crawler"]
 
 # -- value types ---------------------------------------------------------------------------------
 
@@ -128,6 +129,39 @@ class Politeness(Table):
     concurrency_per_domain: Annotated[int, Field(ge=1)] = 16
     autothrottle: bool = True
     autothrottle_target: Annotated[float, Field(gt=0)] = 8.0
+
+
+class Fetch(Table):
+    """How the platform gets the site's pages (docs/fetching.md "Identity" and
+    "Sessions"). Unset keys keep the platform's defaults (crawlers/defaults.py)."""
+
+    # browser: the installed Chromium's headers and TLS fingerprint; crawler: the platform
+    # announces itself (Scrapy's HTTP/1.1 client), for sites that need nothing more.
+    identity: FetchIdentity | None = None
+    accept_language: Text | None = None  # the site's market, e.g. "es-ES,es;q=0.9"
+    sessions: bool | None = None  # visitors with their own cookies, proxy and budget
+    session_pool: Annotated[int, Field(ge=1)] | None = None  # sessions at once
+    session_rate: Annotated[float, Field(gt=0)] | None = None  # requests/s per session
+    session_max_uses: Annotated[int, Field(ge=0)] | None = None  # 0: no limit
+    session_max_age: Annotated[float, Field(ge=0)] | None = None  # seconds; 0: no limit
+    challenges: bool | None = None  # pass JavaScript challenges in Chromium
+
+    def scrapy_settings(self) -> dict[str, Any]:
+        names = {
+            "identity": "FETCH_IDENTITY",
+            "accept_language": "BROWSER_ACCEPT_LANGUAGE",
+            "sessions": "SESSIONS_ENABLED",
+            "session_pool": "SESSION_POOL_SIZE",
+            "session_rate": "SESSION_MAX_RATE",
+            "session_max_uses": "SESSION_MAX_USES",
+            "session_max_age": "SESSION_MAX_AGE",
+            "challenges": "SESSION_PASS_CHALLENGES",
+        }
+        return {
+            setting: getattr(self, key)
+            for key, setting in names.items()
+            if getattr(self, key) is not None
+        }
 
 
 class Timeouts(Table):

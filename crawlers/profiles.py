@@ -33,6 +33,7 @@ from pydantic_core import PydanticCustomError
 from core.config import site_profiles_dir
 from crawlers.profile_schema import (
     Cron,
+    Fetch,
     FingerprintTable,
     HttpUrl,
     PageTable,
@@ -51,6 +52,7 @@ from crawlers.profile_schema import (
 
 __all__ = [
     "PROFILES_DIR",
+    "Fetch",
     "Politeness",
     "ProfileError",
     "RenderMode",
@@ -89,6 +91,7 @@ class SiteProfile(Table):
     schedule: Cron | None = None
     description: str | None = None
     politeness: Politeness = Politeness()
+    fetch: Fetch = Fetch()
     timeouts: Timeouts = Timeouts()
     recrawl: Recrawl = Recrawl()
     # Scrapy settings of this site (spider priority: BLOCK_MARKERS, MAX_LISTING_PAGES, ...);
@@ -194,6 +197,7 @@ class SiteProfile(Table):
             "AUTOTHROTTLE_ENABLED": polite.autothrottle,
             "AUTOTHROTTLE_TARGET_CONCURRENCY": polite.autothrottle_target,
             "DOWNLOAD_TIMEOUT": self.timeouts.download,
+            **self.fetch.scrapy_settings(),
         }
         settings.update(self.settings)
         return settings

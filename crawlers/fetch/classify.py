@@ -11,6 +11,7 @@ Stats (integers, so the frontier pushes them into the job's stats hash):
 - ``blocks/total`` = blocked + captcha + throttled; ``blocks/blocked``, ``blocks/captcha``,
   ``blocks/throttled``; ``blocks/reason/<rule>`` (e.g. ``datadome_challenge``, ``http_403``)
 - ``responses/error_status/<code>``
+- ``responses/robots_txt``: robots.txt fetches (classified too, but not pages)
 - ``responses/robots_txt_missing``: robots.txt answered 4xx (Scrapy's RobotsTxtMiddleware
   fetch; a site without robots.txt is normal, every path is then allowed): not an
   error, so ``responses/error`` counts only the pages the crawl asked for
@@ -92,6 +93,8 @@ class ResponseClassifier:
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value("responses/classified")
+        if robots_txt:
+            stats.inc_value("responses/robots_txt")  # not a page of the site's
         if verdict.is_block:
             stats.inc_value("blocks/total")
             stats.inc_value(f"blocks/{verdict.kind}")

@@ -42,9 +42,10 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
 from crawlers.fetch.classify import ResponseClassifier
+from crawlers.fetch.identity import SESSION_META
 from crawlers.fetch.redact import install_redaction, normalize_proxy, proxy_id
 from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError
-from crawlers.fetch.retry import PROXY_EXCLUDE_META
+from crawlers.fetch.retry import CHALLENGE_META, PROXY_EXCLUDE_META
 from crawlers.logs import not_configured
 
 logger = logging.getLogger(__name__)
@@ -223,6 +224,10 @@ class BlockBanPolicy:
 
     def response_is_ban(self, request: Request, response: Response) -> bool | None:
         verdict = self.classifier.verdict(request, response)
+        if verdict.kind == "challenge" and (
+            request.meta.get(SESSION_META) or request.meta.get(CHALLENGE_META)
+        ):
+            return None  # the session's clearance is in question, not the proxy
         if verdict.is_block:
             return True
         return False if verdict.ok else None

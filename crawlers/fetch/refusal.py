@@ -66,6 +66,7 @@ class RefusalCheck:
         stats = self.crawler.stats
         assert stats is not None
         classified = int(stats.get_value("responses/classified", 0))
+        classified -= int(stats.get_value("responses/robots_txt", 0))
         if classified < self.close_after:
             return
         self._watching = False  # decided either way

@@ -49,10 +49,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar
 
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser, BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError, NotConfigured
@@ -60,9 +60,10 @@ from scrapy.http import Request, Response
 from scrapy.utils.misc import load_object
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
+from crawlers.fetch.adaptive import AdaptiveRendering, is_document_request
 from crawlers.fetch.browser import abort_request
 from crawlers.fetch.browser_pool import CLOSE_TIMEOUT, BrowserPool, close_quietly
-from crawlers.fetch.identity import BrowserIdentity, identity_for
+from crawlers.fetch.identity import IDENTITY_META, SESSION_META, BrowserIdentity, identity_for
 from crawlers.fetch.impersonate import ImpersonatingHandler
 from crawlers.fetch.redact import (
     basic_credentials,
@@ -71,10 +72,11 @@ from crawlers.fetch.redact import (
     proxy_id,
     redact,
 )
+from crawlers.fetch.retry import COOKIES_IN_META
 
 logger = logging.getLogger(__name__)
 
-RENDER_MODES = ("never", "always", "per_request")
+RENDER_MODES = ("never", "always", "per_request", "auto")
 RENDER_META = "render"
 KEEP_RESOURCES_META = "render_keep_resources"
 # scrapy-playwright's documented request meta keys.
@@ -109,15 +111,16 @@ class RenderFailedError(DownloadFailedError):
 
 
 def wants_render(mode: str, request: Request) -> bool:
-    """Whether ``request`` is rendered under the site's render ``mode``."""
+    """Whether ``request`` is rendered under the site's render ``mode`` (``auto`` is
+    ``RenderMiddleware``'s to decide, by evidence)."""
     explicit = request.meta.get(RENDER_META)
     if mode == "never":
         return False
     if mode == "per_request":
         return bool(explicit)
-    # always: every page, except what asks not to be and robots.txt (plain text for
-    # Scrapy's robots parser, not a DOM dump).
-    return explicit is not False and not request.url.endswith("/robots.txt")
+    # always: every page, except what asks not to be and what is not a page (robots.txt,
+    # an API's JSON, a sitemap): a browser would only wrap it in a DOM dump.
+    return explicit is not False and is_document_request(request)
 
 
 class RenderMiddleware:
@@ -130,16 +133,40 @@ class RenderMiddleware:
         self.mode = str(mode)
         if self.mode not in RENDER_MODES:
             raise ValueError(f"RENDER_MODE must be one of {RENDER_MODES}, got {self.mode!r}")
+        # auto: the page types that need a browser, learnt (crawlers.fetch.adaptive).
+        self.adaptive = AdaptiveRendering.of(crawler) if self.mode == "auto" else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
         return cls(crawler)
 
-    def process_request(self, request: Request) -> None:
-        if wants_render(self.mode, request):
+    async def process_request(self, request: Request) -> None:
+        explicit = request.meta.get(RENDER_META)
+        if self.adaptive is not None and explicit is None:
+            render = await self.adaptive.choose(request)
+        else:
+            render = wants_render(self.mode, request)
+        if render:
             request.meta["playwright"] = True
-        elif request.meta.get(RENDER_META) is False:
+        elif explicit is False or self.adaptive is not None:
             request.meta.pop("playwright", None)
+
+
+def playwright_cookie(cookie: Mapping[str, Any]) -> dict[str, Any]:
+    """A session cookie (Playwright's ``context.cookies()`` form) as ``add_cookies`` takes
+    it: a session cookie has no ``expires``, ``sameSite`` is one of its three words."""
+    out = {
+        key: cookie[key]
+        for key in ("name", "value", "domain", "path", "httpOnly", "secure")
+        if key in cookie
+    }
+    out.setdefault("path", "/")
+    expires = cookie.get("expires")
+    if isinstance(expires, int | float) and expires > 0:
+        out["expires"] = expires
+    same_site = str(cookie.get("sameSite") or "Lax").capitalize()
+    out["sameSite"] = same_site if same_site in ("Strict", "Lax", "None") else "Lax"
+    return out
 
 
 def quiet_playwright_logger(log_level: str | int | None) -> None:
@@ -206,6 +233,10 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         self._crash_cancelled: set[asyncio.Task[Response]] = set()
         self._pages: dict[int, Page] = {}  # by id(request): the page it renders in
         self._browsers: weakref.WeakSet[Browser] = weakref.WeakSet()  # disconnect watched
+        # Per context, the session cookies already in it (crawlers.fetch.sessions).
+        self._loaded_cookies: weakref.WeakKeyDictionary[BrowserContext, frozenset[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._recycled: weakref.WeakSet[Browser] = weakref.WeakSet()
         self._consecutive_timeouts = 0
         self._closing = False
@@ -248,6 +279,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         # options win); the proxy's are added next.
         meta[CONTEXT_KWARGS_META] = {**self.context_options, **(own_kwargs or {})}
         self._route_through_proxy(request)
+        self._route_to_session(request)
         # Pool pages unless the spider manages the request's page itself.
         reuse = self.reuse_pages and not (meta.get(INCLUDE_PAGE_META) or meta.get(PAGE_META))
         if reuse:
@@ -347,6 +379,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             abort_request.assign(page, frozenset() if keep else self.abort_types)
             self.pool.learn(request.meta.get(CONTEXT_META, DEFAULT_CONTEXT), page)
             self._watch(page.context.browser)
+            await self._load_session_cookies(page, request)
             if spider_init is not None:
                 await load_object(spider_init)(page, request)
 
@@ -384,6 +417,34 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         name = type(exc).__name__ if not network else "network"
         self.crawler.stats.inc_value(f"render/failed/{name}")
         return RenderFailedError(message, network=network)
+
+    def _route_to_session(self, request: Request) -> None:
+        """A request of a fetch session (crawlers.fetch.sessions) renders in the session's
+        own context: its proxy (set above), its identity's User-Agent, its cookies (loaded
+        at page init), never another visitor's."""
+        session = request.meta.get(SESSION_META)
+        if not session:
+            return
+        kwargs = dict(request.meta.get(CONTEXT_KWARGS_META) or {})
+        identity = request.meta.get(IDENTITY_META)
+        if isinstance(identity, Mapping):
+            kwargs["user_agent"] = BrowserIdentity.from_dict(identity).user_agent
+        request.meta[CONTEXT_META] = f"session:{session}"
+        request.meta[CONTEXT_KWARGS_META] = kwargs
+
+    async def _load_session_cookies(self, page: Page, request: Request) -> None:
+        """The session's cookie jar into its context, when the context lacks any of it
+        (a new context, or cookies the session got elsewhere: a plain answer, another
+        worker's challenge)."""
+        cookies = request.meta.get(COOKIES_IN_META)
+        if not cookies or not request.meta.get(SESSION_META):
+            return
+        wanted = {(c.get("name"), c.get("domain"), c.get("path"), c.get("value")) for c in cookies}
+        loaded = self._loaded_cookies.get(page.context, frozenset())
+        if wanted <= loaded:
+            return
+        await page.context.add_cookies([playwright_cookie(c) for c in cookies])
+        self._loaded_cookies[page.context] = frozenset(loaded | wanted)
 
     def _route_through_proxy(self, request: Request) -> None:
         """A proxied browser request goes to its proxy's context (Playwright ``proxy``)."""

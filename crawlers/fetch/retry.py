@@ -44,6 +44,7 @@ from core.blocks import Verdict
 from core.ledger import RENDERED
 from crawlers.clock import SharedClock
 from crawlers.fetch.classify import ResponseClassifier
+from crawlers.fetch.identity import IDENTITY_META, SESSION_META
 from crawlers.fetch.redact import proxy_id, redact
 from crawlers.frontier import ITEM_RETRY_META, JOB_META
 from crawlers.ledger import CrawlLedger
@@ -51,8 +52,6 @@ from crawlers.ledger import CrawlLedger
 logger = logging.getLogger(__name__)
 
 PROXY_EXCLUDE_META = "proxy_exclude"
-IDENTITY_META = "identity"  # TODO(merge): from crawlers.fetch.identity
-SESSION_META = "fetch_session"
 LEDGER_SUFFIX_META = "ledger_suffix"  # tells a side fetch's record from its request's
 # An answer the session layer judged (crawlers.fetch.sessions): a challenge its browser
 # passed is retried at once; the browser's own fetch is not retried here at all.
@@ -62,7 +61,8 @@ CHALLENGE_META = "session_challenge"
 COOKIE_HEADER_META = "session_cookie_header"  # the Cookie header is the session's
 SESSION_PROXY_META = "session_proxy"  # meta["proxy"] is the session's
 COOKIES_IN_META = "session_cookies"  # the session's jar, for a rendered request
-SESSION_ATTEMPT_METAS = (IDENTITY_META, COOKIES_IN_META)
+REDIRECT_COOKIES_META = "session_redirect_cookies"  # (URL, Set-Cookie values) of a 3xx
+SESSION_ATTEMPT_METAS = (IDENTITY_META, COOKIES_IN_META, REDIRECT_COOKIES_META)
 NOT_BEFORE_META = "not_before"
 PART_RETRY_META = "part_retries"
 # The rounds a request can be in: each restarts Scrapy's retry_times.
@@ -88,15 +88,19 @@ def response_ref(crawler: Crawler, request: Request) -> str:
     return f"{fingerprint}:{rounds}{request.meta.get(LEDGER_SUFFIX_META, '')}"
 
 
-def forget_rotated_proxy(request: Request) -> None:
+def forget_rotated_proxy(request: Request, *, keep_session: bool = False) -> None:
     """Drop the rotating proxy and the session of a previous attempt from a retry/redirect
     copy.
 
     The next pass picks a proxy (or a session) afresh anyway; meanwhile the copy may be
     stored (in the Redis frontier) and must not carry the old proxy's credentials header
-    or the old session's cookies with it.
+    or the old session's cookies with it. ``keep_session``: a redirect, which the same
+    visitor follows (its session, proxy and cookies stay; the session layer sets the
+    Cookie header for the new URL).
     """
     meta = request.meta
+    if keep_session and meta.get(SESSION_META):
+        return
     if meta.pop(SESSION_META, None) is not None:
         for key in SESSION_ATTEMPT_METAS:
             meta.pop(key, None)
@@ -298,7 +302,16 @@ class CountingRedirectMiddleware(RedirectMiddleware):
             allowed = 1 if self.crawler.settings.getbool("COOKIES_ENABLED") else 0
             if chain.count(result.url) > allowed:
                 self._count_loop(request, f"redirect loop back to {result.url}")
-            forget_rotated_proxy(result)
+            forget_rotated_proxy(result, keep_session=True)
+            if result.meta.get(SESSION_META):
+                # The session never sees this answer (the redirect is followed first):
+                # the cookies it set travel with the redirect, for the session's jar.
+                set_cookies = response.headers.getlist(b"Set-Cookie")
+                if set_cookies:
+                    result.meta[REDIRECT_COOKIES_META] = (
+                        request.url,
+                        [value.decode("latin-1") for value in set_cookies],
+                    )
         return result
 
     def _count_loop(self, request: Request, why: str) -> None:

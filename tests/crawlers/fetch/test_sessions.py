@@ -1,0 +1,175 @@
+"""Fetch sessions against the bot-defense stand-in (services.bot_defense): a JavaScript
+challenge passed once per session in Chromium, its cookie reused by plain requests, a
+CAPTCHA retiring its session, and sessions shared by two workers through Redis."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crawlers.producer import produce
+from services.bot_defense import BotDefense
+from services.demo_site import DemoSite
+from services.redis_server import RedisServer
+from tests.crawlers.fetch.support import run_crawl
+from tests.crawlers.support import start_worker, sunk_items, wait_all
+
+PRODUCTS = 40
+HUMAN = ("challenge", "captcha", "headers", "tls")
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
+    with DemoSite(products=PRODUCTS, run_dir=tmp_path_factory.mktemp("shop")) as site:
+        yield site
+
+
+def defended(shop: DemoSite, tmp_path: Path, level: int, **knobs: Any) -> BotDefense:
+    shop.reset()
+    return BotDefense(upstream=shop.url, level=level, run_dir=tmp_path / "defense", **knobs)
+
+
+def skus(items: list[dict[str, Any]]) -> set[str]:
+    return {item["sku"] for item in items}
+
+
+def page_decisions(defense: BotDefense) -> Counter[str]:
+    """The stand-in's decisions on what the crawl asked for (Chromium's own favicon
+    request is the browser's, not the crawl's)."""
+    return Counter(r["decision"] for r in defense.log_records() if r["path"] != "/favicon.ico")
+
+
+def test_a_challenge_is_passed_once_per_session_and_its_cookie_serves_plain_requests(
+    shop: DemoSite, tmp_path: Path
+) -> None:
+    with defended(shop, tmp_path, 3) as defense:
+        result = run_crawl(
+            tmp_path,
+            base_url=defense.url,
+            settings={"SESSIONS_ENABLED": True, "SESSION_POOL_SIZE": 3},
+        )
+        decisions = page_decisions(defense)
+        stats = defense.stats()
+    assert result.returncode == 0, result.log[-3000:]
+    assert skus(result.items) == {p.sku for p in shop.catalog().products}
+    created = result.stat("sessions/created")
+    assert 1 <= created <= 3
+    # Each session was challenged once on a plain request and once in the browser (whose
+    # script then verified and reloaded); everything else passed as plain HTTP.
+    assert result.stat("sessions/challenges_passed") == created == stats["sessions_issued"]
+    assert decisions["verified"] == created
+    assert result.stat("blocks/challenge") == decisions["challenge"] == 2 * created
+    assert result.stat("render/requests") == created  # a render per session, no more
+    # The platform's pages said the same browser as Chromium: one TLS fingerprint.
+    fingerprints = {r["tls"] for r in defense.log_records()}
+    assert len(fingerprints) == 1, fingerprints
+    assert "Traceback" not in result.log
+
+
+def test_a_captcha_retires_its_session_and_the_page_is_fetched_on_another(
+    shop: DemoSite, tmp_path: Path
+) -> None:
+    # The stand-in burns a session after 8 requests in 10 s; the platform's budget lets a
+    # session go faster: sessions burn, are retired, and the pages still all arrive.
+    with defended(shop, tmp_path, 4, session_rate=8, rate_window=10) as defense:
+        result = run_crawl(
+            tmp_path,
+            base_url=defense.url,
+            settings={
+                "SESSIONS_ENABLED": True,
+                "SESSION_POOL_SIZE": 2,
+                "SESSION_MAX_RATE": 50,
+                "BLOCK_RETRY_TIMES": 8,
+                "RETRY_BACKOFF_BASE": 0.05,
+            },
+            timeout=300,
+        )
+        stats = defense.stats()
+        records = defense.log_records()
+    assert result.returncode == 0, result.log[-3000:]
+    assert skus(result.items) == {p.sku for p in shop.catalog().products}
+    burnt = stats["sessions_burnt"]
+    assert burnt >= 1
+    assert result.stat("sessions/retired/captcha") == burnt
+    assert result.stat("blocks/captcha") == sum(r["decision"] == "captcha" for r in records)
+    # A burnt session is dropped at its first CAPTCHA: only requests already under way
+    # (at most the crawl's concurrency per session) met it again.
+    captchas = Counter(r["session"] for r in records if r["decision"] == "captcha")
+    assert max(captchas.values()) <= 16
+    assert "CAPTCHA" not in result.log or "retired" in result.log
+
+
+def test_a_browser_that_cannot_pass_retires_the_session_and_says_so(
+    shop: DemoSite, tmp_path: Path
+) -> None:
+    """Challenges off: the challenged session is retired, the crawl is refused as a whole
+    and the line points at the fix."""
+    with defended(shop, tmp_path, 3) as defense:
+        result = run_crawl(
+            tmp_path,
+            base_url=defense.url,
+            settings={
+                "SESSIONS_ENABLED": True,
+                "SESSION_PASS_CHALLENGES": False,
+                "RETRY_BACKOFF_BASE": 0.01,
+                "REFUSAL_CLOSE_AFTER": 4,
+            },
+        )
+    assert result.returncode == 3, result.log[-3000:]
+    assert result.stat("sessions/retired/challenge") >= 1
+    assert result.stat("render/requests", 0) == 0
+    refusal = str(result.stat("refusal"))
+    assert refusal.startswith("every page was refused") and "challenge" in refusal
+
+
+def test_two_workers_share_sessions_through_redis(
+    shop: DemoSite, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """One session for the site: the worker that meets the challenge first passes it; the
+    other worker's requests go out with that session's cookie, never challenged."""
+    client = redis_server.client()
+    client.flushdb()
+    with defended(shop, tmp_path, 3) as defense:
+        job = produce(client, "demo", base_url=defense.url)
+        logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
+        workers = [
+            start_worker(
+                redis_url=redis_server.url,
+                job_id=job.job_id,
+                base_url=defense.url,
+                sink_key="items",
+                log_path=log,
+                settings={
+                    "SESSIONS_ENABLED": True,
+                    "SESSION_POOL_SIZE": 1,
+                    "SESSION_MAX_RATE": 20,
+                    # Idle while the other passes the challenge of the job's first page.
+                    "FRONTIER_IDLE_CLOSE_SECONDS": 15,
+                },
+            )
+            for log in logs
+        ]
+        codes = wait_all(workers, timeout=300)
+        records = defense.log_records()
+    texts = [log.read_text(errors="replace") for log in logs]
+    assert codes == [0, 0], [text[-2000:] for text in texts]
+    items = sunk_items(client, "items")
+    assert {item["sku"] for item in items} == {p.sku for p in shop.catalog().products}
+    sessions = {r["session"] for r in records if r["decision"] == "pass" and r["session"]}
+    assert len(sessions) == 1  # one visitor, however many workers
+    assert sum(r["decision"] == "verified" for r in records) == 1  # passed once
+    passed = [text.count("'sessions/challenges_passed': 1") for text in texts]
+    assert sorted(passed) == [0, 1]
+    # Both workers fetched pages with it (each logs its own fetch summary).
+    classified = [
+        int(line.split("responses classified")[0].rsplit(" ", 2)[-2])
+        for text in texts
+        for line in text.splitlines()
+        if "fetch summary:" in line
+    ]
+    assert len(classified) == 2 and all(n > 0 for n in classified), classified
+    client.flushdb()
