@@ -55,6 +55,7 @@ RENDER_META = "render"  # crawlers.fetch.rendering's explicit per-request choice
 # Item fields that say when or by which job, not what the page shows.
 VOLATILE_FIELDS = frozenset({"job_id", "crawled_at", "scraped_at", "fetched_at", "first_seen"})
 REFRESH_EVERY = 2.0  # seconds between reads of the shared state
+PROBE_PRIORITY = 100  # added to a probe's priority
 _NOT_DOCUMENTS = (".json", ".xml", ".txt", ".csv", ".js", ".css")
 # Request meta of one attempt (frontier lease, proxy, session, browser, retries,
 # validators...), never carried over to the probe, which is a request of its own.
@@ -284,7 +285,10 @@ class AdaptiveRenderMiddleware:
                 RECRAWL_META: RecrawlContext(full=True),
             }
         )
-        return request.replace(meta=meta, headers={}, dont_filter=True)
+        # Ahead of the queue: the page type's verdict waits for it.
+        return request.replace(
+            meta=meta, headers={}, dont_filter=True, priority=request.priority + PROBE_PRIORITY
+        )
 
     async def _compare(self, request: Request, ref: str, outputs: list[Any]) -> None:
         stored = await self.adaptive.store.take_summary(ref)
