@@ -260,3 +260,100 @@ def self_signed_tls(directory: Path, *, http2: bool = False) -> ssl.SSLContext:
 
 def heads_of(server: CaptureServer, path: str) -> Iterator[Head]:
     return (head for head in server.heads if head.target == path)
+
+
+# -- TLS ClientHellos ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClientHello:
+    """What a TLS client offers, GREASE values (RFC 8701) left out: they are random."""
+
+    ciphers: tuple[int, ...]
+    extensions: frozenset[int]  # Chrome permutes their order: the set is the fingerprint
+    groups: tuple[int, ...]
+    signature_algorithms: tuple[int, ...]
+    alpn: tuple[str, ...]
+
+
+def _grease(value: int) -> bool:
+    return value & 0x0F0F == 0x0A0A and value >> 8 == value & 0xFF
+
+
+def _u16s(data: bytes) -> tuple[int, ...]:
+    values = (int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
+    return tuple(value for value in values if not _grease(value))
+
+
+def parse_client_hello(record: bytes) -> ClientHello:
+    """The first handshake message of a TLS connection (one record: its header first)."""
+    body = record[5:]
+    assert record[0] == 0x16 and body[0] == 0x01, "not a ClientHello"
+    at = 4 + 2 + 32  # handshake header, legacy version, random
+    at += 1 + body[at]  # session id
+    length = int.from_bytes(body[at : at + 2], "big")
+    ciphers = _u16s(body[at + 2 : at + 2 + length])
+    at += 2 + length
+    at += 1 + body[at]  # compression methods
+    end = at + 2 + int.from_bytes(body[at : at + 2], "big")
+    at += 2
+    extensions: set[int] = set()
+    groups: tuple[int, ...] = ()
+    algorithms: tuple[int, ...] = ()
+    alpn: list[str] = []
+    while at < end:
+        kind = int.from_bytes(body[at : at + 2], "big")
+        size = int.from_bytes(body[at + 2 : at + 4], "big")
+        data = body[at + 4 : at + 4 + size]
+        at += 4 + size
+        if _grease(kind):
+            continue
+        extensions.add(kind)
+        if kind == 10:  # supported_groups
+            groups = _u16s(data[2:])
+        elif kind == 13:  # signature_algorithms
+            algorithms = _u16s(data[2:])
+        elif kind == 16:  # application_layer_protocol_negotiation
+            i = 2
+            while i < len(data):
+                alpn.append(data[i + 1 : i + 1 + data[i]].decode())
+                i += 1 + data[i]
+    return ClientHello(ciphers, frozenset(extensions), groups, algorithms, tuple(alpn))
+
+
+class HelloServer:
+    """A loopback TCP server that reads each connection's ClientHello and hangs up."""
+
+    def __init__(self) -> None:
+        self.hellos: list[ClientHello] = []
+        self._server: socketserver.ThreadingTCPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"https://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> HelloServer:
+        hellos = self.hellos
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                self.request.settimeout(10)
+                data = b""
+                with contextlib.suppress(OSError):
+                    while len(data) < 5 or len(data) < 5 + int.from_bytes(data[3:5], "big"):
+                        chunk = self.request.recv(65536)
+                        if not chunk:
+                            return
+                        data += chunk
+                    hellos.append(parse_client_hello(data))
+
+        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()

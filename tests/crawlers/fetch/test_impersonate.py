@@ -5,6 +5,7 @@ decoding, size caps, errors, proxies with credentials, TLS verification."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import logging
 import time
@@ -15,6 +16,7 @@ from typing import Any
 import brotli
 import pytest
 from curl_cffi import CurlECode
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 from scrapy import Request, Spider
 from scrapy.core.downloader.handlers.http11 import TunnelError
@@ -52,7 +54,13 @@ from crawlers.fetch.rendering import context_options, launch_options
 from services.base import free_port
 from services.demo_site import DemoSite
 from services.loopback_proxy import LoopbackProxy
-from tests.crawlers.fetch.capture import Answer, CaptureServer, Head, self_signed_tls
+from tests.crawlers.fetch.capture import (
+    Answer,
+    CaptureServer,
+    Head,
+    HelloServer,
+    self_signed_tls,
+)
 from tests.crawlers.fetch.support import assert_no_secret, expected_products, run_crawl
 
 PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
@@ -481,3 +489,37 @@ def test_a_hung_proxy_times_out_and_the_page_is_fetched_through_another(
     assert result.stat(f"bans/error/{timeout}") >= 1
     assert result.stat(f"proxies/bans/127.0.0.1:{hung.port}") >= 1
     assert result.stat("fetch/retry/network") >= 1
+
+
+@pytest.mark.integration
+def test_the_tls_client_hello_is_the_installed_chromiums() -> None:
+    """The curl_cffi target's ClientHello offers what the installed Chromium's does: the
+    same cipher suites in order, extension set (Chrome permutes the order), supported
+    groups, signature algorithms and ALPN (GREASE aside). A Chromium upgrade that changes
+    them fails here: pin a curl-cffi with a closer Chrome target (docs/fetching.md)."""
+    with HelloServer() as server:
+
+        async def chromium() -> None:
+            me = identity_for(Client().crawler)
+            async with async_playwright() as playwright:
+                browser = await playwright.chromium.launch(
+                    **launch_options(dict(defaults.PLAYWRIGHT_LAUNCH_OPTIONS), me)
+                )
+                page = await browser.new_page()
+                with contextlib.suppress(PlaywrightError):  # the server hangs up
+                    await page.goto(server.url + "/")
+                await browser.close()
+
+        async def curl(client: Client) -> None:
+            with pytest.raises(DownloadFailedError):
+                await client.fetch(Request(server.url + "/"))
+
+        asyncio.run(chromium())
+        theirs = server.hellos[0]
+        run(curl)
+        ours = server.hellos[-1]
+    assert ours.ciphers == theirs.ciphers
+    assert ours.extensions == theirs.extensions
+    assert ours.groups == theirs.groups
+    assert ours.signature_algorithms == theirs.signature_algorithms
+    assert ours.alpn == theirs.alpn == ("h2", "http/1.1")
