@@ -82,6 +82,8 @@ class Session:
     generation: int = 0
     # True: this request is the session's probe (its first answer decides its state).
     probe: bool = False
+    errors: int = 0  # its error score when handed out (a good answer of a session at 0
+    # changes nothing: the caller need not record it)
 
 
 @dataclass(frozen=True)
@@ -214,7 +216,8 @@ end
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[7]))
 for _, id in ipairs(ids) do
   local key = ARGV[1] .. id
-  local f = redis.call('HMGET', key, 'state', 'uses', 'created', 'proxy', 'identity', 'generation')
+  local f = redis.call('HMGET', key, 'state', 'uses', 'created', 'proxy', 'identity', 'generation',
+    'errors')
   local state, uses, created = f[1], tonumber(f[2] or '0'), tonumber(f[3] or '0')
   if not state then
     redis.call('ZREM', KEYS[1], id)
@@ -233,7 +236,7 @@ for _, id in ipairs(ids) do
       redis.call('ZADD', KEYS[1], now + hold, id)
     end
     redis.call('HINCRBY', key, 'uses', 1)
-    local out = {kind, id, f[5], f[4], f[6] or '0'}
+    local out = {kind, id, f[5], f[4], f[6] or '0', f[7] or '0'}
     for _, cookie in ipairs(redis.call('HVALS', key .. ':cookies')) do table.insert(out, cookie) end
     return finish(out)
   end
@@ -426,7 +429,8 @@ class RedisSessionStore(SessionStore):
             identity=json.loads(values[2]),
             proxy=values[3],
             generation=int(values[4]),
-            cookies=[json.loads(v) for v in values[5:]],
+            errors=int(values[5]),
+            cookies=[json.loads(v) for v in values[6:]],
             probe=kind == "probe",
         )
 
@@ -574,6 +578,7 @@ class MemorySessionStore(SessionStore):
                     [dict(c) for c in record.cookies.values()],
                     record.generation,
                     probe,
+                    record.errors,
                 )
         live = self._live()
         if len(live) < p.max_sessions:

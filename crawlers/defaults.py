@@ -195,6 +195,9 @@ RENDER_ABORT_RESOURCE_TYPES = ["image", "font", "media"]  # [] in a profile keep
 # is closed after this many pages, which bounds the memory a long-lived page gathers.
 RENDER_REUSE_PAGES = True
 RENDER_PAGE_MAX_USES = 20
+# Chromium is closed after this many seconds without a browser request (it costs CPU even
+# idle) and launched again by the next one; 0: kept until the crawl ends.
+RENDER_BROWSER_IDLE_CLOSE = 10.0
 # scrapy-playwright's public extension points the rendering handler relies on:
 # Chromium and the Playwright driver start with the first rendered request ...
 PLAYWRIGHT_BROWSER_PROVIDER = "crawlers.fetch.browser.LazyBrowserProvider"

@@ -72,7 +72,7 @@ from crawlers.fetch.redact import (
     proxy_id,
     redact,
 )
-from crawlers.fetch.retry import COOKIES_IN_META
+from crawlers.fetch.retry import CHALLENGE_META, COOKIES_IN_META
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +86,7 @@ PAGE_META = "playwright_page"
 INCLUDE_PAGE_META = "playwright_include_page"
 PAGE_INIT_META = "playwright_page_init_callback"
 DEFAULT_CONTEXT = "default"  # the context of a request without playwright_context
+CHALLENGE_ABORTS = frozenset({"stylesheet", "image", "font", "media"})
 SHUTDOWN_TIMEOUT = 30.0  # seconds for scrapy-playwright to close the browser at the end
 PLAYWRIGHT_LOGGER = "scrapy-playwright"
 
@@ -240,6 +241,9 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         self._recycled: weakref.WeakSet[Browser] = weakref.WeakSet()
         self._consecutive_timeouts = 0
         self._closing = False
+        self.idle_close = settings.getfloat("RENDER_BROWSER_IDLE_CLOSE")
+        self._last_render = 0.0
+        self._idle_watch: asyncio.Future[None] | None = None
         # Cleared while a hung browser is being closed: new requests wait for the next one.
         self._not_recycling = asyncio.Event()
         self._not_recycling.set()
@@ -280,14 +284,18 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         meta[CONTEXT_KWARGS_META] = {**self.context_options, **(own_kwargs or {})}
         self._route_through_proxy(request)
         self._route_to_session(request)
-        # Pool pages unless the spider manages the request's page itself.
-        reuse = self.reuse_pages and not (meta.get(INCLUDE_PAGE_META) or meta.get(PAGE_META))
+        # Pool pages unless the spider manages the request's page itself, or the page only
+        # passes a session's challenge (one per session: nothing to reuse it for).
+        reuse = self.reuse_pages and not (
+            meta.get(INCLUDE_PAGE_META) or meta.get(PAGE_META) or meta.get(CHALLENGE_META)
+        )
         if reuse:
             meta[INCLUDE_PAGE_META] = True  # scrapy-playwright leaves it open
         spider_init = meta.get(PAGE_INIT_META)
         meta[PAGE_INIT_META] = self._page_init(spider_init)
         task = asyncio.ensure_future(self._admitted_download(request, reuse))
         self._inflight[task] = request
+        self._watch_idle()
         try:
             done, _ = await asyncio.wait({task}, timeout=self.hard_timeout)
             if not done:
@@ -376,7 +384,12 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         async def page_init(page: Page, request: Request) -> None:
             self._pages[id(request)] = page
             keep = request.meta.get(KEEP_RESOURCES_META)
-            abort_request.assign(page, frozenset() if keep else self.abort_types)
+            types = frozenset() if keep else self.abort_types
+            if request.meta.get(CHALLENGE_META):
+                # The page only passes a challenge (its script, its fetches, the reload):
+                # what it shows is not read.
+                types = types | CHALLENGE_ABORTS
+            abort_request.assign(page, types)
             self.pool.learn(request.meta.get(CONTEXT_META, DEFAULT_CONTEXT), page)
             self._watch(page.context.browser)
             await self._load_session_cookies(page, request)
@@ -482,12 +495,36 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         )
         self._forget_browser()
 
-    async def _recycle_browser(self, reason: str) -> None:
+    def _watch_idle(self) -> None:
+        """Chromium costs CPU even idle (about 3% of a core with a few contexts): a crawl
+        that renders now and then (challenges, samples) closes it after
+        ``RENDER_BROWSER_IDLE_CLOSE`` seconds without a browser request; the next one
+        launches it again."""
+        self._last_render = asyncio.get_running_loop().time()
+        if self.idle_close and (self._idle_watch is None or self._idle_watch.done()):
+            self._idle_watch = asyncio.ensure_future(self._close_when_idle())
+
+    async def _close_when_idle(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._closing:
+            quiet = loop.time() - self._last_render
+            if not self._inflight and quiet >= self.idle_close:
+                browser = self.pool.browser
+                if browser is not None and browser.is_connected():
+                    self.crawler.stats.inc_value("render/browser_idle_closed")
+                    await self._recycle_browser(f"idle for {quiet:.0f}s", quiet=True)
+                return
+            await asyncio.sleep(max(0.5, self.idle_close - quiet if not self._inflight else 1.0))
+
+    async def _recycle_browser(self, reason: str, *, quiet: bool = False) -> None:
         browser = self.pool.browser
         if browser is None or not browser.is_connected():
             return
-        self.crawler.stats.inc_value("render/browser_recycled")
-        logger.warning("recycling the browser: %s", reason)
+        if quiet:
+            logger.info("closing the browser: %s", reason)
+        else:
+            self.crawler.stats.inc_value("render/browser_recycled")
+            logger.warning("recycling the browser: %s", reason)
         self._recycled.add(browser)
         self._not_recycling.clear()
         try:
@@ -509,6 +546,8 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
 
     async def close(self) -> None:
         self._closing = True
+        if self._idle_watch is not None:
+            self._idle_watch.cancel()
         if self.plain is not None and self._primary.get(self.crawler) is self:
             await self.plain.close()  # the other scheme's handler shares it
         for task in list(self._inflight):

@@ -62,11 +62,17 @@ COOKIE_HEADER_META = "session_cookie_header"  # the Cookie header is the session
 SESSION_PROXY_META = "session_proxy"  # meta["proxy"] is the session's
 COOKIES_IN_META = "session_cookies"  # the session's jar, for a rendered request
 REDIRECT_COOKIES_META = "session_redirect_cookies"  # (URL, Set-Cookie values) of a 3xx
-SESSION_ATTEMPT_METAS = (IDENTITY_META, COOKIES_IN_META, REDIRECT_COOKIES_META)
+SESSION_REPORT_META = "session_report"  # a good answer is news to the pool (probe, errors)
+SESSION_ATTEMPT_METAS = (
+    IDENTITY_META,
+    COOKIES_IN_META,
+    REDIRECT_COOKIES_META,
+    SESSION_REPORT_META,
+)
 NOT_BEFORE_META = "not_before"
 PART_RETRY_META = "part_retries"
 # The rounds a request can be in: each restarts Scrapy's retry_times.
-_ROUND_METAS = (ITEM_RETRY_META, PART_RETRY_META, "retry_times")
+ROUND_METAS = (ITEM_RETRY_META, PART_RETRY_META, "retry_times")
 
 
 class PageBlocked(IgnoreRequest):
@@ -84,7 +90,7 @@ def response_ref(crawler: Crawler, request: Request) -> str:
     (each round of retries restarts Scrapy's retry count, so all of them are in it); a
     side fetch of the same request (a browser passing a challenge) adds its suffix."""
     fingerprint = crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
-    rounds = ".".join(str(int(request.meta.get(name, 0))) for name in _ROUND_METAS)
+    rounds = ".".join(str(int(request.meta.get(name, 0))) for name in ROUND_METAS)
     return f"{fingerprint}:{rounds}{request.meta.get(LEDGER_SUFFIX_META, '')}"
 
 

@@ -76,7 +76,9 @@ from crawlers.fetch.retry import (
     LEDGER_SUFFIX_META,
     PROXY_EXCLUDE_META,
     REDIRECT_COOKIES_META,
+    ROUND_METAS,
     SESSION_PROXY_META,
+    SESSION_REPORT_META,
 )
 from crawlers.frontier import JOB_META
 from crawlers.ledger import CrawlLedger
@@ -202,6 +204,7 @@ class SessionMiddleware:
         self.challenge_timeout = settings.getfloat("SESSION_CHALLENGE_TIMEOUT")
         # Challenges are passed in Chromium; a site that renders nothing still may.
         self.challenges = settings.getbool("SESSION_PASS_CHALLENGES")
+        self._acquiring = asyncio.Lock()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SessionMiddleware:
@@ -246,6 +249,8 @@ class SessionMiddleware:
         else:
             session = await self._session_for(request)
             meta[SESSION_META] = session.id
+            if session.probe or session.errors:
+                meta[SESSION_REPORT_META] = True  # its good answer changes its record
             # A dict: the request may travel through the frontier.
             meta[IDENTITY_META] = session.identity
             meta[COOKIES_IN_META] = session.cookies
@@ -274,6 +279,12 @@ class SessionMiddleware:
             request.meta[COOKIES_IN_META] = list(jar.values())
 
     async def _session_for(self, request: Request) -> Session:
+        # One request of this worker at a time asks the pool (the others queue here, in
+        # order): waiting requests would otherwise all ask again at each wake-up.
+        async with self._acquiring:
+            return await self._acquire(request)
+
+    async def _acquire(self, request: Request) -> Session:
         excluded = [p for p in request.meta.get(PROXY_EXCLUDE_META) or () if p in self.proxies]
         while True:
             got = await self.store.acquire(excluded)
@@ -323,7 +334,7 @@ class SessionMiddleware:
             pause = _seconds(retry_after) or 0.0
             await self.store.record(session_id, "throttled", pause=pause)
             await self._report_retired(request)
-        else:
+        elif request.meta.get(SESSION_REPORT_META):
             await self.store.record(session_id, "ok")
         return response
 
@@ -376,8 +387,9 @@ class SessionMiddleware:
         meta = {
             key: value
             for key, value in request.meta.items()
+            # the job, the visitor, and the attempt's rounds (its ledger record's name)
             if key in (JOB_META, SESSION_META, IDENTITY_META, COOKIES_IN_META, "proxy")
-            or key.startswith("_job")
+            or key in ROUND_METAS
         }
         meta.update(
             {
