@@ -273,7 +273,7 @@ PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 30_000
 # by default (a site that needs nothing pays nothing); a profile's [fetch] turns it on.
 SESSIONS_ENABLED = False
 SESSION_POOL_SIZE = 8  # sessions of the site at once, over all workers
-SESSION_MAX_RATE = 2.0  # requests per second of one session (its rate budget)
+SESSION_MAX_RATE = 2.0  # requests per second of one session (its rate budget; 0: none)
 SESSION_MAX_USES = 500  # requests before a session is retired (0: no limit)
 SESSION_MAX_AGE = 3600.0  # seconds before a session is retired (0: no limit)
 SESSION_MAX_ERRORS = 3  # network errors and throttles (each good answer takes one back)

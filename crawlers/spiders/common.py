@@ -67,9 +67,14 @@ class ProductionSpider(SiteSpider):
         assert isinstance(spider, ProductionSpider)
         if is_loopback(spider.base_url) and not crawler.settings.frozen:
             # A replay of the site on loopback (services.replay_site): politeness protects
-            # the real site, not our own server, so its delays would only slow tests and
-            # demos down. Command-line settings (-s) still win.
-            for name, value in (("DOWNLOAD_DELAY", 0.0), ("AUTOTHROTTLE_ENABLED", False)):
+            # the real site, not our own server, so its delays (and its sessions' rate
+            # budget) would only slow tests and demos down. Command-line settings (-s)
+            # still win.
+            for name, value in (
+                ("DOWNLOAD_DELAY", 0.0),
+                ("AUTOTHROTTLE_ENABLED", False),
+                ("SESSION_MAX_RATE", 0.0),
+            ):
                 crawler.settings.set(name, value, priority="spider")
             spider.logger.info("%s is a loopback replay: no download delay", spider.base_url)
         return spider

@@ -45,19 +45,43 @@ def test_profile_politeness_becomes_scrapy_settings(tmp_path: Path) -> None:
     assert profile.timeouts.producer == 7200
 
 
+def test_profile_fetch_table_becomes_the_identity_and_session_settings(tmp_path: Path) -> None:
+    (tmp_path / "shop.toml").write_text(
+        SHOP + '[fetch]\nidentity = "browser"\naccept_language = "es-ES,es;q=0.9"\n'
+        "sessions = true\nsession_pool = 3\nsession_rate = 0.5\nchallenges = false\n"
+    )
+    settings = SiteProfile.load("shop", tmp_path).scrapy_settings()
+    assert {k: settings[k] for k in settings if k.startswith(("SESSION", "FETCH", "BROWSER"))} == {
+        "FETCH_IDENTITY": "browser",
+        "BROWSER_ACCEPT_LANGUAGE": "es-ES,es;q=0.9",
+        "SESSIONS_ENABLED": True,
+        "SESSION_POOL_SIZE": 3,
+        "SESSION_MAX_RATE": 0.5,
+        "SESSION_PASS_CHALLENGES": False,
+    }
+    # Unset keys leave the platform's defaults alone.
+    (tmp_path / "plain.toml").write_text(SHOP)
+    assert not any(
+        k.startswith("SESSION") for k in SiteProfile.load("plain", tmp_path).scrapy_settings()
+    )
+    # Defended production sites go out as sessions; facebook's login is the account's.
+    assert SiteProfile.load("idealista").scrapy_settings()["SESSIONS_ENABLED"] is True
+    assert SiteProfile.load("facebook_marketplace").scrapy_settings()["SESSIONS_ENABLED"] is False
+
+
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
         ("[timeouts]\nproducer = 9000\n", "timeouts.producer: expected a value <= 7200, got 9000"),
         (
             'render = "sometimes"\n',
-            'render: expected one of "never", "always" or "per_request", got "sometimes"',
+            'render: expected one of "never", "always", "per_request" or "auto", got "sometimes"',
         ),
         (
             "unknown_key = 1\n",
             "unknown_key: unknown key (known keys: site, item_type, base_url, start_paths,"
             " sitemaps, render, needs_proxies, needs_session, schedule, description, politeness,"
-            " timeouts, recrawl, settings, fingerprint, pages, start_page)",
+            " fetch, timeouts, recrawl, settings, fingerprint, pages, start_page)",
         ),
         ('site = "other"\n', 'site: expected "shop" (the file\'s name), got "other"'),
         (

@@ -54,6 +54,8 @@ def test_waf_challenge_without_sessions_is_retried_through_the_other_proxy_and_n
         replay,
         tmp_path,
         *("-s", "RETRY_BACKOFF_BASE=0.05"),
+        # The plain retry path (booking's profile passes challenges in sessions).
+        *("-s", "SESSIONS_ENABLED=false"),
         *("-s", "STATS_CLASS=tests.crawlers.fetch.support.JsonStatsCollector"),
         *("-s", f"{STATS_PATH_SETTING}={stats_path}"),
         env={"PROXY_LIST": ",".join(p.url for p in proxies.values())},
