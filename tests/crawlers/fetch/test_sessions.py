@@ -4,6 +4,9 @@ CAPTCHA retiring its session, and sessions shared by two workers through Redis."
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,12 +14,16 @@ from typing import Any
 
 import pytest
 
+from core.drain import drain_state
+from core.jobstats import JobStats
+from core.keys import SiteKeys
+from core.workers import WorkerRegistry
 from crawlers.producer import produce
 from services.bot_defense import BotDefense
 from services.demo_site import DemoSite
 from services.redis_server import RedisServer
 from tests.crawlers.fetch.support import run_crawl
-from tests.crawlers.support import start_worker, sunk_items, wait_all
+from tests.crawlers.support import log_excerpt, start_worker, sunk_items, wait_all, wait_for
 
 PRODUCTS = 40
 HUMAN = ("challenge", "captcha", "headers", "tls")
@@ -172,4 +179,65 @@ def test_two_workers_share_sessions_through_redis(
         if "fetch summary:" in line
     ]
     assert len(classified) == 2 and all(n > 0 for n in classified), classified
+    # The clearance is in the shared jar, and in no log line.
+    keys = SiteKeys("demo")
+    (ours,) = [raw.decode() for raw in client.zrange(keys.sessions, 0, -1)]
+    jar = client.hvals(keys.session_prefix + ours + ":cookies")
+    values = [json.loads(raw)["value"] for raw in jar]
+    assert values and all(len(value) > 20 for value in values)
+    assert not any(value in text for value in values for text in texts)
+    client.flushdb()
+
+
+def test_a_worker_sigkilled_at_the_challenge_level_loses_nothing(
+    shop: DemoSite, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """Two workers behind the JavaScript challenge; one is SIGKILLed holding leases (and
+    perhaps a session's probe or challenge): its leases come back, the other worker gets
+    every product, through sessions passed in the browser."""
+    client = redis_server.client()
+    client.flushdb()
+    with defended(shop, tmp_path, 3) as defense:
+        # Slow product pages keep requests in flight: the victim dies holding leases.
+        shop.control(slow={"rate": 1.0, "ms": 150, "paths": ["/product/"]})
+        job = produce(client, "demo", base_url=defense.url)
+        logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
+        workers = [
+            start_worker(
+                redis_url=redis_server.url,
+                job_id=job.job_id,
+                base_url=defense.url,
+                sink_key="items",
+                log_path=log,
+                settings={
+                    "SESSIONS_ENABLED": True,
+                    "SESSION_POOL_SIZE": 4,
+                    "SESSION_MAX_RATE": 20,
+                    "FRONTIER_IDLE_CLOSE_SECONDS": 15,
+                },
+            )
+            for log in logs
+        ]
+        registry = WorkerRegistry(client, "demo")
+
+        def victim_holds_leases() -> bool:
+            return (
+                any(w.pid == workers[0].pid and w.in_flight >= 2 for w in registry.live())
+                and client.llen("items") >= 5
+            )
+
+        wait_for(victim_holds_leases, timeout=120, what="worker 1 to hold leases mid-crawl")
+        os.kill(workers[0].pid, signal.SIGKILL)
+        workers[0].wait(timeout=10)
+        assert wait_all(workers[1:], timeout=300) == [0], log_excerpt(logs[1])
+        records = defense.log_records()
+    items = sunk_items(client, "items")
+    assert {item["sku"] for item in items} == {p.sku for p in shop.catalog().products}
+    assert JobStats(client, "demo").get(job.job_id).get("frontier/reclaimed_leases", 0) >= 1
+    state = drain_state(client, "demo", job.job_id)
+    assert (state.queued, state.leased) == (0, 0)
+    # Every product page the survivor fetched went out on a cleared session.
+    products = [r for r in records if r["path"].startswith("/product/")]
+    assert products and all(r["decision"] in ("pass", "challenge") for r in products)
+    assert sum(r["decision"] == "verified" for r in records) >= 1
     client.flushdb()
