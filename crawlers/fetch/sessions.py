@@ -38,16 +38,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from http.cookiejar import Cookie
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import DownloadFailedError, IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response
 from scrapy.http.cookies import CookieJar
 from scrapy.settings import BaseSettings
@@ -55,6 +56,7 @@ from scrapy_playwright.page import PageMethod
 
 from core.blocks import BlockRules, classify
 from core.dedup import connect_async
+from core.keys import REDIS_ERRORS
 from core.sessions import (
     MemorySessionStore,
     RedisSessionStore,
@@ -81,9 +83,10 @@ from crawlers.fetch.retry import (
     SESSION_REPORT_META,
 )
 from crawlers.frontier import JOB_META
-from crawlers.ledger import CrawlLedger
+from crawlers.ledger import CrawlLedger, RetriedCalls, RetryPolicy
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Request meta the session layer sets and reads (with retry's CHALLENGE_META: this request
 # passes its session's challenge; CHALLENGE_PASSED_META: the answer was a challenge, now
@@ -205,6 +208,14 @@ class SessionMiddleware:
         # Challenges are passed in Chromium; a site that renders nothing still may.
         self.challenges = settings.getbool("SESSION_PASS_CHALLENGES")
         self._acquiring = asyncio.Lock()
+        self.retried = RetriedCalls(
+            RetryPolicy.from_settings(settings),
+            prefix="sessions/store",
+            count=lambda name: crawler.stats.inc_value(name),  # type: ignore[union-attr]
+            warn=lambda exc: logger.warning(
+                "session pool unreachable (%s); retrying", type(exc).__name__
+            ),
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SessionMiddleware:
@@ -273,7 +284,8 @@ class SessionMiddleware:
         answer = Response(url, headers={b"Set-Cookie": values})
         cookies = set_cookies(answer, Request(url))
         if cookies:
-            await self.store.merge_cookies(request.meta[SESSION_META], cookies)
+            session_id = request.meta[SESSION_META]
+            await self._store(lambda: self.store.merge_cookies(session_id, cookies))
             jar = {cookie_key(c): c for c in request.meta.get(COOKIES_IN_META) or []}
             jar.update((cookie_key(c), c) for c in cookies)
             request.meta[COOKIES_IN_META] = list(jar.values())
@@ -287,7 +299,7 @@ class SessionMiddleware:
     async def _acquire(self, request: Request) -> Session:
         excluded = [p for p in request.meta.get(PROXY_EXCLUDE_META) or () if p in self.proxies]
         while True:
-            got = await self.store.acquire(excluded)
+            got = await self._store(partial(self.store.acquire, list(excluded)))
             await self._report_retired(request)
             if isinstance(got, Session):
                 if self._reachable(got.proxy):
@@ -299,7 +311,8 @@ class SessionMiddleware:
                 continue
             if got is None:
                 candidates = [p for p in self.proxies if p not in excluded] or list(self.proxies)
-                created = await self.store.create(self.identity.to_dict(), candidates)
+                create = partial(self.store.create, self.identity.to_dict(), candidates)
+                created = await self._store(create)
                 if created is None:
                     continue  # another worker filled the pool meanwhile
                 got = created
@@ -307,11 +320,19 @@ class SessionMiddleware:
                 await self._event(request, f"created:{created.id}")
                 break
             assert isinstance(got, Wait)
+            # A proxy this request failed on is avoided only while another is free now.
+            excluded = []
             delay = min(got.seconds, self.wait_cap)
             self.stats.inc_value("sessions/waits")
             self.stats.inc_value("sessions/wait_ms", int(delay * 1000))
             await asyncio.sleep(delay)
         return got
+
+    async def _store(self, call: Callable[[], Awaitable[T]]) -> T:
+        """One call to the pool, ridden through a Redis outage with the policy of every
+        Redis write an item waits for (``DEDUP_RETRY_*``); then SessionStoreUnavailable
+        (a download failure: the retry layer tries the request again later)."""
+        return await self.retried.call(call, REDIS_ERRORS, _unavailable)
 
     def _reachable(self, proxy: str) -> bool:
         return proxy in self.proxies if self.proxies else not proxy
@@ -321,31 +342,42 @@ class SessionMiddleware:
         session_id = request.meta.get(SESSION_META)
         if not session_id or request.meta.get(CHALLENGE_META):
             return response
+        try:
+            await self._judge(request, response, session_id)
+        except SessionStoreUnavailable as exc:
+            # The page is the page: only the session's bookkeeping is lost (a session
+            # retired later, a cookie missed); counted and said, not an error of the page.
+            logger.warning("session %s not updated: %s", session_id, exc)
+        return response
+
+    async def _judge(self, request: Request, response: Response, session_id: str) -> None:
+        """The session's fate by the answer (the module docstring)."""
         verdict = self.classifier.verdict(request, response)
         cookies = set_cookies(response, request)
         if cookies:
-            await self.store.merge_cookies(session_id, cookies)
+            await self._store(lambda: self.store.merge_cookies(session_id, cookies))
         if verdict.kind == "challenge":
             await self._challenged(request, session_id)
         elif verdict.kind in ("blocked", "captcha"):
             await self._retire(request, session_id, verdict.kind)
         elif verdict.kind == "throttled":
-            retry_after = response.headers.get(b"Retry-After")
-            pause = _seconds(retry_after) or 0.0
-            await self.store.record(session_id, "throttled", pause=pause)
+            pause = _seconds(response.headers.get(b"Retry-After")) or 0.0
+            await self._store(lambda: self.store.record(session_id, "throttled", pause=pause))
             await self._report_retired(request)
         elif request.meta.get(SESSION_REPORT_META):
-            await self.store.record(session_id, "ok")
-        return response
+            await self._store(lambda: self.store.record(session_id, "ok"))
 
     async def process_exception(self, request: Request, exception: Exception) -> None:
         session_id = request.meta.get(SESSION_META)
         if not session_id or request.meta.get(CHALLENGE_META):
             return
-        if isinstance(exception, IgnoreRequest):
+        if isinstance(exception, IgnoreRequest | SessionStoreUnavailable):
             return  # a decision of ours (robots.txt, a dropped block page): not the session
-        await self.store.record(session_id, "error")
-        await self._report_retired(request)
+        try:
+            await self._store(lambda: self.store.record(session_id, "error"))
+            await self._report_retired(request)
+        except SessionStoreUnavailable as exc:
+            logger.warning("session %s not updated: %s", session_id, exc)
 
     async def _challenged(self, request: Request, session_id: str) -> None:
         """Pass the session's challenge in the browser, or retire the session."""
@@ -354,7 +386,7 @@ class SessionMiddleware:
             # The browser itself was challenged (it did not get past), or no browser may try.
             await self._retire(request, session_id, "challenge")
             return
-        if not await self.store.begin_challenge(session_id):
+        if not await self._store(lambda: self.store.begin_challenge(session_id)):
             # Another request is passing it: this one is retried on another session.
             request.meta[CHALLENGE_PASSED_META] = True
             return
@@ -368,7 +400,7 @@ class SessionMiddleware:
         outcome = probe.meta.get(CHALLENGE_OUTCOME_META, "error")
         cookies = probe.meta.get(COOKIES_OUT_META) or []
         if outcome not in ("challenge", "blocked", "captcha", "error") and cookies:
-            generation = await self.store.challenge_passed(session_id, cookies)
+            generation = await self._store(lambda: self.store.challenge_passed(session_id, cookies))
             if generation:
                 self.stats.inc_value("sessions/challenges_passed")
                 await self._event(request, f"passed:{session_id}:{generation}")
@@ -376,7 +408,7 @@ class SessionMiddleware:
             return
         self.stats.inc_value("sessions/challenge_failed")
         if outcome == "error":
-            await self.store.record(session_id, "error")
+            await self._store(lambda: self.store.record(session_id, "error"))
             await self._report_retired(request)
         else:
             await self._retire(request, session_id, f"challenge_{outcome}")
@@ -410,7 +442,7 @@ class SessionMiddleware:
         return probe
 
     async def _retire(self, request: Request, session_id: str, reason: str) -> None:
-        if await self.store.retire(session_id, reason):
+        if await self._store(lambda: self.store.retire(session_id, reason)):
             self.stats.inc_value(f"sessions/retired/{reason}")
             await self._event(request, f"retired:{session_id}", reason)
             logger.info("session %s retired: %s (%s)", session_id, reason, request.url)
@@ -424,6 +456,14 @@ class SessionMiddleware:
         job_id = request.meta.get(JOB_META)
         if self.ledger is not None and job_id:
             await self.ledger.session_event(str(job_id), event, value)
+
+
+class SessionStoreUnavailable(DownloadFailedError):
+    """The session pool (Redis) stayed unreachable through every retry."""
+
+
+def _unavailable(exc: BaseException) -> Exception:
+    return SessionStoreUnavailable(f"session pool unreachable ({type(exc).__name__})")
 
 
 def _seconds(raw: bytes | None) -> float | None:
