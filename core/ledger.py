@@ -69,6 +69,8 @@ FIGURES = (
 # Block kinds the fetch layer records (core.blocks.BLOCK_KINDS), each its own figure.
 BLOCK_FIGURES = ("blocked", "challenge", "captcha", "throttled")
 RENDERED = ":r"
+# The record of a robots.txt fetch: its blocks count, it is no page of the job.
+ROBOTS_SUFFIX = ":robots"
 
 
 # KEYS: any key of the site (routes the call to the master holding the site's slot)
@@ -173,15 +175,19 @@ def response_figures(responses: dict[str, str]) -> dict[str, int]:
     kinds: Counter[str] = Counter()
     rendered = 0
     outcome: dict[str, bool] = {}  # request fingerprint -> got a non-block answer
+    pages = 0
     for ref, value in responses.items():
         kind = value.removesuffix(RENDERED)
-        rendered += value.endswith(RENDERED)
         kinds[kind] += 1
+        if ref.endswith(ROBOTS_SUFFIX):
+            continue
+        pages += 1
+        rendered += value.endswith(RENDERED)
         fingerprint = ref.split(":", 1)[0]
         outcome[fingerprint] = outcome.get(fingerprint, False) or kind not in BLOCK_FIGURES
     figures = {f"blocks/{kind}": kinds[kind] for kind in BLOCK_FIGURES}
     figures["blocks/total"] = sum(figures.values())
-    figures["pages/total"] = len(responses)
+    figures["pages/total"] = pages
     figures["pages/rendered"] = rendered
     figures["pages/requests"] = len(outcome)
     figures["pages/refused"] = sum(1 for got in outcome.values() if not got)

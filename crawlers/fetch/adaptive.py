@@ -39,12 +39,12 @@ from typing import Any
 from itemadapter import ItemAdapter, is_item
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response, TextResponse
 
 from core.dedup import connect_async
 from core.render_choice import Choice, ChoiceStore, MemoryChoiceStore, Mode, RedisChoiceStore
 from crawlers.fetch.retry import CHALLENGE_META, LEDGER_SUFFIX_META
+from crawlers.logs import not_configured
 from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
 
 logger = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ class AdaptiveRenderMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> AdaptiveRenderMiddleware:
         if crawler.settings.get("RENDER_MODE") != "auto":
-            raise NotConfigured("RENDER_MODE is not auto")
+            raise not_configured("AdaptiveRenderMiddleware", "RENDER_MODE is not auto")
         return cls(crawler)
 
     @property

@@ -19,12 +19,12 @@ import logging
 
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
 from core.refusal import Presented, refusal
 from crawlers.fetch.proxies import configured_proxies
+from crawlers.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class RefusalCheck:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RefusalCheck:
         if crawler.stats is None:
-            raise NotConfigured("no stats")
+            raise not_configured("RefusalCheck", "no stats")
         check = cls(crawler)
         crawler.signals.connect(check.check, signal=signals.response_downloaded)
         crawler.signals.connect(check.spider_closed, signal=signals.spider_closed)

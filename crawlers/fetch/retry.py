@@ -41,9 +41,9 @@ from scrapy.http import Request, Response
 from scrapy.utils.asyncio import sleep
 
 from core.blocks import Verdict
-from core.ledger import RENDERED
+from core.ledger import RENDERED, ROBOTS_SUFFIX
 from crawlers.clock import SharedClock
-from crawlers.fetch.classify import ResponseClassifier
+from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META
 from crawlers.fetch.redact import proxy_id, redact
 from crawlers.frontier import ITEM_RETRY_META, JOB_META
@@ -234,10 +234,16 @@ class BlockRetryMiddleware(RetryMiddleware):
     # -- helpers ----------------------------------------------------------------------
     async def _record(self, request: Request, response: Response, verdict: Verdict) -> None:
         job_id = request.meta.get(JOB_META)
+        ref = response_ref(self.crawler, request)
+        if not job_id and is_robots_txt_fetch(request):
+            # Scrapy's own robots.txt request carries no job: the crawl's. A block there is
+            # a block the site served (counted), the file no page of the job (apart).
+            job_id = getattr(self.crawler.spider, "job_id", None)
+            ref += ROBOTS_SUFFIX
         if self.ledger is None or not job_id:
             return
         value = verdict.kind + (RENDERED if "playwright" in response.flags else "")
-        await self.ledger.response(str(job_id), response_ref(self.crawler, request), value)
+        await self.ledger.response(str(job_id), ref, value)
 
     def _retry_request(
         self, request: Request, reason: str | Exception, max_times: int | None

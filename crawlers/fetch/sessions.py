@@ -48,7 +48,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DownloadFailedError, IgnoreRequest, NotConfigured
+from scrapy.exceptions import DownloadFailedError, IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.http.cookies import CookieJar
 from scrapy.settings import BaseSettings
@@ -84,6 +84,7 @@ from crawlers.fetch.retry import (
 )
 from crawlers.frontier import JOB_META
 from crawlers.ledger import CrawlLedger, RetriedCalls, RetryPolicy
+from crawlers.logs import not_configured
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -221,7 +222,7 @@ class SessionMiddleware:
     def from_crawler(cls, crawler: Crawler) -> SessionMiddleware:
         settings = crawler.settings
         if not settings.getbool("SESSIONS_ENABLED"):
-            raise NotConfigured("SESSIONS_ENABLED is off")
+            raise not_configured("SessionMiddleware", "SESSIONS_ENABLED is off")
         spider = crawler.spidercls.name
         policy = session_policy(settings)
         store: SessionStore

@@ -15,13 +15,14 @@ def test_pages_blocks_renders_and_refusals_are_counted_from_the_records() -> Non
         "c:0.0.0": "throttled",  # throttled once, then fine
         "c:0.0.1": "ok",
         "d:0.0.0": "error",  # a 404 is an answer, not a refusal
+        "r:0.0.0:robots": "blocked",  # robots.txt refused: a block, not a page
     }
     assert response_figures(records) == {
-        "blocks/blocked": 1,
+        "blocks/blocked": 2,
         "blocks/challenge": 1,
         "blocks/captcha": 1,
         "blocks/throttled": 1,
-        "blocks/total": 4,
+        "blocks/total": 5,
         "pages/total": 8,
         "pages/rendered": 1,
         "pages/requests": 4,

@@ -82,7 +82,9 @@ def test_negative_delays_and_timeouts_are_refused(tmp_path: Path) -> None:
 
 def test_an_unknown_render_mode_is_refused(tmp_path: Path) -> None:
     error = load_error(tmp_path, SHOP + 'render = "browser"\n')
-    assert error == 'render: expected one of "never", "always" or "per_request", got "browser"'
+    assert error == (
+        'render: expected one of "never", "always", "per_request" or "auto", got "browser"'
+    )
 
 
 def test_a_bad_cron_is_refused_with_its_fault(tmp_path: Path) -> None:
