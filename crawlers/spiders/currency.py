@@ -24,6 +24,7 @@ The tables are built once per process, when the first price is read (about a sec
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -200,9 +201,7 @@ def _global_signs() -> Mapping[str, frozenset[str]]:
             found[key.casefold()].add(code)
 
     for ident in localedata.locale_identifiers():
-        # The locale's own file (no inheritance merged): every symbol some file defines.
-        symbols = localedata.load(ident, merge_inherited=False).get("currency_symbols") or {}
-        for code, sign in symbols.items():
+        for code, sign in _own_symbols(ident).items():
             add(sign, code)
     for code, info in _PRICE_PARSER_CURRENCIES.items():
         for sign in (info.get("s"), info.get("sn"), *info.get("sn2", ())):
@@ -210,6 +209,19 @@ def _global_signs() -> Mapping[str, frozenset[str]]:
     for sign, code in _PRINTED_ALIASES.items():
         add(sign, code)
     return {sign: frozenset(codes) for sign, codes in found.items()}
+
+
+def _own_symbols(ident: str) -> Mapping[str, str]:
+    """The currency symbols a locale's own CLDR file defines (none inherited): every
+    symbol some file defines, at a fifth of the cost of merged locales. Read from
+    babel's data file directly: ``localedata.load(merge_inherited=False)`` would cache
+    the unmerged data under the locale's name, and every later ``Locale`` of it would
+    lose what it inherits."""
+    with open(localedata.resolve_locale_filename(ident), "rb") as data:
+        # babel's own data files, shipped in its wheel, read as babel reads them.
+        own = pickle.load(data)  # noqa: S301
+    symbols = own.get("currency_symbols") if isinstance(own, dict) else None
+    return symbols if isinstance(symbols, dict) else {}
 
 
 @lru_cache(maxsize=256)
