@@ -487,9 +487,11 @@ def location_name(listing: dict[str, Any]) -> str | None:
     shown = listing.get("location_text")
     if isinstance(shown, dict) and text(shown.get("text")):
         return text(shown.get("text"))
-    for place in (listing.get("location"), listing.get("item_location")):
-        for key in ("reverse_geocode", "reverse_geocode_detailed"):
-            geo = place.get(key) if isinstance(place, dict) else None
+    places = [listing.get("location"), listing.get("item_location")]
+    for key in ("reverse_geocode", "reverse_geocode_detailed"):
+        # The listing's own location first, then one any part of the listing carries.
+        geos = [p.get(key) for p in places if isinstance(p, dict)] + list(find_key(listing, key))
+        for geo in geos:
             if isinstance(geo, dict) and (name := _city_state(geo)):
                 return name
     home = listing.get("home_address")
@@ -497,5 +499,8 @@ def location_name(listing: dict[str, Any]) -> str | None:
 
 
 def _city_state(geo: dict[str, Any]) -> str | None:
+    """ "Houston, TX"; else the city page's name ("Houston, Texas")."""
     city, state = text(geo.get("city")), text(geo.get("state"))
-    return ", ".join(p for p in (city, state) if p) or None
+    page = geo.get("city_page")
+    shown = text(page.get("display_name")) if isinstance(page, dict) else None
+    return ", ".join(p for p in (city, state) if p) or shown

@@ -80,6 +80,12 @@ _GALLERY_IMAGES = ", ".join(
     [*(f"{g} img:not(.play-layer__thumbnail)" for g in _GALLERY), "img.detail-image-gallery"]
 )
 _GALLERY_SOURCES = ", ".join(f"{g} source" for g in _GALLERY)
+# Any other picture of the page in a detail size (WEB_DETAIL*: listing cards of other
+# listings are WEB_LISTING), outside other listings' cards.
+_DETAIL_SIZED = (
+    "//*[self::img or self::source][not(ancestor::article)]"
+    "[@*[contains(., '/WEB_DETAIL') and not(starts-with(., 'data:'))]]"
+)
 _IMAGE_ATTRIBUTES = ("data-ondemand-img", "data-service", "data-src", "src", "srcset")
 # idealista's photo id: the file name of every size and format of one photo
 # (.../WEB_DETAIL/0/id.pro.es.image.master/c0/ac/cc/1382500227.jpg).
@@ -341,8 +347,8 @@ def _place(
 def _photos(response: TextResponse, scripts: str) -> list[str] | None:
     """Every photo of the listing once, by idealista's photo id (each size and format of
     a photo shares it): the scripts' gallery, the gallery markup (``<img>`` before the
-    ``<source>`` formats of one picture), ``og:image``. From the markup and the meta tag
-    only photo files count (not a logo or a spinner)."""
+    ``<source>`` formats of one picture), any other detail-sized picture, ``og:image``.
+    From the markup and the meta tag only photo files count (not a logo, a spinner)."""
     photos: dict[str, str] = {}
 
     def add(value: str | None, markup: bool) -> None:
@@ -355,8 +361,9 @@ def _photos(response: TextResponse, scripts: str) -> list[str] | None:
 
     for url in _IMAGE.findall(scripts):
         add(url.replace("\\/", "/"), markup=False)
-    for query in (_GALLERY_IMAGES, _GALLERY_SOURCES):
-        for element in response.css(query):
+    galleries = [response.css(_GALLERY_IMAGES), response.css(_GALLERY_SOURCES)]
+    for elements in [*galleries, response.xpath(_DETAIL_SIZED)]:
+        for element in elements:
             for attribute in _IMAGE_ATTRIBUTES:
                 value = (element.attrib.get(attribute) or "").strip()
                 if attribute == "srcset":  # "url 1x, url 2x": the first candidate

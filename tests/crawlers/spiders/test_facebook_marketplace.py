@@ -144,6 +144,8 @@ def test_location_name_of_every_kind_of_listing() -> None:
     geo = {"reverse_geocode_detailed": {"city": "Houston", "state": "TX", "postal_code": "77098"}}
     assert location_name({"location_text": None, "location": geo}) == "Houston, TX"
     assert location_name({"item_location": {"reverse_geocode": {"city": "Katy"}}}) == "Katy"
+    nested = {"rental_details": {"reverse_geocode": {"city_page": {"display_name": "Katy, Texas"}}}}
+    assert location_name(nested) == "Katy, Texas"
     assert location_name({"home_address": {"street": "2211 Westheimer Rd"}}) == "2211 Westheimer Rd"
     assert location_name({"location": {"latitude": 29.7}}) is None
 
