@@ -26,9 +26,15 @@ JSON-LD's ``addressLocality`` is never the city: booking.com puts the street the
 A price only on a page loaded for dates (``b_checkin_date``): the cheapest room of the
 room table (``#hprt-table``, ASSUMED: the saved pages are undated).
 
-Pagination: the next ``offset`` is this one plus the results the page showed (at least
-the store's ``nbResultsPerPage``) while below ``nbResultsTotal``; else a
+Pagination: the next ``offset`` is this one plus the results the page showed, its
+cards (the store's results when it shows none), while below ``nbResultsTotal``; else a
 ``[data-testid=pagination-next]`` link (ASSUMED: no saved page has one).
+
+Prices are in the currency the visitor selected (``selected_currency`` in the URL, the
+page's ``b_selected_currency``), printed as the page's language prints it (``<html
+lang>``): that is the market every price on a page is read in (``page_market``), so a
+card outside the store printing ``Rp 1.234.567`` is IDR, and a bare ``$`` on a Spanish
+page showing pesos is MXN.
 """
 
 from __future__ import annotations
@@ -64,9 +70,12 @@ from crawlers.spiders.common import (
     to_int,
     unique,
 )
+from crawlers.spiders.currency import Market, currency_code, market
 
 HOTEL_FIELDS = ("name", "address", "review_score", "review_count", "price")
 _APOLLO = '//script[@data-capla-store-data="apollo"]/text()'
+# The page's application context: its language and display currency, among others.
+_CONTEXT = "//script[@data-capla-application-context]/text()"
 _HOTEL_ID = re.compile(r"\bb_hotel_id\s*[:=]\s*'?(\d+)")
 _LAT = re.compile(r"\bb_map_center_latitude\s*[:=]\s*'?(-?[\d.]+)")
 _LON = re.compile(r"\bb_map_center_longitude\s*[:=]\s*'?(-?[\d.]+)")
@@ -74,10 +83,12 @@ _STARS = re.compile(r"ratings_stars_(\d)")
 # The stay a hotel page was loaded for: empty strings on a page loaded without dates.
 _PAGE_DATE = re.compile(r"\bb_check(in|out)_date\s*[:=]\s*'([^']*)'")
 # The tracking data layer both layouts print (``city_name: 'Mumbai'``, ``hotel_class: 5``)
-# and the accommodation type and display currency of the page.
-_LAYER = re.compile(
-    r"(?<![\w.\"'{])(city_name|hotel_class|atid|b_acc_type|b_selected_currency)\s*:\s*'?([^',\n]*)"
-)
+# and the accommodation type of the page.
+_LAYER = re.compile(r"(?<![\w.\"'{])(city_name|hotel_class|atid|b_acc_type)\s*:\s*'?([^',\n]*)")
+# The currency the visitor selected, as both layouts' inline variables state it.
+_SELECTED_CURRENCY = re.compile(r"\bb_selected_currency\s*[:=]\s*['\"]([A-Za-z]{3})['\"]")
+# The page's language in its path: searchresults.en-gb.html, /hotel/mx/hb-express.es.html.
+_PATH_LANGUAGE = re.compile(r"\.([a-z]{2}(?:-[a-z]{2,4})?)\.html$")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _PHOTO_ID = re.compile(r"/(\d+)\.(?:jpe?g|webp|png)\b", re.IGNORECASE)
 # /hotel/mx/hb-express.es.html -> /hotel/mx/hb-express.html: one URL per hotel whatever
@@ -225,6 +236,40 @@ def hotel_url(response: TextResponse, href: str, checkin: str | None, checkout: 
     return urlunparse(parsed._replace(path=path, query=urlencode(query), fragment=""))
 
 
+def page_market(response: TextResponse, scripts: str | None = None) -> Market:
+    """The market a page's prices are read in: the currency the visitor selected and the
+    language whose signs the page prints. Each from the first source that states it:
+    the URL (``selected_currency``, ``lang``), the page (``b_selected_currency``, ``<html
+    lang>``), the page's application context (``currency``, ``language``), the language
+    in the page's path (``.en-gb.html``)."""
+    parsed = urlparse(response.url)
+    query = parse_qs(parsed.query)
+    if scripts is None:
+        scripts = "\n".join(response.xpath("//script[not(@src)]/text()").getall())
+    inline = _SELECTED_CURRENCY.search(scripts)
+    context = script_json(response, _CONTEXT)
+    context = context if isinstance(context, dict) else {}
+    in_path = _PATH_LANGUAGE.search(parsed.path)
+    selected = next(
+        filter(
+            None,
+            (
+                currency_code((query.get("selected_currency") or [None])[0]),
+                currency_code(inline.group(1)) if inline else None,
+                currency_code(context.get("currency")),
+            ),
+        ),
+        None,
+    )
+    language = (
+        (query.get("lang") or [None])[0]
+        or response.xpath("/html/@lang").get()
+        or text(context.get("language"))
+        or (in_path.group(1) if in_path else None)
+    )
+    return market(language=language, currency=selected)
+
+
 def _apollo(response: TextResponse) -> dict[str, Any]:
     store = script_json(response, _APOLLO)
     return store if isinstance(store, dict) else {}
@@ -234,6 +279,7 @@ def extract_search(response: TextResponse) -> dict[str, Any]:
     """Every property on a search page (cards and store merged), and the next page."""
     checkin, checkout = stay_of(response.url)
     store = _apollo(response)
+    where = page_market(response)
     from_store: list[dict[str, Any]] = []
     pagination: dict[str, Any] = {}
     for search in find_key(store, "searchQueries"):
@@ -244,14 +290,22 @@ def extract_search(response: TextResponse) -> dict[str, Any]:
             from_store += [
                 h
                 for r in output.get("results") or []
-                if (h := _from_store(r, response, checkin, checkout))
+                if (h := _from_store(r, response, checkin, checkout, where))
             ]
-    hotels, cards_only = merge_results(from_store, _from_cards(response, checkin, checkout))
+    cards = _from_cards(response, checkin, checkout, where)
+    hotels, cards_only = merge_results(from_store, cards)
+    # The results the page showed, as the site pages: its cards (a hotel shown twice
+    # once); the store's only when no card was read. Hotels present only in the store
+    # are results too, but they are no place in the page's ranking: counting them
+    # would skip as many results of the next page.
+    shown = len({urlparse(card["url"]).path for card in cards}) or len(
+        {urlparse(h["url"]).path for h in from_store}
+    )
     return {
         "hotels": hotels,
         "source": "apollo" if from_store else "cards",
         "cards_only": cards_only if from_store else 0,
-        "next_url": _next_url(response, pagination, len(hotels)),
+        "next_url": _next_url(response, pagination, shown),
     }
 
 
@@ -290,7 +344,11 @@ def _store_wins(data: dict[str, Any], card: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_store(
-    result: Any, response: TextResponse, checkin: str | None, checkout: str | None
+    result: Any,
+    response: TextResponse,
+    checkin: str | None,
+    checkout: str | None,
+    where: Market,
 ) -> dict[str, Any]:
     if not isinstance(result, dict):
         return {}
@@ -306,6 +364,8 @@ def _from_store(
         "amountPerStay"
     ) or {}
     photo = first(list(find_key(data.get("photos") or {}, "relativeUrl")))
+    # The unrounded amount; its currency as the store states it, else the page's market.
+    amount = money(price.get("amountUnformatted"), price.get("currency"), where)
     return {
         "url": hotel_url(response, f"/hotel/{country}/{page_name}.html", checkin, checkout),
         "hotel_id": str(hotel_id),
@@ -320,8 +380,8 @@ def _from_store(
         if reviews.get("reviewsCount")
         else None,
         "review_count": to_int(reviews.get("reviewsCount")),
-        "price": to_float(price.get("amountUnformatted")),
-        "currency": text(price.get("currency")),
+        "price": amount.amount,
+        "currency": amount.currency,
         "checkin": checkin,
         "checkout": checkout,
         "images": [_CDN + photo] if isinstance(photo, str) else None,
@@ -329,7 +389,7 @@ def _from_store(
 
 
 def _from_cards(
-    response: TextResponse, checkin: str | None, checkout: str | None
+    response: TextResponse, checkin: str | None, checkout: str | None, where: Market
 ) -> list[dict[str, Any]]:
     hotels = []
     for card in response.css('[data-testid="property-card"]'):
@@ -346,7 +406,9 @@ def _from_cards(
             '[data-testid="rating-stars"] > div, [data-testid="rating-stars"] > span,'
             ' [data-testid="rating-squares"] > div, [data-testid="rating-squares"] > span'
         )
-        price = money(css_text(card, '[data-testid="price-and-discounted-price"] ::text'))
+        price = money(
+            css_text(card, '[data-testid="price-and-discounted-price"] ::text'), where=where
+        )
         address = css_text(card, '[data-testid="address"] ::text')
         hotels.append(
             {
@@ -380,16 +442,17 @@ def _card_image(response: TextResponse, card: Selector) -> str | None:
     return absolute(response, card.css('img[data-testid="image"]::attr(src)').get())
 
 
-def _next_url(response: TextResponse, pagination: dict[str, Any], count: int) -> str | None:
+def _next_url(response: TextResponse, pagination: dict[str, Any], shown: int) -> str | None:
+    """The page after ``shown`` results from this page's offset. A page rendered after
+    "load more" shows more results than one store page; a short page leads to a next
+    page that overlaps it (its hotels are requested once), never to a gap."""
     query = parse_qs(urlparse(response.url).query)
     offset = to_int((query.get("offset") or ["0"])[0]) or 0
     total = to_int(pagination.get("nbResultsTotal"))
     if total is not None:
-        # A page rendered after "load more" shows more results than one store page.
-        step = max(to_int(pagination.get("nbResultsPerPage")) or 0, count)
-        if not count or offset + step >= total:
+        if not shown or offset + shown >= total:
             return None
-        query["offset"] = [str(offset + step)]
+        query["offset"] = [str(offset + shown)]
         parsed = urlparse(response.url)
         return urlunparse(parsed._replace(query=urlencode(query, doseq=True)))
     href = response.css('[data-testid="pagination-next"]::attr(href)').get()
@@ -445,10 +508,11 @@ def extract_hotel(response: TextResponse) -> dict[str, Any]:
         _store_photos(store),
     )
     checkin, checkout = _page_stay(response.url, scripts)
-    price = _room_price(response) if checkin and checkout else Money(None, None)
+    where = page_market(response, scripts)
+    price = _room_price(response, where) if checkin and checkout else Money(None, None)
     fields.update(
         price=price.amount,
-        currency=(price.currency or layers["vars"]["currency"]) if price.amount else None,
+        currency=price.currency if price.amount else None,
         checkin=checkin if price.amount else None,
         checkout=checkout if price.amount else None,
     )
@@ -606,7 +670,6 @@ def _hotel_vars(response: TextResponse, scripts: str) -> dict[str, Any]:
         "country": path[2].upper() if len(path) > 3 and path[1] == "hotel" else None,
         "location": _point(lat.group(1), lon.group(1)) if lat and lon else None,
         "star_rating": to_float(layer.get("hotel_class")) or None,
-        "currency": text(layer.get("b_selected_currency")),
     }
 
 
@@ -641,9 +704,9 @@ def _page_stay(url: str, scripts: str) -> tuple[str | None, str | None]:
     return stay_of(url)
 
 
-def _room_price(response: TextResponse) -> Money:
+def _room_price(response: TextResponse, where: Market) -> Money:
     """The cheapest room of a dated page's room table (ASSUMED structure)."""
-    prices = [money(css_text(cell, "::text")) for cell in response.css(_ROOM_PRICE)]
+    prices = [money(css_text(cell, "::text"), where=where) for cell in response.css(_ROOM_PRICE)]
     priced = [price for price in prices if price.amount]
     return min(priced, key=lambda price: price.amount or 0.0) if priced else Money(None, None)
 

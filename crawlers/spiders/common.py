@@ -8,7 +8,8 @@ so nothing is dropped silently.
 The helpers read what pages embed through the kept libraries: extruct for JSON-LD and
 schema.org microdata (``structured_nodes``), price-parser for numbers and prices as sites
 print them ("1.234,50 €", "3,498", "4.5/5", "CA$6,250"), plus JSON inside ``<script>``
-tags.
+tags. Every price goes through ``money``: its currency sign is read in the page's market
+from babel's CLDR data and price-parser's table (``crawlers.spiders.currency``).
 """
 
 from __future__ import annotations
@@ -30,25 +31,13 @@ from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from crawlers.spiders.base import SiteSpider
+from crawlers.spiders.currency import NO_MARKET, Market, currency_code, printed_sign, resolve
 
 logger = logging.getLogger(__name__)
 
 _SCHEMA_PREFIXES = ("https://schema.org/", "http://schema.org/")
 # The blocks extruct reads as JSON-LD (its own selection), handed to it one at a time.
 _JSONLD_SCRIPTS = etree.XPath('//script[@type="application/ld+json"]')
-# ISO 4217 codes of the signs price-parser finds next to amounts. A bare "$" or "¥"
-# names several currencies and stays unread; three-letter codes are taken as printed.
-_CURRENCY_SIGNS = {
-    "€": "EUR",
-    "£": "GBP",
-    "US$": "USD",
-    "CA$": "CAD",
-    "C$": "CAD",
-    "MX$": "MXN",
-    "R$": "BRL",
-    "A$": "AUD",
-    "AU$": "AUD",
-}
 
 
 class ProductionSpider(SiteSpider):
@@ -319,18 +308,30 @@ class Money(NamedTuple):
     currency: str | None  # ISO 4217
 
 
-def money(value: Any, currency: Any = None) -> Money:
-    """An amount and its currency code: ``currency`` as structured data states it wins
-    over the sign printed with the amount (``€``, ``CA$``, ``MXN``)."""
-    sign = None
+def money(value: Any, currency: Any = None, where: Market = NO_MARKET) -> Money:
+    """An amount and its currency code, wherever a price is read.
+
+    The currency: ``currency`` as structured data states it (an ISO code; a sign such as
+    ``"$"`` is read like a printed one), else the sign printed with the amount read in
+    the page's market ``where`` (``Rp`` -> IDR anywhere, ``$`` -> CAD on a Canadian
+    page, ``kr`` -> SEK on a Swedish one; ``crawlers.spiders.currency``), else, for a bare
+    amount (``1234``, no sign at all), the currency the market pays in. A sign that
+    stays ambiguous (``$`` on a French page) gives no currency: never a guess.
+    """
+    printed: str | None = None
     if isinstance(value, str):
-        price = Price.fromstring(value)
-        amount, sign = price.amount_float, price.currency
+        amount = Price.fromstring(value).amount_float
+        printed = value
     else:
         amount = to_float(value)
-    code = text(currency)
-    if code is None and sign:
-        code = _CURRENCY_SIGNS.get(sign) or (sign if re.fullmatch(r"[A-Z]{3}", sign) else None)
+    stated = text(currency)
+    code = (currency_code(stated) or resolve(stated, where)) if stated else None
+    if code is None and amount is not None:
+        sign = printed_sign(printed)
+        if sign:
+            code = resolve(sign, where)
+        elif not stated:
+            code = where.currency
     return Money(amount, code)
 
 

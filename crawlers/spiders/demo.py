@@ -393,13 +393,14 @@ def _from_schema(node: dict[str, Any], response: TextResponse) -> dict[str, Any]
     image = first(node.get("image"))
     if isinstance(image, dict):
         image = image.get("url") or image.get("contentUrl")
+    price = money(offer.get("price"), offer.get("priceCurrency"))
     return {
         "name": text(node.get("name")),
         "sku": text(node.get("sku")),
         "brand": _name_of(node.get("brand")),
         "category": _name_of(node.get("category")),
-        "price": to_float(offer.get("price")),
-        "currency": text(offer.get("priceCurrency")),
+        "price": price.amount,
+        "currency": price.currency,
         "availability": schema_name(offer.get("availability")),
         "rating": to_float(rating.get("ratingValue")),
         "review_count": to_int(rating.get("reviewCount") or rating.get("ratingCount")),

@@ -16,6 +16,13 @@ description, location and coordinates, seller, condition, photos, creation time,
 Search results are followed to their item pages; the search data fills what the item
 page lacks, and is yielded alone if the item page fails.
 
+Listings of every kind share the target's shape, with their own fields: an item's
+condition is its "Condition" attribute (``used_good``), a vehicle's its
+``vehicle_condition`` (``VERY_GOOD``); a rental names no ``location_text``, its place is
+the reverse-geocoded city of its ``location`` (else its ``home_address``). Prices are
+read as the viewer's locale prints them (``IntlCurrentLocale``, e.g. ``en_US``: ``$`` is
+USD, ``CA$`` CAD) where the data states no currency (search results).
+
 Pagination (ASSUMED from public knowledge of the site, not from a saved exchange): the
 next results come from the GraphQL endpoint, a POST of ``doc_id`` (the search query's
 ``queryID`` from the page's preloaders), ``variables`` (the preloader's, plus
@@ -44,15 +51,18 @@ from crawlers.cards import Card
 from crawlers.items import GeoPoint, MarketplaceListing
 from crawlers.recrawl import ItemSeen
 from crawlers.spiders.common import (
+    Money,
     ProductionSpider,
     coordinate,
     find_key,
     first,
     long_text,
+    money,
     text,
     to_float,
     unique,
 )
+from crawlers.spiders.currency import NO_MARKET, Market, market
 
 LISTING_FIELDS = ("title", "price", "currency", "location_name", "seller_name", "description")
 REQUIRED_COOKIES = ("c_user", "xs")  # the user id and the session secret
@@ -61,6 +71,11 @@ _DTSG = re.compile(r'"DTSGInitialData",\s*\[\],\s*\{"token":\s*"([^"]+)"')
 _TITLE = re.compile(r"^\s*(?:\(\d+\)\s*)?Marketplace\s*[-\u2013]\s*(.+?)\s*\|\s*Facebook\s*$")
 _SEARCH_PRELOADER = re.compile(r"MarketplaceSearch", re.IGNORECASE)
 _LOGIN_MARKERS = ('id="login_form"', "/login/?next=", "login_form")
+# The viewer's locale, which prices are formatted for: ["IntlCurrentLocale",[],{"code":"en_US"}
+_LOCALE = re.compile(r'"IntlCurrentLocale",\s*\[\],\s*\{"code":\s*"([A-Za-z_]+)"')
+# The "Condition" attribute's values (new, used_like_new, used_good, used_fair,
+# refurbished): recognised whatever the UI language calls the attribute.
+_CONDITION_VALUE = re.compile(r"^(?:new|refurbished|used(?:_[a-z]+)*)$")
 
 
 class FacebookSessionMissing(NotConfigured):
@@ -165,7 +180,7 @@ class FacebookMarketplaceSpider(ProductionSpider):
         if not isinstance(data, dict):
             self.fail(response, "graphql", "not a JSON answer")
             return
-        listings, page_info = listings_from(data, response)
+        listings, page_info = listings_from(data, response, locale_market(query.get("locale")))
         for output in await self.item_pages(response, listings):
             yield output
         for request in self.next_page(response, page_info, query):
@@ -281,11 +296,25 @@ def listing_url(response: Response, listing_id: str) -> str:
     return response.urljoin(f"/marketplace/item/{listing_id}/")
 
 
+def page_locale(response: TextResponse) -> str | None:
+    """The viewer's locale the page is formatted for (``en_US``)."""
+    found = _LOCALE.search(response.text)
+    return found.group(1) if found else None
+
+
+def locale_market(locale: str | None) -> Market:
+    """Where prices of a page in ``locale`` are read: as that locale prints currency
+    signs. The viewer's locale is no market the listing is priced in, so a bare amount
+    gets no currency from it."""
+    return Market(market(language=locale).locales) if locale else NO_MARKET
+
+
 def extract_search(response: TextResponse) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     listings: list[dict[str, Any]] = []
     page_info: dict[str, Any] = {}
+    where = locale_market(page_locale(response))
     for blob in relay_blobs(response):
-        found, info = listings_from(blob, response)
+        found, info = listings_from(blob, response, where)
         listings += found
         page_info = page_info or info
     return unique_by_id(listings), page_info
@@ -298,7 +327,9 @@ def unique_by_id(listings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def listings_from(data: Any, response: Response) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def listings_from(
+    data: Any, response: Response, where: Market = NO_MARKET
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     listings, page_info = [], {}
     for search in find_key(data, "marketplace_search"):
         units = (search or {}).get("feed_units") if isinstance(search, dict) else None
@@ -307,26 +338,29 @@ def listings_from(data: Any, response: Response) -> tuple[list[dict[str, Any]], 
         page_info = units.get("page_info") or page_info
         for edge in units.get("edges") or []:
             listing = ((edge or {}).get("node") or {}).get("listing")
-            if isinstance(listing, dict) and (fields := _from_search_listing(listing, response)):
+            if isinstance(listing, dict) and (
+                fields := _from_search_listing(listing, response, where)
+            ):
                 listings.append(fields)
     return listings, page_info
 
 
-def _from_search_listing(listing: dict[str, Any], response: Response) -> dict[str, Any]:
+def _from_search_listing(
+    listing: dict[str, Any], response: Response, where: Market
+) -> dict[str, Any]:
     listing_id = text(listing.get("id"))
     if not listing_id:
         return {}
-    price = listing.get("listing_price") or {}
-    geo = ((listing.get("location") or {}).get("reverse_geocode")) or {}
+    price = listing_money(listing.get("listing_price"), where)
     seller = listing.get("marketplace_listing_seller") or {}
     image = ((listing.get("primary_listing_photo") or {}).get("image") or {}).get("uri")
-    city, state = text(geo.get("city")), text(geo.get("state"))
     return {
         "url": listing_url(response, listing_id),
         "listing_id": listing_id,
         "title": text(listing.get("marketplace_listing_title")),
-        "price": to_float(price.get("amount")),
-        "location_name": ", ".join(p for p in (city, state) if p) or None,
+        "price": price.amount,
+        "currency": price.currency,
+        "location_name": location_name(listing),
         "seller_id": text(seller.get("id")),
         "seller_name": text(seller.get("name")),
         "images": [image] if image else None,
@@ -353,6 +387,8 @@ def pagination_query(response: TextResponse) -> dict[str, Any] | None:
                         "doc_id": str(preloader.get("queryID")),
                         "variables": preloader.get("variables") or {},
                         "fb_dtsg": token.group(1) if token else None,
+                        # The continuation is JSON: its prices are read in the page's locale.
+                        "locale": page_locale(response),
                     }
     return None
 
@@ -379,19 +415,11 @@ def extract_item(response: TextResponse) -> dict[str, Any]:
             "listing_id": match.group(1) if match else None,
             "title": title_tag.group(1) if title_tag else None,
         }
-    price = target.get("listing_price") or {}
+    price = listing_money(target.get("listing_price"), locale_market(page_locale(response)))
     location = target.get("location") or target.get("item_location") or {}
     lat, lon = coordinate(location.get("latitude")), coordinate(location.get("longitude"))
     seller = target.get("marketplace_listing_seller") or {}
     actor = first(((target.get("story") or {}).get("actors")) or []) or {}
-    condition = next(
-        (
-            a
-            for a in target.get("attribute_data") or []
-            if isinstance(a, dict) and str(a.get("attribute_name", "")).lower() == "condition"
-        ),
-        {},
-    )
     created = target.get("creation_time")
     photos = [
         (p.get("image") or {}).get("uri")
@@ -405,11 +433,11 @@ def extract_item(response: TextResponse) -> dict[str, Any]:
         "listing_id": text(target.get("id")) or (match.group(1) if match else None),
         "title": text(target.get("marketplace_listing_title"))
         or (title_tag.group(1) if title_tag else None),
-        "price": to_float(price.get("amount")),
-        "currency": text(price.get("currency")),
-        "condition": text(condition.get("value")),
+        "price": price.amount,
+        "currency": price.currency,
+        "condition": condition(target),
         "category": text((target.get("marketplace_listing_category") or {}).get("name")),
-        "location_name": text((target.get("location_text") or {}).get("text")),
+        "location_name": location_name(target),
         "location": GeoPoint(lat=lat, lon=lon) if lat is not None and lon is not None else None,
         "seller_id": text(seller.get("id")) or text(actor.get("id")),
         "seller_name": text(seller.get("name")) or text(actor.get("name")),
@@ -420,3 +448,59 @@ def extract_item(response: TextResponse) -> dict[str, Any]:
         else None,
         "is_sold": target.get("is_sold") if isinstance(target.get("is_sold"), bool) else None,
     }
+
+
+def listing_money(price: Any, where: Market) -> Money:
+    """A listing's ``listing_price``: its exact ``amount``, in the ``currency`` it states,
+    else the one its formatted amount's sign names in the viewer's locale (``$200``)."""
+    if not isinstance(price, dict):
+        return Money(None, None)
+    printed = price.get("formatted_amount_zeros_stripped") or price.get("formatted_amount")
+    found = money(printed if printed else price.get("amount"), price.get("currency"), where)
+    amount = to_float(price.get("amount"))
+    return Money(amount if amount is not None else found.amount, found.currency)
+
+
+def condition(target: dict[str, Any]) -> str | None:
+    """The listing's condition as a keyword: an item's "Condition" attribute
+    (``used_good``), else a vehicle's ``vehicle_condition`` (``VERY_GOOD`` ->
+    ``very_good``), else the listing's own ``condition`` (``USED`` -> ``used``)."""
+    for attribute in target.get("attribute_data") or []:
+        if not isinstance(attribute, dict):
+            continue
+        value = _keyword(attribute.get("value"))
+        named = str(attribute.get("attribute_name") or "").strip().lower() == "condition"
+        if value and (named or _CONDITION_VALUE.match(value)):
+            return value
+    return _keyword(target.get("vehicle_condition")) or _keyword(target.get("condition"))
+
+
+def _keyword(value: Any) -> str | None:
+    value = text(value)
+    return re.sub(r"[\s-]+", "_", value.lower()) if isinstance(value, str) else None
+
+
+def location_name(listing: dict[str, Any]) -> str | None:
+    """The place a listing names: its ``location_text`` ("Houston, TX"), else the city and
+    state its location is reverse-geocoded to (rentals name no location_text), else a
+    rental's street (``home_address``)."""
+    shown = listing.get("location_text")
+    if isinstance(shown, dict) and text(shown.get("text")):
+        return text(shown.get("text"))
+    places = [listing.get("location"), listing.get("item_location")]
+    for key in ("reverse_geocode", "reverse_geocode_detailed"):
+        # The listing's own location first, then one any part of the listing carries.
+        geos = [p.get(key) for p in places if isinstance(p, dict)] + list(find_key(listing, key))
+        for geo in geos:
+            if isinstance(geo, dict) and (name := _city_state(geo)):
+                return name
+    home = listing.get("home_address")
+    return text(home.get("street")) if isinstance(home, dict) else None
+
+
+def _city_state(geo: dict[str, Any]) -> str | None:
+    """ "Houston, TX"; else the city page's name ("Houston, Texas")."""
+    city, state = text(geo.get("city")), text(geo.get("state"))
+    page = geo.get("city_page")
+    shown = text(page.get("display_name")) if isinstance(page, dict) else None
+    return ", ".join(p for p in (city, state) if p) or shown

@@ -15,6 +15,16 @@ id, operation, typology), ``var adDetail.headerFeatures`` (price, area, rooms, f
 ``var adMultimediasInfo`` (photos) and ``var mapConfig`` (coordinates, often hidden).
 The visible markup (``.info-data-price``, ``.info-features``, ``.details-property_features``,
 ``#headerMap``, ``.professional-name``, ``.comment``) is the fallback, field by field.
+Photos: every photo of the listing once (by idealista's photo id), the scripts' gallery
+first, then the page's gallery markup (first picture, carousel, slides of older layouts
+with ``data-ondemand-img``), then ``og:image``; absolute URLs.
+
+The place: idealista.com's title line (``.main-info__title-minor``) ends with the
+municipality ("Goya, Madrid"), idealista.pt's with the parish (freguesia: "Quinta da
+Marinha, Cascais, Cascais e Estoril"). The location list (``#headerMap``) names every
+level down to "<municipality>, <district>" on .pt ("Cascais, Lisboa") and "<area>,
+<province>" on .com ("Madrid city, Madrid"): a .pt city is the municipality from it,
+never the parish; without the list (a slimmer page) a .pt page names no city.
 
 idealista is behind DataDome: a plain client gets its CAPTCHA page (``captcha-delivery.com``),
 which the fetch middleware classifies and retries through another proxy.
@@ -38,6 +48,7 @@ from crawlers.items import GeoPoint, PropertyListing
 from crawlers.recrawl import ItemSeen
 from crawlers.spiders.common import (
     ProductionSpider,
+    absolute,
     coordinate,
     css_text,
     long_text,
@@ -47,6 +58,7 @@ from crawlers.spiders.common import (
     to_int,
     unique,
 )
+from crawlers.spiders.currency import market
 
 LISTING_FIELDS = ("price", "area_m2", "rooms", "address", "city", "description")
 _ID_IN_PATH = re.compile(r"/(?:inmueble|imovel|immobile)/(\d+)")
@@ -57,7 +69,27 @@ _CONFIG = {
     "latitude": re.compile(r"\blatitude:\s*'(-?[\d.]+)'"),
     "longitude": re.compile(r"\blongitude:\s*'(-?[\d.]+)'"),
 }
-_IMAGE = re.compile(r"""["']?imageDataService["']?\s*:\s*"(https?:[^"]+)\"""")
+# A gallery photo in the scripts (``imageDataService:"https://..."``; JSON-escaped slashes
+# on some pages).
+_IMAGE = re.compile(r"""["']?imageDataService["']?\s*:\s*["']((?:https?:)?\\?/\\?/[^"']+)["']""")
+# The page's gallery markup, every layout: the first picture and the phone carousel
+# (2025), the slides of older pages (``img.detail-image-gallery``, ``data-ondemand-img``).
+# A video's or a 3D tour's poster (``play-layer__thumbnail``) is no photo of the listing.
+_GALLERY = (".main-image", ".carousel-gallery", "#main-multimedia", ".placeholder-multimedia")
+_GALLERY_IMAGES = ", ".join(
+    [*(f"{g} img:not(.play-layer__thumbnail)" for g in _GALLERY), "img.detail-image-gallery"]
+)
+_GALLERY_SOURCES = ", ".join(f"{g} source" for g in _GALLERY)
+# Any other picture of the page in a detail size (WEB_DETAIL*: listing cards of other
+# listings are WEB_LISTING), outside other listings' cards.
+_DETAIL_SIZED = (
+    "//*[self::img or self::source][not(ancestor::article)]"
+    "[@*[contains(., '/WEB_DETAIL') and not(starts-with(., 'data:'))]]"
+)
+_IMAGE_ATTRIBUTES = ("data-ondemand-img", "data-service", "data-src", "src", "srcset")
+# idealista's photo id: the file name of every size and format of one photo
+# (.../WEB_DETAIL/0/id.pro.es.image.master/c0/ac/cc/1382500227.jpg).
+_PHOTO_ID = re.compile(r"/(\d{5,})\.(?:jpe?g|webp|png|gif)(?:[?#]|$)", re.IGNORECASE)
 _FEATURES = re.compile(r"\bheaderFeatures:\s*")
 # Country of each idealista domain (listings carry no country field).
 _COUNTRY = {"com": "ES", "pt": "PT", "it": "IT"}
@@ -107,7 +139,7 @@ class IdealistaSpider(ProductionSpider):
         if not isinstance(response, TextResponse):
             self.fail(response, "search", "not a text response")
             return
-        cards = extract_search_cards(response)
+        cards = extract_search_cards(response, self.settings.get("SITE_COUNTRY"))
         if not cards:
             self.fail(response, "search", "no listing cards")
         details = [
@@ -174,8 +206,20 @@ _LISTING_FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(Prop
 # -- extraction (pure functions: tests feed them saved pages) ------------------------------
 
 
-def extract_search_cards(response: TextResponse) -> list[dict[str, Any]]:
+def site_country(response: TextResponse, default_country: str | None = None) -> str | None:
+    """The country of an idealista domain (idealista.com is Spain); ``default_country``
+    answers for a host that says nothing (a replay on loopback)."""
+    host = urlparse(response.url).hostname or ""
+    return next(
+        (c for tld, c in _COUNTRY.items() if host.endswith(f"idealista.{tld}")), default_country
+    )
+
+
+def extract_search_cards(
+    response: TextResponse, default_country: str | None = None
+) -> list[dict[str, Any]]:
     """One dict per result card: its detail URL, id and what the card shows."""
+    where = market(country=site_country(response, default_country))
     cards = []
     for article in response.css("article.item"):
         href = article.css("a.item-link::attr(href)").get()
@@ -185,7 +229,7 @@ def extract_search_cards(response: TextResponse) -> list[dict[str, Any]]:
         match = _ID_IN_PATH.search(urlparse(url).path)
         listing_id = article.attrib.get("data-element-id") or (match.group(1) if match else None)
         # The first price only: a reduced price shows the old one beside it.
-        price = money(css_text(article.css(".item-price")[:1], "::text"))
+        price = money(css_text(article.css(".item-price")[:1], "::text"), where=where)
         details = [css_text(detail, "::text") for detail in article.css(".item-detail")]
         title = text(article.css("a.item-link::attr(title)").get()) or css_text(
             article, "a.item-link::text"
@@ -232,12 +276,17 @@ def extract_listing(response: TextResponse, default_country: str | None = None) 
     minor = css_text(response, ".main-info__title-minor::text")
     places = [text(t) for t in response.css("#headerMap li::text").getall()]
     places = [p for p in places if p]
-    price_text = header.get("PRICE") or css_text(response, ".info-data-price ::text")
+    # The amount with the sign the page prints beside it ("1,250,000" "€").
+    price_text = " ".join(
+        filter(None, (header.get("PRICE"), _header_features(scripts, "subText").get("PRICE")))
+    ) or css_text(response, ".info-data-price ::text")
     info = [text(t) for t in response.css(".info-features span::text").getall()]
     lines = [text(t) for t in response.css(".details-property_features li ::text").getall()]
     lines = [line for line in lines if line]
     listing_id = config["listing_id"] or _id_from(response)
-    host = urlparse(response.url).hostname or ""
+    country = site_country(response, default_country)
+    price = money(price_text, where=market(country=country))
+    neighbourhood, city, region = _place(minor, places, country)
     latitude, longitude = coordinate(config["latitude"]), coordinate(config["longitude"])
     fields: dict[str, Any] = {
         "url": _canonical(response, listing_id),
@@ -245,8 +294,8 @@ def extract_listing(response: TextResponse, default_country: str | None = None) 
         "title": title,
         "operation": _operation(config["operation"], title),
         "property_type": _property_type(config["typology"], title),
-        "price": to_float(price_text),
-        "currency": "EUR" if price_text else None,
+        "price": price.amount,
+        "currency": price.currency,
         "price_per_m2": to_float(
             css_text(response, ".squaredmeterprice .flex-feature-details::text")
         ),
@@ -255,23 +304,16 @@ def extract_listing(response: TextResponse, default_country: str | None = None) 
         "bathrooms": _bathrooms(lines),
         "floor": header.get("FLOOR_NUMBER") or _floor_line(info)[0],
         "address": places[0] if places else _street(title),
-        "neighbourhood": minor.split(",")[0].strip() if minor else None,
-        "city": minor.split(",")[-1].strip() if minor and "," in minor else None,
-        "region": places[-1].split(",")[-1].strip() if len(places) > 1 else None,
-        "country": next(
-            (c for tld, c in _COUNTRY.items() if host.endswith(f"idealista.{tld}")),
-            default_country,
-        ),
+        "neighbourhood": neighbourhood,
+        "city": city,
+        "region": region,
+        "country": country,
         "location": GeoPoint(lat=latitude, lon=longitude)
         if latitude is not None and longitude is not None
         else None,
         "description": long_text("\n".join(response.css(".comment p ::text").getall())),
         "features": _features(lines) or None,
-        "images": unique(_IMAGE.findall(scripts))
-        or unique(
-            response.urljoin(u) for u in response.css("#main-multimedia img::attr(src)").getall()
-        )
-        or None,
+        "images": _photos(response, scripts),
         "agency": text(response.css('input[name="user-name"]::attr(value)').get())
         or css_text(response, ".professional-name span::text")
         or css_text(response, ".advertiser-name::text"),
@@ -279,13 +321,68 @@ def extract_listing(response: TextResponse, default_country: str | None = None) 
     return fields
 
 
+def _place(
+    minor: str | None, places: list[str], country: str | None
+) -> tuple[str | None, str | None, str | None]:
+    """(neighbourhood, city, region) from the title line and the location list.
+
+    The title line's first part is the neighbourhood. On idealista.pt its last part is
+    the parish (freguesia) and the municipality is the first part of the list's entry
+    after the parish ("Cascais, Lisboa"; else of its last entry); elsewhere the title
+    line's last part is the municipality. The region is the last entry's last part (the
+    province, the district)."""
+    parts = [p.strip() for p in (minor or "").split(",") if p.strip()]
+    neighbourhood = parts[0] if parts else None
+    region = places[-1].split(",")[-1].strip() if len(places) > 1 else None
+    if country != "PT":
+        return neighbourhood, parts[-1] if len(parts) > 1 else None, region
+    if len(places) < 2:
+        return neighbourhood, None, region  # the parish alone is no city
+    parish = parts[-1] if parts else None
+    after = [places[i + 1] for i, p in enumerate(places[:-1]) if parish and p == parish]
+    municipality = (after[0] if after else places[-1]).split(",")[0].strip()
+    return neighbourhood, municipality or None, region
+
+
+def _photos(response: TextResponse, scripts: str) -> list[str] | None:
+    """Every photo of the listing once, by idealista's photo id (each size and format of
+    a photo shares it): the scripts' gallery, the gallery markup (``<img>`` before the
+    ``<source>`` formats of one picture), any other detail-sized picture, ``og:image``.
+    From the markup and the meta tag only photo files count (not a logo, a spinner)."""
+    photos: dict[str, str] = {}
+
+    def add(value: str | None, markup: bool) -> None:
+        url = absolute(response, value)
+        if not url or url.startswith("data:"):
+            return
+        photo = _PHOTO_ID.search(url)
+        if photo or not markup:
+            photos.setdefault(photo.group(1) if photo else url, url)
+
+    for url in _IMAGE.findall(scripts):
+        add(url.replace("\\/", "/"), markup=False)
+    galleries = [response.css(_GALLERY_IMAGES), response.css(_GALLERY_SOURCES)]
+    for elements in [*galleries, response.xpath(_DETAIL_SIZED)]:
+        for element in elements:
+            for attribute in _IMAGE_ATTRIBUTES:
+                value = (element.attrib.get(attribute) or "").strip()
+                if attribute == "srcset":  # "url 1x, url 2x": the first candidate
+                    value = value.split(",")[0].strip().split(" ")[0]
+                if value and not value.startswith("data:"):
+                    add(value, markup=True)
+                    break
+    add(response.css('meta[property="og:image"]::attr(content)').get(), markup=True)
+    return list(photos.values()) or None
+
+
 def _match(pattern: re.Pattern[str], source: str) -> str | None:
     found = pattern.search(source)
     return found.group(1) if found else None
 
 
-def _header_features(scripts: str) -> dict[str, str]:
-    """``adDetail.headerFeatures``: a JSON array inside the script, by feature name."""
+def _header_features(scripts: str, part: str = "text") -> dict[str, str]:
+    """``adDetail.headerFeatures``: a JSON array inside the script, by feature name: each
+    feature's ``text`` ("1,250,000"), or its ``subText`` ("€")."""
     found = _FEATURES.search(scripts)
     if not found:
         return {}
@@ -295,8 +392,8 @@ def _header_features(scripts: str) -> dict[str, str]:
         return {}
     features = {}
     for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, dict) and entry.get("featureName") and entry.get("text"):
-            features[str(entry["featureName"])] = str(entry["text"])
+        if isinstance(entry, dict) and entry.get("featureName") and entry.get(part):
+            features[str(entry["featureName"])] = str(entry[part])
     return features
 
 

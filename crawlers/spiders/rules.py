@@ -50,6 +50,7 @@ from crawlers.spiders.common import (
     text,
     to_float,
 )
+from crawlers.spiders.currency import Market, market
 
 __all__ = [
     "Extraction",
@@ -394,6 +395,11 @@ _URL_KEYS = ("url", "contentUrl", "@id")
 _NAME_KEYS = ("name", "value", "@id")
 
 
+def _page_market(response: TextResponse) -> Market:
+    """The market a page prints its prices in: its language (``<html lang="en-GB">``)."""
+    return market(language=response.xpath("/html/@lang").get())
+
+
 def _one(name: str, raw: Any, response: TextResponse) -> Any:
     if isinstance(raw, dict):  # a nested node where a value was expected
         keys = _URL_KEYS if name == "url" else _NAME_KEYS
@@ -401,12 +407,13 @@ def _one(name: str, raw: Any, response: TextResponse) -> Any:
         if raw is None:
             return None
     if name == "money":
-        return _checked(money(raw).amount, raw, "an amount")
+        return _checked(money(raw, where=_page_market(response)).amount, raw, "an amount")
     if name == "currency":
         code = text(raw)
         if code and re.fullmatch(r"[A-Z]{3}", code):
             return code
-        return _checked(money(raw).currency, raw, "a currency")
+        # A sign is read as the page's language prints it ("£" on an en-GB page).
+        return _checked(money(raw, where=_page_market(response)).currency, raw, "a currency")
     if name == "url":
         return absolute(response, raw)
     if name == "date":

@@ -19,7 +19,9 @@ from crawlers.spiders.booking_com import (
     extract_search,
     merge_hotel,
     merge_results,
+    page_market,
 )
+from crawlers.spiders.currency import Market
 from fingerprints.baseline import FingerprintConfig, load_baseline
 from fingerprints.gate import Page, check_page
 from services.replay_site import ReplaySite
@@ -43,6 +45,9 @@ DHAKA = (
 TAJ = f"{HOST}/hotel/in/the-taj-mahal-palace-mumbai.html"
 NO_STORE = rb'<script[^>]*data-capla-store-data="apollo".*?</script>'
 NO_JSONLD = rb"<script[^>]*application/ld\+json[^>]*>.*?</script>"
+# Pages built for one defect each (tests/crawlers/spiders/pages/booking_com/).
+PAGES = Path(__file__).parent / "pages" / SITE
+UBUD = f"{HOST}/searchresults.en-gb.html?ss=Ubud&checkin=2026-03-01&checkout=2026-03-02"
 
 
 def without(pattern: bytes, body: bytes) -> bytes:
@@ -196,6 +201,98 @@ def test_cards_and_store_merge_without_duplicates_and_the_store_wins_where_it_ha
         "review_count": 7,  # the store had none: the card's
     }
     assert cards_only == 1
+
+
+# -- prices and their currency ------------------------------------------------------------------
+
+
+def test_a_search_priced_in_rupiah_gives_idr_on_every_card_outside_the_store_too() -> None:
+    page = extract_search(response(PAGES / "search-ubud-rp.html", UBUD))
+    got = [(h["name"], h["hotel_id"], h["price"], h["currency"]) for h in page["hotels"]]
+    assert got == [
+        ("Villa Sawah Ubud", "9100001", 1_450_000.0, "IDR"),  # the store's
+        ("Puri Tebing Resort", "9100002", 980_000.0, "IDR"),
+        ("Rumah Padi Tegallalang", None, 1_234_567.0, "IDR"),  # its card: "Rp 1.234.567"
+        ("Kubu Jatiluwih", None, 2_150_000.0, "IDR"),
+        ("Pondok Bambu Sidemen", "9100007", 760_000.0, "IDR"),  # only in the store
+    ]
+    assert page["cards_only"] == 2
+
+
+def test_the_rupiah_sign_alone_names_idr() -> None:
+    """Neither the URL nor the page states the selected currency: "Rp" says it."""
+    body = (PAGES / "search-ubud-rp.html").read_bytes()
+    body = body.replace(b"b_selected_currency: 'IDR',", b"")
+    body = body.replace(b'"currency": "IDR", "visitorIP"', b'"currency": "", "visitorIP"')
+    store_less = without(NO_STORE, body)
+    page = extract_search(response(PAGES / "search-ubud-rp.html", UBUD, store_less))
+    assert page["source"] == "cards"
+    assert [(h["price"], h["currency"]) for h in page["hotels"]] == [
+        (1_450_000.0, "IDR"),
+        (980_000.0, "IDR"),
+        (1_234_567.0, "IDR"),
+        (2_150_000.0, "IDR"),
+    ]
+
+
+def test_a_sign_is_read_in_the_page_language_and_selected_currency() -> None:
+    relative = "fixtures/search/tlaxcala.html"
+    body = fixture(SITE, relative).read_bytes()
+
+    def currencies(printed: bytes, lang: bytes, query: str = "") -> set[str | None]:
+        page = body.replace(b"MX$", printed).replace(b'lang="en-gb"', b'lang="' + lang + b'"')
+        page = without(NO_STORE, page).replace(b'"currency": "MXN"', b'"currency": ""')
+        url = f"{HOST}/searchresults.html?ss=Tlaxcala{query}"
+        found = extract_search(response(fixture(SITE, relative), url, page))["hotels"]
+        return {h["currency"] for h in found}
+
+    assert currencies(b"MX$", b"en-gb") == {"MXN"}
+    assert currencies(b"$", b"es-mx") == {"MXN"}  # "$" as Mexican Spanish prints pesos
+    assert currencies(b"$", b"en-us") == {"USD"}
+    assert currencies(b"$", b"en-ca") == {"CAD"}
+    assert currencies(b"US$", b"en-gb") == {"USD"}
+    # Spanish from Spain prints no currency as a bare "$": the selected currency settles it.
+    assert currencies(b"$", b"es", "&selected_currency=MXN") == {"MXN"}
+    assert currencies(b"$", b"es") == {None}  # never a guess
+    assert currencies(b"Rp\xc2\xa0", b"id") == {"IDR"}
+    assert currencies(b"\xe2\x82\xb9", b"en-gb") == {"INR"}  # the rupee sign
+    assert currencies(b"", b"en-gb", "&selected_currency=EUR") == {"EUR"}  # bare amounts
+
+
+def test_the_market_of_the_saved_pages() -> None:
+    old = f"{HOST}/hotel/de/kempinski-bristol-berlin.html"
+    pages = [
+        ("search_2025.html", REGION, Market(("es",), "MXN")),
+        ("search_2025_03.html", DHAKA, Market(("en_US",), "BDT")),
+        ("hotel_2026.html", TAJ, Market(("en_US",), "INR")),
+        ("hotel_old.html", old, Market(("en_GB",), "EUR")),
+    ]
+    for name, url, expected in pages:
+        assert page_market(response(real_page(f"booking_com/{name}"), url)) == expected, name
+
+
+# -- pagination --------------------------------------------------------------------------------
+
+
+def test_the_next_offset_counts_the_results_the_page_shows_not_store_only_hotels() -> None:
+    """4 cards from offset 0 (two beyond the store's 3); a fifth hotel only in the store.
+    The next page starts at 4: counting the store-only hotel would skip result 5."""
+    page = extract_search(response(PAGES / "search-ubud-rp.html", UBUD))
+    assert len(page["hotels"]) == 5
+    assert page["next_url"] == f"{UBUD}&offset=4"
+    later = extract_search(response(PAGES / "search-ubud-rp.html", f"{UBUD}&offset=4"))
+    assert later["next_url"] == f"{UBUD}&offset=8"
+    last = extract_search(response(PAGES / "search-ubud-rp.html", f"{UBUD}&offset=8"))
+    assert last["next_url"] is None  # 8 + 4 results reach the 12 in all
+    # Without cards the store's results are what the page shows: 3 of them.
+    body = re.sub(
+        rb'<div class="a01b80ff51 e79328a50b a3ef594dad" data-id="\d*" data-testid="property-card"',
+        b'<div class="gone"',
+        (PAGES / "search-ubud-rp.html").read_bytes(),
+    )
+    store_only = extract_search(response(PAGES / "search-ubud-rp.html", UBUD, body))
+    assert (store_only["source"], len(store_only["hotels"])) == ("apollo", 3)
+    assert store_only["next_url"] == f"{UBUD}&offset=3"
 
 
 # -- hotel pages -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 from scrapy.exceptions import CloseSpider
+from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
@@ -21,8 +22,12 @@ from crawlers.items import GeoPoint
 from crawlers.spiders.facebook_marketplace import (
     FacebookMarketplaceSpider,
     FacebookSessionMissing,
+    condition,
     extract_item,
     extract_search,
+    listings_from,
+    locale_market,
+    location_name,
     pagination_query,
     parse_session_cookies,
     session_cookies,
@@ -33,6 +38,8 @@ from tests.sites.support import REPO_ROOT, crawl, fixture, real_page, response, 
 SITE = "facebook_marketplace"
 HOST = "https://www.facebook.com"
 SESSION = "c_user=100000000000001; xs=replay-test-session"
+# Pages built for one defect each (tests/crawlers/spiders/pages/facebook_marketplace/).
+PAGES = Path(__file__).parent / "pages" / SITE
 
 
 @pytest.fixture
@@ -73,6 +80,7 @@ def test_real_search_page_listings_and_continuation() -> None:
         "listing_id": "628088039705732",
         "title": "DJI Mavic Mini",
         "price": 200.0,
+        "currency": "USD",  # "$200" as the viewer's locale (en_US) prints dollars
         "location_name": "Houston, TX",
         "seller_id": "100001490007767",
         "seller_name": "Jose Sanchez",
@@ -84,7 +92,78 @@ def test_real_search_page_listings_and_continuation() -> None:
     assert query is not None
     assert query["doc_id"] == "6978471575593570"
     assert query["fb_dtsg"]  # the session's token, needed by the POST
+    assert query["locale"] == "en_US"  # the continuation's prices are read in it
     assert "buyLocation" in query["variables"]
+
+
+# -- listings of every kind -----------------------------------------------------------------------
+
+
+def test_a_vehicle_listing_keeps_its_condition() -> None:
+    url = f"{HOST}/marketplace/item/700000000000021/"
+    item = extract_item(response(PAGES / "item-vehicle-700000000000021.html", url))
+    expected = {
+        "listing_id": "700000000000021",
+        "title": "2015 Honda Civic LX Sedan 4D",
+        "price": 9800.0,
+        "currency": "USD",
+        "condition": "very_good",  # vehicle_condition VERY_GOOD: vehicles have no attribute
+        "location_name": "Pasadena, TX",
+        "location": GeoPoint(lat=29.6911, lon=-95.2091),
+    }
+    assert {k: item[k] for k in expected} == expected
+
+
+def test_a_rental_listing_keeps_its_location_name() -> None:
+    url = f"{HOST}/marketplace/item/700000000000022/"
+    item = extract_item(response(PAGES / "item-rental-700000000000022.html", url))
+    expected = {
+        "listing_id": "700000000000022",
+        "title": "2 Beds 1 Bath Apartment",
+        "price": 1450.0,
+        "currency": "USD",
+        "condition": None,  # a rental has none
+        "location_name": "Houston, TX",  # no location_text: its reverse-geocoded city
+        "location": GeoPoint(lat=29.7421, lon=-95.4102),
+    }
+    assert {k: item[k] for k in expected} == expected
+
+
+def test_condition_of_every_kind_of_listing() -> None:
+    assert condition({"attribute_data": [{"attribute_name": "Condition", "value": "new"}]}) == "new"
+    # The attribute as another UI language names it: its value is the site's keyword.
+    spanish = {"attribute_data": [{"attribute_name": "Estado", "value": "used_like_new"}]}
+    assert condition(spanish) == "used_like_new"
+    assert condition({"attribute_data": [], "vehicle_condition": "EXCELLENT"}) == "excellent"
+    assert condition({"vehicle_condition": None, "condition": "USED"}) == "used"
+    assert condition({"attribute_data": [{"attribute_name": "Brand", "value": "Trek"}]}) is None
+
+
+def test_location_name_of_every_kind_of_listing() -> None:
+    assert location_name({"location_text": {"text": "MS"}}) == "MS"
+    geo = {"reverse_geocode_detailed": {"city": "Houston", "state": "TX", "postal_code": "77098"}}
+    assert location_name({"location_text": None, "location": geo}) == "Houston, TX"
+    assert location_name({"item_location": {"reverse_geocode": {"city": "Katy"}}}) == "Katy"
+    nested = {"rental_details": {"reverse_geocode": {"city_page": {"display_name": "Katy, Texas"}}}}
+    assert location_name(nested) == "Katy, Texas"
+    assert location_name({"home_address": {"street": "2211 Westheimer Rd"}}) == "2211 Westheimer Rd"
+    assert location_name({"location": {"latitude": 29.7}}) is None
+
+
+def test_search_prices_are_read_in_the_viewer_locale() -> None:
+    def currency(formatted: str, locale: str) -> str | None:
+        node = {"id": "1", "listing_price": {"formatted_amount": formatted, "amount": "200.00"}}
+        data = {"marketplace_search": {"feed_units": {"edges": [{"node": {"listing": node}}]}}}
+        (listing,), _ = listings_from(data, HtmlResponse(HOST), locale_market(locale))
+        assert listing["price"] == 200.0
+        return listing["currency"]
+
+    assert currency("$200", "en_US") == "USD"
+    assert currency("CA$200", "en_US") == "CAD"
+    assert currency("$200", "es_MX") == "MXN"
+    assert currency("200\u00a0zł", "pl_PL") == "PLN"
+    assert currency("$200", "fr_FR") is None  # a bare "$" in French names no currency
+    assert currency("200", "en_US") is None  # the viewer's locale is no listing's market
 
 
 # -- the session secret ----------------------------------------------------------------------------

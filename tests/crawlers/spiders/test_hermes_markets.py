@@ -17,7 +17,6 @@ from scrapy.utils.test import get_crawler
 from crawlers.items import Product
 from crawlers.spiders.hermes import HermesSpider, extract_category, extract_product
 from crawlers.spiders.hermes_markets import (
-    COUNTRY_CURRENCY,
     KNOWN_LOCALES,
     country_of_market,
     currency_of_country,
@@ -156,7 +155,6 @@ DOLLAR_MARKETS = [
     ("/hk/en/", "HKD"),
     ("/tw/zh/", "TWD"),
     ("/mx/es/", "MXN"),
-    ("/mo/en/", "MOP"),
 ]
 
 
@@ -165,6 +163,15 @@ def test_dollar_markets_the_path_decides_what_a_bare_dollar_is(locale: str, curr
     assert_market(locale, currency, "{}")
     assert_market(locale, currency, "${}")
     assert_market(locale, currency, "${}", country=locale[1:3].upper())
+
+
+def test_macau_prints_its_pataca_as_mop_dollars() -> None:
+    # CLDR: Macau's locales print the pataca "MOP$"; a bare "$" there names no currency
+    # of the market (HK$ or MOP$ would), so it is not read as one.
+    assert_market("/mo/en/", "MOP", "{}")
+    assert_market("/mo/en/", "MOP", "MOP${}")
+    assert_market("/mo/en/", None, "${}")
+    assert_market("/mo/en/", "HKD", "HK${}")
 
 
 def test_a_bare_dollar_without_a_dollar_market_is_no_currency() -> None:
@@ -199,7 +206,9 @@ def test_the_yen_sign_alone_is_yen_or_yuan() -> None:
     assert_market(NOBODY, None, "¥{}")
     assert_market(NOBODY, "JPY", "JP¥{}")
     assert_market(NOBODY, "CNY", "CN¥{}")
-    assert_market(NOBODY, "KRW", "{}원")
+    # "원" is the won of either Korea: only a market settles it.
+    assert_market(NOBODY, None, "{}원")
+    assert_market("/kr/ko/", "KRW", "{}원")
 
 
 @pytest.mark.parametrize(
@@ -368,7 +377,18 @@ def test_every_known_market_path_has_a_currency() -> None:
     brief = ["/nl/nl/", "/dk/da/", "/se/sv/", "/no/no/", "/th/th/", "/ae/en/", "/kw/en/"]
     for locale in [*KNOWN_LOCALES, *brief]:
         country = country_of_market(locale[1:3])
-        assert currency_of_country(country) in COUNTRY_CURRENCY.values(), locale
+        assert currency_of_country(country), locale
+    # From CLDR's territory currencies, not a table of ours.
+    got = {c: currency_of_country(c) for c in ("GB", "AE", "SA", "MO", "CH", "DK", "LU")}
+    assert got == {
+        "GB": "GBP",
+        "AE": "AED",
+        "SA": "SAR",
+        "MO": "MOP",
+        "CH": "CHF",
+        "DK": "DKK",
+        "LU": "EUR",
+    }
     assert [country_of_market(code) for code in ("uk", "dh", "ri", "ca", "zz")] == [
         "GB",
         "AE",
@@ -390,7 +410,8 @@ def test_every_known_market_path_has_a_currency() -> None:
         ("د.إ.\u200f 25,000", {"AED"}),
         ("RMB 1,000", {"CNY"}),
         ("12 500 kr.", {"DKK", "SEK", "NOK", "ISK"}),
-        ("₴100", set()),  # a sign we cannot read
+        ("₴100", {"UAH"}),  # CLDR knows every current currency's signs
+        ("₯100", set()),  # the drachma's: no country pays in it, unreadable
         ("€6,250 / £5,400", set()),  # two that conflict
     ],
 )
@@ -404,6 +425,7 @@ def test_resolution_order() -> None:
     assert resolve_currency(printed=["€1"], country="US") == "EUR"
     assert resolve_currency(printed=["$1", "$2"], country="CA") == "CAD"
     assert resolve_currency(printed=["$1", "CA$2"]) == "CAD"  # every price allows only CAD
-    assert resolve_currency(printed=["₴1"], country="UA") is None
+    assert resolve_currency(printed=["₴1"], country="UA") == "UAH"
+    assert resolve_currency(printed=["₯1"], country="GR") is None  # no country's sign
     assert resolve_currency(printed=["1"], country="JP") == "JPY"
     assert resolve_currency(country=None) is None

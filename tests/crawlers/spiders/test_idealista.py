@@ -33,6 +33,8 @@ from tests.sites.support import (
 SITE = "idealista"
 COM = "https://www.idealista.com"
 PT = "https://www.idealista.pt"
+# Pages built for one defect each (tests/crawlers/spiders/pages/idealista/).
+PAGES = Path(__file__).parent / "pages" / SITE
 
 
 # -- saved real pages ---------------------------------------------------------------------------
@@ -66,6 +68,10 @@ def test_real_detail_page_of_idealista_com() -> None:
     assert {"terrace", "balcony", "lift", "air_conditioning"} <= set(fields["features"])
     assert fields["description"].startswith("We present to you EXCLUSIVELY a unique property")
     assert fields["images"][0].endswith("/c0/ac/cc/1382500227.jpg")
+    # Every photo of its galleries once (plans included), whatever the size or format;
+    # not the video's poster.
+    assert len(fields["images"]) == len(set(fields["images"])) == 118
+    assert all(url.startswith("https://img4.idealista.com/") for url in fields["images"])
 
 
 def test_real_detail_page_of_idealista_pt() -> None:
@@ -84,6 +90,81 @@ def test_real_detail_page_of_idealista_pt() -> None:
         "1º andar",
         "PT",
     )
+    # "Junqueira, Alcântara": a neighbourhood and a parish of Lisbon. This slimmer page
+    # has no location list naming the municipality: no city rather than the parish.
+    assert (fields["neighbourhood"], fields["city"], fields["currency"]) == (
+        "Junqueira",
+        None,
+        "EUR",
+    )
+    # Its gallery is the first picture alone (1 of 46 in the markup; the rest load later).
+    assert fields["images"] == [
+        "https://img4.idealista.pt/blur/WEB_DETAIL_TOP-L-L/0/id.pro.pt.image.master/92/9d/16/248368402.jpg"
+    ]
+
+
+def test_pt_detail_city_is_the_municipality_not_the_parish() -> None:
+    """idealista.pt: the title line ends with the parish ("Cascais e Estoril"); the
+    location list names the municipality after it ("Cascais, Lisboa")."""
+    url = f"{PT}/imovel/98300001/"
+    page = response(PAGES / "detail-pt-imovel-98300001.html", url)
+    fields = extract_listing(page)
+    expected = {
+        "address": "Rua das Acácias",
+        "neighbourhood": "Quinta da Marinha",
+        "city": "Cascais",
+        "region": "Lisboa",
+        "country": "PT",
+        "price": 4_750_000.0,
+        "currency": "EUR",
+    }
+    assert {k: fields[k] for k in expected} == expected
+    # The parish labelled in the list (another UI language): the last entry still names
+    # the municipality.
+    body = (PAGES / "detail-pt-imovel-98300001.html").read_bytes()
+    labelled = body.replace(b">Cascais e Estoril</li>", b">Parish Cascais e Estoril</li>")
+    assert extract_listing(response(PAGES, url, labelled))["city"] == "Cascais"
+    # A list that ends with the parish's municipality alone.
+    short = body.replace(b">Cascais, Lisboa</li>", b">Cascais</li>")
+    assert extract_listing(response(PAGES, url, short))["city"] == "Cascais"
+    # Without the list, the parish is never given as the city.
+    bare = re.sub(rb'<div id="headerMap".*?</ul></div>', b"", body, flags=re.S)
+    assert extract_listing(response(PAGES, url, bare))["city"] is None
+    # A replay of the .pt site on loopback: the profile's country says which rule.
+    replay = extract_listing(response(PAGES, "http://127.0.0.1:8012/imovel/98300001/", body), "PT")
+    assert (replay["city"], replay["country"]) == ("Cascais", "PT")
+
+
+def test_com_detail_city_is_the_municipality_of_the_title_line() -> None:
+    url = f"{COM}/en/inmueble/98124560/"
+    fields = extract_listing(fixture_response(SITE, "fixtures/detail/inmueble-98124560.html", url))
+    assert (fields["neighbourhood"], fields["city"], fields["region"]) == (
+        "Recoletos",
+        "Madrid",
+        "Madrid",
+    )
+
+
+def test_detail_photos_from_the_scripts_and_the_gallery_markup_once_each() -> None:
+    pt = extract_listing(
+        response(PAGES / "detail-pt-imovel-98300001.html", f"{PT}/imovel/98300001/")
+    )
+    master = "https://img4.idealista.pt/blur/WEB_DETAIL/0/id.pro.pt.image.master/3a/1b/0c"
+    # The first picture (two sizes, two formats) and og:image are the script's first photo.
+    assert pt["images"] == [f"{master}/{n}.jpg" for n in (300417001, 300417002, 300417003)]
+
+    url = f"{COM}/en/inmueble/98300002/"
+    page = extract_listing(response(PAGES / "detail-gallery-markup-98300002.html", url))
+    master = "https://img3.idealista.com/blur/{}/0/id.pro.es.image.master/5e/7f"
+    assert page["images"] == [
+        # The first picture (jpeg before its webp source; the carousel repeats it).
+        f"{master.format('WEB_DETAIL_TOP-L-L')}/01/711200001.jpg",
+        # The older layout's slides: data-ondemand-img, protocol-relative, made absolute;
+        # their placeholder src and the loading spinner are no photos.
+        f"{master.format('WEB_DETAIL')}/02/711200002.jpg",
+        f"{master.format('WEB_DETAIL')}/03/711200003.jpg",
+        f"{master.format('WEB_DETAIL')}/04/711200004.jpg",
+    ]  # and not the recommended listing's photo beside the gallery
 
 
 def test_real_search_page_cards_and_next_page() -> None:

@@ -281,7 +281,7 @@ def test_defaults_fill_a_page_with_the_item_after_every_fallback() -> None:
         ("€ 1 200", 1200.0, "EUR"),
         ("CA$6,250", 6250.0, "CAD"),
         ("3,498 MXN", 3498.0, "MXN"),
-        ("£12.99", 12.99, "GBP"),
+        ("Rp 1.234.567", 1_234_567.0, "IDR"),
     ],
 )
 def test_money_and_currency_from_a_printed_price(
@@ -290,6 +290,22 @@ def test_money_and_currency_from_a_printed_price(
     html = f'<span class="p">{printed}</span>'
     fields = read(html, price={"css": ".p"}, currency={"css": ".p"})
     assert (fields["price"], fields["currency"]) == (amount, currency)
+
+
+def test_a_shared_sign_is_read_in_the_page_language() -> None:
+    # "£" is also the Falkland, Gibraltar, St Helena and South Sudan pound; "$" dozens.
+    for lang, printed, currency in [
+        ("en-GB", "£12.99", "GBP"),
+        ("en-CA", "$12.99", "CAD"),
+        ("es-MX", "$12.99", "MXN"),
+        (None, "£12.99", None),
+    ]:
+        attribute = f' lang="{lang}"' if lang else ""
+        html = f'<html{attribute}><body><span class="p">{printed}</span></body></html>'
+        response = HtmlResponse(URL, body=html, encoding="utf-8")
+        rules = table(None, price={"css": ".p"}, currency={"css": ".p"})
+        fields = extract_fields(response, rules, "product")
+        assert (fields["price"], fields["currency"]) == (12.99, currency), lang
 
 
 def test_money_from_numbers_and_currency_from_codes() -> None:
