@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from core.history import notable_text
+from core.refusal import top_reasons
 
 # The dashboard docker/kibana/generate.py creates ("Scraping platform").
 KIBANA_DASHBOARD_ID = "platform-overview"
@@ -23,13 +24,23 @@ BLOCK_KIND_NAMES = {
 
 
 def blocks_by_kind_text(document: Mapping[str, Any]) -> str:
-    """``challenge 12, CAPTCHA 1``: the job's blocks by kind (``none`` without any)."""
+    """``blocked 8, challenge 12, CAPTCHA 1 (cloudflare block 8, ...)``: the job's blocks
+    by kind, then the rules that matched most, which tell whose refusal it was (a
+    header check's page, a TLS refusal's, ...); ``none`` without any."""
     parts = [
         f"{name} {document.get(f'blocks_{kind}') or 0}"
         for kind, name in BLOCK_KIND_NAMES.items()
         if document.get(f"blocks_{kind}")
     ]
-    return ", ".join(parts) or "none"
+    if not parts:
+        return "none"
+    counters = {
+        name: int(value)
+        for name, value in (document.get("counters") or {}).items()
+        if name.startswith("blocks/reason/") and str(value).isdigit()
+    }
+    reasons = top_reasons(counters)
+    return ", ".join(parts) + (f" ({reasons})" if reasons else "")
 
 
 def access_text(document: Mapping[str, Any]) -> str:

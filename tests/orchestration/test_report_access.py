@@ -72,6 +72,9 @@ def test_a_job_whose_every_page_was_refused_says_so_in_one_line_everywhere() -> 
     assert "FETCH_IDENTITY=browser" in line
     rows = table_rows(doc, chunks=0)
     assert rows[1] == {"metric": "refused", "value": line}
+    # Whose refusal it was: the rule that matched (here a header check's page).
+    by_kind = {row["metric"]: row["value"] for row in rows}["blocks by kind"]
+    assert by_kind == "blocked 32 (cloudflare block 32)"
     assert f"| refused | {line} |" in markdown(doc, chunks=0)
     text = render("job_summary", **summary_context(doc, chunks=0))
     assert f":no_entry: {line}" in text
