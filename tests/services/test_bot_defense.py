@@ -643,7 +643,7 @@ def test_level3_challenge_page_and_what_it_exempts(level3: BotDefense) -> None:
     assert page.status_code == 403 and page.headers.get("cf-mitigated") == "challenge"
     assert f"<title>{CHALLENGE_TITLE}</title>" in page.text
     assert "window._cf_chl_opt = {" in page.text and "navigator.webdriver" in page.text
-    assert classify(403, dict(page.headers), page.content).kind == "captcha"
+    assert classify(403, dict(page.headers), page.content).kind == "challenge"
     # robots.txt needs no session; the other levels still apply to it.
     assert curl(level3, "/robots.txt").status_code == 200
     assert last(level3)["decision"] == "pass"
