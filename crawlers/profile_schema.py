@@ -196,6 +196,9 @@ class PageTypeTable(Table):
     threshold: Threshold | None = None
     # The spider method that parses this page type: the gate runs it on a drifted sample.
     callback: SpiderMethod | None = None
+    # Field -> a selector matching where a page shows the field: a field empty on a page
+    # that does not show it is absent there, not lost (fingerprints.evidence).
+    shows: dict[str, Text] = {}
 
 
 class FingerprintTable(Table):

@@ -66,6 +66,8 @@ class PageTypeConfig:
     selectors: Mapping[str, str] = field(default_factory=dict)
     threshold: float | None = None
     callback: str | None = None  # the spider method that parses this page type
+    # Field -> selector matching where a page shows the field (fingerprints.evidence).
+    shows: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ class FingerprintConfig:
     page_types: Mapping[str, PageTypeConfig] = field(default_factory=dict)
     declared: bool = False  # False: no profile or no [fingerprint] table
     strict: bool = False  # any drift fails the gate (docs/fingerprints.md)
+    # Every page type's callback when ``subset`` left some out (None: ``page_types``').
+    site_callbacks: Mapping[str, str | None] | None = None
 
     @classmethod
     def from_mapping(
@@ -98,6 +102,11 @@ class FingerprintConfig:
             selectors = table.pop("selectors", {})
             page_threshold = _threshold(table.pop("threshold", None), f"{where}.threshold")
             callback = table.pop("callback", None)
+            shows = table.pop("shows", {})
+            if not isinstance(shows, Mapping) or not all(
+                isinstance(k, str) and isinstance(q, str) and q.strip() for k, q in shows.items()
+            ):
+                raise BaselineError(f"{where}.shows: a table of field = selector")
             if callback is not None and not (isinstance(callback, str) and callback.isidentifier()):
                 raise BaselineError(f"{where}.callback: the name of a spider method")
             if table:
@@ -111,7 +120,7 @@ class FingerprintConfig:
             ):
                 raise BaselineError(f"{where}.selectors: a table of name = selector")
             page_types[name] = PageTypeConfig(
-                tuple(paths), dict(selectors), page_threshold, callback
+                tuple(paths), dict(selectors), page_threshold, callback, dict(shows)
             )
         if raw:
             raise BaselineError(f"{source}: unknown keys {sorted(raw)}")
@@ -132,10 +141,23 @@ class FingerprintConfig:
     def sample(self) -> dict[str, tuple[str, ...]]:
         return {name: pt.sample_paths for name, pt in self.page_types.items() if pt.sample_paths}
 
+    @property
+    def callbacks(self) -> dict[str, str | None]:
+        """Page type -> callback, for every page type of the profile (those ``subset``
+        left out included): a request to one is another page type's page."""
+        if self.site_callbacks is not None:
+            return dict(self.site_callbacks)
+        return {name: pt.callback for name, pt in self.page_types.items()}
+
+    @property
+    def declared_callbacks(self) -> frozenset[str]:
+        return frozenset(name for name in self.callbacks.values() if name)
+
     def subset(self, page_types: Sequence[str]) -> FingerprintConfig:
-        """Only these page types (a subset check must not ask for the others' samples)."""
+        """Only these page types (a subset check must not ask for the others' samples);
+        the others' callbacks stay known (``declared_callbacks``)."""
         kept = {name: pt for name, pt in self.page_types.items() if name in page_types}
-        return replace(self, page_types=kept)
+        return replace(self, page_types=kept, site_callbacks=self.callbacks)
 
 
 def _threshold(value: Any, where: str) -> float | None:

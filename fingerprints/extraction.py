@@ -15,14 +15,19 @@ Two halves, I/O at the edges:
   callback run, up to ``PART_DEPTH`` hops. Any other request is navigation: counted, never
   followed. A request to the callback another page type declares (a search page's detail
   pages) is navigation too, even with a partial item: that page type is judged on its own
-  sample. A POST (a GraphQL continuation) is never a part: ``fetch`` gets URLs. Requests
-  back to the page's own callback are counted apart (``pagination``). Items are tagged
-  with the spider's job id, as ``JobTagMiddleware`` would.
+  sample, and the partial item is kept as one of the page's *cards* (what the listing
+  read of each card: its price, currency, title). ``declared`` names every callback of the
+  site's profile, also when only some page types are judged (``--page-type``). A POST
+  (a GraphQL continuation) is never a part: ``fetch`` gets URLs. Requests back to the
+  page's own callback are counted apart (``pagination``). Items are tagged with the
+  spider's job id, as ``JobTagMiddleware`` would.
 - ``judge_extraction`` is pure: outputs and the site's coverage baseline in, a report out.
   Extraction is complete when every page yielded items or requests other than its own
   pagination (a listing's detail pages), no callback failed, every
-  item validates against its schema (``core.items_schema``) and no field of the coverage
-  baseline is lost (``fingerprints.coverage.lost_fields``).
+  item validates against its schema (``core.items_schema``), no field of the coverage
+  baseline is lost (``fingerprints.evidence.judge_lost``: a field the page does not show
+  is absent, not lost) and no card field is lost (``card_baselines``: the fill rates of
+  the cards the same callback reads on the site's fixtures).
 """
 
 from __future__ import annotations
@@ -45,11 +50,13 @@ from scrapy.statscollectors import MemoryStatsCollector
 import crawlers.items  # noqa: F401 - registers the item types for schema_for
 from core.items_schema import UnknownItemType, schema_for
 from fingerprints.coverage import CoverageBaseline, is_filled, lost_fields
+from fingerprints.evidence import PageItems, judge_lost, missed, page_evidence
 from fingerprints.sampler import Page
 
 SETTINGS_MODULE = "crawlers.settings"
 PART_DEPTH = 2  # product page -> reviews API -> (one more, e.g. a second API page)
 MAX_INVALID_SHOWN = 5
+CARD_NO_DROPS = 2**31  # card baselines' min_items: never enough cards to judge drops
 # A failed page type without items failed on every field the baseline fills this often.
 EXPECTED_RATE = 0.5
 _HARNESS_FIELDS = frozenset({"job_id", "incomplete"})  # set by middlewares, not extraction
@@ -68,6 +75,11 @@ class PageOutput:
     requests: int = 0  # navigation requests: counted, not followed
     errors: tuple[str, ...] = ()  # the callback raised, none declared, a part not fetched
     pagination: int = 0  # requests back to the page's own callback: no proof of data
+    # The partial items of requests to another page type's callback (a search card).
+    cards: tuple[Any, ...] = ()
+    card_callbacks: frozenset[str] = frozenset()  # the callbacks the cards go to
+    # Field -> whether the page shows it, for the fields its profile gives a ``shows`` rule.
+    evidence: Mapping[str, bool] = field(default_factory=dict)
 
 
 # -- the harness (builds the spider, calls callbacks; fetches only through ``fetch``) ------
@@ -105,12 +117,18 @@ def run_callbacks(
     callbacks: Mapping[str, str | None],
     *,
     fetch: Fetch | None = None,
+    declared: Iterable[str] | None = None,
+    shows: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[PageOutput]:
     """Each page through its page type's callback; parts fetched with ``fetch`` (none:
-    a part is reported as not fetched, e.g. in the fixture check, which has no network)."""
+    a part is reported as not fetched, e.g. in the fixture check, which has no network).
+
+    ``declared``: every callback the site's profile names (None: those of ``callbacks``);
+    a request to one is another page type's page, never fetched. ``shows``: page type ->
+    field -> the rule of ``fingerprints.evidence`` (what each page shows is recorded)."""
     outputs: list[PageOutput] = []
     pending: list[tuple[int, Request]] = []
-    declared = {name for name in callbacks.values() if name}
+    declared = set(declared or ()) | {name for name in callbacks.values() if name}
     for page in pages:
         name = callbacks.get(page.page_type)
         method = getattr(spider, name, None) if name else None
@@ -125,6 +143,9 @@ def run_callbacks(
         base = str(getattr(spider, "base_url", "") or "http://fixture.invalid")
         response = page_response(page, base=base)
         output, parts = _call(spider, method, response, {}, page, name, declared)
+        rules = (shows or {}).get(page.page_type) or {}
+        if rules:
+            output = replace(output, evidence=page_evidence(page.body, rules))
         pending += [(len(outputs), part) for part in parts]
         outputs.append(output)
     for _ in range(PART_DEPTH):
@@ -196,6 +217,8 @@ def _call(
     its page type is judged on its own sample)."""
     items: list[Any] = []
     parts: list[Request] = []
+    cards: list[Any] = []
+    card_callbacks: set[str] = set()
     navigation = pagination = 0
     try:
         for output in _outputs(method(response, **kwargs)):
@@ -207,6 +230,9 @@ def _call(
                     parts.append(output)  # carries a partial item: part of this page's data
                 else:
                     navigation += 1
+                    if target in declared and target != name:
+                        cards += _partial_items(output.cb_kwargs)
+                        card_callbacks.add(target)
             elif is_item(output):
                 items.append(_tagged(output, spider))
     except Exception as exc:  # a callback that crashes on the new layout: extraction failed
@@ -216,9 +242,22 @@ def _call(
     else:
         errors = ()
     result = PageOutput(
-        page.url, page.page_type, name, tuple(items), navigation, errors, pagination=pagination
+        page.url,
+        page.page_type,
+        name,
+        tuple(items),
+        navigation,
+        errors,
+        pagination=pagination,
+        cards=tuple(cards),
+        card_callbacks=frozenset(card_callbacks),
     )
     return result, parts
+
+
+def _partial_items(kwargs: Mapping[str, Any]) -> list[Any]:
+    """The partial items a request carries (``cb_kwargs={"partial": {...}}``)."""
+    return [value for value in kwargs.values() if isinstance(value, Mapping) or is_item(value)]
 
 
 def _callback_name(request: Request) -> str:
@@ -268,10 +307,17 @@ class PageTypeExtraction:
     lost_fields: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
     expected_fields: tuple[str, ...] = ()  # the coverage baseline's (for a failed type)
+    cards: int = 0
+    lost_card_fields: tuple[str, ...] = ()  # card fields lost on every card of the sample
 
     @property
     def complete(self) -> bool:
-        return not self.errors and not self.invalid and not self.lost_fields
+        return (
+            not self.errors
+            and not self.invalid
+            and not self.lost_fields
+            and not self.lost_card_fields
+        )
 
     @property
     def failed_fields(self) -> list[str]:
@@ -280,6 +326,7 @@ class PageTypeExtraction:
         if self.errors and not self.items:
             return list(self.expected_fields)
         names = list(self.lost_fields)
+        names += [name for name in self.lost_card_fields if name not in names]
         for entry in self.invalid:
             for error in entry["errors"]:
                 name = error.split(":", 1)[0].split(".", 1)[0]
@@ -297,6 +344,8 @@ class PageTypeExtraction:
             "invalid_items": len(self.invalid),
             "invalid": list(self.invalid[:MAX_INVALID_SHOWN]),
             "lost_fields": list(self.lost_fields),
+            "cards": self.cards,
+            "lost_card_fields": list(self.lost_card_fields),
             "errors": list(self.errors),
         }
 
@@ -329,6 +378,8 @@ class ExtractionReport:
                 parts.append(f"{len(result.invalid)} invalid item(s)")
             if result.lost_fields:
                 parts.append("fields lost: " + ", ".join(result.lost_fields))
+            if result.lost_card_fields:
+                parts.append("card fields lost: " + ", ".join(result.lost_card_fields))
             lines.append(f"{name}: " + "; ".join(parts))
         return lines
 
@@ -350,11 +401,16 @@ class ExtractionReport:
 
 
 def judge_extraction(
-    outputs: Sequence[PageOutput], coverage: CoverageBaseline | None
+    outputs: Sequence[PageOutput],
+    coverage: CoverageBaseline | None,
+    cards: Mapping[str, CoverageBaseline] | None = None,
 ) -> ExtractionReport:
-    """Complete: every page yielded, nothing raised, every item valid, no field lost."""
-    all_items = [item for output in outputs for item in output.items]
-    lost = tuple(drop.field for drop in lost_fields(all_items, coverage)) if coverage else ()
+    """Complete: every page yielded, nothing raised, every item valid, no field lost
+    (a field a page does not show is absent there, not lost), no card field lost.
+
+    ``cards``: page type -> the fill rates of its cards (``card_baselines``)."""
+    pages = [PageItems(output.items, output.evidence) for output in outputs]
+    lost = judge_lost(pages, coverage) if coverage else ()
     by_type: dict[str, list[PageOutput]] = {}
     for output in outputs:
         by_type.setdefault(output.page_type, []).append(output)
@@ -364,7 +420,9 @@ def judge_extraction(
         if expectation.rate >= EXPECTED_RATE and name not in _HARNESS_FIELDS
     )
     results = {
-        name: replace(_judge_type(name, group, lost), expected_fields=expected)
+        name: replace(
+            _judge_type(name, group, lost, (cards or {}).get(name)), expected_fields=expected
+        )
         for name, group in by_type.items()
     }
     note = "" if coverage else "no coverage baseline: items judged by their schema only"
@@ -372,7 +430,10 @@ def judge_extraction(
 
 
 def _judge_type(
-    name: str, outputs: Sequence[PageOutput], lost: Iterable[str]
+    name: str,
+    outputs: Sequence[PageOutput],
+    lost: Iterable[str],
+    card_baseline: CoverageBaseline | None = None,
 ) -> PageTypeExtraction:
     errors: list[str] = []
     invalid: list[Mapping[str, Any]] = []
@@ -389,8 +450,21 @@ def _judge_type(
             problems = _item_errors(item)
             if problems:
                 invalid.append({"url": output.url, "errors": problems})
-    # A field lost over the sample is this page type's loss when none of its items has it.
-    own_lost = tuple(f for f in lost if items and not filled_anywhere(items, f))
+    # A field lost over the sample is this page type's loss when none of its items has it,
+    # or when one of its pages shows the field and none of that page's items has it.
+    own_pages = [PageItems(output.items, output.evidence) for output in outputs]
+    own_lost = tuple(
+        f
+        for f in lost
+        if items and (not filled_anywhere(items, f) or any(missed(page, f) for page in own_pages))
+    )
+    # A listing's data is its cards: a card field its fixtures fill, empty on every card.
+    cards = [card for output in outputs for card in output.cards]
+    lost_cards = (
+        tuple(drop.field for drop in lost_fields(cards, card_baseline))
+        if cards and card_baseline is not None
+        else ()
+    )
     return PageTypeExtraction(
         page_type=name,
         callback=outputs[0].callback,
@@ -400,6 +474,8 @@ def _judge_type(
         invalid=tuple(invalid),
         lost_fields=own_lost,
         errors=tuple(errors),
+        cards=len(cards),
+        lost_card_fields=lost_cards,
     )
 
 
@@ -409,6 +485,29 @@ def _item_errors(item: Any) -> list[str]:
     except UnknownItemType as exc:
         return [f"_item: {exc}"]
     return [str(error) for error in validation.errors]
+
+
+def card_baselines(
+    site: str, outputs: Sequence[PageOutput], supplied: Iterable[str] = ()
+) -> dict[str, CoverageBaseline]:
+    """Page type -> the fill rates of the cards its callback reads on ``outputs`` (the
+    site's fixtures): what a sample's cards are judged against. Types without cards have
+    none. ``supplied``: fields the cards' own pages fill on their own (a hotel page's
+    coordinates), which the item gets whatever its card lacks: not judged on the cards."""
+    by_type: dict[str, list[Any]] = {}
+    skip = set(supplied) | _HARNESS_FIELDS
+    for output in outputs:
+        by_type.setdefault(output.page_type, []).extend(
+            {k: v for k, v in ItemAdapter(card).items() if k not in skip} for card in output.cards
+        )
+    # Cards vary with the search (a sample's cards are other properties than the
+    # fixtures'), so their rates are no baseline for drops: only a field its fixtures
+    # fill that is empty on every sampled card is lost (``lost_fields``' small-sample rule).
+    return {
+        name: CoverageBaseline.from_items(f"{site}:{name} cards", cards, min_items=CARD_NO_DROPS)
+        for name, cards in by_type.items()
+        if cards
+    }
 
 
 def filled_anywhere(items: Sequence[Any], name: str) -> bool:

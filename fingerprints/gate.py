@@ -51,11 +51,12 @@ from fingerprints.baseline import (
     sha256,
     site_dir,
 )
-from fingerprints.coverage import CoverageBaseline, load_coverage_baseline
+from fingerprints.coverage import CoverageBaseline, fill_rates, load_coverage_baseline
 from fingerprints.extraction import (
     ExtractionReport,
     Fetch,
     PageOutput,
+    card_baselines,
     filled_anywhere,
     judge_extraction,
     run_callbacks,
@@ -479,6 +480,10 @@ def judge_sample(
         return result
     proposed = propose_baseline(result, pages, baseline)
     callbacks = {name: pt.callback for name, pt in config.page_types.items()}
+    # Another page type's callback is navigation even when that type is not judged here
+    # (``--page-type``): its pages are never fetched as parts of this sample.
+    declared = config.declared_callbacks
+    shows = {name: pt.shows for name, pt in config.page_types.items() if pt.shows}
     try:
         coverage: CoverageBaseline | None = load_coverage_baseline(result.site, sites_dir)
     except BaselineError:
@@ -486,12 +491,21 @@ def judge_sample(
     try:
         spider = site_spider(result.site, base_url)
         targets = extraction_targets(result, pages)
+        changed = {page.page_type for page in targets}
+        fixtures = run_callbacks(
+            spider,
+            _fixture_sample(result.site, sites_dir, changed),
+            callbacks,
+            declared=declared,
+        )
         if coverage is not None:
-            changed = {page.page_type for page in targets}
-            fixtures = _fixture_outputs(spider, result.site, changed, callbacks, sites_dir)
             coverage = coverage_for_page_types(coverage, fixtures, changed)
-        outputs = run_callbacks(spider, targets, callbacks, fetch=fetch)
-        report = judge_extraction(outputs, coverage)
+        supplied = _supplied_by_card_pages(spider, result.site, fixtures, config, sites_dir)
+        outputs = run_callbacks(
+            spider, targets, callbacks, fetch=fetch, declared=declared, shows=shows
+        )
+        cards = card_baselines(result.site, fixtures, supplied)
+        report = judge_extraction(outputs, coverage, cards)
     except (Exception, ConfigurationError) as exc:  # no spider, a bad profile: fail closed
         note = f"extraction could not run ({type(exc).__name__}: {exc})"
         return decide(result, None, strict=config.strict, proposed=proposed, note=note)
@@ -519,15 +533,28 @@ def coverage_for_page_types(
     return replace(coverage, fields=kept)
 
 
-def _fixture_outputs(
+def _supplied_by_card_pages(
     spider: Any,
     site: str,
-    page_types: Iterable[str],
-    callbacks: Mapping[str, str | None],
+    fixtures: Sequence[PageOutput],
+    config: FingerprintConfig,
     sites_dir: Path,
-) -> list[PageOutput]:
-    """The callbacks on the site's committed fixtures of ``page_types`` (offline)."""
-    return run_callbacks(spider, _fixture_sample(site, sites_dir, set(page_types)), callbacks)
+) -> set[str]:
+    """Fields the pages a listing's cards lead to fill on every one of their own fixtures
+    (offline): the item gets them from its page, so a card without them loses nothing. A
+    field those pages fill only sometimes (a price shown for some stays) is the card's."""
+    targets = {callback for output in fixtures for callback in output.card_callbacks}
+    page_types = {name for name, callback in config.callbacks.items() if callback in targets}
+    if not page_types:
+        return set()
+    outputs = run_callbacks(
+        spider,
+        _fixture_sample(site, sites_dir, page_types),
+        config.callbacks,
+        declared=config.declared_callbacks,
+    )
+    total, rates = fill_rates(item for output in outputs for item in output.items)
+    return {name for name, rate in rates.items() if total and rate == 1.0}
 
 
 def _fixture_sample(

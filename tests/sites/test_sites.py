@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,8 +108,10 @@ def test_real_pages_against_the_fixture_baseline(
 CHANGED_VERDICTS: dict[str, tuple[str, str]] = {
     "trustpilot/twenix.es.html": ("drifted", "https://www.trustpilot.com/review/twenix.es"),
     "idealista/detail_pt_2025.html": ("structure_changed", "https://www.idealista.pt/imovel/1/"),
+    # The older search layout is read completely: every card field its fixtures fill (the
+    # price, currency, stars) is on its 197 cards; the coordinates come from the hotel page.
     "booking_com/search_2025_03.html": (
-        "structure_changed",
+        "drifted",
         "https://www.booking.com/searchresults.html?ss=Lisbon",
     ),
     "booking_com/hotel_old.html": ("structure_changed", "https://www.booking.com/hotel/x.html"),
@@ -130,9 +131,8 @@ def test_changed_real_pages_are_judged_by_their_data(site: str, name: str, page_
     verdict, url = CHANGED_VERDICTS[name]
     body = real_page(name).read_bytes()
     baseline, config = load_baseline(site), FingerprintConfig.for_site(site)
-    # This page type only: the site's other page types are not in this sample.
-    baseline = dataclasses.replace(baseline, page_types={page_type: baseline.page_types[page_type]})
-    config = dataclasses.replace(config, page_types={page_type: config.page_types[page_type]})
+    # This page type only, as --page-type judges it: the others' callbacks stay declared.
+    baseline, config = baseline.subset([page_type]), config.subset([page_type])
     pages = [Page(url, page_type, 200, {"Content-Type": "text/html"}, body)]
     structural = evaluate(site, pages, baseline, config=config, rules=site_rules(site))
     assert structural.status == "structure_changed"
