@@ -6,6 +6,7 @@
     python -m fingerprints verify <site> [--page-type T ... [--path P ...]] [--base-url URL]
                                   [--json] [-s NAME=VALUE ...]
     python -m fingerprints coverage <site> <items.jsonl> [--update] [--tolerance X] [--json]
+    python -m fingerprints coverage <site> --from-fixtures
 
 Every command takes ``--sites-dir DIR`` (baselines and fixtures, default
 ``FINGERPRINT_SITES_DIR``, else fingerprints/sites) and ``--profiles-dir DIR`` (site
@@ -52,6 +53,7 @@ from fingerprints.coverage import (
     load_coverage_baseline,
     save_coverage_baseline,
 )
+from fingerprints.fixture_coverage import coverage_from_fixtures
 from fingerprints.gate import GateResult, check_all, verify_site
 from fingerprints.sampler import fetch_sample
 
@@ -140,7 +142,12 @@ def _parser() -> argparse.ArgumentParser:
 
     coverage = commands.add_parser("coverage", help="field fill rates of a job's items")
     coverage.add_argument("site")
-    coverage.add_argument("items", type=Path, help="JSON lines, one item per line")
+    coverage.add_argument("items", type=Path, nargs="?", help="JSON lines, one item per line")
+    coverage.add_argument(
+        "--from-fixtures",
+        action="store_true",
+        help="write coverage.json from the items a crawl of the site's fixtures gives",
+    )
     coverage.add_argument(
         "--update", action="store_true", help="write these rates as the site's coverage baseline"
     )
@@ -241,6 +248,14 @@ def _gate_output(results: Sequence[object], as_json: bool) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
+    if args.from_fixtures:
+        derived = coverage_from_fixtures(args.site, args.sites_dir, args.profiles_dir)
+        path = save_coverage_baseline(derived, args.sites_dir)
+        print(f"wrote {path} ({len(derived.fields)} fields from {derived.items} items)")
+        return 0
+    if args.items is None:
+        print("error: give items.jsonl or --from-fixtures", file=sys.stderr)
+        return 2
     items = [
         json.loads(line)
         for line in args.items.read_text(encoding="utf-8").splitlines()

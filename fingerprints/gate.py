@@ -57,7 +57,6 @@ from fingerprints.extraction import (
     Fetch,
     PageOutput,
     card_baselines,
-    filled_anywhere,
     judge_extraction,
     run_callbacks,
     site_spider,
@@ -523,13 +522,19 @@ def coverage_for_page_types(
     the same callbacks fill it on the site's own fixtures. A page type whose fixtures
     yield no items offline (its items wait for parts from the network) keeps every field.
     """
-    fillable: set[str] = set()
+    own: dict[str, float] = {}
     for page_type in page_types:
         items = [item for out in fixtures if out.page_type == page_type for item in out.items]
         if not items:
             return coverage
-        fillable |= {name for name in coverage.fields if filled_anywhere(items, name)}
-    kept = {name: rule for name, rule in coverage.fields.items() if name in fillable}
+        for name, rate in fill_rates(items, coverage.fields)[1].items():
+            own[name] = max(own.get(name, 0.0), rate)
+    # At most the rate the page type reaches alone (a price only some hotel pages show).
+    kept = {
+        name: replace(rule, rate=min(rule.rate, own[name]))
+        for name, rule in coverage.fields.items()
+        if own.get(name, 0.0) > 0
+    }
     return replace(coverage, fields=kept)
 
 

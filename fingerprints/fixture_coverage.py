@@ -1,0 +1,202 @@
+"""``coverage.json`` derived from the site's fixtures: the items a crawl of them gives.
+
+The builder runs the site's callbacks on its fixture pages offline, as a crawl would
+reach them: the pages of the entry page types (a search, a company page) through their
+callbacks, and every request that carries a partial item (a search card to its hotel
+page, a product to its reviews API) answered from the site's own files, through
+``replay.json``'s routes (the replay server's manifest). The complete items' fill rates
+are the coverage baseline; the tolerances already reviewed in ``coverage.json`` are kept.
+
+A field some fixture page fills (alone, or on a card) but that no complete item has
+(rate 0.0) means the builder lost it, not the site: ``BaselineError``, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from itemadapter import ItemAdapter
+
+from fingerprints.baseline import SITES_DIR, BaselineError, FingerprintConfig, site_dir
+from fingerprints.coverage import (
+    DEFAULT_MIN_ITEMS,
+    DEFAULT_TOLERANCE,
+    CoverageBaseline,
+    FieldExpectation,
+    is_filled,
+    load_coverage_baseline,
+)
+from fingerprints.extraction import PageOutput, run_callbacks, site_spider
+from fingerprints.sampler import Page
+
+REPLAY_FILE = "replay.json"
+_HARNESS_FIELDS = frozenset({"job_id", "incomplete"})  # set by middlewares
+_SET_ON_FAILURE = frozenset({"incomplete"})  # names what a failed part left out: no data
+
+
+def _canonical(path: str, query: str, ignore: frozenset[str]) -> str:
+    pairs = sorted(p for p in parse_qsl(query, keep_blank_values=True) if p[0] not in ignore)
+    return path + (f"?{urlencode(pairs)}" if pairs else "")
+
+
+def _routes(site: str, sites_dir: Path) -> tuple[dict[str, tuple[Path, int, str]], frozenset[str]]:
+    root = site_dir(site, sites_dir)
+    manifest = root / REPLAY_FILE
+    if not manifest.is_file():
+        return {}, frozenset()
+    raw = json.loads(manifest.read_text(encoding="utf-8"))
+    ignore = frozenset(raw.get("ignore_query") or ())
+    routes: dict[str, tuple[Path, int, str]] = {}
+    for key, spec in (raw.get("routes") or {}).items():
+        spec = {"file": spec} if isinstance(spec, str) else dict(spec)
+        path, _, query = key.partition("?")
+        kind = spec.get("content_type") or (
+            "application/json" if str(spec["file"]).endswith(".json") else "text/html"
+        )
+        routes[_canonical(path, query, ignore)] = (
+            root / spec["file"],
+            int(spec.get("status", 200)),
+            kind,
+        )
+    return routes, ignore
+
+
+def replay_fetch(site: str, sites_dir: Path = SITES_DIR) -> Any:
+    """A ``Fetch`` answering from the site's files through ``replay.json`` (None: none)."""
+    routes, ignore = _routes(site, sites_dir)
+    if not routes:
+        return None
+
+    def fetch(urls: Sequence[str]) -> dict[str, Page]:
+        pages = {}
+        for url in urls:
+            parts = urlsplit(url)
+            route = routes.get(_canonical(parts.path, parts.query, ignore))
+            if route is None or not route[0].is_file():
+                continue  # not a fixture: reported as not fetched
+            path, status, kind = route
+            headers = {"Content-Type": kind}
+            pages[url] = Page(url, "_parts", status, headers, path.read_bytes(), path=url)
+        return pages
+
+    return fetch
+
+
+def fixture_outputs(
+    site: str, sites_dir: Path = SITES_DIR, profiles_dir: Path | None = None
+) -> tuple[list[PageOutput], list[PageOutput]]:
+    """(every fixture page through its callback alone, the crawl of the entry pages)."""
+    from fingerprints.gate import _fixture_sample
+
+    config = FingerprintConfig.for_site(site, profiles_dir)
+    callbacks = config.callbacks
+    spider = site_spider(site)
+    pages = _at_sample_urls(spider, config, _fixture_sample(site, sites_dir), sites_dir)
+    alone = run_callbacks(spider, pages, callbacks, declared=config.declared_callbacks)
+    # The page types a listing's cards lead to are reached through the cards, as a crawl
+    # reaches them: their requests become parts (with the card), answered from the files.
+    targets = {callback for output in alone for callback in output.card_callbacks}
+    entry = {name: cb for name, cb in callbacks.items() if cb not in targets}
+    crawl = run_callbacks(
+        spider,
+        [page for page in pages if page.page_type in entry],
+        entry,
+        fetch=replay_fetch(site, sites_dir),
+    )
+    return alone, crawl
+
+
+def _at_sample_urls(
+    spider: Any, config: FingerprintConfig, pages: Sequence[Page], sites_dir: Path
+) -> list[Page]:
+    """Each fixture at the URL the gate's sample requests for it (its ``sample_paths``,
+    built by the spider, so a dated search carries its dates), where replay.json says
+    which file that URL serves; other fixtures keep their file path."""
+    routes, ignore = _routes(spider.name, sites_dir)
+    root = site_dir(spider.name, sites_dir)
+    base = str(getattr(spider, "base_url", "") or "").rstrip("/")
+    urls: dict[str, str] = {}
+    for page_type in config.page_types.values():
+        for path in page_type.sample_paths:
+            url = base + path
+            if hasattr(spider, "make_request_from_entry"):
+                url = spider.make_request_from_entry({"url": url}).url
+            parts = urlsplit(url)
+            route = routes.get(_canonical(parts.path, parts.query, ignore))
+            if route is not None:
+                urls.setdefault(route[0].relative_to(root).as_posix(), url)
+    return [replace(page, url=urls.get(page.url, page.url)) for page in pages]
+
+
+def carried_fields(outputs: Sequence[PageOutput]) -> set[str]:
+    """Fields some fixture page fills: on its items or on its cards."""
+    records = [record for output in outputs for record in (*output.items, *output.cards)]
+    return {
+        name
+        for record in records
+        for name, value in ItemAdapter(record).items()
+        if is_filled(value) and name not in _HARNESS_FIELDS
+    }
+
+
+def derive_coverage(
+    site: str,
+    alone: Sequence[PageOutput],
+    crawl: Sequence[PageOutput],
+    previous: CoverageBaseline | None = None,
+) -> CoverageBaseline:
+    """The coverage baseline of the crawl's items (pure); ``previous``' tolerances kept.
+
+    Raises ``BaselineError`` when there is no item, or a field the fixtures carry has a
+    rate of 0.0 (the builder missed it: a card not joined, a part not answered)."""
+    items = [
+        {k: v for k, v in ItemAdapter(item).items() if k not in _SET_ON_FAILURE}
+        for output in crawl
+        for item in output.items
+    ]
+    derived = CoverageBaseline.from_items(
+        site,
+        items,
+        tolerance=previous.tolerance if previous else DEFAULT_TOLERANCE,
+        min_items=previous.min_items if previous else DEFAULT_MIN_ITEMS,
+    )
+    missed = sorted(
+        name
+        for name in carried_fields([*alone, *crawl])
+        if derived.fields.get(name, FieldExpectation(0.0)).rate == 0.0
+    )
+    if missed:
+        raise BaselineError(
+            f"{site}: the fixtures carry {', '.join(missed)} but no derived item has it "
+            "(rate 0.0): the coverage builder lost it; coverage.json not written"
+        )
+    if previous is None:
+        return derived
+    fields = {
+        name: FieldExpectation(e.rate, previous.fields[name].tolerance)
+        if name in previous.fields
+        else e
+        for name, e in derived.fields.items()
+    }
+    return CoverageBaseline(site, fields, derived.tolerance, derived.min_items, derived.items)
+
+
+def coverage_from_fixtures(
+    site: str, sites_dir: Path = SITES_DIR, profiles_dir: Path | None = None
+) -> CoverageBaseline:
+    """What ``python -m fingerprints coverage <site> --from-fixtures`` writes."""
+    try:
+        previous: CoverageBaseline | None = load_coverage_baseline(site, sites_dir)
+    except BaselineError:
+        previous = None
+    alone, crawl = fixture_outputs(site, sites_dir, profiles_dir)
+    return derive_coverage(site, alone, crawl, previous)
+
+
+def describe(baseline: CoverageBaseline) -> Mapping[str, float]:
+    return {name: e.rate for name, e in sorted(baseline.fields.items())}

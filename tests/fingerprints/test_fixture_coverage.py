@@ -1,0 +1,47 @@
+"""coverage.json derived from the fixtures: committed files match, a lost field is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+import crawlers.settings
+from fingerprints.baseline import BaselineError
+from fingerprints.coverage import load_coverage_baseline
+from fingerprints.extraction import PageOutput
+from fingerprints.fixture_coverage import coverage_from_fixtures, derive_coverage
+
+SITES = ("booking_com", "trustpilot", "g2", "hermes", "idealista", "facebook_marketplace")
+
+
+@pytest.fixture(autouse=True)
+def facebook_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Facebook spider refuses to start without a session (a made-up one: no fetch).
+    monkeypatch.setattr(
+        crawlers.settings, "FACEBOOK_SESSION_COOKIES", "c_user=1; xs=test", raising=False
+    )
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_committed_coverage_is_what_the_builder_derives(site: str) -> None:
+    assert coverage_from_fixtures(site).to_dict() == load_coverage_baseline(site).to_dict()
+
+
+def test_booking_page_fields_are_carried_into_the_baseline() -> None:
+    rates = {n: e.rate for n, e in load_coverage_baseline("booking_com").fields.items()}
+    assert rates["amenities"] > 0 and rates["description"] > 0 and rates["currency"] > 0
+
+
+def test_a_zero_rate_for_a_carried_field_is_refused() -> None:
+    url = "https://x.invalid/p"
+    # The page alone fills "description"; the crawl's item lost it: the builder's error.
+    alone = [PageOutput(url, "detail", "parse", ({"name": "A", "description": "D"},))]
+    crawl = [PageOutput(url, "detail", "parse", ({"name": "A", "description": None},))]
+    with pytest.raises(BaselineError, match="carry description"):
+        derive_coverage("x", alone, crawl)
+    # A card's field counts as carried too.
+    carded = [PageOutput(url, "search", "parse", (), cards=({"price": 3},))]
+    with pytest.raises(BaselineError, match="carry price"):
+        derive_coverage("x", carded, [PageOutput(url, "d", "p", ({"price": None},))])
+    # A field no fixture fills may stay at 0.0.
+    ok = derive_coverage("x", crawl, crawl)
+    assert ok.fields["description"].rate == 0.0
