@@ -30,7 +30,6 @@ from urllib.parse import parse_qsl, urlsplit
 
 from scrapy import Request, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.spidermiddlewares.depth import DepthMiddleware
@@ -38,6 +37,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from core.budget import PAGES, TIME, JobBudget
 from crawlers.frontier import JOB_META
+from crawlers.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class LinkCap:
     def from_crawler(cls, crawler: Crawler) -> LinkCap:
         cap = crawler.settings.getint("CRAWL_MAX_LINKS_PER_PAGE")
         if cap <= 0:
-            raise NotConfigured("CRAWL_MAX_LINKS_PER_PAGE is 0: links per page not capped")
+            raise not_configured("LinkCap", "CRAWL_MAX_LINKS_PER_PAGE=0: links not capped")
         return cls(crawler, cap, crawler.settings.getint("CRAWL_LINK_BATCH"))
 
     def _capped(self, response: Response | None, capped: int) -> None:
@@ -229,7 +229,7 @@ class JobBudgetCheck:
         s = crawler.settings
         max_pages, max_seconds = s.getint("CRAWL_MAX_PAGES"), s.getfloat("CRAWL_MAX_SECONDS")
         if max_pages <= 0 and max_seconds <= 0:
-            raise NotConfigured("no page or time budget (CRAWL_MAX_PAGES, CRAWL_MAX_SECONDS)")
+            raise not_configured("JobBudgetCheck", "no page or time budget (CRAWL_MAX_PAGES=0)")
         check = cls(crawler, max_pages, max_seconds)
         crawler.signals.connect(check.response_received, signal=signals.response_received)
         crawler.signals.connect(check.spider_opened, signal=signals.spider_opened)
