@@ -150,6 +150,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.fetch.refusal.RefusalCheck": 10,
         # The job's page and wall-time budgets (off when both are 0).
         "crawlers.budget.JobBudgetCheck": 20,
+        # Log lines cut at LOG_MAX_LINE_CHARS (crawlers.bounded).
+        "crawlers.bounded.LogLineCap": 1,
     },
 }
 

@@ -308,5 +308,12 @@ CRAWL_MAX_SECONDS = 0.0  # wall time of the job in seconds (then it ends); 0: no
 CRAWL_MAX_LINKS_PER_PAGE = 1000
 CRAWL_LINK_BATCH = 100  # requests handed to the scheduler before the event loop runs again
 
+# --- bounded values (crawlers/bounded.py) ---
+# Text fields of an item longer than this are cut and marked " [truncated: N more
+# characters]" by the validation pipeline, counted (items/truncated_fields); 0: no cap.
+ITEM_FIELD_MAX_CHARS = 100_000
+# Log lines longer than this are cut (the rest counted in the line); 0: never cut.
+LOG_MAX_LINE_CHARS = 4000
+
 # --- spiders ---
 MAX_LISTING_PAGES = 10  # listing pages followed per start entry (a profile may lower it)

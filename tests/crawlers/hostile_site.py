@@ -10,6 +10,7 @@ per path prefix, so ``scrapy crawl demo -a base_url=<url>/<case>`` meets exactly
 * ``deepjson``: reviews JSON of 200,000 nested ``[``;
 * ``badutf8``: reviews JSON with invalid UTF-8, served without a charset;
 * ``oversize``: a product page larger than the crawl's ``DOWNLOAD_MAXSIZE`` (2 MB);
+  ``streamed``: the same without a Content-Length;
 * ``/calendar/day/N``: a calendar whose every day links the next (the generic spider).
 
 Every other product is a complete, valid one, so a case's lines are its own.
@@ -17,19 +18,23 @@ Every other product is a complete, valid one, so a case's lines are its own.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import re
 import threading
 from typing import Any
 
-CASES = ("endless", "links", "bigdesc", "brokenld", "deepjson", "badutf8", "oversize", "plain")
+CASES = (
+    "endless", "links", "bigdesc", "brokenld", "deepjson", "badutf8", "oversize", "streamed",
+)  # fmt: skip
 LINKS = 100_000
 BROKEN_BLOCKS = 20_000
 NESTING = 200_000
 BIG_DESCRIPTION = 20 * 1024 * 1024
 OVERSIZE = 2 * 1024 * 1024
 
+_BROKEN_BLOCK = '<script type="application/ld+json">{"broken": </script>'
 _PRODUCT = re.compile(r"^/(\w+)/product/([\w-]+)$")
 _REVIEWS = re.compile(r"^/(\w+)/reviews/([\w-]+)\.json$")
 _LISTING = re.compile(r"^/(\w+)/category/x(?:\?page=(\d+))?$")
@@ -102,7 +107,11 @@ class HostileSite(http.server.ThreadingHTTPServer):
             return 200, "text/plain", b"User-agent: *\nAllow: /\n"
         case = path.strip("/").split("/", 1)[0]
         if path == f"/{case}/" and case in CASES:
-            return 200, "text/html", _html(f'<a class="category-link" href="/{case}/category/x">x</a>')
+            return (
+                200,
+                "text/html",
+                _html(f'<a class="category-link" href="/{case}/category/x">x</a>'),
+            )
         if match := _LISTING.match(path):
             return self.listing(match.group(1), int(match.group(2) or 1))
         if match := _PRODUCT.match(path):
@@ -111,7 +120,11 @@ class HostileSite(http.server.ThreadingHTTPServer):
             return self.reviews(match.group(1))
         if match := _DAY.match(path):
             day = int(match.group(1))
-            return 200, "text/html", _html(f'<a class="next" href="/calendar/day/{day + 1}">next</a>')
+            return (
+                200,
+                "text/html",
+                _html(f'<a class="next" href="/calendar/day/{day + 1}">next</a>'),
+            )
         return 404, "text/html", _html("not found")
 
     def listing(self, case: str, page: int) -> tuple[int, str, bytes]:
@@ -128,7 +141,9 @@ class HostileSite(http.server.ThreadingHTTPServer):
             return 200, "text/html", body
         more = ""
         if case == "endless":
-            more = f'<nav class="pagination"><a href="/endless/category/x?page={page + 1}">n</a></nav>'
+            more = (
+                f'<nav class="pagination"><a href="/endless/category/x?page={page + 1}">n</a></nav>'
+            )
         link = f'<a class="product-link" href="/{case}/product/p{page}">p</a>'
         return 200, "text/html", _html(link + more)
 
@@ -140,9 +155,11 @@ class HostileSite(http.server.ThreadingHTTPServer):
         elif case == "brokenld":
             extra = self.cached(
                 "brokenld",
-                lambda: ('<script type="application/ld+json">{"broken": </script>' * BROKEN_BLOCKS).encode(),
+                lambda: (
+                    '<script type="application/ld+json">{"broken": </script>' * BROKEN_BLOCKS
+                ).encode(),
             ).decode()
-        elif case == "oversize":
+        elif case in ("oversize", "streamed"):
             extra = "<!-- " + "p" * OVERSIZE + " -->"
         ld = product_jsonld(case, sku, description)
         body = (
@@ -171,12 +188,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         status, content_type, body = self.server.page(self.path)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        if self.path.startswith("/streamed/"):
+            # No length: the body streams until the connection closes (the crawler learns
+            # its size only as it arrives).
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        try:
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the crawler refused the rest (an over-size body)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(body)  # a crawler refusing the rest (over-size) resets it
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: the crawl's own log is the record
