@@ -136,7 +136,7 @@ def test_a_day_n_calendar_on_the_generic_spider_stops_at_its_profile_s_chain_bud
     assert reason == "finished"
     assert stats["budget/reached/chain"] == 1
     assert len(lines(log, "crawl budget reached: chain (CRAWL_MAX_CHAIN=12)")) == 1
-    assert stats["response_received_count"] == 1 + 13 + 1  # day 1, 13 more, robots.txt
+    assert stats["response_received_count"] == 1 + 12 + 1  # day 1, 12 more, robots.txt
 
 
 # -- links per page --------------------------------------------------------------------------
