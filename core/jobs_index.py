@@ -21,6 +21,7 @@ from typing import Any
 import redis
 from elasticsearch import BadRequestError, ConflictError, Elasticsearch
 
+from core.budget import reached_text
 from core.items_schema import DATE, KEYWORD
 from core.jobstats import JobStats
 from core.keys import SiteKeys
@@ -60,6 +61,9 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "sessions_created": _LONG,
     "sessions_retired": _LONG,
     "refusal": {"type": "keyword", "ignore_above": 2048},
+    # The crawl budgets the job reached (core.budget.reached_text): "pages, chain (3
+    # requests refused)"; None when none was.
+    "budgets": {"type": "keyword", "ignore_above": 1024},
     "items_scraped": _LONG,
     "items_dropped": _LONG,
     "items_invalid": _LONG,
@@ -179,6 +183,7 @@ def job_document(
             "sessions/retired", _sum_prefix(numbers, "sessions/retired/")
         ),
         "refusal": refusal(numbers, presented),
+        "budgets": reached_text(numbers) or None,
         # The ledger's exact figures (core.ledger) when the job had one; else (one local
         # crawl, nothing lost to a kill) the crawl's own counters.
         "items_scraped": numbers.get("items/scraped", numbers.get("item_scraped_count", 0)),

@@ -160,6 +160,15 @@ class SiteKeys:
         -> its reason."""
         return f"{self.tag}:job:{job_id}:sessions"
 
+    def job_budget(self, job_id: str) -> str:
+        """Hash: ``reason`` (``pages`` or ``time``) and ``limit`` once the job's budget
+        ended it (core.budget); absent while it runs."""
+        return f"{self.tag}:job:{job_id}:budget"
+
+    def job_budget_pages(self, job_id: str) -> str:
+        """Counter: pages the job's workers got, against its page budget (core.budget)."""
+        return f"{self.tag}:job:{job_id}:budget_pages"
+
     @property
     def store_spill(self) -> str:
         """List: store actions not yet accepted by Elasticsearch (JSON)."""

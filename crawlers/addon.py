@@ -125,6 +125,13 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # Next to the spider: sees a callback's own output, to compare a rendered sample
         # with its plain probe (RENDER_MODE=auto; NotConfigured otherwise).
         "crawlers.fetch.adaptive.AdaptiveRenderMiddleware": 70,
+        # Budgets (crawlers.budget); a callback's output passes high -> low: the depth
+        # limit, Scrapy's, counted (900) -> URL-shape chains and the job's end (850) ->
+        # the links of one page capped and handed on in batches (800).
+        "crawlers.budget.LinkCap": 800,
+        "crawlers.budget.ChainBudget": 850,
+        "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+        "crawlers.budget.DepthBudget": 900,
     },
     "ITEM_PIPELINES": {
         "crawlers.pipelines.validate.ValidationPipeline": 100,
@@ -141,6 +148,10 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.extensions.LocalModeSummary": 0,
         # A site that refuses every page: one ERROR line, closed early, exit status 3.
         "crawlers.fetch.refusal.RefusalCheck": 10,
+        # The job's page and wall-time budgets (off when both are 0).
+        "crawlers.budget.JobBudgetCheck": 20,
+        # Log lines cut at LOG_MAX_LINE_CHARS (crawlers.bounded).
+        "crawlers.bounded.LogLineCap": 1,
     },
 }
 

@@ -295,5 +295,25 @@ RENDER_AUTO_RECHECK = 0.02
 # "refused", exit status 3) with one line naming the refusal; 0: never closes early.
 REFUSAL_CLOSE_AFTER = 100
 
+# --- crawl budgets (crawlers/budget.py); a profile's [budget] table overrides them ---
+# Every spider's crawl stops, whatever the site links to: each budget reached is named in
+# one WARNING line and counted (budget/reached/<name>, budget/refused/<name>).
+DEPTH_LIMIT = 50  # links followed from a start page (Scrapy's DepthMiddleware); 0: none
+# Pages in a row reached from a page of the same URL shape (digits normalised): an endless
+# ?page=N+1 or /day/N -> /day/N+1 chain stops here; 0: none.
+CRAWL_MAX_CHAIN = 100
+CRAWL_MAX_PAGES = 0  # pages per job over all workers (the job then ends); 0: none
+CRAWL_MAX_SECONDS = 0.0  # wall time of the job in seconds (then it ends); 0: none
+# Requests followed from one page; the rest are counted (links/capped) and dropped.
+CRAWL_MAX_LINKS_PER_PAGE = 1000
+CRAWL_LINK_BATCH = 100  # requests handed to the scheduler before the event loop runs again
+
+# --- bounded values (crawlers/bounded.py) ---
+# Text fields of an item longer than this are cut and marked " [truncated: N more
+# characters]" by the validation pipeline, counted (items/truncated_fields); 0: no cap.
+ITEM_FIELD_MAX_CHARS = 100_000
+# Log lines longer than this are cut (the rest counted in the line); 0: never cut.
+LOG_MAX_LINE_CHARS = 4000
+
 # --- spiders ---
 MAX_LISTING_PAGES = 10  # listing pages followed per start entry (a profile may lower it)

@@ -164,6 +164,31 @@ class Fetch(Table):
         }
 
 
+class Budget(Table):
+    """The site's crawl budgets (crawlers/budget.py, docs/configuration.md "Crawl
+    budgets"); unset keys keep the platform's defaults, 0 switches one off."""
+
+    depth: Annotated[int, Field(ge=0)] | None = None  # DEPTH_LIMIT
+    chain: Annotated[int, Field(ge=0)] | None = None  # CRAWL_MAX_CHAIN
+    pages: Annotated[int, Field(ge=0)] | None = None  # CRAWL_MAX_PAGES, per job
+    seconds: Annotated[float, Field(ge=0)] | None = None  # CRAWL_MAX_SECONDS, per job
+    links_per_page: Annotated[int, Field(ge=0)] | None = None  # CRAWL_MAX_LINKS_PER_PAGE
+
+    def scrapy_settings(self) -> dict[str, Any]:
+        names = {
+            "depth": "DEPTH_LIMIT",
+            "chain": "CRAWL_MAX_CHAIN",
+            "pages": "CRAWL_MAX_PAGES",
+            "seconds": "CRAWL_MAX_SECONDS",
+            "links_per_page": "CRAWL_MAX_LINKS_PER_PAGE",
+        }
+        return {
+            setting: getattr(self, key)
+            for key, setting in names.items()
+            if getattr(self, key) is not None
+        }
+
+
 class Timeouts(Table):
     """Seconds. The producer may take up to 2 h for bootstrap-heavy sites."""
 

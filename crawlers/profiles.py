@@ -32,6 +32,7 @@ from pydantic_core import PydanticCustomError
 
 from core.config import site_profiles_dir
 from crawlers.profile_schema import (
+    Budget,
     Cron,
     Fetch,
     FingerprintTable,
@@ -93,6 +94,7 @@ class SiteProfile(Table):
     politeness: Politeness = Politeness()
     fetch: Fetch = Fetch()
     timeouts: Timeouts = Timeouts()
+    budget: Budget = Budget()
     recrawl: Recrawl = Recrawl()
     # Scrapy settings of this site (spider priority: BLOCK_MARKERS, MAX_LISTING_PAGES, ...);
     # their values are the add-on's to check when a crawl starts.
@@ -198,6 +200,7 @@ class SiteProfile(Table):
             "AUTOTHROTTLE_TARGET_CONCURRENCY": polite.autothrottle_target,
             "DOWNLOAD_TIMEOUT": self.timeouts.download,
             **self.fetch.scrapy_settings(),
+            **self.budget.scrapy_settings(),
         }
         settings.update(self.settings)
         return settings

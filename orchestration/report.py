@@ -56,6 +56,26 @@ def access_text(document: Mapping[str, Any]) -> str:
     )
 
 
+# Values a page carried that the crawl bounded (crawlers.bounded, crawlers.budget).
+BOUNDED_COUNTERS = {
+    "links/capped": "links not followed (per-page cap)",
+    "items/truncated_fields": "items with fields cut",
+    "json/too_deep": "JSON too deep",
+    "decode/invalid_utf8": "invalid UTF-8",
+}
+
+
+def bounded_text(document: Mapping[str, Any]) -> str:
+    """``links not followed (per-page cap) 99000, JSON too deep 1``; ``none``."""
+    counters = document.get("counters") or {}
+    parts = [
+        f"{name} {counters[key]}"
+        for key, name in BOUNDED_COUNTERS.items()
+        if str(counters.get(key, "0")) not in ("0", "")
+    ]
+    return ", ".join(parts) or "none"
+
+
 def duration_text(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"
@@ -103,6 +123,7 @@ def summary_context(
         "blocks_by_kind": blocks_by_kind_text(document),
         "access": access_text(document),
         "refusal": document.get("refusal"),
+        "budgets": document.get("budgets"),
         "errors": document["errors"],
         # Older job documents have no such figure.
         "error_responses": document.get("error_responses", 0),
@@ -200,6 +221,8 @@ def table_rows(
         ("block rate", "n/a" if rate is None else f"{rate:.2%}"),
         ("pages refused (only blocks)", document.get("pages_refused", 0)),
         ("access", access_text(document)),
+        ("budgets reached", document.get("budgets") or "none"),
+        ("values bounded", bounded_text(document)),
         ("errors", document["errors"]),
         ("error responses (HTTP 4xx/5xx)", document.get("error_responses", 0)),
         ("duration", duration_text(document["duration_seconds"])),

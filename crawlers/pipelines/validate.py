@@ -16,12 +16,17 @@ An ``ItemSeen`` (an item seen unchanged without its page being parsed,
 are set and the type is declared, counted ``recrawl/seen/<reason>``; otherwise dropped,
 counted ``validation/dropped/_seen``.
 
+A text field longer than ``ITEM_FIELD_MAX_CHARS`` (a 20 MB description) is cut first and
+marked (``crawlers.bounded.TRUNCATED_MARK``), counted ``items/truncated_fields`` and
+``items/truncated/<type>/<field>``, one WARNING line per item.
+
 The item passed on is pydantic's normalised copy (e.g. an int in a float field becomes a
 float), so equal content always hashes equally in dedup.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from itemadapter import ItemAdapter
@@ -35,15 +40,19 @@ from core.items_schema import (
     schema_by_type,
     schema_for,
 )
+from crawlers.bounded import truncate_text_fields
 from crawlers.ledger import CrawlLedger
 from crawlers.pipelines.common import carry_notes, job_of, site_of
 from crawlers.recrawl import ItemSeen
+
+logger = logging.getLogger(__name__)
 
 
 class ValidationPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.ledger = CrawlLedger.of(crawler)
+        self.max_chars = crawler.settings.getint("ITEM_FIELD_MAX_CHARS")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ValidationPipeline:
@@ -61,6 +70,7 @@ class ValidationPipeline:
         except UnknownItemType as exc:
             self._inc(f"validation/dropped/_unknown/{type(item).__name__}")
             raise DropItem(str(exc)) from None
+        self._truncate(item, schema.item_type)
         result = schema.validate(item)
         if result.ok:
             self._inc(f"validation/valid/{schema.item_type}")
@@ -76,6 +86,24 @@ class ValidationPipeline:
         message = f"invalid {schema.item_type} {where}: " + "; ".join(str(e) for e in result.errors)
         await self._record(schema, item, message)
         raise DropItem(message)
+
+    def _truncate(self, item: Any, item_type: str) -> None:
+        """Text fields over ``ITEM_FIELD_MAX_CHARS`` cut and marked, counted, one line."""
+        fields = ItemAdapter(item)
+        values = {name: fields.get(name) for name in fields.field_names() if name in fields}
+        cut = truncate_text_fields(values, self.max_chars)
+        if not cut:
+            return
+        for name in cut:
+            fields[name] = values[name]
+            self._inc(f"items/truncated/{item_type}/{name}")
+        self._inc("items/truncated_fields")
+        logger.warning(
+            "%s: %s cut at ITEM_FIELD_MAX_CHARS=%d (counted in items/truncated_fields)",
+            fields.get("url") or item_type,
+            ", ".join(f"{name} ({n} characters dropped)" for name, n in cut.items()),
+            self.max_chars,
+        )
 
     def _seen(self, item: ItemSeen) -> ItemSeen:
         problem = None

@@ -15,7 +15,6 @@ from babel's CLDR data and price-parser's table (``crawlers.spiders.currency``).
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import math
 import re
@@ -30,6 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
+from crawlers.bounded import loads
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.currency import NO_MARKET, Market, currency_code, printed_sign, resolve
 
@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 _SCHEMA_PREFIXES = ("https://schema.org/", "http://schema.org/")
 # The blocks extruct reads as JSON-LD (its own selection), handed to it one at a time.
 _JSONLD_SCRIPTS = etree.XPath('//script[@type="application/ld+json"]')
+_SKIPPED_SHOWN = 3  # unreadable blocks whose reasons the one warning line names
 
 
 class ProductionSpider(SiteSpider):
@@ -88,12 +89,32 @@ class ProductionSpider(SiteSpider):
             self.logger.warning("%s: missing %s", url, ", ".join(missing))
             self.count("missing_fields")
 
+    def failure_reason(self, failure: Failure) -> str:
+        return failure_reason(failure, self.settings.getint("DOWNLOAD_MAXSIZE"))
+
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]
-        self.logger.error("request failed: %s (%s)", request.url, failure.getErrorMessage())
+        self.logger.error("request failed: %s (%s)", request.url, self.failure_reason(failure))
         self.count("request_failed")
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(f"errors/request_failed/{failure.type.__name__}")
+
+
+def failure_reason(failure: Failure, maxsize: int = 0) -> str:
+    """A failed request's reason for its one log line: the error's message, or, for a
+    download cancelled without one (a streamed body past ``DOWNLOAD_MAXSIZE``, which
+    Scrapy's HTTP/1.1 handler cancels with an empty error), what cancelled it."""
+    message = failure.getErrorMessage()
+    if message:
+        return message
+    name = failure.type.__name__ if failure.type else "error"
+    if "Cancel" in name:
+        request = getattr(failure, "request", None)
+        limit = (request.meta.get("download_maxsize") if request is not None else None) or maxsize
+        if limit:
+            return f"{name}: download cancelled, the body passed DOWNLOAD_MAXSIZE={limit} bytes"
+        return f"{name}: download cancelled"
+    return name
 
 
 def is_loopback(url: str) -> bool:
@@ -121,7 +142,7 @@ def script_json(response: TextResponse, xpath: str) -> Any:
 
 def _loads(raw: str) -> Any:
     # Old pages wrap script JSON in an HTML comment to hide it from pre-HTML4 browsers.
-    return json.loads(raw.strip().removeprefix("<!--").removesuffix("-->"), strict=False)
+    return loads(raw.strip().removeprefix("<!--").removesuffix("-->"), strict=False)
 
 
 def find_key(data: Any, key: str, *, limit: int = 50_000) -> Iterator[Any]:
@@ -180,11 +201,15 @@ def structured_nodes(
             walk = _walk_jsonld if syntax == "json-ld" else _walk_microdata
             nodes.extend(node for entry in found for node in walk(entry))
     if skipped:
+        # One bounded line however many blocks are broken: the first reasons, the count.
+        shown = "; ".join(reason[:200] for reason in skipped[:_SKIPPED_SHOWN])
+        more = len(skipped) - _SKIPPED_SHOWN
         logger.warning(
-            "%s: skipped %d unreadable structured data block(s): %s",
+            "%s: skipped %d unreadable structured data block(s): %s%s",
             response.url,
             len(skipped),
-            "; ".join(skipped),
+            shown,
+            f"; and {more} more" if more > 0 else "",
         )
     return nodes
 

@@ -12,7 +12,6 @@ missing field is logged with its URL and counted in the ``demo/*`` stats.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -25,12 +24,14 @@ from scrapy.http import Response, TextResponse
 from scrapy.selector import Selector
 from twisted.python.failure import Failure
 
+from crawlers.bounded import response_json
 from crawlers.cards import Card
 from crawlers.items import DemoProduct
 from crawlers.recrawl import ItemSeen
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.common import (
     css_text,
+    failure_reason,
     first,
     has_type,
     money,
@@ -169,7 +170,7 @@ class DemoSpider(SiteSpider):
 
     def parse_reviews(self, response: Response, product: dict[str, Any]) -> Iterator[DemoProduct]:
         try:
-            data = json.loads(response.text) if isinstance(response, TextResponse) else None
+            data = response_json(response, self.crawler.stats)
             reviews = [_review(entry) for entry in data["reviews"]]  # type: ignore[index]
         except (ValueError, KeyError, TypeError) as exc:
             self.logger.error("%s: unreadable reviews JSON (%s)", response.url, exc)
@@ -184,14 +185,12 @@ class DemoSpider(SiteSpider):
     # -- errors ------------------------------------------------------------------------
     def on_error(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]
-        self.logger.error("request failed: %s (%s)", request.url, failure.getErrorMessage())
+        self.logger.error("request failed: %s (%s)", request.url, self._reason(failure))
         self._count("request_failed")
 
     def on_reviews_error(self, failure: Failure) -> Iterator[scrapy.Request | DemoProduct]:
         request = failure.request  # type: ignore[attr-defined]
-        self.logger.warning(
-            "reviews request failed: %s (%s)", request.url, failure.getErrorMessage()
-        )
+        self.logger.warning("reviews request failed: %s (%s)", request.url, self._reason(failure))
         self._count("reviews_failed")
         yield from self._without_reviews(request, request.cb_kwargs["product"], failure)
 
@@ -209,6 +208,9 @@ class DemoSpider(SiteSpider):
             return
         self._count("incomplete")
         yield DemoProduct(**product, incomplete=["reviews"])
+
+    def _reason(self, failure: Failure) -> str:
+        return failure_reason(failure, self.settings.getint("DOWNLOAD_MAXSIZE"))
 
     def _fail(self, url: str, page: str, reason: str) -> None:
         self.logger.error("%s (%s page): %s", url, page, reason)

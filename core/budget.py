@@ -1,0 +1,123 @@
+"""A job's crawl budget held across workers: pages per job and wall time, in Redis.
+
+Every worker counts the pages it got into one counter of the job; the first call that
+takes it past the budget (or finds the job older than its wall-time budget) records the
+reason and empties the site's frontier, so the job ends the way any job ends: nothing
+queued, in-flight leases acked, workers idle, and the flow's drain poll sees it drained.
+A request yielded after that is refused by the worker (``crawlers.budget``).
+
+Framework-agnostic: no Scrapy here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis.asyncio
+
+from core.jobstats import STATS_TTL_SECONDS
+from core.keys import SiteKeys
+
+# Budget names: the finish reason of a crawl closed by one is ``budget_<name>``.
+PAGES = "pages"
+TIME = "time"
+
+# KEYS: pages counter, budget hash, queue, start list
+# ARGV: pages to add, page budget (0: none), TTL (s)
+# Returns {pages counted, 1 when this call crossed the budget else 0, reason or ''}.
+_COUNT = """
+local pages = redis.call('INCRBY', KEYS[1], tonumber(ARGV[1]))
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+local limit = tonumber(ARGV[2])
+local reason = redis.call('HGET', KEYS[2], 'reason')
+if limit > 0 and pages >= limit then
+  local first = 0
+  if not reason then
+    redis.call('HSET', KEYS[2], 'reason', 'pages', 'limit', limit)
+    redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
+    reason = 'pages'
+    first = 1
+  end
+  -- Emptied on every call past the budget: a push racing the first one is dropped too.
+  redis.call('DEL', KEYS[3], KEYS[4])
+  return {pages, first, reason}
+end
+return {pages, 0, reason or ''}
+"""
+
+# KEYS: budget hash, jobs (zset: job id -> start), queue, start list
+# ARGV: job id, wall-time budget (s), TTL (s)
+# Returns {seconds since the job started, 1 when this call ended it else 0, reason or ''}.
+_CLOCK = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local started = redis.call('ZSCORE', KEYS[2], ARGV[1])
+local reason = redis.call('HGET', KEYS[1], 'reason')
+if not started then return {'0', 0, reason or ''} end
+local elapsed = now - tonumber(started)
+local limit = tonumber(ARGV[2])
+if limit > 0 and elapsed >= limit then
+  local first = 0
+  if not reason then
+    redis.call('HSET', KEYS[1], 'reason', 'time', 'limit', limit)
+    redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+    reason = 'time'
+    first = 1
+  end
+  redis.call('DEL', KEYS[3], KEYS[4])
+  return {tostring(elapsed), first, reason}
+end
+return {tostring(elapsed), 0, reason or ''}
+"""
+
+
+class JobBudget:
+    """The page and wall-time budgets of one site's jobs (asyncio client)."""
+
+    def __init__(
+        self, server: redis.asyncio.Redis, site: str, *, ttl: int = STATS_TTL_SECONDS
+    ) -> None:
+        self.server = server
+        self.keys = SiteKeys(site)
+        self.ttl = ttl
+
+    async def count_pages(self, job_id: str, n: int, limit: int) -> tuple[int, bool, str]:
+        """Add ``n`` pages to the job: (pages so far, whether this call ended the job,
+        the reason the job's budget ended it, '' while it runs)."""
+        keys = [
+            self.keys.job_budget_pages(job_id),
+            self.keys.job_budget(job_id),
+            self.keys.queue,
+            self.keys.start_urls,
+        ]
+        pages, first, reason = await self.server.eval(_COUNT, 4, *keys, n, limit, self.ttl)
+        return int(pages), bool(int(first)), _text(reason)
+
+    async def check_clock(self, job_id: str, limit: float) -> tuple[float, bool, str]:
+        """(seconds since the job was enqueued on Redis' clock, whether this call ended
+        the job, the reason its budget ended it or '')."""
+        keys = [self.keys.job_budget(job_id), self.keys.jobs, self.keys.queue, self.keys.start_urls]
+        elapsed, first, reason = await self.server.eval(_CLOCK, 4, *keys, job_id, limit, self.ttl)
+        return float(_text(elapsed)), bool(int(first)), _text(reason)
+
+
+def reached_text(counters: Sequence[tuple[str, int]] | dict[str, int]) -> str:
+    """``pages (budget 100), chain 12 links refused``: the budgets a job reached, from its
+    counters (``budget/reached/<name>`` and ``budget/refused/<name>``); '' for none."""
+    items = dict(counters)
+    names = sorted(
+        {
+            name.split("/", 2)[2]
+            for name in items
+            if name.startswith(("budget/reached/", "budget/refused/")) and name.count("/") == 2
+        }
+    )
+    parts = []
+    for name in names:
+        refused = int(items.get(f"budget/refused/{name}", 0))
+        parts.append(f"{name} ({refused} requests refused)" if refused else name)
+    return ", ".join(parts)
+
+
+def _text(value: bytes | str | int) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
