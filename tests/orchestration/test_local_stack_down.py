@@ -58,7 +58,9 @@ def test_a_reused_pid_is_left_alone_and_every_pid_file_goes(platform_dir: Path) 
             process.wait()
 
 
-def test_the_prefect_worker_stops_promptly(platform_dir: Path, prefect_server: PrefectServer) -> None:
+def test_the_prefect_worker_stops_promptly(
+    platform_dir: Path, prefect_server: PrefectServer
+) -> None:
     worker = PrefectWorker(prefect_server, pool="down-probe", run_dir=platform_dir / "stack")
     worker.start()
     try:
