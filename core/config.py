@@ -274,6 +274,9 @@ class PlatformSettings(BaseSettings):
     # for an operator's accept/reject in the Prefect UI; 0: no approval step, it fails
     # at once. Unanswered in time: it fails (closed).
     gate_approval_timeout: int = Field(default=0, ge=0)
+    # A job whose ERROR log lines exceed this many per 1,000 pages fetched (and at least
+    # one) completes with a warning, in its report and Slack, not plain green.
+    job_errors_warn_per_1000_pages: float = Field(default=10.0, ge=0)
 
     # Kibana as operators' browsers reach it (e.g. https://kibana.example.com): the run
     # report links the dashboard filtered to the job. None: no Kibana links.

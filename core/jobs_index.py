@@ -23,7 +23,7 @@ from elasticsearch import BadRequestError, ConflictError, Elasticsearch
 
 from core.budget import reached_text
 from core.items_schema import DATE, KEYWORD
-from core.jobstats import JobStats
+from core.jobstats import JobStats, unparsed_pages
 from core.keys import SiteKeys
 from core.ledger import job_figures
 from core.refusal import KINDS, Presented, refusal
@@ -77,6 +77,8 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "items_removed": _LONG,  # marked removed by the job (core.removals)
     "items_restored": _LONG,  # removed items the job saw again
     "errors": _LONG,  # ERROR log lines
+    # Pages a spider fetched but could not read (its ``<spider>/<page>_unparsed`` counts)
+    "pages_unparsed": _LONG,
     # Pages that answered 4xx/5xx (``responses/error``; a missing robots.txt is not one)
     "error_responses": _LONG,
     "spill_remaining": _LONG,
@@ -199,6 +201,7 @@ def job_document(
         "items_removed": numbers.get("items/removed", 0),
         "items_restored": numbers.get("items/restored", 0),
         "errors": numbers.get("log_count/ERROR", 0),
+        "pages_unparsed": sum(unparsed_pages(numbers).values()),
         "error_responses": numbers.get("responses/error", 0),
         "spill_remaining": spill_remaining,
         "counters": {name: str(value) for name, value in sorted(numbers.items())},

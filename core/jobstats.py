@@ -13,6 +13,9 @@ import redis
 
 from core.keys import SiteKeys
 
+# Spiders count a page they fetched but could not read as ``<spider>/<page>_unparsed``.
+UNPARSED_SUFFIX = "_unparsed"
+
 # Job counters expire a while after the last write; the jobs index keeps the history.
 STATS_TTL_SECONDS = 14 * 24 * 3600
 
@@ -36,6 +39,15 @@ class JobStats:
     def get(self, job_id: str) -> dict[str, int]:
         raw = self.server.hgetall(self.keys.stats(job_id))
         return {name.decode(): int(value) for name, value in raw.items()}
+
+
+def unparsed_pages(counters: Mapping[str, object]) -> dict[str, int]:
+    """The job's unreadable pages by counter (``demo/product_unparsed``: 111)."""
+    return {
+        name: int(value)  # type: ignore[call-overload]
+        for name, value in counters.items()
+        if name.endswith(UNPARSED_SUFFIX) and value
+    }
 
 
 class DeltaTracker:

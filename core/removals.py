@@ -36,7 +36,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 from elasticsearch.helpers import scan
 
 from core.items_schema import DATE
-from core.jobstats import STATS_TTL_SECONDS, JobStats
+from core.jobstats import STATS_TTL_SECONDS, JobStats, unparsed_pages
 from core.keys import SiteKeys
 from core.ledger import job_figures
 from core.redis_client import Client
@@ -164,9 +164,14 @@ def skip_reason(server: Client, site: str, job_id: str, *, finished: bool = True
     reasons = []
     if figures["pages/refused"]:
         reasons.append(f"{figures['pages/refused']} page(s) refused by the site")
-    failed = failed_requests(JobStats(server, site).get(job_id))
+    counters = JobStats(server, site).get(job_id)
+    failed = failed_requests(counters)
     if failed:
         reasons.append(f"{failed} request(s) failed for good")
+    # A page fetched but unreadable says nothing about whether its item still exists.
+    unparsed = sum(unparsed_pages(counters).values())
+    if unparsed:
+        reasons.append(f"{unparsed} page(s) could not be parsed")
     if not reasons and not figures["items/scraped"]:
         reasons.append("the job saw no items")
     return "; ".join(reasons) or None

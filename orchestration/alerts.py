@@ -56,7 +56,10 @@ _templates = Environment(
     undefined=StrictUndefined,
     autoescape=False,  # Slack mrkdwn, not HTML  # noqa: S701
     keep_trailing_newline=False,
+    # Block tags on their own lines leave no blank line; a line ending in a block tag
+    # would lose its newline, so the templates never end a text line with one.
     trim_blocks=True,
+    lstrip_blocks=True,
 )
 
 

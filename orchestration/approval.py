@@ -44,6 +44,44 @@ class BaselineDecision(RunInput):
         )
     )
     note: str = Field(default="", description="why (kept in the site's baseline history)")
+    accept_empty: bool = Field(
+        default=False,
+        description=(
+            "accept even though the proposed layout extracts nothing from some page type "
+            "(its runs would store nothing from those pages)"
+        ),
+    )
+
+
+def extraction_losses(result: dict[str, Any]) -> list[str]:
+    """What extraction lost on the gate's sample, one line each, worst first: page types
+    whose callback yielded nothing (no item, no link), then fields lost."""
+    extraction = result.get("extraction") or {}
+    page_types = extraction.get("page_types") or {}
+    empty = [
+        f"{name}: extraction yielded nothing on {entry.get('pages', 0)} page(s) (no item, no link)"
+        for name, entry in sorted(page_types.items())
+        if entry.get("pages") and not entry.get("items") and not entry.get("requests")
+    ]
+    failed = [
+        f"{name}: fields lost: {', '.join(fields)}"
+        for name, fields in sorted((extraction.get("failed_fields") or {}).items())
+        if fields
+    ]
+    lost = extraction.get("lost_fields") or []
+    over_sample = [f"lost over the whole sample: {', '.join(lost)}"] if lost else []
+    return empty + failed + over_sample
+
+
+def extracts_nothing(result: dict[str, Any]) -> list[str]:
+    """The page types the proposed layout extracts nothing from (accepting it would store
+    nothing from their pages)."""
+    page_types = (result.get("extraction") or {}).get("page_types") or {}
+    return sorted(
+        name
+        for name, entry in page_types.items()
+        if entry.get("pages") and not entry.get("items") and not entry.get("requests")
+    )
 
 
 def sites_dir(settings: PlatformSettings | None = None) -> Path:
@@ -75,9 +113,24 @@ def describe(
     summary = str(result.get("summary") or result.get("reason") or "").splitlines()
     shown = summary[:DETAIL_LINES] + (["..."] if len(summary) > DETAIL_LINES else [])
     page_types = ", ".join(sorted((result.get("proposed_baseline") or {}).get("page_types", {})))
+    losses = extraction_losses(result)
+    empty = extracts_nothing(result)
     lines = [
         f"**scrape-{site}: the structure gate failed closed ({verdict}).**",
         "",
+        "**What extraction lost on the sample:**"
+        if losses
+        else "**Extraction:** complete on the sample.",
+        *(f"- {line}" for line in losses),
+        "",
+    ]
+    if empty:
+        lines += [
+            f"**accept is refused** while the proposed layout extracts nothing from "
+            f"{', '.join(empty)}: tick *accept_empty* to accept it anyway.",
+            "",
+        ]
+    lines += [
         "```",
         *shown,
         "```",
@@ -113,6 +166,18 @@ def accept(
     """Write the accepted proposal as the site's baseline; returns the baseline's path."""
     return accept_baseline(
         site, result["proposed_baseline"], sites_dir=sites_dir(settings), note=note, by=by
+    )
+
+
+def refusal(site: str, result: dict[str, Any], decision: BaselineDecision) -> str | None:
+    """Why an ``accept`` is not taken (None: it is): the proposed layout extracts nothing
+    from some page type and the operator did not tick ``accept_empty``."""
+    empty = extracts_nothing(result)
+    if decision.decision != "accept" or not empty or decision.accept_empty:
+        return None
+    return (
+        f"structure gate: accepting the proposed baseline of {site} was refused: it extracts "
+        f"nothing from {', '.join(empty)} (resume with accept_empty to accept it anyway)"
     )
 
 

@@ -28,7 +28,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import INPUTS, RUN_ID, TASK_SOURCE, Inputs
 from prefect.runtime import flow_run
-from prefect.states import Failed
+from prefect.states import Completed, Failed
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
@@ -49,13 +49,13 @@ from fingerprints.gate import check_all, verify_site
 from fingerprints.proposed import save_proposed_baseline
 from llm.embedders import default_embedder
 from llm.process import process_job
-from orchestration import approval, health
+from orchestration import alert_context, approval, health
 from orchestration.alerts import notify
 from orchestration.coverage import alert_coverage_drop, job_coverage
 from orchestration.hooks import alert_failed_run, alert_failed_step, send_job_summary
 from orchestration.progress import DrainWatcher, LlmWatcher
 from orchestration.repairs import alert_lines
-from orchestration.report import markdown, summary_context, table_rows
+from orchestration.report import job_warnings, markdown, summary_context, table_rows
 from orchestration.steps import LocalWorkers, StepError, job_id_for, preflight, wait_for_drain
 
 # Cached per task, inputs and flow run: a retry of the same run (same run id) skips the
@@ -299,10 +299,16 @@ def llm_process_task(site: str, job_id: str) -> dict[str, Any]:
 
 @task(name="report", on_failure=[alert_failed_step], on_completion=[send_job_summary])
 def report_task(
-    site: str, job_id: str, llm: dict[str, Any], removals: dict[str, Any] | None = None
+    site: str,
+    job_id: str,
+    llm: dict[str, Any],
+    removals: dict[str, Any] | None = None,
+    drift: str | None = None,
 ) -> dict[str, Any]:
     """The job document, the run's artifacts; returns the job summary's template context
-    (sent to Slack by the ``on_completion`` hook)."""
+    (sent to Slack by the ``on_completion`` hook). ``drift``: the drifted gate's reason;
+    it, unparsed pages, errors over the threshold or a coverage drop are the summary's
+    ``warnings``."""
     server, es = redis_client(), es_client()
     counters = job_counters(server, site, job_id)
     skipped = (removals or {}).get("skipped")  # why the job counted no misses, if it did not
@@ -324,6 +330,14 @@ def report_task(
     coverage_report = job_coverage(es, site, job_id, sites_dir=approval.sites_dir())
     get_run_logger().info(coverage_report.summary())
     coverage = coverage_report.to_dict()
+    warnings = job_warnings(
+        document,
+        coverage=coverage,
+        drift=drift,
+        errors_per_1000_pages=get_settings().job_errors_warn_per_1000_pages,
+    )
+    for warning in warnings:
+        get_run_logger().warning("%s", warning)
     create_markdown_artifact(
         markdown(
             document,
@@ -331,6 +345,7 @@ def report_task(
             changes=changes,
             kibana_url=get_settings().kibana_public_url,
             coverage=coverage,
+            warnings=warnings,
         ),
         key=f"{artifact_prefix(site)}-report",
     )
@@ -352,6 +367,7 @@ def report_task(
         run_url=run_url(),
         changes=changes,
         coverage=coverage,
+        warnings=warnings,
     )
 
 
@@ -401,79 +417,57 @@ def scrape_site(
         decision = approval.request_decision(site, result, timeout)
         if decision.decision != "accept":
             return Failed(name="FailedClosed", message=approval.rejection(site, decision))
+        if refused := approval.refusal(site, result, decision):
+            get_run_logger().error("%s", refused)
+            return Failed(name="FailedClosed", message=refused)
         accept_baseline_task(site, result, decision.note)
-    elif (report := gate.result()).get("verdict") == "drifted":
+    drift = None
+    if gate.is_completed() and (report := gate.result()).get("verdict") == "drifted":
         warn_structure_drift(site, report, scrape=True)  # the data still comes out: go on
+        drift = str(report.get("reason") or "drifted")
     profile = SiteProfile.load(site)  # the gate passed, so the site has a profile
 
     produce_task.with_options(timeout_seconds=profile.timeouts.producer)(site, job_id, base_url)
     drain_task(site, job_id, local_workers, base_url, float(profile.timeouts.drain))
     removals = mark_removed_task(site, job_id, profile.recrawl.removed_after_jobs)
     llm = llm_process_task(site, job_id)
-    summary = report_task(site, job_id, llm, removals)
-    return {"site": site, "job_id": job_id, "items": summary["items"]}
+    summary = report_task(site, job_id, llm, removals, drift)
+    result = {"site": site, "job_id": job_id, "items": summary["items"]}
+    if summary["warnings"]:
+        # Completed, but not plain green: the runs list shows the name and the message.
+        return Completed(
+            name="CompletedWithWarnings", message="; ".join(summary["warnings"]), data=result
+        )
+    return result
 
 
 def alert_structure_change(
-    site: str, result: dict[str, Any], *, waiting_until: str | None = None
+    site: str,
+    result: dict[str, Any],
+    *,
+    waiting_until: str | None = None,
+    flow: str = alert_context.SCRAPE,
 ) -> None:
     """``waiting_until``: the run is suspended for an operator's accept/reject until then."""
-    page_types = [
-        {
-            "name": name,
-            "similarity": detail.get("similarity"),
-            "threshold": detail.get("threshold"),
-            "changed": detail.get("changed_features", []),
-        }
-        for name, detail in (result.get("page_types") or {}).items()
-        if not detail.get("passed", False)
-    ]
     notify(
         "structure_change",
-        site=site,
-        status_label=str(result.get("status", "failed")).replace("_", " "),
-        reason=result.get("reason", ""),
-        page_types=page_types,
-        run_url=run_url(),
-        repairs=alert_lines(site, result),  # validated rule suggestions for failed fields
-        waiting_until=waiting_until,
+        **alert_context.structure_change_context(
+            site,
+            result,
+            flow=flow,
+            waiting_until=waiting_until,
+            run_url=run_url(),
+            repairs=alert_lines(site, result),  # validated rule suggestions for failed fields
+        ),
     )
 
 
 def warn_structure_drift(site: str, result: dict[str, Any], *, scrape: bool) -> None:
     """The Slack warning for a drifted gate: what changed, and the proposed baseline."""
-    page_types = []
-    for name, detail in (result.get("page_types") or {}).items():
-        if detail.get("passed", False):
-            continue
-        missing = {
-            selector
-            for page in detail.get("pages", [])
-            for selector in (page.get("comparison") or {}).get("missing_required", [])
-        }
-        page_types.append(
-            {
-                "name": name,
-                "similarity": detail.get("similarity"),
-                "threshold": detail.get("threshold"),
-                "changed": detail.get("changed_features", []),
-                "missing": sorted(missing),
-            }
-        )
-    extraction = result.get("extraction") or {}
-    counts = ", ".join(
-        f"{name}: {entry.get('items', 0)} valid item(s), {entry.get('requests', 0)} link(s)"
-        for name, entry in (extraction.get("page_types") or {}).items()
-    )
+    flow = alert_context.SCRAPE if scrape else alert_context.CHECK_SITE_VERSIONS
     notify(
         "structure_drift",
-        site=site,
-        what=f"scrape-{site}" if scrape else f"{site} fixtures",
-        reason=result.get("reason", ""),
-        page_types=page_types,
-        extraction=counts or "no items needed",
-        proposed_path=result.get("proposed_baseline_path"),
-        run_url=run_url(),
+        **alert_context.structure_drift_context(site, result, flow=flow, run_url=run_url()),
     )
 
 
@@ -493,7 +487,9 @@ def check_site_versions(sites: list[str] | None = None) -> Any:
         reason = result.reason.replace("|", "\\|")  # a table cell
         lines.append(f"| {result.site} | {result.verdict} | {reason} |")
         if not result.passed:
-            alert_structure_change(result.site, result.to_dict())
+            alert_structure_change(
+                result.site, result.to_dict(), flow=alert_context.CHECK_SITE_VERSIONS
+            )
         elif result.verdict == "drifted":
             warn_structure_drift(result.site, result.to_dict(), scrape=False)
     create_markdown_artifact("\n".join(lines), key="check-site-versions")

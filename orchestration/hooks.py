@@ -56,6 +56,14 @@ logger = logging.getLogger(__name__)
 LOG_LINES = 8
 LOG_LINE_CHARS = 200
 ERROR_CHARS = 1500
+# Prefect's own lines about the failure repeat the alert's error, cut to its first line.
+ENGINE_FAILURE_LINES = (
+    "Running hook",  # the hook's own
+    "Task run failed with ",
+    "Encountered exception during execution",
+    "Finished in state ",
+    "Crash detected!",
+)
 # Failed states whose flow sent its own alert (structure change, health report).
 SELF_ALERTED = frozenset({"FailedClosed", "StructureChanged", "Unhealthy"})
 UNFINISHED = (StateType.RUNNING, StateType.FAILED, StateType.CRASHED)
@@ -220,7 +228,7 @@ def last_log_lines(flow_run_id: UUID | None, task_run_id: UUID | None = None) ->
             log_filter.task_run_id = LogFilterTaskRunId(any_=[task_run_id])
         with get_client(sync_client=True) as client:
             logs = client.read_logs(
-                log_filter=log_filter, limit=LOG_LINES + 2, sort=LogSort.TIMESTAMP_DESC
+                log_filter=log_filter, limit=LOG_LINES * 3, sort=LogSort.TIMESTAMP_DESC
             )
     except Exception as exc:  # context for the alert only: never block the alert
         logger.warning("could not read the logs of %s: %s", flow_run_id, exc)
@@ -228,6 +236,6 @@ def last_log_lines(flow_run_id: UUID | None, task_run_id: UUID | None = None) ->
     lines = [
         f"{logging.getLevelName(log.level)} {log.message.splitlines()[0][:LOG_LINE_CHARS]}"
         for log in reversed(logs)
-        if log.message and not log.message.startswith("Running hook")  # the hook's own
+        if log.message and not log.message.startswith(ENGINE_FAILURE_LINES)
     ]
     return lines[-LOG_LINES:]

@@ -132,26 +132,65 @@ def up() -> dict[str, str]:
 
 
 def down() -> None:
+    """Stop what the stack's and the local jobs' PID files name, each only if it is still
+    the process that wrote it (a PID the system gave to another process since is left
+    alone); every PID file is removed."""
     run_dir = stack_dir()
     pid_files = sorted(run_dir.glob("*.pid")) + sorted(
         (get_settings().platform_run_dir / "jobs").glob("*/*.pid")
     )
     stopped = []
     for pid_file in pid_files:
-        with contextlib.suppress(ValueError, OSError):
-            pid = int(pid_file.read_text().strip())
-            os.killpg(pid, signal.SIGTERM)
+        pid = ours(pid_file)
+        if pid is None:
+            pid_file.unlink(missing_ok=True)
+            continue
+        with contextlib.suppress(OSError):
+            # SIGINT first: the Prefect worker and scrapy treat it as a prompt shutdown.
+            os.killpg(pid, signal.SIGINT)
             stopped.append((pid_file, pid))
     deadline = time.monotonic() + 30
     for pid_file, pid in stopped:
         while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
+            time.sleep(0.1)
         if _alive(pid):
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
         pid_file.unlink(missing_ok=True)
         print(f"  stopped {pid_file.stem} (pid {pid})")
     state_path().unlink(missing_ok=True)
+
+
+def ours(pid_file: Path) -> int | None:
+    """The PID ``pid_file`` names if that process still is the one that wrote it: alive,
+    the leader of its process group (ours all are), and started before the file was
+    written (a reused PID belongs to a process started later). None otherwise."""
+    try:
+        pid = int(pid_file.read_text().split()[0])
+        written = pid_file.stat().st_mtime
+    except (OSError, ValueError, IndexError):
+        return None
+    if pid <= 1 or not _alive(pid):
+        return None
+    try:
+        if os.getpgid(pid) != pid:
+            return None
+        started = process_start_time(pid)
+    except OSError:
+        return None
+    return pid if started <= written + 1.0 else None
+
+
+def process_start_time(pid: int) -> float:
+    """When ``pid`` started (epoch seconds), from /proc: boot time + its start ticks."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, after "(comm)"
+    boot = next(
+        float(line.split()[1])
+        for line in Path("/proc/stat").read_text().splitlines()
+        if line.startswith("btime ")
+    )
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _alive(pid: int) -> bool:

@@ -10,6 +10,12 @@ scrapes queue instead of fighting over the browser fleet and proxy budget, and a
 every deployment to it. Each scrape deployment also has deployment concurrency 1 with
 the ENQUEUE collision strategy: a late or manual run waits for the running one instead
 of running beside it (and late runs do not pile up into parallel runs).
+
+Local mode (``--local-workers N``, N > 0: what ``make demo`` / ``make prefect-up`` register
+on this machine's stack) registers every scheduled ``scrape-<site>`` deployment *paused*:
+a laptop never scrapes a production site by itself at 04:00. Its runs start only when
+asked (``make prefect-flow PROFILE=<site>``, or Run in the UI); ``--schedules active``
+overrides that.
 """
 
 from __future__ import annotations
@@ -81,7 +87,13 @@ def specs(local_workers: int = 0) -> list[DeploymentSpec]:
     return scrapes + list(MAINTENANCE)
 
 
-def build_deployments(local_workers: int = 0) -> list[RunnerDeployment]:
+def build_deployments(
+    local_workers: int = 0, *, pause_scrapes: bool | None = None
+) -> list[RunnerDeployment]:
+    """``pause_scrapes`` (default: local mode, ``local_workers`` > 0): scheduled scrape
+    deployments are registered paused (manual runs still start)."""
+    if pause_scrapes is None:
+        pause_scrapes = local_workers > 0
     deployments = []
     one_at_a_time = ConcurrencyLimitConfig(
         limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE
@@ -93,6 +105,7 @@ def build_deployments(local_workers: int = 0) -> list[RunnerDeployment]:
                 cron=spec.cron,
                 parameters=spec.parameters,
                 concurrency_limit=one_at_a_time if spec.scrape else None,
+                paused=True if pause_scrapes and spec.scrape and spec.cron else None,
                 description=spec.description,
                 tags=["scrape" if spec.scrape else "maintenance"],
                 work_pool_name=WORK_POOL,
@@ -119,13 +132,15 @@ async def ensure_work_pool(name: str = WORK_POOL, limit: int = WORK_POOL_CONCURR
             await client.update_work_pool(name, WorkPoolUpdate(concurrency_limit=limit))
 
 
-def register(local_workers: int = 0) -> list[str]:
-    """Create the pool and apply every deployment; returns the deployment names."""
+def register(local_workers: int = 0, *, pause_scrapes: bool | None = None) -> list[str]:
+    """Create the pool and apply every deployment; returns the deployment names (a
+    paused one marked so)."""
     asyncio.run(ensure_work_pool())
     names = []
-    for deployment in build_deployments(local_workers):
+    for deployment in build_deployments(local_workers, pause_scrapes=pause_scrapes):
         deployment.apply(work_pool_name=WORK_POOL)
-        names.append(f"{deployment.flow_name}/{deployment.name}")
+        paused = " (schedule paused: local mode)" if deployment.paused else ""
+        names.append(f"{deployment.flow_name}/{deployment.name}{paused}")
     return names
 
 
@@ -138,9 +153,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="scrape runs launch this many `scrapy crawl` workers themselves (local mode); "
         "0 when always-on workers serve the frontier (compose)",
     )
+    parser.add_argument(
+        "--schedules",
+        choices=("auto", "active", "paused"),
+        default="auto",
+        help="scheduled scrape deployments: paused in local mode (auto, the default), or as given",
+    )
     args = parser.parse_args(argv)
+    pause = {"auto": None, "active": False, "paused": True}[args.schedules]
     try:
-        names = register(args.local_workers)
+        names = register(args.local_workers, pause_scrapes=pause)
     except ProfileError as exc:
         # Nothing registered: one line naming the profile, its key and the expected value.
         raise OperatorError(str(exc)) from None

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from core.history import notable_text
+from core.jobstats import unparsed_pages
 from core.refusal import top_reasons
 
 # The dashboard docker/kibana/generate.py creates ("Scraping platform").
@@ -93,6 +94,38 @@ def notable_changes(document: Mapping[str, Any], changes: Mapping[str, int] | No
     return notable_text(changes or {}, removed=removed if isinstance(removed, int) else None)
 
 
+def job_warnings(
+    document: Mapping[str, Any],
+    *,
+    coverage: Mapping[str, Any] | None = None,
+    drift: str | None = None,
+    errors_per_1000_pages: float = 10.0,
+) -> list[str]:
+    """Why a job that completed is not plain green, one line each: pages it could not
+    parse, errors above ``errors_per_1000_pages``, a drifted structure gate, a coverage
+    drop. Empty: nothing to warn about."""
+    warnings = []
+    unparsed = int(document.get("pages_unparsed") or 0)
+    if unparsed:
+        counters = document.get("counters") or {}
+        which = ", ".join(f"{name} {count}" for name, count in unparsed_pages(counters).items())
+        warnings.append(
+            f"{unparsed} page(s) could not be parsed{f' ({which})' if which else ''}: "
+            "their items are missing from this job and no removal was counted"
+        )
+    errors = int(document.get("errors") or 0)
+    pages = int(document.get("pages") or document.get("responses") or 0)
+    if errors and errors > errors_per_1000_pages * max(pages, 1) / 1000:
+        warnings.append(
+            f"{errors} errors in {pages} pages (over {errors_per_1000_pages:g} per 1,000 pages)"
+        )
+    if drift:
+        warnings.append(f"structure drifted (the data still came out): {drift}")
+    if coverage and coverage.get("drops"):
+        warnings.append(f"field coverage dropped: {len(coverage['drops'])} field(s)")
+    return warnings
+
+
 def summary_context(
     document: Mapping[str, Any],
     *,
@@ -101,10 +134,13 @@ def summary_context(
     run_url: str | None = None,
     changes: Mapping[str, int] | None = None,
     coverage: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The job_summary template's variables, taken from the job document, the job's
-    change counts and its field coverage (``CoverageReport.to_dict()``)."""
+    change counts, its field coverage (``CoverageReport.to_dict()``) and ``warnings``
+    (``job_warnings``)."""
     return {
+        "warnings": list(warnings),
         "site": document["site"],
         "status": document["status"],
         "job_id": document["job_id"],
@@ -224,6 +260,7 @@ def table_rows(
         ("budgets reached", document.get("budgets") or "none"),
         ("values bounded", bounded_text(document)),
         ("errors", document["errors"]),
+        ("pages unparsed", document.get("pages_unparsed", 0)),
         ("error responses (HTTP 4xx/5xx)", document.get("error_responses", 0)),
         ("duration", duration_text(document["duration_seconds"])),
     ]
@@ -291,10 +328,16 @@ def markdown(
     changes: Mapping[str, int] | None = None,
     kibana_url: str | None = None,
     coverage: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> str:
-    lines = [
-        f"# scrape-{document['site']}: job `{document['job_id']}`",
-        "",
+    lines = [f"# scrape-{document['site']}: job `{document['job_id']}`", ""]
+    if warnings:
+        lines += [
+            f"**Completed with {len(warnings)} warning(s):**",
+            *(f"- :warning: {warning}" for warning in warnings),
+            "",
+        ]
+    lines += [
         "| metric | value |",
         "|---|---|",
     ]

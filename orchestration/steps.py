@@ -150,7 +150,7 @@ class LocalWorkers:
         for n in range(1, self.count + 1):
             argv = self.argv(n)
             process = subprocess.Popen(argv, cwd=REPO_ROOT, env=self.env, start_new_session=True)
-            (self.run_dir / f"worker-{self.site}-{n}.pid").write_text(f"{process.pid}\n")
+            self.pid_path(n).write_text(f"{process.pid}\n")
             self.processes.append(process)
         pids = {process.pid for process in self.processes}
         registry = WorkerRegistry(server, self.site)
@@ -172,17 +172,22 @@ class LocalWorkers:
                     + _tail(self.log_path(n))
                 )
 
+    def pid_path(self, n: int) -> Path:
+        return self.run_dir / f"worker-{self.site}-{n}.pid"
+
     def stop(self, timeout: float = 60.0) -> list[int | None]:
         for process in self.processes:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
         codes: list[int | None] = []
-        for process in self.processes:
+        for n, process in enumerate(self.processes, start=1):
             try:
                 codes.append(process.wait(timeout=timeout))
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 codes.append(process.wait())
+            # Ended: its PID may go to another process, which nothing may signal later.
+            self.pid_path(n).unlink(missing_ok=True)
         return codes
 
 

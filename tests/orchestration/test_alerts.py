@@ -24,24 +24,9 @@ from orchestration.alerts import (
 from services.base import free_port
 from services.redis_server import RedisServer
 from services.slack_receiver import WEBHOOK_PATH, SlackReceiver
+from tests.orchestration.test_slack_templates import summary
 
-SUMMARY = {
-    "site": "demo",
-    "status": "completed",
-    "job_id": "demo-1",
-    "items": 1200,
-    "new": 24,
-    "changed": 60,
-    "unchanged": 1116,
-    "chunks": 2400,
-    "block_rate": 0.0125,
-    "blocks": 31,
-    "responses": 2480,
-    "errors": 0,
-    "duration": "1m 12s",
-    "new_items": ["Nova Dog Bed", "Fjord Lamp"],
-    "run_url": None,
-}
+SUMMARY = summary()
 
 
 @pytest.fixture
@@ -53,38 +38,11 @@ def receiver(tmp_path: Path) -> Iterator[SlackReceiver]:
 def test_job_summary_template_carries_the_figures() -> None:
     text = render("job_summary", **SUMMARY)
     assert "*1200*" in text and "new 24" in text and "changed 60" in text
-    assert "block rate: 1.2%" in text and "1m 12s" in text
+    assert "block rate: 1.2%" in text and "2m 0s" in text
     assert "Nova Dog Bed" in text and "and 22 more" in text
     assert "incomplete" not in text  # nothing to warn about
     text = render("job_summary", **{**SUMMARY, "incomplete": 4})
     assert "incomplete: *4* stored without some of their parts" in text
-
-
-def test_structure_change_says_when_the_run_waits_for_an_operator() -> None:
-    context = {
-        "site": "demo",
-        "status_label": "structure changed",
-        "reason": "structure changed: product (similarity 0.41 < 0.85)",
-        "page_types": [
-            {"name": "product", "similarity": 0.41, "threshold": 0.85, "changed": ["skeleton"]}
-        ],
-        "run_url": "http://prefect.invalid/runs/flow-run/1",
-        "repairs": "",
-    }
-    skipped = render("structure_change", **context)
-    assert "skipped (fail-closed)" in skipped
-    assert "python -m fingerprints baseline demo" in skipped
-    assert "Prefect UI" not in skipped
-    assert render("structure_change", **context, waiting_until=None) == skipped
-
-    waiting = render("structure_change", **context, waiting_until="2026-12-01 14:00 UTC")
-    assert "skipped (fail-closed)" in waiting  # the same alert, counted the same way
-    assert "the run is suspended" in waiting
-    assert "accept/reject in the Prefect UI" in waiting
-    assert "until 2026-12-01 14:00 UTC" in waiting
-    assert "no answer by then, ends it Failed" in waiting
-    assert "similarity 0.41" in waiting and "<http://prefect.invalid/runs/flow-run/1|" in waiting
-    assert "python -m fingerprints baseline" not in waiting
 
 
 def test_notify_posts_through_the_sdk(receiver: SlackReceiver) -> None:

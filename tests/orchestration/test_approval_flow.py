@@ -28,7 +28,7 @@ from services.redis_server import RedisServer
 from services.slack_receiver import SlackReceiver
 from tests.llm.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api, register_deployments
-from tests.orchestration.test_scrape_flow import FINAL, PRODUCTS, Stack
+from tests.orchestration.test_scrape_flow import FINAL, PRODUCTS, Stack, job_id_of, slack_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REPO_BASELINE = SITES_DIR / "demo" / "baseline.json"
@@ -116,10 +116,10 @@ def baselines(stack: ApprovalStack) -> Iterator[Path]:
 
 def structure_alerts(stack: Stack) -> list[str]:
     texts = [str(post.get("text", "")) for post in stack.slack.posts()]
-    return [text for text in texts if "skipped (fail-closed)" in text]
+    return [text for text in texts if "scrape-demo waits for approval" in text]
 
 
-def test_accepting_in_the_ui_writes_the_new_baseline_and_the_run_goes_on(
+def test_an_accept_of_a_layout_that_extracts_nothing_is_refused_unless_overridden(
     stack: ApprovalStack, baselines: Path
 ) -> None:
     original = (baselines / "demo" / "baseline.json").read_text()
@@ -136,15 +136,39 @@ def test_accepting_in_the_ui_writes_the_new_baseline_and_the_run_goes_on(
     schema = api(stack.prefect, f"/flow_runs/{run_id}/input/{keyset['schema']}")
     assert schema["required"] == ["decision"]
     assert schema["properties"]["decision"]["enum"] == ["accept", "reject"]
+    assert schema["properties"]["accept_empty"]["default"] is False
     description = api(stack.prefect, f"/flow_runs/{run_id}/input/{keyset['description']}")
-    assert "**scrape-demo: the structure gate failed closed" in description
+    # The form leads with what extraction lost, in full lines (not cut in a code block).
+    assert description.startswith("**scrape-demo: the structure gate failed closed")
+    lead = description.split("```")[0]
+    assert "**What extraction lost on the sample:**" in lead
+    assert "- product: extraction yielded nothing on" in lead
+    assert "**accept is refused** while the proposed layout extracts nothing from" in lead
     assert (baselines / "demo" / "baseline.json").read_text() == original
     assert "producer" not in stack.task_states(run_id)
 
+    # A plain accept of a layout that extracts nothing is refused: the run fails closed.
     answer = stack.resume(run_id, {"decision": "accept", "note": "v2 is the new shop"})
     assert answer["status"] == "ACCEPT", answer
+    run = stack.wait(run_id, timeout=300)
+    assert (run["state"]["type"], run["state"]["name"]) == ("FAILED", "FailedClosed")
+    assert "extracts nothing from" in run["state"]["message"]
+    assert "accept_empty" in run["state"]["message"]
+    assert (baselines / "demo" / "baseline.json").read_text() == original
+    assert baseline_history("demo", sites_dir=baselines) == []
+    assert "producer" not in stack.task_states(run_id)
+
+    # The explicit override: the baseline is accepted, and the run says what it lost.
+    run_id = stack.trigger("scrape-demo")
+    stack.wait_for_state(run_id, "PAUSED")
+    note = {"decision": "accept", "note": "v2 is the new shop", "accept_empty": True}
+    assert stack.resume(run_id, note)["status"] == "ACCEPT"
     run = stack.wait(run_id, timeout=600)
-    assert run["state"]["type"] == "COMPLETED", run["state"]
+    assert (run["state"]["type"], run["state"]["name"]) == (
+        "COMPLETED",
+        "CompletedWithWarnings",
+    ), run["state"]
+    assert "page(s) could not be parsed" in run["state"]["message"]
     tasks = stack.task_states(run_id)
     assert tasks["accept-baseline"] == "COMPLETED" and tasks["report"] == "COMPLETED"
 
@@ -154,8 +178,24 @@ def test_accepting_in_the_ui_writes_the_new_baseline_and_the_run_goes_on(
     assert version.previous is not None
     assert (baselines / "demo" / version.previous).read_text() == original
     assert accepted["site"] == "demo" and accepted != json.loads(original)
-    # One structure alert for the run, not a second one when it resumed.
-    assert len(structure_alerts(stack)) == alerts + 1
+    # One approval alert per run, not a second one when it resumed.
+    assert len(structure_alerts(stack)) == alerts + 2
+
+    job = stack.es().get(index="jobs", id=f"demo:{job_id_of(run_id)}")["_source"]
+    assert job["pages_unparsed"] == int(job["counters"]["demo/product_unparsed"]) > 0
+    assert job["items_removed"] == 0
+    assert "page(s) could not be parsed" in job["extra"]["removals_skipped"]
+    report = {a["key"]: a for a in stack.artifacts(run_id)}["demo-report"]["data"]
+    assert "**Completed with" in report
+    assert f"{job['pages_unparsed']} page(s) could not be parsed" in report
+    summary = [
+        text
+        for text in slack_texts(stack)
+        if "*scrape-demo* completed" in text and job_id_of(run_id) in text
+    ]
+    assert summary and "completed with" in summary[-1], slack_texts(stack)
+    assert f"{job['pages_unparsed']} page(s) could not be parsed" in summary[-1]
+    assert ":white_check_mark:" not in summary[-1]
 
 
 def test_suspended_runs_free_the_slot_reject_and_timeout_fail_closed(

@@ -60,3 +60,26 @@ def test_deployments_pool_and_schedules(prefect_server: PrefectServer) -> None:
             assert deployment["parameters"]["local_workers"] == 2
             assert deployment["global_concurrency_limit"]["limit"] == 1
             assert deployment["concurrency_options"]["collision_strategy"] == "ENQUEUE"
+        # Local mode (the helper registers with --local-workers 2, as the local stack
+        # does): no production site is scraped on a schedule by itself.
+        assert deployment["paused"] is bool(name.startswith("scrape-") and cron), name
+
+
+def test_production_registration_keeps_schedules_active(prefect_server: PrefectServer) -> None:
+    delete_deployments(prefect_server)
+    register_deployments(prefect_server, local_workers=0)
+    deployments = api(prefect_server, "/deployments/filter", {})
+    assert isinstance(deployments, list)
+    scheduled = {d["name"]: d["paused"] for d in deployments if d["schedules"]}
+    assert scheduled and not any(scheduled.values()), scheduled
+    # Back to local mode: a machine that once registered production schedules gets them
+    # paused again, and a manual run of a paused deployment still starts.
+    register_deployments(prefect_server)
+    deployments = api(prefect_server, "/deployments/filter", {})
+    paused = {d["name"] for d in deployments if d["paused"]}
+    assert paused == {name for name in scheduled if name.startswith("scrape-")}
+    idealista = next(d for d in deployments if d["name"] == "scrape-idealista")
+    run = api(prefect_server, f"/deployments/{idealista['id']}/create_flow_run", {})
+    assert isinstance(run, dict) and run["state"]["type"] == "SCHEDULED"
+    api(prefect_server, f"/flow_runs/{run['id']}", method="DELETE")
+    delete_deployments(prefect_server)
