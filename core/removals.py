@@ -35,6 +35,7 @@ from typing import Any
 from elasticsearch import Elasticsearch, NotFoundError
 from elasticsearch.helpers import scan
 
+from core.budget import reached_text
 from core.items_schema import DATE
 from core.jobstats import STATS_TTL_SECONDS, JobStats, unparsed_pages
 from core.keys import SiteKeys
@@ -172,6 +173,13 @@ def skip_reason(server: Client, site: str, job_id: str, *, finished: bool = True
     unparsed = sum(unparsed_pages(counters).values())
     if unparsed:
         reasons.append(f"{unparsed} page(s) could not be parsed")
+    # A crawl cut short by a budget or a link cap did not look at the whole site.
+    budgets = reached_text(counters)
+    if budgets:
+        reasons.append(f"crawl budget reached: {budgets}")
+    capped = int(counters.get("links/capped", 0))
+    if capped:
+        reasons.append(f"{capped} link(s) over the per-page cap not followed")
     if not reasons and not figures["items/scraped"]:
         reasons.append("the job saw no items")
     return "; ".join(reasons) or None

@@ -119,6 +119,8 @@ def job_warnings(
         warnings.append(
             f"{errors} errors in {pages} pages (over {errors_per_1000_pages:g} per 1,000 pages)"
         )
+    if document.get("budgets"):
+        warnings.append(f"crawl budget reached, the crawl was cut short: {document['budgets']}")
     if drift:
         warnings.append(f"structure drifted (the data still came out): {drift}")
     if coverage and coverage.get("drops"):
