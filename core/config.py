@@ -493,6 +493,13 @@ ENVIRONMENT: tuple[Variable, ...] = (
         "0 (no approval step)",
     ),
     Variable(
+        "JOB_ERRORS_WARN_PER_1000_PAGES",
+        None,
+        "ERROR log lines per 1,000 pages fetched above which a completed job ends "
+        "CompletedWithWarnings (report and Slack say so)",
+        "10",
+    ),
+    Variable(
         "KIBANA_PUBLIC_URL",
         None,
         "Kibana as browsers reach it: the run report links the dashboard filtered to the job",

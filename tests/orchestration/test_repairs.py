@@ -31,6 +31,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SKUS = ("DM-00001", "DM-00420")
 ALERT = {
     "site": "demo",
+    "flow": "scrape",
+    "status": "structure_changed",
+    "waiting_until": None,
     "status_label": "structure changed",
     "reason": "structure changed: product (similarity 0.412 < 0.85)",
     "page_types": [],
@@ -121,7 +124,9 @@ def test_suggestions_for_the_fixture_check_become_slack_lines_and_a_table(
 
     alert = render("structure_change", **ALERT, repairs=outcome.slack_text)
     assert alert.endswith(outcome.slack_text)
-    assert render("structure_change", **ALERT).endswith("`python -m fingerprints baseline demo`")
+    assert render("structure_change", **ALERT, repairs="").endswith(
+        "`python -m fingerprints baseline demo`."
+    )
 
 
 def test_without_an_endpoint_the_alert_has_no_lines_and_nothing_is_fetched() -> None:
