@@ -253,38 +253,81 @@ def run_flow(flow: str, site: str | None, parameters: Sequence[str] = ()) -> int
     else:
         deployment = flow
         name = f"{flow}/{flow}"
-    argv = [sys.executable, "-m", "prefect", "deployment", "run", name, "--watch"]
+    argv = [sys.executable, "-m", "prefect", "deployment", "run", name]
     for parameter in parameters:
         argv += ["--param", parameter]
-    # Prefect's watch ends with the state's name only ("FailedClosed"): its output is
-    # passed through as it comes, and a failed run's message is read from the server.
-    flow_run_id = None
-    with subprocess.Popen(
-        argv,
-        cwd=REPO_ROOT,
-        env=client_env(state),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    ) as process:
-        for line in process.stdout or ():
-            sys.stdout.write(line)
-            sys.stdout.flush()
-            found = _RUN_ID.search(line)
-            flow_run_id = flow_run_id or (found.group(1) if found else None)
-    code = process.returncode
-    if code == 0 or flow_run_id is None:
-        return code  # completed, or Prefect refused the run and said why
+    started = subprocess.run(
+        argv, cwd=REPO_ROOT, env=client_env(state), capture_output=True, text=True, check=False
+    )
+    found = _RUN_ID.search(started.stdout)
+    if started.returncode != 0 or found is None:
+        # Prefect refused the run (unknown deployment, bad parameter) and said why.
+        sys.stderr.write(started.stdout + started.stderr)
+        return started.returncode or 1
+    flow_run_id = found.group(1)
+    print(f"{deployment}: flow run {flow_run_id} (Prefect UI: {state['prefect_ui']})")
     try:
-        run_state = final_state(state["prefect_api_url"], flow_run_id)
+        run_state = follow(state["prefect_api_url"], flow_run_id)
     except (OSError, ValueError) as exc:
-        print(
-            f"{deployment}: flow run {flow_run_id}: state unreadable ({exc})",
-            file=sys.stderr,
-        )
-        return code
+        print(f"{deployment}: flow run {flow_run_id}: state unreadable ({exc})", file=sys.stderr)
+        return 1
+    if run_state["type"] == "COMPLETED":
+        print(f"{deployment}: {run_state['name'] or 'Completed'} {run_state['message']}".rstrip())
+        return 0
     print(failure_line(deployment, run_state), file=sys.stderr)
-    return code or 1
+    return 1
+
+
+FINAL_STATES = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+LOG_GRACE = 4.0  # seconds without a new line, once the run is final
+
+
+def follow(api_url: str, flow_run_id: str, *, poll: float = 1.0) -> dict[str, str]:
+    """Print the run's own log lines (its steps' progress: crawl, drain, llm) as they come,
+    until it reaches a final state; returns that state. Prefect's event stream (artifact
+    updates by UUID) is not what an operator reads."""
+    printed, waiting, quiet_since = 0, False, None
+    while True:
+        state = final_state(api_url, flow_run_id)
+        logs = _post(
+            f"{api_url}/logs/filter",
+            {
+                "logs": {"flow_run_id": {"any_": [flow_run_id]}},
+                "sort": "TIMESTAMP_ASC",
+                "offset": printed,
+                "limit": 200,
+            },
+        )
+        for log in logs:
+            when = str(log.get("timestamp", ""))[11:19]
+            level = logging_level_name(int(log.get("level", 20)))
+            first = (str(log.get("message") or "").splitlines() or [""])[0]
+            print(f"  {when} {level:<7} {first[:300]}")
+        printed += len(logs)
+        if state["type"] == "PAUSED" and not waiting:
+            print(f"  the run waits: {state['name']} (answer it in the Prefect UI)")
+        waiting = state["type"] == "PAUSED"
+        if state["type"] in FINAL_STATES:
+            # The run's last lines reach the API after its state (batched): wait for a
+            # quiet few seconds before calling it done.
+            quiet_since = None if logs else (quiet_since or time.monotonic())
+            if quiet_since is not None and time.monotonic() - quiet_since >= LOG_GRACE:
+                return state
+        if not logs:
+            time.sleep(poll)
+
+
+def logging_level_name(level: int) -> str:
+    return {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}.get(
+        level, str(level)
+    )
+
+
+def _post(url: str, body: dict[str, object]) -> list[dict[str, object]]:
+    data, headers = json.dumps(body).encode(), {"Content-Type": "application/json"}
+    request = urllib.request.Request(url, data=data, headers=headers)  # noqa: S310
+    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+        return list(json.loads(answer.read()))
 
 
 def demo() -> int:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from prefect import flow
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import WorkPoolCreate
 from prefect.exceptions import ObjectNotFound
@@ -21,7 +22,10 @@ def stack_probe(
     base_url: str = "", approval_timeout: int | None = None, fail: bool = True
 ) -> State | str:
     """Fails closed the way scrape-site's gate does, echoing the parameters it was given
-    (a number stays a number); a two-line message, as a gate's reason can be."""
+    (a number stays a number); a two-line message, as a gate's reason can be. Logs a
+    progress line and updates an artifact, as the scrape flow's steps do."""
+    get_run_logger().info("progress: crawl 10/20 pages")
+    create_markdown_artifact("10/20 pages", key="stack-probe-progress")
     if fail:
         return Failed(
             name="FailedClosed",

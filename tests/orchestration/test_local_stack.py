@@ -146,7 +146,10 @@ def test_a_failed_run_ends_with_its_state_message_and_the_worker_log(
 ) -> None:
     result = run_probe(stack, "base_url=http://127.0.0.1:8010", "approval_timeout=5")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "Created flow run" in result.stdout  # Prefect's own output passes through
+    # The run's own log lines (its progress) reach the terminal; Prefect's events do not.
+    assert "stack-probe: flow run " in result.stdout
+    assert "INFO    progress: crawl 10/20 pages" in result.stdout
+    assert "prefect.artifact" not in result.stdout
     log = Path(stack["PLATFORM_RUN_DIR"]) / "stack" / "prefect-worker-scraping.log"
     # The parameters reached the flow (approval_timeout as a number), the message is one line.
     assert result.stderr.splitlines()[-1] == (
@@ -159,3 +162,5 @@ def test_a_completed_run_adds_nothing(stack: dict[str, str]) -> None:
     result = run_probe(stack, "fail=false")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "worker log" not in result.stdout + result.stderr
+    assert "progress: crawl 10/20 pages" in result.stdout
+    assert result.stdout.splitlines()[-1].startswith("stack-probe: Completed")
