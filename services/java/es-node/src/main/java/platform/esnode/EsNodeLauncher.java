@@ -27,7 +27,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Runs one Elasticsearch node in the foreground on loopback, the Netty4 HTTP/transport plugin
- * and {@link RootInfoPlugin} loaded from the class path.
+ * {@link RootInfoPlugin} and {@link LanguageAnalysisPlugin} loaded from the class path.
  *
  * <pre>
  * java -cp target/classes:target/lib/* platform.esnode.EsNodeLauncher \
@@ -160,7 +160,8 @@ public final class EsNodeLauncher {
             environment,
             List.of(
                 new ClasspathPlugin("transport-netty4", Netty4Plugin.class),
-                new ClasspathPlugin(RootInfoPlugin.NAME, RootInfoPlugin.class)
+                new ClasspathPlugin(RootInfoPlugin.NAME, RootInfoPlugin.class),
+                new ClasspathPlugin(LanguageAnalysisPlugin.NAME, LanguageAnalysisPlugin.class)
             )
         );
         CountDownLatch stopped = new CountDownLatch(1);
