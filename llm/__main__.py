@@ -2,6 +2,10 @@
 
     .venv/bin/python -m llm process --site demo --job <job id>   # a job's new/changed items
     .venv/bin/python -m llm backfill --site demo                 # every item of the site
+    .venv/bin/python -m llm backfill --site idealista --language es
+
+``--language`` (ISO 639-1) picks the text analyzer when the chunks index is created (the
+flow passes the site profile's language); an existing index keeps its own.
 
 Elasticsearch from ``ELASTICSEARCH_URL``, Redis from ``REDIS_URL`` (``process`` only), the
 embedder from ``OPENAI_*`` or the offline model. Prints the report as JSON.
@@ -31,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     process.add_argument("--job", required=True)
     backfill = commands.add_parser("backfill", help="every item of a site")
     backfill.add_argument("--site", required=True)
+    for command in (process, backfill):
+        command.add_argument("--language", help="the site's language (es, pt, it, fr, en)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
     settings = get_settings()
@@ -42,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error("process needs REDIS_URL (the job's new/changed keys live there)")
             server = connect(settings.redis_url, cluster=settings.redis_cluster)
             check_mode(server, redacted(settings.redis_url))  # else: one line, exit 2
-            report = process_job(es, server, args.site, args.job, embedder)
+            report = process_job(es, server, args.site, args.job, embedder, language=args.language)
         else:
-            report = backfill_site(es, args.site, embedder)
+            report = backfill_site(es, args.site, embedder, language=args.language)
     except (EmbeddingError, EmbedderMismatch, ChunkIndexError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

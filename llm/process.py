@@ -104,9 +104,11 @@ def process_job(
     chunker: Chunker | None = None,
     batch_size: int = ITEM_BATCH,
     on_batch: Progress | None = None,
+    language: str | None = None,
 ) -> ProcessReport:
     """Chunk, embed and index the job's new/changed items (see the module docstring).
-    ``on_batch(report, items done)`` runs after each batch (the flow's progress)."""
+    ``on_batch(report, items done)`` runs after each batch (the flow's progress);
+    ``language``: the site's, for the text analyzer of a new chunks index."""
     keys = job_item_keys(server, site, job_id)
     return process_items(
         es,
@@ -117,6 +119,7 @@ def process_job(
         batch_size=batch_size,
         job_id=job_id,
         on_batch=on_batch,
+        language=language,
     )
 
 
@@ -127,10 +130,13 @@ def backfill_site(
     *,
     chunker: Chunker | None = None,
     batch_size: int = ITEM_BATCH,
+    language: str | None = None,
 ) -> ProcessReport:
     """Every item of the site (a new chunks index, a backend switch); up-to-date ones skip."""
     keys = item_keys(es, site)
-    return process_items(es, site, keys, embedder, chunker=chunker, batch_size=batch_size)
+    return process_items(
+        es, site, keys, embedder, chunker=chunker, batch_size=batch_size, language=language
+    )
 
 
 def process_items(
@@ -143,6 +149,7 @@ def process_items(
     batch_size: int = ITEM_BATCH,
     job_id: str | None = None,
     on_batch: Progress | None = None,
+    language: str | None = None,
 ) -> ProcessReport:
     """Bring the chunks of ``keys`` up to date with their item documents."""
     started = time.perf_counter()
@@ -150,7 +157,7 @@ def process_items(
     ordered = sorted(set(keys))
     report = ProcessReport(site=site, job_id=job_id, embedder=embedder.name, items=len(ordered))
     if ordered:
-        index = ensure_chunks_index(es, site, embedder)
+        index = ensure_chunks_index(es, site, embedder, language=language)
         fingerprint = _fingerprint(chunker, embedder)
         for start in range(0, len(ordered), batch_size):
             batch = ordered[start : start + batch_size]

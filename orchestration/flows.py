@@ -44,6 +44,7 @@ from crawlers import addon
 from crawlers.fetch.refusal import presented
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
+from crawlers.site_language import site_language
 from fingerprints.baseline import dumps
 from fingerprints.gate import check_all, verify_site
 from fingerprints.proposed import save_proposed_baseline
@@ -288,7 +289,13 @@ def llm_process_task(site: str, job_id: str) -> dict[str, Any]:
         log_interval=get_settings().progress_log_interval,
     )
     report = process_job(
-        es_client(), redis_client(), site, job_id, default_embedder(), on_batch=watcher.batch
+        es_client(),
+        redis_client(),
+        site,
+        job_id,
+        default_embedder(),
+        on_batch=watcher.batch,
+        language=site_language(site),  # the text analyzer of a new chunks index
     )
     watcher.finish(report)
     get_run_logger().info("llm-process: %s", report.as_dict())
