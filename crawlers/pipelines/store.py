@@ -18,6 +18,13 @@ Extra actions: before an item's own write, the ``StoreAction`` list another comp
 left in ``item_notes(crawler, "store_extra")`` for it (change documents) goes through
 the same store; the item's write waits until they are durable.
 
+Credentials: Elasticsearch refusing them (401) mid-crawl is one ERROR line naming the
+user, the URL and the fix; the crawl closes (reason ``elasticsearch_auth``, exit status 2
+from ``scrapy crawl``) and what it had scraped waits in the spill for a run with the right
+credentials. A 403 on an index (a role without the privilege) dead-letters that index's
+writes with the same kind of line, once. ``scrapy crawl`` checks the credentials before
+the crawl starts (``crawlers.commands.crawl``), so a wrong password fetches nothing.
+
 An item Elasticsearch rejects for good (mapping error) is dropped here with the error
 (DropItem, logged and counted) and kept in the dead-letter list for replay.
 
@@ -57,6 +64,7 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
+from scrapy.utils.defer import deferred_from_coro
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
 from core.config import (
@@ -66,6 +74,7 @@ from core.config import (
     redacted,
 )
 from core.dedup import connect_async
+from core.es_access import AUTH_REFUSED, auth_line
 from core.items_schema import UnknownItemType, schema_for
 from core.jobs_index import write_job_document
 from core.keys import REDIS_ERRORS, SiteKeys
@@ -94,6 +103,10 @@ from crawlers.recrawl import ItemSeen
 
 # Notes of extra store actions per item (``list[StoreAction]``), written before the item.
 EXTRA_NOTES = "store_extra"
+# Close reason and stat of a crawl Elasticsearch refused the credentials of (the stat
+# holds the line; ``scrapy crawl`` exits 2 on it).
+AUTH_REASON = "elasticsearch_auth"
+AUTH_STAT = "store/auth_refused"
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +137,7 @@ class StorePipeline:
         self.es: AsyncElasticsearch | None = None
         self.server: redis.asyncio.Redis | None = None
         self.store: ItemStore | None = None
+        self._auth_reported: set[int] = set()
         job_doc = s.get("STORE_JOB_DOCUMENT_AT_CLOSE")
         self.job_document_at_close = (
             not frontier_enabled(s) if job_doc is None else s.getbool("STORE_JOB_DOCUMENT_AT_CLOSE")
@@ -162,7 +176,12 @@ class StorePipeline:
             assert self.spill_dir is not None
             spill = FileSpill(self.spill_dir / f"{site}.jsonl")
         self.store = ItemStore(
-            self.es, spill, settings=self.settings, on_count=self._count, on_stored=on_stored
+            self.es,
+            spill,
+            settings=self.settings,
+            on_count=self._count,
+            on_stored=on_stored,
+            on_auth=self._auth_refused,
         )
         await self.store.start()
         logger.info(
@@ -299,6 +318,27 @@ class StorePipeline:
             logger.exception("could not write the job document")
         finally:
             es.close()
+
+    def _auth_refused(self, exc: ApiError) -> None:
+        """Elasticsearch's security refused a request: one line per status, and a 401
+        closes the crawl (nothing more can be stored; the spill keeps what was scraped)."""
+        status = exc.meta.status
+        if status in self._auth_reported:
+            return
+        self._auth_reported.add(status)
+        line = auth_line(status, self.es_kwargs)
+        stats = self.crawler.stats
+        if status != AUTH_REFUSED:
+            logger.error("%s; its writes go to the dead letters", line)
+            return
+        logger.error("%s; closing the crawl, scraped items wait in the spill", line)
+        if stats is not None:
+            stats.set_value(AUTH_STAT, line)
+        engine = self.crawler.engine
+        if engine is not None:
+            deferred_from_coro(engine.close_spider_async(reason=AUTH_REASON)).addErrback(
+                lambda failure: logger.error("closing the crawl failed: %s", failure.value)
+            )
 
     def _count(self, name: str, n: int) -> None:
         if self.crawler.stats is not None:
