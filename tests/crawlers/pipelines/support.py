@@ -54,9 +54,7 @@ def start_store_worker(
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
     argv += settings_argv(merged)
-    return subprocess.Popen(
-        argv, cwd=REPO_ROOT, env={**crawl_env(), **(env or {})}, stderr=stderr
-    )
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env={**crawl_env(), **(env or {})}, stderr=stderr)
 
 
 def stored_docs(es: Elasticsearch, site: str = SITE) -> list[dict[str, Any]]:
