@@ -12,6 +12,8 @@ The lines never hold a password: the URL is redacted and only the user name is n
 
 from __future__ import annotations
 
+import base64
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,8 +70,23 @@ def auth_line(status: int, kwargs: Mapping[str, Any]) -> str:
 
 
 def is_auth_error(exc: BaseException) -> bool:
-    """A 401 or 403 from Elasticsearch (its security layer), not a document's rejection."""
-    return isinstance(exc, ApiError) and exc.meta.status in (AUTH_REFUSED, FORBIDDEN)
+    """A 401, or a 403 of Elasticsearch's security layer (``security_exception``): not a
+    block (an index made read-only answers 403 ``cluster_block_exception``, which passes)."""
+    if not isinstance(exc, ApiError):
+        return False
+    if exc.meta.status == AUTH_REFUSED:
+        return True
+    return exc.meta.status == FORBIDDEN and error_type(exc.body) == "security_exception"
+
+
+def error_type(body: object) -> str | None:
+    """The ``error.type`` of an Elasticsearch error body, if it has one."""
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping):
+            kind = error.get("type")
+            return str(kind) if kind is not None else None
+    return None
 
 
 def _verdict(exc: BaseException | None, kwargs: Mapping[str, Any]) -> str | None:
@@ -83,21 +100,31 @@ def _verdict(exc: BaseException | None, kwargs: Mapping[str, Any]) -> str | None
     return f"Elasticsearch unreachable at {where(kwargs)} ({type(exc).__name__})"
 
 
-def access_problem(es: Elasticsearch, kwargs: Mapping[str, Any]) -> str | None:
-    """None when Elasticsearch answers and takes the credentials; else one line."""
+def client_kwargs(es: Elasticsearch | AsyncElasticsearch) -> dict[str, Any]:
+    """What ``who`` and ``where`` need, read back from a built client: its nodes and the
+    user of its Basic credentials (never the password)."""
+    nodes = es.transport.node_pool.all()
+    hosts = [node.base_url for node in nodes]
+    # The client's own credentials, else a node's (from a URL's userinfo).
+    headers = [es._headers, *(node.config.headers for node in nodes)]
+    header = next((str(h["authorization"]) for h in headers if h.get("authorization")), "")
+    kind, _, value = header.partition(" ")
+    kwargs: dict[str, Any] = {"hosts": hosts}
+    if kind == "Basic":
+        with contextlib.suppress(ValueError):
+            kwargs["basic_auth"] = (base64.b64decode(value).decode().partition(":")[0], "")
+    elif kind == "ApiKey":
+        kwargs["api_key"] = True
+    return kwargs
+
+
+def access_problem(es: Elasticsearch, kwargs: Mapping[str, Any] | None = None) -> str | None:
+    """None when Elasticsearch answers and takes the credentials; else one line
+    (``kwargs``: what the client was built from; default: read back from it)."""
     try:
         es.security.authenticate()
     except (ApiError, TransportError, OSError) as exc:
-        return _verdict(exc, kwargs)
-    return None
-
-
-async def access_problem_async(es: AsyncElasticsearch, kwargs: Mapping[str, Any]) -> str | None:
-    """``access_problem`` for an asyncio client."""
-    try:
-        await es.security.authenticate()
-    except (ApiError, TransportError, OSError) as exc:
-        return _verdict(exc, kwargs)
+        return _verdict(exc, client_kwargs(es) if kwargs is None else kwargs)
     return None
 
 

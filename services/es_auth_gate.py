@@ -5,8 +5,8 @@
 
 The harness's node has no security module (docs/elasticsearch-node.md). This gate stands
 in for it on the wire: a request without the right Basic credentials is answered 401
-with the body and ``WWW-Authenticate`` header Elasticsearch's security sends; a bulk or
-index request that names an index starting with a ``--deny-index`` prefix is answered
+with the body and ``WWW-Authenticate`` header Elasticsearch's security sends; a
+request that names an index starting with a ``--deny-index`` prefix is answered
 403 as for a role without a privilege on it; ``GET /_security/_authenticate`` answers the
 user; everything else is relayed to the node unchanged.
 """
@@ -102,7 +102,7 @@ class Gate(BaseHTTPRequestHandler):
             connection.close()
 
     def _denied(self, path: str, body: bytes) -> str | None:
-        if not self.deny or self.command == "GET":
+        if not self.deny:
             return None
         names = re.findall(rb'"_index"\s*:\s*"([^"]+)"', body) if "_bulk" in path else []
         names.append(path.lstrip("/").split("/")[0].encode())

@@ -26,6 +26,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 from elasticsearch.helpers import async_streaming_bulk
 
+from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, schema_by_type
 from core.store.actions import TOUCH, Outcome, StoreAction
 from core.store.layout import ensure_item_index, epoch_ms
@@ -208,7 +209,7 @@ class BulkSender:
             denied = self._security(exception)
             if denied is not None:
                 return denied
-        elif status in (AUTH_REFUSED, FORBIDDEN):
+        elif status == AUTH_REFUSED or (status == FORBIDDEN and kind == "security_exception"):
             return self._denied(status, text)
         if touch and kind == "document_missing_exception":
             return Outcome.MISSING, None
@@ -224,9 +225,9 @@ class BulkSender:
 
     def _security(self, exc: ApiError) -> Result | None:
         """The result of a request Elasticsearch's security refused; None: not that."""
+        if not is_auth_error(exc):
+            return None  # a 403 block (read-only index) is retried like any block
         status = exc.meta.status
-        if status not in (AUTH_REFUSED, FORBIDDEN):
-            return None
         if self._on_auth is not None:
             self._on_auth(exc)
         if status == AUTH_REFUSED:
