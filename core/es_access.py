@@ -28,6 +28,10 @@ AUTH_FIX = (
 )
 AUTH_REFUSED = 401
 FORBIDDEN = 403
+# A crawl Elasticsearch refused the credentials of: its close reason, and the stat holding
+# the line (``scrapy crawl`` exits 2 on it).
+AUTH_REASON = "elasticsearch_auth"
+AUTH_STAT = "store/auth_refused"
 
 
 class ElasticsearchAuthError(RuntimeError):

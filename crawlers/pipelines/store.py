@@ -40,6 +40,7 @@ there is one (default ``<STORE_SPILL_DIR or PLATFORM_RUN_DIR/spill>/<site>.jsonl
 prints per spill what it drained, what is left and the dead letters, and exits 0 when
 nothing is left, 1 otherwise (Elasticsearch still unreachable: one line, nothing
 touched). URLs default to the project's ``REDIS_URL`` and ``ELASTICSEARCH_URL`` settings.
+A site that is none of the project's is one line naming the known ones, exit 2.
 A crawl that closes with items in its spill logs this command with its own connections
 and spill file.
 """
@@ -64,6 +65,7 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
+from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.defer import deferred_from_coro
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
@@ -74,7 +76,7 @@ from core.config import (
     redacted,
 )
 from core.dedup import connect_async
-from core.es_access import AUTH_REFUSED, auth_line
+from core.es_access import AUTH_REASON, AUTH_REFUSED, AUTH_STAT, auth_line
 from core.items_schema import UnknownItemType, schema_for
 from core.jobs_index import write_job_document
 from core.keys import REDIS_ERRORS, SiteKeys
@@ -95,6 +97,7 @@ from core.store import (
     drain_site_spill,
 )
 from crawlers.addon import project_settings
+from crawlers.commands import check_site
 from crawlers.frontier import frontier_enabled
 from crawlers.logs import not_configured
 from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, refetch, site_of
@@ -103,10 +106,6 @@ from crawlers.recrawl import ItemSeen
 
 # Notes of extra store actions per item (``list[StoreAction]``), written before the item.
 EXTRA_NOTES = "store_extra"
-# Close reason and stat of a crawl Elasticsearch refused the credentials of (the stat
-# holds the line; ``scrapy crawl`` exits 2 on it).
-AUTH_REASON = "elasticsearch_auth"
-AUTH_STAT = "store/auth_refused"
 
 logger = logging.getLogger(__name__)
 
@@ -499,6 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     settings = project_settings()
+    # A misspelt site has no spill: "nothing to drain" would read as success.
+    check_site(get_spider_loader(settings), args.site)
     if args.redis_url:
         settings.set("REDIS_URL", args.redis_url, priority="cmdline")
     if args.elasticsearch_url:
