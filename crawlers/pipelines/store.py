@@ -40,7 +40,8 @@ there is one (default ``<STORE_SPILL_DIR or PLATFORM_RUN_DIR/spill>/<site>.jsonl
 prints per spill what it drained, what is left and the dead letters, and exits 0 when
 nothing is left, 1 otherwise (Elasticsearch still unreachable: one line, nothing
 touched). URLs default to the project's ``REDIS_URL`` and ``ELASTICSEARCH_URL`` settings.
-A site that is none of the project's is one line naming the known ones, exit 2.
+A site that is none of the project's and has nothing spilled under its name (a misspelt
+name) is one line naming the known sites, exit 2.
 A crawl that closes with items in its spill logs this command with its own connections
 and spill file.
 """
@@ -393,12 +394,15 @@ async def drain_spills(
     spill_file: Path,
     *,
     out: Callable[[str], None] = print,
+    on_unknown: Callable[[], None] | None = None,
 ) -> bool:
     """Drain ``site``'s Redis spill (with ``REDIS_URL``) and its spill file (if there is
     one) into Elasticsearch, printing a line per spill; True when nothing is left.
 
     Elasticsearch unreachable: one line naming what is left, and nothing is touched (an
-    attempt would count against the entries' dead-letter budget).
+    attempt would count against the entries' dead-letter budget). ``on_unknown``: called
+    (to raise) when nothing at all is spilled under ``site``, a site the caller does not
+    know.
     """
     es = AsyncElasticsearch(**es_client_kwargs(settings))
     store_settings = StoreSettings.from_settings(settings)
@@ -419,6 +423,13 @@ async def drain_spills(
             states.append(await _redis_state(server, site))
         if spill_file.exists():
             states.append(await _file_state(FileSpill(spill_file)))
+        if on_unknown is not None and not any(
+            state.left or state.dead or state.file_spill for state in states
+        ):
+            # Not one of the project's sites and nothing under its name: a misspelt site,
+            # which "nothing to drain" would report as success. (A retired site's
+            # leftover spill is still drained.)
+            on_unknown()
         if not states:
             out(f"{site}: nothing to drain (no REDIS_URL, no spill file {spill_file})")
             return True
@@ -498,8 +509,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     settings = project_settings()
-    # A misspelt site has no spill: "nothing to drain" would read as success.
-    check_site(get_spider_loader(settings), args.site)
     if args.redis_url:
         settings.set("REDIS_URL", args.redis_url, priority="cmdline")
     if args.elasticsearch_url:
@@ -511,7 +520,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ELASTICSEARCH_URL is not set: pass --elasticsearch-url http://HOST:9200 or set it"
         )
     spill_file = args.spill_file or spill_dir(settings) / f"{args.site}.jsonl"
-    return 0 if asyncio.run(drain_spills(args.site, settings, spill_file)) else 1
+    loader = get_spider_loader(settings)
+    known = args.site in loader.list()
+
+    def unknown() -> None:
+        check_site(loader, args.site)  # raises OperatorError naming the known sites
+
+    drained = asyncio.run(
+        drain_spills(args.site, settings, spill_file, on_unknown=None if known else unknown)
+    )
+    return 0 if drained else 1
 
 
 if __name__ == "__main__":
