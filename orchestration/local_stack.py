@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.config import REPO_ROOT, OperatorError, get_settings
+from crawlers.profiles import unknown_site
 from services.base import ManagedProcess, PortInUse
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
@@ -252,6 +253,9 @@ def failure_line(deployment: str, state: dict[str, str]) -> str:
 
 def run_flow(flow: str, site: str | None, parameters: Sequence[str] = ()) -> int:
     parameters = check_parameters(parameters)
+    if site and (unknown := unknown_site(site)) is not None:
+        print(unknown, file=sys.stderr)  # there is no deployment scrape-<site> to run
+        return 2
     state = read_state()
     if not state:
         print("the stack is not up: run `make prefect-up` first", file=sys.stderr)

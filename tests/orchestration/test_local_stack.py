@@ -17,6 +17,7 @@ import pytest
 
 from core.config import REPO_ROOT, OperatorError, get_settings
 from orchestration import local_stack
+from orchestration.flows import check_site_versions, scrape_site
 from services.base import free_port
 from services.prefect_server import PrefectServer, PrefectWorker
 
@@ -195,3 +196,19 @@ def test_up_on_an_occupied_port_starts_nothing_and_names_the_holder(
     assert f"port {port}" in line and f"pid {os.getpid()}" in line
     assert "LOCAL_STACK_REDIS_PORT" in line
     assert not list((platform_run_dir / "stack").glob("*.pid"))
+
+
+def test_a_flow_of_an_unknown_site_says_so_before_anything_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = (
+        "unknown site 'demoo': known sites are booking_com, demo, facebook_marketplace, g2, "
+        "hermes, idealista, trustpilot; see crawlers/profiles/"
+    )
+    assert local_stack.run_flow("scrape-site", "demoo") == 2
+    assert capsys.readouterr().err.splitlines() == [line]
+    # The flow itself, however it is started: failed at once, not on a missing baseline.
+    state = scrape_site.fn("demoo")
+    assert (state.is_failed(), state.name, state.message) == (True, "UnknownSite", line)
+    state = check_site_versions.fn(["demo", "demoo"])
+    assert (state.is_failed(), state.message) == (True, line)
