@@ -1,14 +1,16 @@
 """Elasticsearch's security layer in front of the loopback node, for credential tests.
 
     python -m services.es_auth_gate --port 9201 --upstream http://127.0.0.1:9200
-        --user platform_writer:secret [--deny-index changes-]
+        --user platform_writer:secret [--deny-index changes-] [--refuse-after N]
 
 The harness's node has no security module (docs/elasticsearch-node.md). This gate stands
 in for it on the wire: a request without the right Basic credentials is answered 401
 with the body and ``WWW-Authenticate`` header Elasticsearch's security sends; a
 request that names an index starting with a ``--deny-index`` prefix is answered
 403 as for a role without a privilege on it; ``GET /_security/_authenticate`` answers the
-user; everything else is relayed to the node unchanged.
+user; everything else is relayed to the node unchanged. ``--refuse-after N``: after N
+requests with the right credentials every request is refused 401, as when the password
+is changed under a running crawl.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import re
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -43,6 +46,9 @@ class Gate(BaseHTTPRequestHandler):
     user: str = "elastic"
     expected: str = ""
     deny: tuple[str, ...] = ()
+    refuse_after: int | None = None
+    accepted = 0
+    lock = threading.Lock()
 
     def log_message(self, format: str, *args: object) -> None:
         return
@@ -62,7 +68,7 @@ class Gate(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         path = self.path
-        if self.headers.get("Authorization") != self.expected:
+        if self.headers.get("Authorization") != self.expected or self._rotated():
             presented = _presented_user(self.headers.get("Authorization"))
             reason = f"unable to authenticate user [{presented}] for REST request [{path}]"
             self._answer(401, security_error(401, reason), [("WWW-Authenticate", CHALLENGE)])
@@ -101,6 +107,14 @@ class Gate(BaseHTTPRequestHandler):
         finally:
             connection.close()
 
+    def _rotated(self) -> bool:
+        """Whether the password "changed" (``--refuse-after``): refused from now on."""
+        if self.refuse_after is None:
+            return False
+        with Gate.lock:
+            Gate.accepted += 1
+            return Gate.accepted > self.refuse_after
+
     def _denied(self, path: str, body: bytes) -> str | None:
         if not self.deny:
             return None
@@ -136,6 +150,7 @@ class EsAuthGate(ManagedProcess):
         user: str,
         password: str,
         deny_index: Sequence[str] = (),
+        refuse_after: int | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -143,6 +158,7 @@ class EsAuthGate(ManagedProcess):
         self.user = user
         self.password = password
         self.deny_index = tuple(deny_index)
+        self.refuse_after = refuse_after
         self.name = f"es-auth-gate-{self.port}"
 
     def environment(self) -> dict[str, str]:
@@ -162,6 +178,8 @@ class EsAuthGate(ManagedProcess):
         ]  # fmt: skip
         for prefix in self.deny_index:
             argv += ["--deny-index", prefix]
+        if self.refuse_after is not None:
+            argv += ["--refuse-after", str(self.refuse_after)]
         return argv
 
     def ready(self) -> bool:
@@ -179,12 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--user", required=True, help="user:password the gate accepts")
     parser.add_argument("--deny-index", action="append", default=[], metavar="PREFIX")
+    parser.add_argument("--refuse-after", type=int, default=None, metavar="N")
     args = parser.parse_args(argv)
     upstream = urlsplit(args.upstream)
     Gate.upstream = (upstream.hostname or "127.0.0.1", upstream.port or 9200)
     Gate.user = args.user.partition(":")[0]
     Gate.expected = "Basic " + base64.b64encode(args.user.encode()).decode()
     Gate.deny = tuple(args.deny_index)
+    Gate.refuse_after = args.refuse_after
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Gate)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server.serve_forever()

@@ -67,7 +67,6 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
 from scrapy.spiderloader import get_spider_loader
-from scrapy.utils.defer import deferred_from_coro
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
 from core.config import (
@@ -77,7 +76,7 @@ from core.config import (
     redacted,
 )
 from core.dedup import connect_async
-from core.es_access import AUTH_REASON, AUTH_REFUSED, AUTH_STAT, auth_line
+from core.es_access import AUTH_REFUSED
 from core.items_schema import UnknownItemType, schema_for
 from core.jobs_index import write_job_document
 from core.keys import REDIS_ERRORS, SiteKeys
@@ -101,7 +100,14 @@ from crawlers.addon import project_settings
 from crawlers.commands import check_site
 from crawlers.frontier import frontier_enabled
 from crawlers.logs import not_configured
-from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, refetch, site_of
+from crawlers.pipelines.common import (
+    es_client_kwargs,
+    item_notes,
+    job_of,
+    refetch,
+    report_auth_refused,
+    site_of,
+)
 from crawlers.pipelines.dedup import DedupNote
 from crawlers.recrawl import ItemSeen
 
@@ -137,7 +143,6 @@ class StorePipeline:
         self.es: AsyncElasticsearch | None = None
         self.server: redis.asyncio.Redis | None = None
         self.store: ItemStore | None = None
-        self._auth_reported: set[int] = set()
         job_doc = s.get("STORE_JOB_DOCUMENT_AT_CLOSE")
         self.job_document_at_close = (
             not frontier_enabled(s) if job_doc is None else s.getbool("STORE_JOB_DOCUMENT_AT_CLOSE")
@@ -320,25 +325,15 @@ class StorePipeline:
             es.close()
 
     def _auth_refused(self, exc: ApiError) -> None:
-        """Elasticsearch's security refused a request: one line per status, and a 401
-        closes the crawl (nothing more can be stored; the spill keeps what was scraped)."""
+        """Elasticsearch's security refused a write: one line per crawl; a 401 closes the
+        crawl (nothing more can be stored: the spill keeps what was scraped)."""
         status = exc.meta.status
-        if status in self._auth_reported:
-            return
-        self._auth_reported.add(status)
-        line = auth_line(status, self.es_kwargs)
-        stats = self.crawler.stats
-        if status != AUTH_REFUSED:
-            logger.error("%s; its writes go to the dead letters", line)
-            return
-        logger.error("%s; closing the crawl, scraped items wait in the spill", line)
-        if stats is not None:
-            stats.set_value(AUTH_STAT, line)
-        engine = self.crawler.engine
-        if engine is not None:
-            deferred_from_coro(engine.close_spider_async(reason=AUTH_REASON)).addErrback(
-                lambda failure: logger.error("closing the crawl failed: %s", failure.value)
-            )
+        consequence = (
+            "scraped items wait in the spill"
+            if status == AUTH_REFUSED
+            else "its writes go to the dead letters"
+        )
+        report_auth_refused(self.crawler, status, self.es_kwargs, consequence)
 
     def _count(self, name: str, n: int) -> None:
         if self.crawler.stats is not None:
