@@ -42,7 +42,13 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from core.keys import REDIS_ERRORS
 from core.store.actions import DeadLettered, Outcome, StoreAction, StoreUnavailable
-from core.store.bulk import BulkSender, IndexPreparer, PropertiesFor, schema_properties
+from core.store.bulk import (
+    FORBIDDEN,
+    BulkSender,
+    IndexPreparer,
+    PropertiesFor,
+    schema_properties,
+)
 from core.store.settings import StoreSettings
 from core.store.spill import SPILL_ERRORS, Spill
 
@@ -117,6 +123,7 @@ class ItemStore:
         self._last_spill_check = 0.0
         self._spill_dirty = False
         self._spill_warned = 0.0
+        self._forbidden: set[str] = set()  # indices whose 403 was logged
 
     async def __aenter__(self) -> ItemStore:
         await self.start()
@@ -416,7 +423,19 @@ class ItemStore:
 
     async def _dead_letter(self, action: StoreAction, error: str) -> None:
         self._count("store/dead_letter")
-        logger.error("Elasticsearch rejected %s for good: %s", action.key, error)
+        if error.startswith(f"{FORBIDDEN} "):
+            # A missing privilege refuses every write to the index alike: one ERROR line
+            # per index (the alert), the rest at DEBUG, each still dead-lettered.
+            first = action.index not in self._forbidden
+            self._forbidden.add(action.index)
+            logger.log(
+                logging.ERROR if first else logging.DEBUG,
+                "Elasticsearch refused writes to %s for good: %s",
+                action.index,
+                error,
+            )
+        else:
+            logger.error("Elasticsearch rejected %s for good: %s", action.key, error)
         if self.spill is not None:
             try:
                 await self.spill.dead_letter(action, error)

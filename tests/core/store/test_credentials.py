@@ -6,6 +6,7 @@ real node."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -83,18 +84,22 @@ def test_a_forbidden_index_is_dead_lettered_at_once_not_retried(
     gate: EsAuthGate,
     site: str,
     tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    action = change_action(
-        site=site,
-        item_type="demo_product",
-        key=f"{site}:p1",
-        job_id="j1",
-        seen_ms=1000,
-        field="price",
-        old=1,
-        new=2,
-        kind="price",
-    )
+    actions = [
+        change_action(
+            site=site,
+            item_type="demo_product",
+            key=f"{site}:p{n}",
+            job_id="j1",
+            seen_ms=1000,
+            field="price",
+            old=1,
+            new=2,
+            kind="price",
+        )
+        for n in range(3)
+    ]
     spill = FileSpill(tmp_path / f"{site}.jsonl")
     refusals: list[int] = []
 
@@ -108,13 +113,22 @@ def test_a_forbidden_index_is_dead_lettered_at_once_not_retried(
             on_auth=lambda exc: refusals.append(exc.meta.status),
         )
         async with store:
-            with pytest.raises(DeadLettered) as raised:
-                await store.put(action)
+            outcomes = await asyncio.gather(
+                *(store.put(a) for a in actions), return_exceptions=True
+            )
         await es.close()
-        return str(raised.value), store.counts, await spill.dead_size()
+        return outcomes, store.counts, await spill.dead_size()
 
-    error, counts, dead = run(es_node, redis_server, body)
+    with caplog.at_level(logging.ERROR, logger="core.store.writer"):
+        outcomes, counts, dead = run(es_node, redis_server, body)
+    assert all(isinstance(outcome, DeadLettered) for outcome in outcomes)
+    error = str(outcomes[0])
     assert "403" in error and "lacks a privilege" in error and f"changes-{site}" in error
     assert counts.get("store/retried", 0) == 0
-    assert counts["store/dead_letter"] == 1 and dead == 1
-    assert refusals == [403]
+    assert counts["store/dead_letter"] == 3 and dead == 3
+    assert set(refusals) == {403}  # reported to the caller, which logs it once
+    # The alert: one ERROR line for the index, not one per write.
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"Elasticsearch refused writes to changes-{site}"
+    )
