@@ -188,8 +188,44 @@ def check_elasticsearch_url(value: object, name: str = "ELASTICSEARCH_URL") -> s
     return ",".join(hosts)
 
 
+# What the downloaders speak to a proxy (Scrapy's HTTP/1.1 handler, Playwright's Chromium):
+# no SOCKS, no FTP. A bare ``host:port`` means http (``crawlers.fetch.redact``).
+PROXY_SCHEMES = ("http", "https")
+PROXY_FORM = (
+    "scheme://[user:password@]host:port with scheme http or https "
+    "(e.g. http://user:secret@10.0.0.1:8080)"
+)
+
+
+def check_proxy_url(entry: str, name: str = "PROXY_LIST") -> str:
+    """``entry`` if it is a proxy URL the downloaders can use; else ConfigurationError
+    naming the entry (password masked) and the expected form: a malformed list would
+    otherwise fail every request of the crawl, one by one."""
+    text = entry.strip()
+    url = text if "://" in text else f"http://{text}"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    usable = (
+        parts is not None
+        and parts.scheme in PROXY_SCHEMES
+        and bool(parts.hostname)
+        and port is not None
+        and parts.path in ("", "/")
+        and not parts.query
+        and not any(char.isspace() for char in text)
+    )
+    if not usable:
+        raise ConfigurationError(
+            f"{name} entry {redacted(text)!r} is not a proxy: expected {PROXY_FORM}"
+        )
+    return text
+
+
 def read_proxy_file(path: Path, name: str = "PROXY_LIST_FILE") -> list[str]:
-    """One proxy per line (blank lines and ``#`` comments skipped)."""
+    """One proxy per line (blank lines and ``#`` comments skipped), each checked."""
     try:
         lines = Path(path).read_text().splitlines()
     except OSError as exc:
@@ -197,7 +233,8 @@ def read_proxy_file(path: Path, name: str = "PROXY_LIST_FILE") -> list[str]:
             f"{name}={str(path)!r} cannot be read ({exc.strerror or type(exc).__name__}): "
             "point it at a file with one proxy URL per line, or unset it"
         ) from None
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    entries = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    return [check_proxy_url(entry, f"{name} ({path})") for entry in entries]
 
 
 def find_chromium(configured: str | None = None) -> str | None:
@@ -286,6 +323,11 @@ class PlatformSettings(BaseSettings):
     progress_log_interval: float = Field(default=30.0, gt=0)
 
     _split_proxies = field_validator("proxy_list", mode="before")(_split_list)
+
+    @field_validator("proxy_list")
+    @classmethod
+    def _proxies(cls, value: list[str]) -> list[str]:
+        return [check_proxy_url(entry) for entry in value]
 
     # A malformed URL stops the process with one line (ConfigurationError), not at first use.
     @field_validator("redis_url")

@@ -69,6 +69,7 @@ from core.config import (
     ConfigurationError,
     check_elasticsearch_url,
     check_http_url,
+    check_proxy_url,
     check_redis_url,
     read_proxy_file,
     redacted,
@@ -314,6 +315,8 @@ def check_settings(settings: BaseSettings) -> None:
     path = settings.get("ROTATING_PROXY_LIST_PATH")
     if path:
         read_proxy_file(path, "ROTATING_PROXY_LIST_PATH")
+    for entry in settings.getlist("ROTATING_PROXY_LIST"):
+        check_proxy_url(entry, "ROTATING_PROXY_LIST (PROXY_LIST)")
     for name in dir(defaults):
         default = getattr(defaults, name)
         if not name.isupper() or name not in settings or settings.get(name) is None:

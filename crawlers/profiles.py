@@ -246,6 +246,17 @@ def profile_sites(directory: Path = PROFILES_DIR) -> list[str]:
     return sorted(path.stem for path in directory.glob("*.toml"))
 
 
+def unknown_site(site: str, directory: Path = PROFILES_DIR) -> str | None:
+    """None for a site with a profile; else the one line naming the known sites (what
+    ``scrapy crawl`` says of an unknown site)."""
+    known = profile_sites(directory)
+    if site in known:
+        return None
+    return (
+        f"unknown site {site!r}: known sites are {', '.join(known)}; see {shown_path(directory)}/"
+    )
+
+
 def load_profiles(directory: Path = PROFILES_DIR) -> list[SiteProfile]:
     """Every profile, sorted by site (one bad file fails the lot, naming that file)."""
     return [SiteProfile.load(site, directory) for site in profile_sites(directory)]

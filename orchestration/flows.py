@@ -43,7 +43,7 @@ from core.store import spill_size
 from crawlers import addon
 from crawlers.fetch.refusal import presented
 from crawlers.producer import produce
-from crawlers.profiles import SiteProfile
+from crawlers.profiles import SiteProfile, unknown_site
 from crawlers.site_language import site_language
 from fingerprints.baseline import dumps
 from fingerprints.gate import check_all, verify_site
@@ -401,6 +401,9 @@ def scrape_site(
     suspended, for an operator's decision (``orchestration/approval.py``); default
     ``GATE_APPROVAL_TIMEOUT``, 0 fails at once.
     """
+    if (unknown := unknown_site(site)) is not None:
+        # Before any step: a misspelt site would fail later on a missing baseline.
+        return Failed(name="UnknownSite", message=unknown)
     job_id = job_id or default_job_id(site)
     logger = get_run_logger()
     logger.info("scrape-%s job %s (local workers: %d)", site, job_id, local_workers)
@@ -486,6 +489,9 @@ def warn_structure_drift(site: str, result: dict[str, Any], *, scrape: bool) -> 
 )
 def check_site_versions(sites: list[str] | None = None) -> Any:
     """Every site's fixtures against its baseline (daily, before the first scrape)."""
+    unknown = [line for site in sites or () if (line := unknown_site(site)) is not None]
+    if unknown:
+        return Failed(name="UnknownSite", message="; ".join(unknown))
     results = check_all(sites, sites_dir=approval.sites_dir())
     # verdict: passed | drifted (structure changed, extraction complete) | structure_changed
     # (fail closed) | blocked, fetch_failed, no_baseline, error.

@@ -22,6 +22,7 @@ import redis
 from elasticsearch import Elasticsearch, NotFoundError
 
 from core.config import get_settings
+from core.es_access import access_problem
 from core.jobs_index import JOBS_ALIAS
 from core.keys import REDIS_ERRORS
 from core.store import get_items
@@ -195,11 +196,10 @@ def check(
         schedules = site_schedules()  # the same profiles the deployments are built from
     now = now or dt.datetime.now(dt.UTC)
     problems: list[str] = []
-    try:
-        if not es.ping():
-            problems.append("Elasticsearch unreachable")
-    except Exception as exc:
-        problems.append(f"Elasticsearch unreachable ({type(exc).__name__})")
+    # Refused credentials are named as such (a ping reads a 401 as "unreachable").
+    es_problem = access_problem(es)
+    if es_problem is not None:
+        problems.append(es_problem)
     sites: list[SiteHealth] = []
     if not problems:
         for site, cron in schedules.items():

@@ -14,6 +14,12 @@ local mode: each scrape run launches its own ``scrapy crawl`` workers.
 (``approval_timeout=0`` is a number) and as text otherwise. A run that ends in any state but
 Completed ends with one line naming the deployment, the state and its message, and where
 the worker's log is; the exit status is then non-zero.
+
+Ports: ``PORTS`` by default; each is settable (``LOCAL_STACK_REDIS_PORT``,
+``LOCAL_STACK_ELASTICSEARCH_PORT``, ``LOCAL_STACK_PREFECT_PORT``,
+``LOCAL_STACK_DEMO_PORT``), so a second stack (another ``PLATFORM_RUN_DIR``) runs beside
+the first. A port something else holds stops ``up`` with one line naming the port and
+its holder (``services.base.PortInUse``): a stack never writes into another one's services.
 """
 
 from __future__ import annotations
@@ -32,17 +38,35 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.config import REPO_ROOT, OperatorError, get_settings
-from services.base import ManagedProcess, port_open
+from crawlers.profiles import unknown_site
+from services.base import ManagedProcess, PortInUse
 from services.demo_site import DemoSite
 from services.es_node import ElasticsearchNode
 from services.prefect_server import PrefectServer, PrefectWorker
 from services.redis_server import RedisServer
 
 PORTS = {"redis": 16379, "elasticsearch": 19200, "prefect": 4200, "demo": 8000}
+PORT_VARIABLE = "LOCAL_STACK_{}_PORT"
 LOCAL_WORKERS = 2
 POOL = "scraping"
 # `prefect deployment run` prints the new flow run's id on a line of its own.
 _RUN_ID = re.compile(r"UUID: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+def stack_ports() -> dict[str, int]:
+    """``PORTS``, each overridden by its ``LOCAL_STACK_<NAME>_PORT`` when set."""
+    ports = dict(PORTS)
+    for name in PORTS:
+        variable = PORT_VARIABLE.format(name.upper())
+        value = os.environ.get(variable, "").strip()
+        if not value:
+            continue
+        if not value.isdigit() or not 0 < int(value) < 65536:
+            raise OperatorError(f"{variable}={value!r} is not a TCP port (1-65535)")
+        ports[name] = int(value)
+    if len(set(ports.values())) != len(ports):
+        raise OperatorError(f"the local stack's ports must differ: {ports}")
+    return ports
 
 
 def stack_dir() -> Path:
@@ -80,25 +104,40 @@ def client_env(state: dict[str, str]) -> dict[str, str]:
 
 def up() -> dict[str, str]:
     state = read_state()
-    if state and port_open("127.0.0.1", PORTS["prefect"]):
+    ports = stack_ports()
+    if state and state.get("prefect_api_url") and _stack_alive():
         print(f"stack already up: Prefect UI {state['prefect_ui']}")
         return state
     run_dir = stack_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
     redis_server = RedisServer(
-        port=PORTS["redis"], run_dir=run_dir, persistent=True, data_dir=run_dir / "redis-data"
+        port=ports["redis"], run_dir=run_dir, persistent=True, data_dir=run_dir / "redis-data"
     )
     es_node = ElasticsearchNode(
-        port=PORTS["elasticsearch"], run_dir=run_dir, data_dir=run_dir / "es-home"
+        port=ports["elasticsearch"], run_dir=run_dir, data_dir=run_dir / "es-home"
     )
-    site = DemoSite(port=PORTS["demo"], run_dir=run_dir)
+    site = DemoSite(port=ports["demo"], run_dir=run_dir)
     server = PrefectServer(
-        port=PORTS["prefect"], run_dir=run_dir, ui=True, home=run_dir / "prefect"
+        port=ports["prefect"], run_dir=run_dir, ui=True, home=run_dir / "prefect"
     )
     services: list[ManagedProcess] = [redis_server, es_node, site, server]
+    # Every port first: a stack half started on another one's ports is worse than none.
     for service in services:
-        service.start()
-        print(f"  {service.name:<22} {service.url}  (pid {service.pid})")
+        try:
+            service.check_port_free()
+        except PortInUse as exc:
+            variable = PORT_VARIABLE.format(_port_name(ports, service.port).upper())
+            raise OperatorError(f"{exc} (this stack's port: set {variable})") from None
+    started: list[ManagedProcess] = []
+    try:
+        for service in services:
+            service.start()
+            started.append(service)
+            print(f"  {service.name:<22} {service.url}  (pid {service.pid})")
+    except PortInUse as exc:
+        for service in reversed(started):
+            service.stop()
+        raise OperatorError(str(exc)) from None
     state = {
         "redis_url": redis_server.url,
         "elasticsearch_url": es_node.url,
@@ -129,6 +168,19 @@ def up() -> dict[str, str]:
     print(f"  {worker.name:<22} {worker.url}  (pid {worker.pid})")
     print(f"\nPrefect UI: {server.ui_url}   (stop everything: make prefect-down)")
     return state
+
+
+def _port_name(ports: dict[str, int], port: int) -> str:
+    return next(name for name, value in ports.items() if value == port)
+
+
+def _stack_alive() -> bool:
+    """Whether this run directory's stack still runs (its Prefect server's PID is alive)."""
+    for pid_file in stack_dir().glob("prefect-server*.pid"):
+        with contextlib.suppress(ValueError, OSError):
+            if _alive(int(pid_file.read_text().strip())):
+                return True
+    return False
 
 
 def down() -> None:
@@ -240,6 +292,9 @@ def failure_line(deployment: str, state: dict[str, str]) -> str:
 
 def run_flow(flow: str, site: str | None, parameters: Sequence[str] = ()) -> int:
     parameters = check_parameters(parameters)
+    if site and (unknown := unknown_site(site)) is not None:
+        print(unknown, file=sys.stderr)  # there is no deployment scrape-<site> to run
+        return 2
     state = read_state()
     if not state:
         print("the stack is not up: run `make prefect-up` first", file=sys.stderr)

@@ -20,6 +20,7 @@ from elasticsearch import Elasticsearch
 
 from core.config import REPO_ROOT
 from core.drain import DrainState, drain_state
+from core.es_access import access_problem
 from core.redis_client import RedisModeError, check_mode
 from core.workers import WorkerRegistry, check_consumers
 
@@ -67,7 +68,8 @@ def preflight(
     require_consumers: bool,
 ) -> PreflightReport:
     """Redis reachable, the site's queues consumed (unless the flow brings its own
-    workers), Elasticsearch reachable. Raises PreflightError naming everything down."""
+    workers), Elasticsearch reachable and taking the credentials. Raises PreflightError
+    naming everything down."""
     problems: list[str] = []
     redis_ok = es_ok = False
     consumers: int | None = None
@@ -84,12 +86,11 @@ def preflight(
         consumers = len(check.workers)
         if not check.ok:
             problems.append(check.message())
-    try:
-        es_ok = bool(es.ping())
-    except Exception as exc:  # the client raises transport errors of several kinds
-        problems.append(f"Elasticsearch unreachable ({type(exc).__name__})")
-    if redis_ok and not es_ok and not any("Elasticsearch" in p for p in problems):
-        problems.append("Elasticsearch unreachable (ping failed)")
+    # Refused credentials are named as such (a ping reads a 401 as "down").
+    es_problem = access_problem(es)
+    es_ok = es_problem is None
+    if es_problem is not None:
+        problems.append(es_problem)
     report = PreflightReport(site, redis_ok, es_ok, consumers, problems)
     if problems:
         raise PreflightError(f"preflight failed for {site}: " + "; ".join(problems))

@@ -22,9 +22,12 @@ from typing import NoReturn
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from core.config import OperatorError, get_settings
+from core.es_access import auth_line, client_kwargs, is_auth_error
 from llm.embedders import Embedder, EmbeddingError, default_embedder
 from llm.index import CHUNKS_PREFIX
 from search.api import SITE_PATTERN
@@ -99,17 +102,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except UnknownSite as exc:
         if args.site is None:  # no chunks index at all: nothing indexed yet, no mistake
-            console.print(f"[red]error:[/red] {exc}", markup=True)
+            console.print(f"[red]error:[/red] {escape(str(exc))}")
             return 1
         raise OperatorError(
             f"unknown site {args.site!r}: {exc}; sites with a chunks index: "
             f"{', '.join(_indexed_sites(es)) or 'none'} (python -m search --health)"
         ) from None
     except (SearchError, EmbeddingError) as exc:
-        console.print(f"[red]error:[/red] {exc}", markup=True)
+        console.print(f"[red]error:[/red] {escape(str(exc))}")
         return 1
     except (TransportError, ApiError) as exc:
-        console.print(f"[red]Elasticsearch error:[/red] {type(exc).__name__}: {exc}")
+        if is_auth_error(exc):
+            assert isinstance(exc, ApiError)
+            raise OperatorError(auth_line(exc.meta.status, client_kwargs(es))) from None
+        # Elasticsearch's text names paths in brackets ([/chunks-*/_search]): never markup.
+        console.print(f"[red]Elasticsearch error:[/red] {escape(f'{type(exc).__name__}: {exc}')}")
         return 1
     finally:
         es.close()
@@ -137,9 +144,9 @@ def _table(console: Console, result: SearchResult) -> None:
             f"{hit.score:.4f}",
             str(hit.bm25.rank) if hit.bm25 else "-",
             str(hit.knn.rank) if hit.knn else "-",
-            hit.site,
-            hit.name,
-            hit.url or "",
+            Text(hit.site),
+            Text(hit.name),  # scraped text: brackets in it are not markup
+            Text(hit.url or ""),
         )
     console.print(table)
     if not result.hits:
@@ -148,22 +155,25 @@ def _table(console: Console, result: SearchResult) -> None:
 
 def _health(console: Console, health: Health) -> None:
     es_state = health.elasticsearch
-    console.print(
-        f"status {health.status}; Elasticsearch "
-        + (f"{es_state.get('version')} reachable" if es_state.get("reachable") else "UNREACHABLE")
-    )
+    if es_state.get("problem"):
+        state = f"refused: {es_state['problem']}"
+    elif es_state.get("reachable"):
+        state = f"{es_state.get('version')} reachable"
+    else:
+        state = "UNREACHABLE"
+    console.print(Text(f"status {health.status}; Elasticsearch {state}"))
     table = Table(title_justify="left")
     for column in ("site", "items", "last seen", "chunks", "indexed at", "embedder", "stale"):
         table.add_column(column, overflow="fold")
     for site, entry in health.sites.items():
         table.add_row(
-            site,
+            Text(site),
             str(entry.items.documents),
             entry.items.latest or "-",
             str(entry.chunks.documents),
             entry.chunks.latest or "-",
             entry.chunks.embedder or "-",
-            "; ".join(entry.reasons) if entry.stale else "no",
+            Text("; ".join(entry.reasons) if entry.stale else "no"),
         )
     console.print(table)
 

@@ -95,8 +95,9 @@ def create_app(
     def health() -> JSONResponse:
         report = check_health(es, stale_after=stale_after).as_dict()
         report["embedder"] = embedder.name if embedder is not None else None
-        # Stale data is still served: only an unreachable Elasticsearch is unhealthy.
-        status = 503 if report["status"] == "down" else 200
+        # Stale data is still served: only an Elasticsearch unreachable or refusing
+        # the credentials ("denied") is unhealthy.
+        status = 503 if report["status"] in ("down", "denied") else 200
         return JSONResponse(report, status_code=status)
 
     return app

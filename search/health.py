@@ -21,6 +21,7 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 
+from core.es_access import auth_line, client_kwargs, is_auth_error
 from core.store import items_index
 from llm.index import CHUNKS_PREFIX, index_embedder
 
@@ -48,7 +49,7 @@ class SiteHealth:
 
 @dataclass
 class Health:
-    status: str  # ok | stale | down
+    status: str  # ok | stale | down | denied (ES refused the credentials)
     elasticsearch: dict[str, Any]
     stale_after_seconds: float
     checked_at: str
@@ -79,6 +80,15 @@ def check_health(
     except (TransportError, ApiError) as exc:
         health.status = "down"
         health.elasticsearch = {"reachable": False, "error": type(exc).__name__}
+        if is_auth_error(exc):
+            # It answered: the credentials (401) or their privileges (403) are the problem.
+            assert isinstance(exc, ApiError)
+            health.status = "denied"
+            health.elasticsearch = {
+                "reachable": True,
+                "error": type(exc).__name__,
+                "problem": auth_line(exc.meta.status, client_kwargs(es)),
+            }
         return health
     for site in sorted(set(items) | set(chunks)):
         site_items = items.get(site) or IndexFreshness(index=items_index(site))

@@ -3,6 +3,12 @@
 Each service runs as a child process in its own session (so a stop reaches its whole
 process group), logs into ``<run_dir>/<name>.log``, writes ``<run_dir>/<name>.pid`` and
 is stopped by that PID: SIGTERM first, SIGKILL after a grace period.
+
+A service never adopts a process it did not start: ``start()`` refuses a port something
+already listens on (one line naming the port and its holder, ``services.ports``), and
+the service is ready only once it answers *and* the socket listening on its port belongs
+to the process it started (its session), so a foreign server answering on the port in
+the meantime is not taken for it.
 """
 
 from __future__ import annotations
@@ -23,10 +29,15 @@ from types import TracebackType
 from typing import Any, Self
 
 from core.config import REPO_ROOT, get_settings
+from services.ports import describe_holder, held_by_session
 
 
 class ServiceError(RuntimeError):
     """A service could not be started, became unready, or is missing its binary."""
+
+
+class PortInUse(ServiceError):
+    """A service's port is held by a process the service did not start."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -58,9 +69,13 @@ def wait_until(
     """
     deadline = time.monotonic() + timeout
     while True:
-        with contextlib.suppress(Exception):
+        try:
             if predicate():
                 return
+        except PortInUse:
+            raise  # a verdict, not a "not yet"
+        except Exception:  # noqa: S110 - not answering yet: poll again
+            pass
         if alive is not None and not alive():
             tail = log_tail() if log_tail else ""
             raise ServiceError(f"{what}: process exited before it was ready\n{tail}")
@@ -76,6 +91,9 @@ class ManagedProcess(ABC):
     name: str = "service"
     start_timeout: float = 60.0
     stop_timeout: float = 15.0
+    # Whether the service listens on ``port`` (a client of another service, such as a
+    # Prefect worker, keeps that service's port only to name it).
+    listens: bool = True
 
     def __init__(self, *, port: int | None = None, run_dir: Path | None = None) -> None:
         self.host = "127.0.0.1"
@@ -134,6 +152,7 @@ class ManagedProcess(ABC):
     def start(self) -> Self:
         if self.alive():
             return self
+        self.check_port_free()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.prepare()
         env = {**os.environ, **self.environment()}
@@ -150,7 +169,7 @@ class ManagedProcess(ABC):
         self.pid_path.write_text(f"{self.process.pid}\n")
         try:
             wait_until(
-                self.ready,
+                self._ready_and_ours,
                 timeout=self.start_timeout,
                 what=f"{self.name} on {self.host}:{self.port}",
                 alive=self.alive,
@@ -160,6 +179,29 @@ class ManagedProcess(ABC):
             self.stop()
             raise
         return self
+
+    def check_port_free(self) -> None:
+        """Raise ``PortInUse`` (one line: the port and its holder) when something listens."""
+        if self.listens and port_open(self.host, self.port):
+            raise PortInUse(
+                f"{self.name}: port {self.port} on {self.host} is already in use by "
+                f"{describe_holder(self.port)}; stop it or choose another port"
+            )
+
+    def _ready_and_ours(self) -> bool:
+        if not self.ready():
+            return False
+        if not self.listens or self.process is None:
+            return True
+        # The process started here runs in a session of its own (start_new_session).
+        ours = held_by_session(self.port, self.process.pid)
+        if ours is False:
+            raise PortInUse(
+                f"{self.name}: port {self.port} on {self.host} is answered by "
+                f"{describe_holder(self.port)}, not by the process started here "
+                f"(pid {self.process.pid})"
+            )
+        return True
 
     def stop(self) -> None:
         process, self.process = self.process, None

@@ -107,6 +107,7 @@ class PrefectWorker(ManagedProcess):
     """
 
     start_timeout = 60.0
+    listens = False  # a client of the server: ``port`` is the server's
 
     def __init__(
         self,

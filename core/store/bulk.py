@@ -26,6 +26,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 from elasticsearch.helpers import async_streaming_bulk
 
+from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, schema_by_type
 from core.store.actions import TOUCH, Outcome, StoreAction
 from core.store.layout import ensure_item_index, epoch_ms
@@ -47,6 +48,14 @@ PERMANENT_ERRORS = frozenset(
 )
 # Errors that mean "Elasticsearch is unreachable" (not a verdict about a document).
 UNREACHABLE = (TransportError, TimeoutError, OSError)
+
+# Elasticsearch's security answers: 401 (credentials refused) is no verdict about a
+# document: the store treats it as an outage (items wait, then spill, for a run with the
+# right credentials) and reports it (``on_auth``) once. 403 (the user lacks a privilege on
+# the index) stays so until a person changes the role: permanent, a dead letter, never a
+# retry loop.
+AUTH_REFUSED = 401
+FORBIDDEN = 403
 
 RETRY = "retry"  # a bulk result that is neither final nor permanent
 Result = tuple[Outcome | str, str | None]  # (outcome or RETRY, error text)
@@ -78,8 +87,10 @@ class BulkSender:
         on_down: Callable[[BaseException], None],
         on_up: Callable[[], None],
         preparers: Mapping[str, IndexPreparer] | None = None,
+        on_auth: Callable[[ApiError], None] | None = None,
     ) -> None:
         self.es = es
+        self._on_auth = on_auth
         self.preparers = INDEX_PREPARERS if preparers is None else dict(preparers)
         self.settings = settings
         self.properties_for = properties_for
@@ -93,14 +104,12 @@ class BulkSender:
         results: list[Result | None] = [None] * len(actions)
         # Declare each (site, item type) once per call, not once per action: with the
         # node down, 500 actions must not mean 500 failed connection attempts.
-        problems: dict[tuple[str, str] | str, str | None] = {}
+        problems: dict[tuple[str, str] | str, Result | None] = {}
         for i, action in enumerate(actions):
             where = _target(action)
             if where not in problems:
                 problems[where] = await self._prepare(action)
-            problem = problems[where]
-            if problem is not None:
-                results[i] = (RETRY, problem)
+            results[i] = problems[where]
         reached = False  # Elasticsearch answered a request of this call
         try:
             touches = [i for i, a in enumerate(actions) if a.op == TOUCH and results[i] is None]
@@ -164,6 +173,9 @@ class BulkSender:
             )
         except ApiError as exc:
             self._count(f"store/errors/{exc.error}", 1)
+            denied = self._security(exc)
+            if denied is not None:
+                return [denied for _ in touches]
             return [(RETRY, f"cannot read the documents: {exc}") for _ in touches]
         out: list[dict[str, Any] | Result] = []
         for action, doc in zip(touches, response["docs"], strict=True):
@@ -192,6 +204,13 @@ class BulkSender:
         kind = error.get("type") if isinstance(error, dict) else None
         reason = error.get("reason") if isinstance(error, dict) else str(error)
         text = f"{status} {kind or 'error'}: {reason}"
+        exception = data.get("exception")
+        if isinstance(exception, ApiError):  # the whole request failed (the helper's form)
+            denied = self._security(exception)
+            if denied is not None:
+                return denied
+        elif status == AUTH_REFUSED or (status == FORBIDDEN and kind == "security_exception"):
+            return self._denied(status, text)
         if touch and kind == "document_missing_exception":
             return Outcome.MISSING, None
         if status == 409 and kind == "version_conflict_engine_exception":
@@ -204,8 +223,29 @@ class BulkSender:
             self._ensured.clear()  # an alias went away: declare the layout again
         return RETRY, text
 
-    async def _prepare(self, action: StoreAction) -> str | None:
-        """Make sure the index ``action`` writes to exists; an error text if not yet."""
+    def _security(self, exc: ApiError) -> Result | None:
+        """The result of a request Elasticsearch's security refused; None: not that."""
+        if not is_auth_error(exc):
+            return None  # a 403 block (read-only index) is retried like any block
+        status = exc.meta.status
+        if self._on_auth is not None:
+            self._on_auth(exc)
+        if status == AUTH_REFUSED:
+            self._on_down(exc)  # no write can succeed: items wait, then spill
+            return RETRY, f"401 credentials refused: {_reason(exc)}"
+        return self._denied(status, f"403 {_reason(exc)}")
+
+    def _denied(self, status: int, text: str) -> Result:
+        if status == AUTH_REFUSED:
+            return RETRY, text
+        self._count("store/errors/forbidden", 1)
+        return Outcome.DEAD_LETTER, (
+            f"{text} (permanent: the Elasticsearch user lacks a privilege on this index; "
+            "grant it in its role, then replay the dead letters)"
+        )
+
+    async def _prepare(self, action: StoreAction) -> Result | None:
+        """Make sure the index ``action`` writes to exists; its result if not (yet)."""
         where = _target(action)
         if where in self._ensured:
             return None
@@ -224,12 +264,28 @@ class BulkSender:
                     await self.preparers[prefix](self.es, action.index)
         except UNREACHABLE as exc:
             self._on_down(exc)
-            return f"cannot declare the index: {type(exc).__name__}: {exc}"
-        except (ApiError, UnknownItemType) as exc:
+            return RETRY, f"cannot declare the index: {type(exc).__name__}: {exc}"
+        except ApiError as exc:
+            denied = self._security(exc)
+            if denied is not None:
+                return denied
             logger.error("cannot declare the index of %s: %s", where, exc)
-            return f"cannot declare the index: {exc}"
+            return RETRY, f"cannot declare the index: {exc}"
+        except UnknownItemType as exc:
+            logger.error("cannot declare the index of %s: %s", where, exc)
+            return RETRY, f"cannot declare the index: {exc}"
         self._ensured.add(where)
         return None
+
+
+def _reason(exc: ApiError) -> str:
+    """Elasticsearch's own reason for a refusal (its body's ``error.reason``)."""
+    body = exc.body
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping) and error.get("reason"):
+            return str(error["reason"])
+    return str(exc.message)
 
 
 def _target(action: StoreAction) -> tuple[str, str] | str:

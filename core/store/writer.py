@@ -15,6 +15,11 @@ into Elasticsearch by every store's background loop (any worker, any process: a 
 makes one drainer at a time) and at close; an entry failing ``dead_after_attempts``
 drains is dead-lettered (counted).
 
+Credentials: a 401 from Elasticsearch is handled as an outage (items wait, then spill,
+so a run with the right credentials stores them) and reported once through ``on_auth``;
+a 403 (the user lacks a privilege on the index) is permanent: dead letter, no retries
+(``core.store.bulk``).
+
 A touch (``core.store.actions``) goes the same way; ``put()`` returns ``TOUCHED``,
 ``SUPERSEDED`` (a noop) or ``MISSING`` (no document: the caller fetches the item in
 full; counted ``store/touch_missing``, not recorded as stored). A touch drained from the
@@ -33,11 +38,17 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from elastic_transport import TransportError
-from elasticsearch import AsyncElasticsearch
+from elasticsearch import ApiError, AsyncElasticsearch
 
 from core.keys import REDIS_ERRORS
 from core.store.actions import DeadLettered, Outcome, StoreAction, StoreUnavailable
-from core.store.bulk import BulkSender, IndexPreparer, PropertiesFor, schema_properties
+from core.store.bulk import (
+    FORBIDDEN,
+    BulkSender,
+    IndexPreparer,
+    PropertiesFor,
+    schema_properties,
+)
 from core.store.settings import StoreSettings
 from core.store.spill import SPILL_ERRORS, Spill
 
@@ -84,6 +95,7 @@ class ItemStore:
         on_count: Callable[[str, int], None] | None = None,
         on_stored: RecordStored | None = None,
         preparers: Mapping[str, IndexPreparer] | None = None,
+        on_auth: Callable[[ApiError], None] | None = None,
     ) -> None:
         self.es = es
         self.spill = spill
@@ -99,6 +111,7 @@ class ItemStore:
             on_down=self._mark_down,
             on_up=self._mark_up,
             preparers=preparers,
+            on_auth=on_auth,
         )
         self._buffer: list[_Pending] = []
         self._wake = asyncio.Event()
@@ -110,6 +123,7 @@ class ItemStore:
         self._last_spill_check = 0.0
         self._spill_dirty = False
         self._spill_warned = 0.0
+        self._forbidden: set[str] = set()  # indices whose 403 was logged
 
     async def __aenter__(self) -> ItemStore:
         await self.start()
@@ -409,7 +423,19 @@ class ItemStore:
 
     async def _dead_letter(self, action: StoreAction, error: str) -> None:
         self._count("store/dead_letter")
-        logger.error("Elasticsearch rejected %s for good: %s", action.key, error)
+        if error.startswith(f"{FORBIDDEN} "):
+            # A missing privilege refuses every write to the index alike: one ERROR line
+            # per index (the alert), the rest at DEBUG, each still dead-lettered.
+            first = action.index not in self._forbidden
+            self._forbidden.add(action.index)
+            logger.log(
+                logging.ERROR if first else logging.DEBUG,
+                "Elasticsearch refused writes to %s for good: %s",
+                action.index,
+                error,
+            )
+        else:
+            logger.error("Elasticsearch rejected %s for good: %s", action.key, error)
         if self.spill is not None:
             try:
                 await self.spill.dead_letter(action, error)
@@ -430,11 +456,13 @@ class ItemStore:
             self._count("store/outages")
             # One line per outage (the client's own per-attempt lines are quiet in crawls:
             # crawlers.logs); the next is "reachable again".
+            refused = isinstance(exc, ApiError)  # 401: answered, but not for us
             logger.warning(
-                "Elasticsearch unreachable (%s: %s); retrying every %gs, items wait up to "
+                "Elasticsearch %s (%s: %s); retrying every %gs, items wait up to "
                 "%gs, then go to the spill (%s)",
+                "refuses the credentials" if refused else "unreachable",
                 type(exc).__name__,
-                exc,
+                str(exc).splitlines()[0][:200],
                 self.settings.probe_interval,
                 self.settings.spill_after,
                 self.spill.description if self.spill is not None else "none: kept in memory",

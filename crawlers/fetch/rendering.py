@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar
@@ -57,13 +58,21 @@ from playwright.async_api import Error as PlaywrightError
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError, NotConfigured
 from scrapy.http import Request, Response
+from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
+from core.config import ConfigurationError
 from crawlers.fetch.adaptive import AdaptiveRendering, is_document_request
 from crawlers.fetch.browser import abort_request
 from crawlers.fetch.browser_pool import CLOSE_TIMEOUT, BrowserPool, close_quietly
-from crawlers.fetch.identity import IDENTITY_META, SESSION_META, BrowserIdentity, identity_for
+from crawlers.fetch.identity import (
+    IDENTITY_META,
+    SESSION_META,
+    BrowserIdentity,
+    chromium_path,
+    identity_for,
+)
 from crawlers.fetch.impersonate import ImpersonatingHandler
 from crawlers.fetch.redact import (
     basic_credentials,
@@ -134,6 +143,8 @@ class RenderMiddleware:
         self.mode = str(mode)
         if self.mode not in RENDER_MODES:
             raise ValueError(f"RENDER_MODE must be one of {RENDER_MODES}, got {self.mode!r}")
+        if self.mode != "never":
+            check_chromium(crawler.settings, crawler.spidercls.name)
         # auto: the page types that need a browser, learnt (crawlers.fetch.adaptive).
         self.adaptive = AdaptiveRendering.of(crawler) if self.mode == "auto" else None
 
@@ -151,6 +162,23 @@ class RenderMiddleware:
             request.meta["playwright"] = True
         elif explicit is False or self.adaptive is not None:
             request.meta.pop("playwright", None)
+
+
+def check_chromium(settings: BaseSettings, site: str) -> None:
+    """ConfigurationError (one line, exit 2) when a crawl that may render (``RENDER_MODE``
+    other than never) has no runnable Chromium: checked once at start, not found missing
+    by every rendered request."""
+    mode = settings.get("RENDER_MODE")
+    if not mode or mode == "never":
+        return
+    path = chromium_path(settings)
+    if path and os.path.isfile(path) and os.access(path, os.X_OK):
+        return
+    where = f"CHROMIUM_PATH={path!r} is not an executable file" if path else "no Chromium found"
+    raise ConfigurationError(
+        f"{where}, and site {site!r} renders pages (RENDER_MODE={mode}): install Chromium "
+        "(apt-get install chromium) or set CHROMIUM_PATH to its binary"
+    )
 
 
 def playwright_cookie(cookie: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,17 +1,22 @@
 """What the pipelines share: the site/job of an item, service clients' arguments from the
-crawl's settings, notes handed between pipelines, and the full fetch of a seen item
-whose state is gone (``refetch``)."""
+crawl's settings, notes handed between pipelines, the full fetch of a seen item whose
+state is gone (``refetch``), and Elasticsearch refusing the crawl's credentials
+(``report_auth_refused``)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from typing import Any
 
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
+from scrapy.utils.defer import deferred_from_coro
 
 from core.config import settings_elasticsearch_kwargs
+from core.es_access import AUTH_REASON, AUTH_REFUSED, AUTH_STAT, auth_line
 from core.store.settings import required
 from crawlers.frontier import JOB_META
 from crawlers.notes import ItemNotes, carry_notes, item_notes
@@ -24,8 +29,11 @@ __all__ = [
     "item_notes",
     "job_of",
     "refetch",
+    "report_auth_refused",
     "site_of",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 def site_of(crawler: Crawler) -> str:
@@ -93,3 +101,27 @@ def refetch(crawler: Crawler, seen: ItemSeen, why: str) -> DropItem:
         f"{seen.url} is fetched in full instead",
         log_level="INFO",
     )
+
+
+def report_auth_refused(
+    crawler: Crawler, status: int, es_kwargs: Mapping[str, Any], consequence: str
+) -> None:
+    """Elasticsearch refused the crawl's credentials (401): one ERROR line for the whole
+    crawl (whichever pipeline met it first), and the crawl closes (reason
+    ``elasticsearch_auth``; ``scrapy crawl`` exits 2 on the stat). A 403 (a privilege
+    missing on one index) is logged once per crawl and the crawl goes on."""
+    stats = crawler.stats
+    flag = AUTH_STAT if status == AUTH_REFUSED else f"{AUTH_STAT}/{status}"
+    if stats is None or stats.get_value(flag):
+        return
+    line = auth_line(status, es_kwargs)
+    stats.set_value(flag, line)
+    if status != AUTH_REFUSED:
+        logger.error("%s; %s", line, consequence)
+        return
+    logger.error("%s; closing the crawl, %s", line, consequence)
+    engine = crawler.engine
+    if engine is not None:
+        deferred_from_coro(engine.close_spider_async(reason=AUTH_REASON)).addErrback(
+            lambda failure: logger.error("closing the crawl failed: %s", failure.value)
+        )

@@ -23,7 +23,10 @@ up to ``DEDUP_RETRY_BACKOFF_MAX``), at most ``DEDUP_RETRY_TIMES`` times; the cli
 itself does not retry. Then it fails (``DedupUnavailable``, counted
 ``dedup/failed``): Scrapy's ``item_error``, never passed on without a verdict, never
 dropped as if handled. Its request's lease is not acked, so the request is crawled
-again (docs/pipelines.md, "Durability").
+again (docs/pipelines.md, "Durability"). Elasticsearch refusing the credentials (local
+mode's state) is not retried: one ERROR line for the crawl, which closes (exit status 2),
+and the items met meanwhile are dropped quietly (``dedup/auth_refused``): the next run
+crawls them again.
 """
 
 from __future__ import annotations
@@ -34,15 +37,24 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis.asyncio
-from elasticsearch import AsyncElasticsearch
+from elasticsearch import ApiError, AsyncElasticsearch
 from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem
 
 from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
+from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
 from crawlers.ledger import RetriedCalls, RetryPolicy
 from crawlers.logs import not_configured
-from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, refetch, site_of
+from crawlers.pipelines.common import (
+    es_client_kwargs,
+    item_notes,
+    job_of,
+    refetch,
+    report_auth_refused,
+    site_of,
+)
 from crawlers.recrawl import ItemSeen
 
 logger = logging.getLogger(__name__)
@@ -64,6 +76,14 @@ class DedupNote:
 
 class DedupUnavailable(RuntimeError):
     """The dedup state stayed unreachable through every retry: the item fails."""
+
+
+class _AuthRefused(Exception):
+    """Elasticsearch (the dedup state of local mode) refused the crawl's credentials."""
+
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class DedupPipeline:
@@ -107,6 +127,25 @@ class DedupPipeline:
             await self.es.close()
 
     async def process_item(self, item: Any) -> Any:
+        try:
+            return await self._process(item)
+        except _AuthRefused as refused:
+            # Local mode (state read from Elasticsearch): no verdict can be had. One line
+            # for the crawl, which closes; the item is the next run's (it crawls again).
+            status = refused.error.meta.status
+            report_auth_refused(
+                self.crawler,
+                status,
+                es_client_kwargs(self.crawler.settings),
+                "items get no verdict: the next run crawls them again",
+            )
+            self._count("dedup/auth_refused")
+            raise DropItem(
+                f"no dedup verdict: Elasticsearch refused the credentials ({status})",
+                log_level="DEBUG",
+            ) from None
+
+    async def _process(self, item: Any) -> Any:
         if isinstance(item, ItemSeen):
             return await self._process_seen(item)
         try:
@@ -167,7 +206,15 @@ class DedupPipeline:
                 "its request is crawled again"
             )
 
-        return await self.retried.call(lambda: call(state), state.transient_errors, unavailable)
+        async def guarded() -> _T:
+            try:
+                return await call(state)
+            except ApiError as exc:
+                if is_auth_error(exc):
+                    raise _AuthRefused(exc) from None  # no retry fixes credentials
+                raise
+
+        return await self.retried.call(guarded, state.transient_errors, unavailable)
 
     def _warn(self, exc: BaseException) -> None:
         description = self.state.description if self.state is not None else "?"

@@ -18,6 +18,13 @@ Extra actions: before an item's own write, the ``StoreAction`` list another comp
 left in ``item_notes(crawler, "store_extra")`` for it (change documents) goes through
 the same store; the item's write waits until they are durable.
 
+Credentials: Elasticsearch refusing them (401) mid-crawl is one ERROR line naming the
+user, the URL and the fix; the crawl closes (reason ``elasticsearch_auth``, exit status 2
+from ``scrapy crawl``) and what it had scraped waits in the spill for a run with the right
+credentials. A 403 on an index (a role without the privilege) dead-letters that index's
+writes with the same kind of line, once. ``scrapy crawl`` checks the credentials before
+the crawl starts (``crawlers.commands.crawl``), so a wrong password fetches nothing.
+
 An item Elasticsearch rejects for good (mapping error) is dropped here with the error
 (DropItem, logged and counted) and kept in the dead-letter list for replay.
 
@@ -33,6 +40,8 @@ there is one (default ``<STORE_SPILL_DIR or PLATFORM_RUN_DIR/spill>/<site>.jsonl
 prints per spill what it drained, what is left and the dead letters, and exits 0 when
 nothing is left, 1 otherwise (Elasticsearch still unreachable: one line, nothing
 touched). URLs default to the project's ``REDIS_URL`` and ``ELASTICSEARCH_URL`` settings.
+A site that is none of the project's and has nothing spilled under its name (a misspelt
+name) is one line naming the known sites, exit 2.
 A crawl that closes with items in its spill logs this command with its own connections
 and spill file.
 """
@@ -57,6 +66,7 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
+from scrapy.spiderloader import get_spider_loader
 
 import crawlers.items  # noqa: F401  (registers the item types: their mappings)
 from core.config import (
@@ -66,6 +76,7 @@ from core.config import (
     redacted,
 )
 from core.dedup import connect_async
+from core.es_access import AUTH_REFUSED
 from core.items_schema import UnknownItemType, schema_for
 from core.jobs_index import write_job_document
 from core.keys import REDIS_ERRORS, SiteKeys
@@ -86,9 +97,17 @@ from core.store import (
     drain_site_spill,
 )
 from crawlers.addon import project_settings
+from crawlers.commands import check_site
 from crawlers.frontier import frontier_enabled
 from crawlers.logs import not_configured
-from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, refetch, site_of
+from crawlers.pipelines.common import (
+    es_client_kwargs,
+    item_notes,
+    job_of,
+    refetch,
+    report_auth_refused,
+    site_of,
+)
 from crawlers.pipelines.dedup import DedupNote
 from crawlers.recrawl import ItemSeen
 
@@ -162,7 +181,12 @@ class StorePipeline:
             assert self.spill_dir is not None
             spill = FileSpill(self.spill_dir / f"{site}.jsonl")
         self.store = ItemStore(
-            self.es, spill, settings=self.settings, on_count=self._count, on_stored=on_stored
+            self.es,
+            spill,
+            settings=self.settings,
+            on_count=self._count,
+            on_stored=on_stored,
+            on_auth=self._auth_refused,
         )
         await self.store.start()
         logger.info(
@@ -300,6 +324,17 @@ class StorePipeline:
         finally:
             es.close()
 
+    def _auth_refused(self, exc: ApiError) -> None:
+        """Elasticsearch's security refused a write: one line per crawl; a 401 closes the
+        crawl (nothing more can be stored: the spill keeps what was scraped)."""
+        status = exc.meta.status
+        consequence = (
+            "scraped items wait in the spill"
+            if status == AUTH_REFUSED
+            else "its writes go to the dead letters"
+        )
+        report_auth_refused(self.crawler, status, self.es_kwargs, consequence)
+
     def _count(self, name: str, n: int) -> None:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(name, n)
@@ -354,12 +389,15 @@ async def drain_spills(
     spill_file: Path,
     *,
     out: Callable[[str], None] = print,
+    on_unknown: Callable[[], None] | None = None,
 ) -> bool:
     """Drain ``site``'s Redis spill (with ``REDIS_URL``) and its spill file (if there is
     one) into Elasticsearch, printing a line per spill; True when nothing is left.
 
     Elasticsearch unreachable: one line naming what is left, and nothing is touched (an
-    attempt would count against the entries' dead-letter budget).
+    attempt would count against the entries' dead-letter budget). ``on_unknown``: called
+    (to raise) when nothing at all is spilled under ``site``, a site the caller does not
+    know.
     """
     es = AsyncElasticsearch(**es_client_kwargs(settings))
     store_settings = StoreSettings.from_settings(settings)
@@ -380,6 +418,13 @@ async def drain_spills(
             states.append(await _redis_state(server, site))
         if spill_file.exists():
             states.append(await _file_state(FileSpill(spill_file)))
+        if on_unknown is not None and not any(
+            state.left or state.dead or state.file_spill for state in states
+        ):
+            # Not one of the project's sites and nothing under its name: a misspelt site,
+            # which "nothing to drain" would report as success. (A retired site's
+            # leftover spill is still drained.)
+            on_unknown()
         if not states:
             out(f"{site}: nothing to drain (no REDIS_URL, no spill file {spill_file})")
             return True
@@ -470,7 +515,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ELASTICSEARCH_URL is not set: pass --elasticsearch-url http://HOST:9200 or set it"
         )
     spill_file = args.spill_file or spill_dir(settings) / f"{args.site}.jsonl"
-    return 0 if asyncio.run(drain_spills(args.site, settings, spill_file)) else 1
+    loader = get_spider_loader(settings)
+    known = args.site in loader.list()
+
+    def unknown() -> None:
+        check_site(loader, args.site)  # raises OperatorError naming the known sites
+
+    drained = asyncio.run(
+        drain_spills(args.site, settings, spill_file, on_unknown=None if known else unknown)
+    )
+    return 0 if drained else 1
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy.spiderloader import get_spider_loader
@@ -20,11 +21,13 @@ from tests.crawlers.support import REPO_ROOT, crawl_env
 KNOWN = "booking_com, demo, facebook_marketplace, g2, hermes, idealista, trustpilot"
 
 
-def scrapy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def scrapy(
+    *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "scrapy", *args],
         cwd=REPO_ROOT,
-        env=crawl_env(),
+        env={**crawl_env(), **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -81,3 +84,50 @@ def test_crawl_keeps_its_arguments_settings_and_feeds(demo_site: DemoSite, tmp_p
     items = rows[1:]
     assert len(items) >= 3 and all(item["url"].startswith(demo_site.url) for item in items)
     assert "'finish_reason': 'closespider_itemcount'" in result.stderr
+
+
+PROXY_FORM = (
+    "expected scheme://[user:password@]host:port with scheme http or https "
+    "(e.g. http://user:secret@10.0.0.1:8080)"
+)
+
+
+@pytest.mark.parametrize(
+    ("how", "line"),
+    [
+        (
+            {"env": {"PROXY_LIST": "http://u:pw@10.0.0.1:8080,ftp://u:hunter2@x"}},
+            f"configuration error: PROXY_LIST entry 'ftp://u:****@x' is not a proxy: {PROXY_FORM}",
+        ),
+        (
+            {"args": ["-s", "ROTATING_PROXY_LIST=not a proxy,ftp://x"]},
+            "configuration error: ROTATING_PROXY_LIST (PROXY_LIST) entry 'not a proxy' is not "
+            f"a proxy: {PROXY_FORM}",
+        ),
+        (
+            {"args": ["-a", "base_url=notaurl"]},
+            "configuration error: -a base_url='notaurl' must start with http:// or https://: "
+            "set -a base_url like http://127.0.0.1:8000, or unset it",
+        ),
+        (
+            {
+                "env": {"CHROMIUM_PATH": "/nonexistent/chromium"},
+                "args": ["-s", "RENDER_MODE=always", "-s", "FETCH_IDENTITY=crawler"],
+            },
+            "configuration error: CHROMIUM_PATH='/nonexistent/chromium' is not an executable "
+            "file, and site 'demo' renders pages (RENDER_MODE=always): install Chromium "
+            "(apt-get install chromium) or set CHROMIUM_PATH to its binary",
+        ),
+    ],
+    ids=["proxy-list-env", "proxy-list-setting", "base-url", "chromium-path"],
+)
+def test_operator_mistakes_are_one_line_and_exit_2_before_any_request(
+    how: dict[str, Any], line: str
+) -> None:
+    args = how.get("args", [])
+    if not any(arg.startswith("base_url=") for arg in args):
+        args = [*args, "-a", "base_url=http://127.0.0.1:1"]  # nothing listens: never reached
+    result = scrapy("crawl", "demo", *args, env=how.get("env"))
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr[-3000:]
+    assert result.stderr.splitlines() == [line], result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and "hunter2" not in result.stderr

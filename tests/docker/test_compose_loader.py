@@ -100,13 +100,15 @@ def test_profiles_select_the_workers(loader: Path, env_file: Path) -> None:
 
 
 def test_optional_settings_pass_through_only_when_set(loader: Path, env_file: Path) -> None:
-    unset = project(loader, env_file, "demo")["services"]["worker-demo"]["environment"]
+    services = project(loader, env_file, "demo")["services"]
+    unset = services["prefect-worker"]["environment"]
     assert unset["SLACK_WEBHOOK_URL"] is None  # not an empty string: unset in the container
-    assert unset["CHROMIUM_PATH"] is None  # the image's ENV applies
+    assert services["worker-demo"]["environment"]["CHROMIUM_PATH"] is None  # the image's ENV
     with env_file.open("a") as handle:
         handle.write("SLACK_WEBHOOK_URL=https://hooks.example.invalid/T0/B0/x\nWORKER_REPLICAS=3\n")
     loaded = project(loader, env_file)["services"]
-    assert loaded["worker-demo"]["environment"]["SLACK_WEBHOOK_URL"].endswith("/T0/B0/x")
+    assert loaded["prefect-worker"]["environment"]["SLACK_WEBHOOK_URL"].endswith("/T0/B0/x")
+    assert "SLACK_WEBHOOK_URL" not in loaded["worker-demo"]["environment"]  # not its secret
     assert loaded["worker-g2"]["deploy"]["replicas"] == 3
 
 

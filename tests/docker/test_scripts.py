@@ -180,6 +180,8 @@ def _setup(url: str, **overrides: str) -> subprocess.CompletedProcess[str]:
         "KIBANA_SYSTEM_PASSWORD": "k1bana5y5",
         "PLATFORM_ES_USERNAME": "platform",
         "PLATFORM_ES_PASSWORD": "p1atf0rm",
+        "SEARCH_ES_PASSWORD": "5earch",
+        "KIBANA_SETUP_PASSWORD": "k1bana5etup",
         "SETUP_WAIT_SECONDS": "10",
         **overrides,
     }
@@ -197,20 +199,34 @@ def test_es_setup_sets_kibana_password_role_and_user(recorder: Recorder) -> None
         ("POST", "/_security/user/kibana_system/_password"),
         ("PUT", "/_security/role/platform_writer"),
         ("PUT", "/_security/user/platform"),
+        ("PUT", "/_security/role/platform_reader"),
+        ("PUT", "/_security/user/search"),
+        ("PUT", "/_security/role/platform_kibana_setup"),
+        ("PUT", "/_security/user/kibana_setup"),
     ]
     expected_auth = "Basic " + base64.b64encode(b"elastic:e1a571c0ffee").decode()
     assert all(r["headers"]["Authorization"] == expected_auth for r in recorder.requests)
     bodies = [json.loads(r["body"]) for r in recorder.requests[1:]]
     assert bodies[0] == {"password": "k1bana5y5"}
-    assert set(bodies[1]["indices"][0]["names"]) == {
-        "items-*",
-        "chunks-*",
-        "platform-jobs-*",
-        "jobs",
-    }
+    platform_indices = {"items-*", "changes-*", "chunks-*", "platform-jobs-*", "jobs"}
+    # The writer writes changes-* too (the store's change documents).
+    assert set(bodies[1]["indices"][0]["names"]) == platform_indices
     assert {"manage_index_templates", "monitor"} == set(bodies[1]["cluster"])
     assert bodies[2]["password"] == "p1atf0rm" and bodies[2]["roles"] == ["platform_writer"]
-    for secret in ("e1a571c0ffee", "k1bana5y5", "p1atf0rm"):
+    # The search API's role reads, nothing more.
+    reader = bodies[3]
+    assert reader["cluster"] == ["monitor"]
+    assert [set(i["names"]) for i in reader["indices"]] == [platform_indices]
+    assert set(reader["indices"][0]["privileges"]) == {"read", "view_index_metadata"}
+    assert bodies[4]["password"] == "5earch" and bodies[4]["roles"] == ["platform_reader"]
+    # kibana-setup: Kibana's saved objects and reads, no cluster privilege, no superuser.
+    kibana = bodies[5]
+    assert "cluster" not in kibana
+    assert set(kibana["indices"][0]["privileges"]) == {"read", "view_index_metadata"}
+    assert {a["application"] for a in kibana["applications"]} == {"kibana-.kibana"}
+    assert bodies[6]["password"] == "k1bana5etup"
+    assert bodies[6]["roles"] == ["platform_kibana_setup"]
+    for secret in ("e1a571c0ffee", "k1bana5y5", "p1atf0rm", "5earch", "k1bana5etup"):
         assert secret not in result.stdout + result.stderr
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import REPO_ROOT, get_settings
+from core.config import REPO_ROOT, OperatorError, get_settings
 from orchestration import local_stack
+from orchestration.flows import check_site_versions, scrape_site
+from services.base import free_port
 from services.prefect_server import PrefectServer, PrefectWorker
 
 POOL = "local-stack-probe"
@@ -164,3 +167,53 @@ def test_a_completed_run_adds_nothing(stack: dict[str, str]) -> None:
     assert "worker log" not in result.stdout + result.stderr
     assert "progress: crawl 10/20 pages" in result.stdout
     assert result.stdout.splitlines()[-1].startswith("stack-probe: Completed")
+
+
+def test_stack_ports_are_settable_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert local_stack.stack_ports() == local_stack.PORTS
+    monkeypatch.setenv("LOCAL_STACK_REDIS_PORT", "26379")
+    monkeypatch.setenv("LOCAL_STACK_PREFECT_PORT", "14200")
+    ports = local_stack.stack_ports()
+    assert ports["redis"] == 26379 and ports["prefect"] == 14200
+    assert ports["elasticsearch"] == local_stack.PORTS["elasticsearch"]
+    monkeypatch.setenv("LOCAL_STACK_DEMO_PORT", "eighty")
+    with pytest.raises(OperatorError, match=r"LOCAL_STACK_DEMO_PORT='eighty' is not a TCP port"):
+        local_stack.stack_ports()
+    monkeypatch.setenv("LOCAL_STACK_DEMO_PORT", "26379")
+    with pytest.raises(OperatorError, match="must differ"):
+        local_stack.stack_ports()
+
+
+def test_up_on_an_occupied_port_starts_nothing_and_names_the_holder(
+    platform_run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as other:  # another stack's Redis, as far as this one can tell
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        monkeypatch.setenv("LOCAL_STACK_REDIS_PORT", str(port))
+        for name in ("ELASTICSEARCH", "PREFECT", "DEMO"):
+            monkeypatch.setenv(f"LOCAL_STACK_{name}_PORT", str(free_port()))
+        with pytest.raises(OperatorError) as raised:
+            local_stack.up()
+    line = raised.value.message
+    assert "\n" not in line
+    assert f"port {port}" in line and f"pid {os.getpid()}" in line
+    assert "LOCAL_STACK_REDIS_PORT" in line
+    assert not list((platform_run_dir / "stack").glob("*.pid"))
+
+
+def test_a_flow_of_an_unknown_site_says_so_before_anything_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = (
+        "unknown site 'demoo': known sites are booking_com, demo, facebook_marketplace, g2, "
+        "hermes, idealista, trustpilot; see crawlers/profiles/"
+    )
+    assert local_stack.run_flow("scrape-site", "demoo") == 2
+    assert capsys.readouterr().err.splitlines() == [line]
+    # The flow itself, however it is started: failed at once, not on a missing baseline.
+    state = scrape_site.fn("demoo")
+    assert (state.is_failed(), state.name, state.message) == (True, "UnknownSite", line)
+    state = check_site_versions.fn(["demo", "demoo"])
+    assert (state.is_failed(), state.message) == (True, line)

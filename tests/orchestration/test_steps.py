@@ -1,13 +1,21 @@
-"""Local workers get their configuration as Scrapy settings; secrets stay off argv."""
+"""Local workers get their configuration as Scrapy settings; secrets stay off argv. The
+preflight and the health check name refused Elasticsearch credentials as such."""
 
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
 
+import pytest
+from elasticsearch import Elasticsearch
+
 from core.config import PlatformSettings
 from orchestration.flows import crawl_settings
-from orchestration.steps import LocalWorkers, job_id_for
+from orchestration.health import check
+from orchestration.steps import LocalWorkers, PreflightError, job_id_for, preflight
+from services.es_auth_gate import EsAuthGate
+from services.es_node import ElasticsearchNode
+from services.redis_server import RedisServer
 
 
 def test_workers_are_configured_with_scrapy_settings(tmp_path: Path) -> None:
@@ -51,3 +59,23 @@ def test_crawl_settings_never_carry_a_secret(tmp_path: Path) -> None:
 def test_job_id_is_stable_for_a_flow_run() -> None:
     run_id = "0b6f5a52-1c1e-4e6e-9a57-2f3c4d5e6f70"
     assert job_id_for("demo", run_id) == "demo-0b6f5a521c1e" == job_id_for("demo", run_id)
+
+
+def test_preflight_and_health_name_refused_credentials(
+    es_node: ElasticsearchNode, redis_server: RedisServer, run_dir: Path
+) -> None:
+    with EsAuthGate(es_node.url, user="platform_writer", password="right", run_dir=run_dir) as gate:
+        es = Elasticsearch(gate.url, basic_auth=("platform_writer", "wrong"), max_retries=0)
+        expected = (
+            f"Elasticsearch refused the credentials (401) of user 'platform_writer' at "
+            f"{gate.url}: set ELASTICSEARCH_USERNAME"
+        )
+        with pytest.raises(PreflightError) as raised:
+            preflight("demo", server=redis_server.client(), es=es, require_consumers=False)
+        assert f"preflight failed for demo: {expected}" in str(raised.value)
+        assert "unreachable" not in str(raised.value) and "wrong" not in str(raised.value)
+        report = check(es, server=None, schedules={}, search_api_url="")
+        assert [p for p in report.problems if "Elasticsearch" in p] == [
+            next(p for p in report.problems if p.startswith(expected))
+        ]
+        es.close()

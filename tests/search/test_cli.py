@@ -13,6 +13,7 @@ from elasticsearch import Elasticsearch
 from core.config import OperatorError
 from search.__main__ import K_MAX, main
 from search.api import create_app
+from services.es_auth_gate import EsAuthGate
 from services.es_node import ElasticsearchNode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,3 +84,30 @@ def test_a_site_without_a_chunks_index_is_one_line_naming_the_indexed_ones(
         "sites with a chunks index: "
     ), line
     assert line.endswith("(python -m search --health)")
+
+
+def test_refused_credentials_are_one_line_naming_them(
+    es_node: ElasticsearchNode, run_dir: Path
+) -> None:
+    with EsAuthGate(
+        es_node.url, user="search_reader", password="right", deny_index=["chunks-"], run_dir=run_dir
+    ) as gate:
+        wrong = f"http://search_reader:wrong@127.0.0.1:{gate.port}"
+        line = one_line(cli("torch", "--mode", "bm25", es_url=wrong))
+        assert line == (
+            f"Elasticsearch refused the credentials (401) of user 'search_reader' at "
+            f"http://127.0.0.1:{gate.port}: set ELASTICSEARCH_USERNAME and "
+            "ELASTICSEARCH_PASSWORD (or ELASTICSEARCH_API_KEY) to a user Elasticsearch knows"
+        )
+        assert "wrong" not in line
+        # Its reason names the request in brackets ([/chunks-*/_search]): never markup.
+        right = f"http://search_reader:right@127.0.0.1:{gate.port}"
+        denied = one_line(cli("torch", "--mode", "bm25", es_url=right))
+        assert denied.startswith("Elasticsearch denied user 'search_reader' at ")
+        assert "(403)" in denied and "MarkupError" not in denied
+        health = cli("--health", es_url=wrong)
+        assert health.returncode == 1
+        shown = " ".join(health.stdout.split())
+        assert (
+            "status denied; Elasticsearch refused: Elasticsearch refused the credentials " in shown
+        )

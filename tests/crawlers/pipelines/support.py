@@ -28,6 +28,7 @@ def start_store_worker(
     arguments: dict[str, str] | None = None,
     output: Path | None = None,
     env: dict[str, str] | None = None,
+    stderr: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """A ``scrapy crawl demo`` worker with the project's own pipelines (the add-on's).
 
@@ -53,7 +54,7 @@ def start_store_worker(
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
     argv += settings_argv(merged)
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env={**crawl_env(), **(env or {})})
+    return subprocess.Popen(argv, cwd=REPO_ROOT, env={**crawl_env(), **(env or {})}, stderr=stderr)
 
 
 def stored_docs(es: Elasticsearch, site: str = SITE) -> list[dict[str, Any]]:

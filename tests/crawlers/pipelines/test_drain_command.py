@@ -15,7 +15,7 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from core.config import ENVIRONMENT
+from core.config import ENVIRONMENT, OperatorError
 from core.keys import SiteKeys
 from core.store import FileSpill
 from crawlers.items import DemoProduct
@@ -87,3 +87,15 @@ def test_nothing_to_drain_is_not_an_error(
         == f"demo: nothing to drain (no REDIS_URL, no spill file {missing})\n"
     )
     assert not missing.exists()
+
+
+def test_an_unknown_site_with_nothing_spilled_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ENVIRONMENT:
+        monkeypatch.delenv(variable.name, raising=False)
+    argv = ["drain", "dmeo", "--elasticsearch-url", "http://127.0.0.1:9"]
+    with pytest.raises(OperatorError) as raised:
+        main([*argv, "--spill-file", str(tmp_path / "dmeo.jsonl")])
+    assert raised.value.message.startswith("unknown site 'dmeo': known sites are booking_com, ")
+    assert raised.value.code == 2
