@@ -174,6 +174,7 @@ def test_crawl_values_only_for_variables_that_are_set() -> None:
         "FINGERPRINT_SITES_DIR",
         "SITE_PROFILES_DIR",
         "GATE_APPROVAL_TIMEOUT",
+        "JOB_ERRORS_WARN_PER_1000_PAGES",
         "KIBANA_PUBLIC_URL",
         "PROGRESS_LOG_INTERVAL",
     }
