@@ -33,8 +33,18 @@ _CHUNK = 256 * 1024  # characters fed to the parser at a time
 _SPACE = re.compile(r"[ \t\r\n]+")  # XPath's normalize-space(), as cssselect's classes use
 
 Attrs = Mapping[str, str]
-# An element's path: (tag, attributes) of it and of each of its ancestors, root first.
-Path = list[tuple[str, Attrs]]
+
+
+class _Node(NamedTuple):
+    """An open element as its queries test it: classes split once, for every query."""
+
+    tag: str
+    attrib: Attrs
+    classes: frozenset[str]
+
+
+# An element's path: it and each of its ancestors, root first.
+Path = list[_Node]
 Test = Callable[[Path, int], bool]  # does the element at index i of the path match?
 
 
@@ -111,9 +121,15 @@ def _from_tree(response: TextResponse, query: Query, found: Found) -> None:
 # -- the streamed subset of CSS -------------------------------------------------------------
 
 
+class _Alternative(NamedTuple):
+    tag: str | None  # the matched element's type (None: any), a cheap first test
+    test: Test
+    attribute: str | None  # the attribute read (None: the element)
+
+
 @dataclass(frozen=True)
 class _Compiled:
-    alternatives: tuple[tuple[Test, str | None], ...]  # test, attribute (None: element)
+    alternatives: tuple[_Alternative, ...]
 
 
 def _compile(query: str) -> _Compiled:
@@ -131,7 +147,8 @@ def _compile(query: str) -> _Compiled:
             attribute = str(pseudo.arguments[0].value)
         elif pseudo is not None:
             raise NotStreamed(query)  # ::text and the like: in the tree
-        alternatives.append((_test(selector.parsed_tree), attribute))
+        tree = selector.parsed_tree
+        alternatives.append(_Alternative(_tag(tree), _test(tree), attribute))
     return _Compiled(tuple(alternatives))
 
 
@@ -144,30 +161,37 @@ def _test(tree: Any) -> Test:
             return lambda path, i: right(path, i) and i > 0 and left(path, i - 1)
         raise NotStreamed(f"combinator {tree.combinator!r}")  # siblings: gone when streamed
     check = _compound(tree)
-    return lambda path, i: check(*path[i])
+    return lambda path, i: check(path[i])
 
 
-def _compound(tree: Any) -> Callable[[str, Attrs], bool]:
+def _tag(tree: Any) -> str | None:
+    while not isinstance(tree, css.Element):
+        tree = tree.subselector if isinstance(tree, css.CombinedSelector) else tree.selector
+    tag = (tree.element or "*").lower()
+    return None if tag == "*" else tag
+
+
+def _compound(tree: Any) -> Callable[[_Node], bool]:
     """A test of one element's own tag and attributes (no combinator)."""
     if isinstance(tree, css.Element):
         if tree.namespace not in (None, "*"):
             raise NotStreamed("namespaces")
         tag = (tree.element or "*").lower()
-        return (lambda t, a: True) if tag == "*" else (lambda t, a: t == tag)
+        return (lambda n: True) if tag == "*" else (lambda n: n.tag == tag)
     if isinstance(tree, css.Class):
         inner, name = _compound(tree.selector), tree.class_name
-        return lambda t, a: inner(t, a) and name in _SPACE.split(a.get("class", "").strip())
+        return lambda n: name in n.classes and inner(n)
     if isinstance(tree, css.Hash):
         inner, ident = _compound(tree.selector), tree.id
-        return lambda t, a: inner(t, a) and a.get("id") == ident
+        return lambda n: n.attrib.get("id") == ident and inner(n)
     if isinstance(tree, css.Attrib):
         if tree.namespace not in (None, "*") or tree.flag:
             raise NotStreamed("attribute namespace or flag")
-        inner, test = _compound(tree.selector), _attribute(tree)
-        return lambda t, a: inner(t, a) and test(a.get(tree.attrib.lower()))
+        inner, test, name = _compound(tree.selector), _attribute(tree), tree.attrib.lower()
+        return lambda n: test(n.attrib.get(name)) and inner(n)
     if isinstance(tree, css.Negation):
         inner, negated = _compound(tree.selector), _compound(tree.subselector)
-        return lambda t, a: inner(t, a) and not negated(t, a)
+        return lambda n: inner(n) and not negated(n)
     raise NotStreamed(type(tree).__name__)  # pseudo-classes and functions: in the tree
 
 
@@ -181,10 +205,7 @@ def _attribute(tree: Any) -> Callable[[str | None], bool]:
         "=": lambda v: v == value,
         "!=": lambda v: v != value,
         "~=": lambda v: (
-            v is not None
-            and bool(value)
-            and not _SPACE.search(value)
-            and value in _SPACE.split(v.strip())
+            v is not None and bool(value) and not _SPACE.search(value) and value in _split(v)
         ),
         "|=": lambda v: v is not None and (v == value or v.startswith(value + "-")),
         "^=": lambda v: v is not None and bool(value) and v.startswith(value),
@@ -194,6 +215,11 @@ def _attribute(tree: Any) -> Callable[[str | None], bool]:
     if op not in tests:
         raise NotStreamed(f"operator {op!r}")
     return tests[op]
+
+
+def _split(value: str) -> list[str]:
+    """Whitespace-separated words, as XPath's normalize-space() sees them."""
+    return _SPACE.split(value.strip(" \t\r\n"))
 
 
 # -- the pass ---------------------------------------------------------------------------------
@@ -209,13 +235,14 @@ class _Target:
         self.building: list[tuple[int, etree.TreeBuilder, Found, int]] = []
 
     def start(self, tag: str, attrib: Attrs) -> None:
-        self.path.append((tag, attrib))
+        classes = attrib.get("class")
+        self.path.append(_Node(tag, attrib, frozenset(_split(classes)) if classes else frozenset()))
         for builder in self.building:
             builder[1].start(tag, dict(attrib))
         i = len(self.path) - 1
         for query, compiled, found in self.queries.values():
-            for test, attribute in compiled.alternatives:
-                if not test(self.path, i):
+            for alternative_tag, test, attribute in compiled.alternatives:
+                if alternative_tag not in (None, tag) or not test(self.path, i):
                     continue
                 if attribute is None:
                     if found.add(query._replace(unique=False), None):
