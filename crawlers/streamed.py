@@ -225,6 +225,41 @@ def _split(value: str) -> list[str]:
 # -- the pass ---------------------------------------------------------------------------------
 
 
+class _Subtree:
+    """An element match's subtree, built as the page streams (``depth``: its element's
+    index in the path; ``slot``: its place among its query's values)."""
+
+    def __init__(self, depth: int, found: Found, slot: int) -> None:
+        self.depth, self.found, self.slot = depth, found, slot
+        self.builder = etree.TreeBuilder()
+        self.tags: list[str] = []
+
+    def start(self, tag: str, attrib: Attrs) -> None:
+        try:
+            self.builder.start(tag, dict(attrib))
+        except ValueError:
+            # A name XML refuses, which lxml's HTML tree keeps (Vue's @click, :class): no
+            # CSS query can name it, so the subtree goes without it.
+            tag = tag if _xml_name(tag, attribute=False) else "invalid-name"
+            valid = {name: value for name, value in attrib.items() if _xml_name(name)}
+            self.builder.start(tag, valid)
+        self.tags.append(tag)
+
+    def end(self) -> None:
+        self.builder.end(self.tags.pop())
+
+    def close(self) -> None:
+        self.found.values[self.slot] = Selector(root=self.builder.close(), type="html")
+
+
+def _xml_name(name: str, *, attribute: bool = True) -> bool:
+    try:
+        etree.Element("x", {name: ""}) if attribute else etree.Element(name)
+    except ValueError:
+        return False
+    return True
+
+
 class _Target:
     """lxml parser target: the open elements' path, the queries tested as each element
     opens, and the subtrees of the element matches being kept (built as they stream)."""
@@ -232,13 +267,13 @@ class _Target:
     def __init__(self, queries: Mapping[str, tuple[Query, _Compiled, Found]]) -> None:
         self.queries = queries
         self.path: Path = []
-        self.building: list[tuple[int, etree.TreeBuilder, Found, int]] = []
+        self.building: list[_Subtree] = []
 
     def start(self, tag: str, attrib: Attrs) -> None:
         classes = attrib.get("class")
         self.path.append(_Node(tag, attrib, frozenset(_split(classes)) if classes else frozenset()))
-        for builder in self.building:
-            builder[1].start(tag, dict(attrib))
+        for subtree in self.building:
+            subtree.start(tag, attrib)
         i = len(self.path) - 1
         for query, compiled, found in self.queries.values():
             for alternative_tag, test, attribute in compiled.alternatives:
@@ -246,31 +281,29 @@ class _Target:
                     continue
                 if attribute is None:
                     if found.add(query._replace(unique=False), None):
-                        builder = etree.TreeBuilder()
-                        builder.start(tag, dict(attrib))
                         # Its place now, in document order; its subtree once it ends.
-                        self.building.append((i, builder, found, len(found.values)))
+                        subtree = _Subtree(i, found, len(found.values))
                         found.values.append(None)
+                        subtree.start(tag, attrib)
+                        self.building.append(subtree)
                 elif (value := attrib.get(attribute)) is not None and found.add(query, value):
                     found.values.append(value)
                 break  # an element matches a query once, however many alternatives
 
     def end(self, tag: str) -> None:
-        i = len(self.path) - 1
-        for builder in self.building:
-            builder[1].end(tag)
-        while self.building and self.building[-1][0] == i:
-            _, builder, found, slot = self.building.pop()
-            found.values[slot] = Selector(root=builder.close(), type="html")
+        for subtree in self.building:
+            subtree.end()
+        while self.building and self.building[-1].depth == len(self.path) - 1:
+            self.building.pop().close()
         self.path.pop()
 
     def data(self, text: str) -> None:
-        for builder in self.building:
-            builder[1].data(text)
+        for subtree in self.building:
+            subtree.builder.data(text)
 
     def comment(self, text: str) -> None:
-        for builder in self.building:
-            builder[1].comment(text)
+        for subtree in self.building:
+            subtree.builder.comment(text)
 
     def close(self) -> None:
         return None

@@ -82,6 +82,13 @@ def test_an_element_match_is_queried_as_in_the_page() -> None:
     assert cards[0].css("a.product-link::attr(href)").get() == "/p/1"
 
 
+def test_names_xml_refuses_are_left_out_of_an_element_s_subtree() -> None:
+    vue = b'<div class="card" @click="go()" :class="{on: x}" data-sku="S3"><a href="/p/6">6</a>'
+    (card,) = select(_response(vue), {"q": Query(".card")})["q"].values
+    assert card.get() == '<div class="card" data-sku="S3"><a href="/p/6">6</a></div>'
+    assert card.css("a::attr(href)").get() == "/p/6"
+
+
 def test_past_its_limit_a_query_counts_distinct_values_only() -> None:
     found = select(_response(), {"q": Query("a.product-link::attr(href)", keep=2, unique=True)})
     # Kept /p/1 and /p/2; past the limit /p/3, "" and /p/4 (the repeats of /p/1 kept).
