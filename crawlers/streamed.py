@@ -10,7 +10,8 @@ The streamed subset of CSS is what can be decided when an element opens: type, `
 ``#id``, ``[attribute]`` tests (all operators), ``:not()`` of those, and the descendant
 and child combinators; a query ends with ``::attr(name)`` (its values) or with no
 pseudo-element (an element, kept as a ``Selector`` over its own subtree, so further
-queries run on it as on the page's). Any other query (``::text``, ``:nth-child()``,
+queries run on it as on the page's; names XML refuses, like Vue's ``@click``, which no
+query can name, are left out of it). Any other query (``::text``, ``:nth-child()``,
 sibling combinators, ...) is answered from the page's tree, as before, and so are all
 queries on a page that is not HTML.
 """
