@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -44,6 +45,9 @@ logger = logging.getLogger(__name__)
 CHAIN_META = "budget_chain"  # pages in a row of the request's URL shape before it
 _DIGITS = re.compile(r"\d+")
 _ATTR = "_platform_budget_state"
+# Links past the cap that a page's callback left unread (crawlers.links): counted with
+# the requests LinkCap refuses once the callback's output ends.
+_UNREAD: weakref.WeakKeyDictionary[Response, int] = weakref.WeakKeyDictionary()
 
 
 class BudgetState:
@@ -148,11 +152,20 @@ class ChainBudget(BaseSpiderMiddleware):
         return request
 
 
+def links_unread(response: Response, count: int) -> None:
+    """``count`` links of ``response`` that its callback did not read, being past the
+    cap (``crawlers.links``): in ``links/capped`` and the page's one line, with the
+    requests ``LinkCap`` refuses."""
+    if count > 0:
+        _UNREAD[response] = _UNREAD.get(response, 0) + count
+
+
 class LinkCap:
     """At most ``CRAWL_MAX_LINKS_PER_PAGE`` requests followed from one page (the rest
-    counted in ``links/capped``, one line per page), handed on in batches of
-    ``CRAWL_LINK_BATCH`` with the event loop let through between them, so the scheduler
-    and the downloader take each batch before the next is built."""
+    counted in ``links/capped``, one line per page, with the links a callback left
+    unread past the cap: ``links_unread``), handed on in batches of ``CRAWL_LINK_BATCH``
+    with the event loop let through between them, so the scheduler and the downloader
+    take each batch before the next is built."""
 
     def __init__(self, crawler: Crawler, cap: int, batch: int) -> None:
         self.crawler = crawler
@@ -167,7 +180,10 @@ class LinkCap:
         return cls(crawler, cap, crawler.settings.getint("CRAWL_LINK_BATCH"))
 
     def _capped(self, response: Response | None, capped: int) -> None:
-        if not capped or response is None:
+        if response is None:
+            return
+        capped += _UNREAD.pop(response, 0)
+        if not capped:
             return
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value("links/capped", capped)

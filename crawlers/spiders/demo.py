@@ -13,7 +13,7 @@ missing field is logged with its URL and counted in the ``demo/*`` stats.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -27,6 +27,7 @@ from twisted.python.failure import Failure
 from crawlers.bounded import response_json
 from crawlers.cards import Card
 from crawlers.items import DemoProduct
+from crawlers.links import Links, Page, read_page
 from crawlers.recrawl import ItemSeen
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.common import (
@@ -62,6 +63,15 @@ CARD_FIELDS = ("name", "price", "currency", "availability", "rating", "review_co
 _AVAILABILITY = {"in stock": "InStock", "out of stock": "OutOfStock", "pre-order": "PreOrder"}
 _CATEGORY_SLUG = re.compile(r"/category/([^/?#]+)")
 _PRODUCT_SKU = re.compile(r"/product/([^/?#]+)")
+_CATEGORIES = Links("a.category-link::attr(href)", 'a[href*="/category/"]::attr(href)')
+_LISTING_LINKS = {
+    "products": Links("a.product-link::attr(href)", 'a[href*="/product/"]::attr(href)'),
+    # Numbered links let all pages of a category load in parallel; rel=next alone
+    # would walk them one at a time. The dupefilter drops the repeats.
+    "pages": Links(
+        'nav.pagination a::attr(href), a[rel="next"]::attr(href)', 'a[href*="page="]::attr(href)'
+    ),
+}
 
 
 class DemoSpider(SiteSpider):
@@ -86,9 +96,7 @@ class DemoSpider(SiteSpider):
     # -- navigation ----------------------------------------------------------------------
     def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
         """The home page: every category."""
-        links = self._links(
-            response, "a.category-link::attr(href)", 'a[href*="/category/"]::attr(href)'
-        )
+        links = self._read(response, {"categories": _CATEGORIES}).links.get("categories", [])
         if not links:
             self._fail(response.url, "home", "no category links")
         for href in links:
@@ -97,15 +105,17 @@ class DemoSpider(SiteSpider):
     async def parse_listing(self, response: Response) -> AsyncIterator[scrapy.Request | ItemSeen]:
         """A category page: its products (a product whose card is as at its last full
         fetch is seen, not fetched: ``cards_to_fetch``) and the other pages of the
-        category."""
-        products = self._links(
-            response, "a.product-link::attr(href)", 'a[href*="/product/"]::attr(href)'
-        )
+        category. One streamed pass reads links and cards, within the link cap
+        (``crawlers.links``)."""
+        page = self._read(response, _LISTING_LINKS, {m.card: m.card for m in _CARD_MARKUPS})
+        products = page.links.get("products", [])
         if not products:
             self._fail(response.url, "listing", "no product links")
         cards_by_url = {
             card["url"]: card
-            for card in (extract_cards(response) if isinstance(response, TextResponse) else [])
+            for card in (
+                extract_cards(response, page.elements) if isinstance(response, TextResponse) else []
+            )
         }
         cards = []
         for href in products:
@@ -117,26 +127,23 @@ class DemoSpider(SiteSpider):
                 cards.append(Card(request, {k: v for k, v in card.items() if k != "url"}))
         for output in await self.cards_to_fetch(response, cards, DemoProduct):
             yield output
-        # Numbered links let all pages of a category load in parallel; rel=next alone
-        # would walk them one at a time. The dupefilter drops the repeats.
-        pages = self._links(
-            response,
-            'nav.pagination a::attr(href), a[rel="next"]::attr(href)',
-            'a[href*="page="]::attr(href)',
-        )
-        for href in pages:
+        for href in page.links.get("pages", []):
             yield response.follow(href, callback=self.parse_listing, errback=self.on_error)
 
-    def _links(self, response: Response, primary: str, fallback: str) -> list[str]:
+    def _read(
+        self,
+        response: Response,
+        links: Mapping[str, Links],
+        elements: Mapping[str, str] | None = None,
+    ) -> Page:
         if not isinstance(response, TextResponse):
-            return []
-        links = response.css(primary).getall()
-        if not links:
-            links = response.css(fallback).getall()
-            if links:
-                self.logger.warning("%s: layout changed? fell back to %s", response.url, fallback)
-                self._count("layout_fallback")
-        return list(dict.fromkeys(links))
+            return Page()
+        page = read_page(response, self.crawler, links, elements)
+        for kind in page.fell_back:
+            fallback = links[kind].fallback
+            self.logger.warning("%s: layout changed? fell back to %s", response.url, fallback)
+            self._count("layout_fallback")
+        return page
 
     # -- product pages -----------------------------------------------------------------
     def parse_product(self, response: Response) -> Iterator[scrapy.Request | DemoProduct]:
@@ -292,12 +299,16 @@ _CARD_MARKUPS = (
 )
 
 
-def extract_cards(response: TextResponse) -> list[dict[str, Any]]:
+def extract_cards(
+    response: TextResponse, nodes: Mapping[str, Sequence[Selector]] | None = None
+) -> list[dict[str, Any]]:
     """The product cards of a listing page: each product's URL (absolute), SKU and
     ``CARD_FIELDS``, valued as its product page gives them (price a float, currency the
-    ISO code, availability the schema.org name). [] when no known card markup is found."""
+    ISO code, availability the schema.org name). [] when no known card markup is found.
+    ``nodes``: each markup's card elements as already read (``crawlers.links``), by its
+    CSS query; else they are queried on the page."""
     for markup in _CARD_MARKUPS:
-        found = response.css(markup.card)
+        found = nodes.get(markup.card, []) if nodes is not None else response.css(markup.card)
         if found:
             return [card for node in found if (card := _card(response, node, markup))]
     return []

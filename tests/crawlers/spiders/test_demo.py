@@ -19,7 +19,14 @@ from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.test import get_crawler
 
 from crawlers.items import DemoProduct
-from crawlers.spiders.demo import CARD_FIELDS, DemoSpider, extract_cards, extract_product
+from crawlers.spiders.demo import (
+    _CARD_MARKUPS,
+    _LISTING_LINKS,
+    CARD_FIELDS,
+    DemoSpider,
+    extract_cards,
+    extract_product,
+)
 from demo_site import pages
 from demo_site.catalog import Catalog, build_catalog
 from services.demo_site import DemoSite
@@ -202,6 +209,24 @@ def test_cards_of_every_layout_read_as_the_product_pages_give_them(
                 assert card == {name: product[name] for name in ("url", "sku", *CARD_FIELDS)}
                 seen.append(card["sku"])
     assert sorted(seen) == sorted(p.sku for p in catalog.products)
+
+
+@pytest.mark.parametrize("layout", pages.LAYOUTS)
+def test_a_listing_read_in_one_streamed_pass_reads_as_its_tree(
+    catalog: Catalog, layout: str
+) -> None:
+    """The listing's links and cards read by crawlers.links (no tree) are those the
+    page's tree gives."""
+    spider = _spider()
+    category = catalog.categories[0].slug
+    html = pages.listing(catalog, category, 1, layout, BASE)
+    assert html is not None
+    response = HtmlResponse(url=f"{BASE}/category/{category}", body=html.encode(), encoding="utf-8")
+    page = spider._read(response, _LISTING_LINKS, {m.card: m.card for m in _CARD_MARKUPS})
+    for kind, links in _LISTING_LINKS.items():
+        from_tree = response.css(links.css).getall() or response.css(links.fallback or "").getall()
+        assert page.links[kind] == list(dict.fromkeys(from_tree)) and page.links[kind]
+    assert extract_cards(response, page.elements) == extract_cards(response) != []
 
 
 def test_a_page_without_known_cards_has_none() -> None:
