@@ -282,7 +282,9 @@ class PlatformSettings(BaseSettings):
 
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
-    embedding_model: str = "all-MiniLM-L6-v2"
+    # Offline (no OpenAI endpoint): the multilingual model, as the production sites are
+    # Spanish, Portuguese, Italian and French; all-MiniLM-L6-v2 is the English-only one.
+    embedding_model: str = "universal-sentence-encoder-multilingual-3"
     # Retries of one embeddings request (429/5xx/timeouts), with the SDK's backoff: the
     # one retry layer of that hop.
     embedding_max_retries: int = Field(default=6, ge=0, le=20)
@@ -500,7 +502,13 @@ ENVIRONMENT: tuple[Variable, ...] = (
         "OPENAI_API_KEY", None, "embeddings through an OpenAI API", "offline model", secret=True
     ),
     Variable("OPENAI_BASE_URL", None, "an OpenAI-compatible endpoint", "offline model"),
-    Variable("EMBEDDING_MODEL", None, "the embedding model", "all-MiniLM-L6-v2"),
+    Variable(
+        "EMBEDDING_MODEL",
+        None,
+        "the embedding model",
+        "universal-sentence-encoder-multilingual-3 (offline); text-embedding-3-small with an "
+        "endpoint",
+    ),
     Variable(
         "EMBEDDING_MAX_RETRIES",
         None,

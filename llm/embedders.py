@@ -16,8 +16,9 @@
 ``default_embedder()``: ``OPENAI_BASE_URL`` or ``OPENAI_API_KEY`` set -> the OpenAI-compatible
 backend with ``EMBEDDING_MODEL`` (``text-embedding-3-small`` when that is left at its
 default, which names the offline model; ``text-embedding-3-small`` is multilingual);
-neither set -> the offline model that ``EMBEDDING_MODEL`` names: ``all-MiniLM-L6-v2`` (the
-default, English only) or ``universal-sentence-encoder-multilingual-3``.
+neither set -> the offline model that ``EMBEDDING_MODEL`` names:
+``universal-sentence-encoder-multilingual-3`` (the default: the production sites are not in
+English) or ``all-MiniLM-L6-v2`` (English only).
 """
 
 from __future__ import annotations
@@ -362,6 +363,6 @@ def default_embedder(settings: PlatformSettings | None = None) -> Embedder:
             f"(OPENAI_BASE_URL / OPENAI_API_KEY); the offline models are {LOCAL_MODEL} "
             f"(English) and {MULTILINGUAL_MODEL}"
         )
-    if settings.embedding_model == MULTILINGUAL_MODEL:
-        return MultilingualEmbedder()
-    return LocalEmbedder()
+    if settings.embedding_model in (LOCAL_MODEL, LOCAL_MODEL_FILE_ID):
+        return LocalEmbedder()  # English only, chosen by name
+    return MultilingualEmbedder()

@@ -81,6 +81,12 @@ class SearchResult:
         return asdict(self)
 
 
+# Up to three words: all; more: three in ten (rounded down), Elasticsearch's syntax.
+# Measured on the demo catalog: English recall@5 of BM25 0.94 -> 0.96 (48 queries), and a
+# short query in another language no longer hits through "de" alone (tests/search).
+BM25_MINIMUM_SHOULD_MATCH = "3<30%"
+
+
 def rrf(rankings: Sequence[Sequence[str]], rank_constant: int = RANK_CONSTANT) -> dict[str, float]:
     """Reciprocal rank fusion of ranked id lists (best first): id -> fused score."""
     scores: dict[str, float] = {}
@@ -187,6 +193,10 @@ class HybridSearch:
                     "fields": ["title^2", "text"],
                     "type": "best_fields",
                     "tie_breaker": 0.3,
+                    # Enough of a query's words must match: a query in another language
+                    # than the index shares only short words ("de") with it, which alone
+                    # made a hit (kNN finds those products across languages).
+                    "minimum_should_match": BM25_MINIMUM_SHOULD_MATCH,
                 }
             },
             size=window,

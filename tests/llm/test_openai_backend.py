@@ -24,6 +24,7 @@ from llm.embedders import (
     default_embedder,
 )
 from llm.index import EmbedderMismatch, chunks_index, index_embedder
+from llm.multilingual import MultilingualEmbedder
 from llm.process import process_job
 from search.core import HybridSearch
 from services.es_node import ElasticsearchNode
@@ -116,7 +117,9 @@ def test_unknown_model_dimensions_are_probed(stub: OpenAIStub) -> None:
 def test_default_backend_choice(monkeypatch: pytest.MonkeyPatch, stub: OpenAIStub) -> None:
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "EMBEDDING_MODEL"):
         monkeypatch.delenv(var, raising=False)  # the machine's own, if any
-    assert isinstance(default_embedder(PlatformSettings()), LocalEmbedder)
+    assert isinstance(default_embedder(PlatformSettings()), MultilingualEmbedder)
+    chosen = default_embedder(PlatformSettings(embedding_model="all-MiniLM-L6-v2"))
+    assert isinstance(chosen, LocalEmbedder)
 
     chosen = default_embedder(PlatformSettings(openai_api_key=SecretStr(KEY)))
     assert isinstance(chosen, OpenAIEmbedder)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -8,6 +9,7 @@ from elasticsearch import Elasticsearch
 
 from demo_site.catalog import Catalog, build_catalog
 from llm.index import chunks_index
+from llm.multilingual import MultilingualEmbedder
 from llm.process import ProcessReport, process_job
 from services.es_node import ElasticsearchNode
 from services.redis_server import RedisServer
@@ -41,4 +43,34 @@ def searchable_demo(
     report = process_job(es, redis_server.client(), SITE, "job-1", local_embedder)
     yield SearchableDemo(SITE, es, catalog, report)
     es.indices.delete(index=f"items-{SITE}-*,{chunks_index(SITE)}", ignore_unavailable=True)
+    es.close()
+
+
+MULTILINGUAL_SITE = "searchdemo_ml"
+
+
+@functools.cache
+def shared_multilingual_embedder() -> RecordingEmbedder:
+    """One multilingual offline model per test session."""
+    return RecordingEmbedder(MultilingualEmbedder())
+
+
+@pytest.fixture(scope="package")
+def multilingual_demo(
+    es_node: ElasticsearchNode, redis_server: RedisServer
+) -> Iterator[SearchableDemo]:
+    """The demo catalog (English) indexed with the multilingual offline model, the
+    default one: what a shopper's query in another language is matched against."""
+    es = Elasticsearch(es_node.url, request_timeout=120)
+    catalog = build_catalog()
+    items = [product_item(p, "job-1") for p in catalog.products]
+    store_job(es_node.url, redis_server.url, MULTILINGUAL_SITE, "job-1", items)
+    report = process_job(
+        es, redis_server.client(), MULTILINGUAL_SITE, "job-1", shared_multilingual_embedder()
+    )
+    yield SearchableDemo(MULTILINGUAL_SITE, es, catalog, report)
+    es.indices.delete(
+        index=f"items-{MULTILINGUAL_SITE}-*,{chunks_index(MULTILINGUAL_SITE)}",
+        ignore_unavailable=True,
+    )
     es.close()
