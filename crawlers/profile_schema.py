@@ -390,6 +390,17 @@ class FollowRule(Table):
         return self.css or self.xpath
 
 
+class MarketTable(Table):
+    """Where the site's pages are read (``[market]``): their country (ISO 3166, ``DE``),
+    the languages they print in (``["de", "en"]``: dates and number words) and the
+    currency they pay in (ISO 4217; default the country's). Unset: each page's
+    ``<html lang>``."""
+
+    country: Annotated[str, Field(pattern=r"^[A-Z]{2}$")] | None = None
+    languages: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = ()
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] | None = None
+
+
 class PageTable(Table):
     """One page type of a profile-driven site (``[pages.<name>]``): how it is recognised,
     which links it follows, which item it yields, and the structure gate's samples. Its
@@ -403,6 +414,10 @@ class PageTable(Table):
     # rules read that node. A page type with ``fields`` yields one item per page.
     item: SchemaType | None = None
     fields: dict[Text, FieldRules] = {}
+    # Many items per page (quotes, reviews, search results without detail pages): the
+    # repeated container, CSS or XPath; each match is one item, its fields' css/xpath/
+    # table rules read within it (an XPath from it starts with ``./``).
+    items: GateSelector | None = None
     # The gate (docs/fingerprints.md): sample pages, a threshold, and selectors beyond the
     # rules' own ones.
     sample_paths: list[UrlPath] = []

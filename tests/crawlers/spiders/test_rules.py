@@ -351,10 +351,11 @@ def test_nested_image_nodes_give_their_url_not_their_name() -> None:
     assert fields["brand"] == "X"
 
 
-def test_iso_dates_are_accepted_as_written_and_other_dates_are_problems() -> None:
+def test_iso_dates_are_accepted_as_written_printed_ones_read_and_others_are_problems() -> None:
     html = (
         '<time class="a">2024-07-18</time><time class="b">2024-07-18T10:00:00Z</time>'
-        '<time class="c">18/07/2024</time>'
+        '<time class="c">18/07/2024</time><p class="d">Published on Apr 24, 2022</p>'
+        '<p class="e">coming soon</p>'
     )
     rules = {
         "published_at": {"css": ".a"},
@@ -362,9 +363,11 @@ def test_iso_dates_are_accepted_as_written_and_other_dates_are_problems() -> Non
     }
     fields = read(html, "property_listing", **rules)
     assert (fields["published_at"], fields["updated_at"]) == ("2024-07-18", "2024-07-18T10:00:00Z")
-    extraction = read_page(page(html), table(published_at={"css": ".c"}), "property_listing")
+    assert one(html, {"css": ".c"}, "published_at", "property_listing") == "2024-07-18"
+    assert one(html, {"css": ".d"}, "published_at", "property_listing") == "2022-04-24"
+    extraction = read_page(page(html), table(published_at={"css": ".e"}), "property_listing")
     assert extraction.fields["published_at"] is None
-    assert extraction.problems == ("published_at: '18/07/2024' is not an ISO 8601 date",)
+    assert extraction.problems == ("published_at: 'coming soon' is not a date",)
 
 
 def test_country_codes_are_upper_cased_and_names_are_problems() -> None:
