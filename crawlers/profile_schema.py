@@ -390,6 +390,30 @@ class FollowRule(Table):
         return self.css or self.xpath
 
 
+class ItemField(Table):
+    """One field of an item type a profile declares (``[item_fields]``,
+    crawlers.declared_items): its type, whether an item is invalid without it, whether it
+    is the site's own id (the item key), and whether it holds a list."""
+
+    type: Literal[
+        "text",
+        "keyword",
+        "long_text",
+        "url",
+        "date",
+        "money",
+        "currency",
+        "count",
+        "number",
+        "bool",
+        "country",
+        "language",
+    ] = "text"
+    required: bool = False
+    key: bool = False
+    list: bool = False
+
+
 class MarketTable(Table):
     """Where the site's pages are read (``[market]``): their country (ISO 3166, ``DE``),
     the languages they print in (``["de", "en"]``: dates and number words) and the

@@ -37,6 +37,7 @@ from crawlers.profile_schema import (
     Fetch,
     FingerprintTable,
     HttpUrl,
+    ItemField,
     MarketTable,
     PageTable,
     PageTypeName,
@@ -109,6 +110,9 @@ class SiteProfile(Table):
     # Where the pages are read: their country, languages and currency (dates, numbers and
     # currency signs as printed); unset, each page's <html lang>.
     market: MarketTable = MarketTable()
+    # The fields of an item type of the site's own (crawlers.declared_items): declared
+    # here, registered as ``item_type`` when the profile loads.
+    item_fields: dict[Text, ItemField] = {}
 
     @model_validator(mode="after")
     def _pages_consistent(self) -> SiteProfile:
@@ -171,10 +175,19 @@ class SiteProfile(Table):
                 f"{source}: site: expected {shown(site)} (the file's name), got {shown(declared)}"
             )
         try:
-            return cls.model_validate(data)
+            profile = cls.model_validate(data)
         except ValidationError as exc:
             # One line, and no chained pydantic report after it in a traceback.
             raise ProfileError(f"{source}: {describe(exc, cls)}") from None
+        if profile.item_fields:
+            # Imported here: crawlers.declared_items imports the item schemas' registry.
+            from crawlers.declared_items import DeclarationError, declare_item_type
+
+            try:
+                declare_item_type(profile.item_type, profile.item_fields)
+            except DeclarationError as exc:
+                raise ProfileError(f"{source}: {exc}") from None
+        return profile
 
     @property
     def fingerprint(self) -> dict[str, Any]:
