@@ -80,21 +80,25 @@ def declare_item_type(item_type: str, fields: Mapping[str, ItemField]) -> ItemSc
     clash = sorted(set(fields) & _PLATFORM)
     if clash:
         raise DeclarationError(f"item_fields: {', '.join(clash)} are the platform's fields")
+    declared = tuple((name, spec.model_dump_json()) for name, spec in fields.items())
+    if existing is not None and getattr(existing.cls, "__declared__", None) == declared:
+        return existing  # the same profile loaded again: the same class, so items validate
     keys = [name for name, spec in fields.items() if spec.key]
     if len(keys) > 1:
         raise DeclarationError(f"item_fields: one key field, not {', '.join(keys)}")
     spec: list[tuple[str, Any, Any]] = [("url", Url, dataclasses.field())]
-    for name, declared in fields.items():
-        annotation = FIELD_TYPES[declared.type]
-        annotation = list[annotation] if declared.list else annotation  # type: ignore[valid-type]
+    for name, field_spec in fields.items():
+        annotation = FIELD_TYPES[field_spec.type]
+        annotation = list[annotation] if field_spec.list else annotation  # type: ignore[valid-type]
         spec.append((name, annotation | None, dataclasses.field(default=None)))
     spec += [
         ("job_id", Keyword | None, dataclasses.field(default=None)),
         ("incomplete", list[Keyword] | None, dataclasses.field(default=None)),
     ]
     name = "".join(part.title() for part in item_type.split("_")) + "Item"
-    cls = dataclasses.make_dataclass(name, spec, namespace={"__module__": _MODULE})
+    namespace = {"__module__": _MODULE, "__declared__": declared}
+    cls = dataclasses.make_dataclass(name, spec, namespace=namespace)
     cls.__qualname__ = name
-    required = ["url", *(field for field, declared in fields.items() if declared.required)]
+    required = ["url", *(field for field, entry in fields.items() if entry.required)]
     registered = item_schema(item_type, id_field=keys[0] if keys else None, required=required)
     return registered(cls).__item_schema__  # type: ignore[attr-defined]
