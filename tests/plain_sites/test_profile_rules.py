@@ -5,7 +5,8 @@ every stored field compared with the site's own generator.
 What it shows: values as printed (``1.132,74 €`` -> 1132.74 EUR in the profile's German
 market, ``53,0K Bewertungen`` -> 53000, ``Published on Apr 24, 2022`` -> ``2022-04-24``,
 ``339K likes`` -> 339000), many items per page from a repeated container with
-pagination, and an item type the profile declares (``quote``)."""
+pagination, and an item type the profile declares (``quote``). Both profiles are the
+scaffold's (``python -m crawlers.scaffold``), werkstatt's with two edited lines."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def test_many_quotes_per_page_with_pagination_dates_and_suffixes(
     quote_items: list[dict[str, Any]],
 ) -> None:
     truth = {q.quote_id: q for q in data.quotes(SEED, ITEMS)}
-    by_id = {item["quote_id"]: item for item in quote_items}
+    by_id = {item["item_id"]: item for item in quote_items}
     assert set(by_id) == set(truth)  # the later pages too: pagination was followed
     assert len({item["url"] for item in quote_items}) > 1
     wrong = []
@@ -98,7 +99,7 @@ def test_many_quotes_per_page_with_pagination_dates_and_suffixes(
             "text": quote.text,
             "author": quote.author,
             "tags": list(quote.tags),
-            "published_at": f"{quote.year}-{quote.month:02d}-{quote.day:02d}",
+            "date": f"{quote.year}-{quote.month:02d}-{quote.day:02d}",
             "likes": quote.likes,
         }
         wrong += [(quote_id, k, item[k], v) for k, v in expected.items() if item[k] != v]
