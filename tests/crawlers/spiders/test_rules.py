@@ -654,3 +654,36 @@ def test_a_job_posting_from_json_ld_and_its_facts_table() -> None:
     assert read(onsite, "job_posting", "JobPosting", remote=remote)["remote"] is False
     json_description = read(html, "job_posting", "JobPosting", description={"data": "description"})
     assert json_description["description"] == "Build pipelines.\n\nOwn them."
+
+
+def test_a_list_page_yields_one_item_per_container_with_fields_read_within_it() -> None:
+    from crawlers.profile_schema import MarketTable
+    from crawlers.spiders.rules import Reading, read_items
+
+    html = (
+        '<div class="card" id="a"><h2>Ein</h2><b>1.234,50 kr</b><i>12,3K</i>'
+        "<time>3. März 2021</time></div>"
+        '<div class="card" id="b"><h2>Zwei</h2><b>99 kr</b><i>7</i></div>'
+        "<h2>Not an item</h2>"
+    )
+    page_type = PageTable.model_validate(
+        {
+            "items": "div.card",
+            "fields": {
+                "listing_id": {"xpath": "./@id"},
+                "title": {"css": "h2"},
+                "price": {"css": "b"},
+                "currency": {"css": "b"},
+                "rooms": {"css": "i"},
+                "published_at": {"css": "time"},
+            },
+        }
+    )
+    reading = Reading.of(MarketTable(country="SE", languages=("de",)))
+    items = [x.fields for x in read_items(page(html), page_type, "property_listing", reading)]
+    assert [(i["listing_id"], i["title"]) for i in items] == [("a", "Ein"), ("b", "Zwei")]
+    assert [(i["price"], i["currency"]) for i in items] == [(1234.5, "SEK"), (99.0, "SEK")]
+    assert [i["rooms"] for i in items] == [12300, 7]
+    assert [i["published_at"] for i in items] == ["2021-03-03", None]
+    # Without a market, "kr" is several currencies: none is guessed.
+    assert read_items(page(html), page_type, "property_listing")[0].fields["currency"] is None
