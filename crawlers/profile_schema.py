@@ -390,6 +390,41 @@ class FollowRule(Table):
         return self.css or self.xpath
 
 
+class ItemField(Table):
+    """One field of an item type a profile declares (``[item_fields]``,
+    crawlers.declared_items): its type, whether an item is invalid without it, whether it
+    is the site's own id (the item key), and whether it holds a list."""
+
+    type: Literal[
+        "text",
+        "keyword",
+        "long_text",
+        "url",
+        "date",
+        "money",
+        "currency",
+        "count",
+        "number",
+        "bool",
+        "country",
+        "language",
+    ] = "text"
+    required: bool = False
+    key: bool = False
+    list: bool = False
+
+
+class MarketTable(Table):
+    """Where the site's pages are read (``[market]``): their country (ISO 3166, ``DE``),
+    the languages they print in (``["de", "en"]``: dates and number words) and the
+    currency they pay in (ISO 4217; default the country's). Unset: each page's
+    ``<html lang>``."""
+
+    country: Annotated[str, Field(pattern=r"^[A-Z]{2}$")] | None = None
+    languages: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = ()
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")] | None = None
+
+
 class PageTable(Table):
     """One page type of a profile-driven site (``[pages.<name>]``): how it is recognised,
     which links it follows, which item it yields, and the structure gate's samples. Its
@@ -403,6 +438,10 @@ class PageTable(Table):
     # rules read that node. A page type with ``fields`` yields one item per page.
     item: SchemaType | None = None
     fields: dict[Text, FieldRules] = {}
+    # Many items per page (quotes, reviews, search results without detail pages): the
+    # repeated container, CSS or XPath; each match is one item, its fields' css/xpath/
+    # table rules read within it (an XPath from it starts with ``./``).
+    items: GateSelector | None = None
     # The gate (docs/fingerprints.md): sample pages, a threshold, and selectors beyond the
     # rules' own ones.
     sample_paths: list[UrlPath] = []

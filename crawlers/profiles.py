@@ -37,6 +37,8 @@ from crawlers.profile_schema import (
     Fetch,
     FingerprintTable,
     HttpUrl,
+    ItemField,
+    MarketTable,
     PageTable,
     PageTypeName,
     Politeness,
@@ -105,6 +107,12 @@ class SiteProfile(Table):
     pages: dict[PageTypeName, PageTable] = {}
     # The page types start URLs go to when no page type's url_patterns match them.
     start_page: PageTypeName | None = None
+    # Where the pages are read: their country, languages and currency (dates, numbers and
+    # currency signs as printed); unset, each page's <html lang>.
+    market: MarketTable = MarketTable()
+    # The fields of an item type of the site's own (crawlers.declared_items): declared
+    # here, registered as ``item_type`` when the profile loads.
+    item_fields: dict[Text, ItemField] = {}
 
     @model_validator(mode="after")
     def _pages_consistent(self) -> SiteProfile:
@@ -167,10 +175,19 @@ class SiteProfile(Table):
                 f"{source}: site: expected {shown(site)} (the file's name), got {shown(declared)}"
             )
         try:
-            return cls.model_validate(data)
+            profile = cls.model_validate(data)
         except ValidationError as exc:
             # One line, and no chained pydantic report after it in a traceback.
             raise ProfileError(f"{source}: {describe(exc, cls)}") from None
+        if profile.item_fields:
+            # Imported here: crawlers.declared_items imports the item schemas' registry.
+            from crawlers.declared_items import DeclarationError, declare_item_type
+
+            try:
+                declare_item_type(profile.item_type, profile.item_fields)
+            except DeclarationError as exc:
+                raise ProfileError(f"{source}: {exc}") from None
+        return profile
 
     @property
     def fingerprint(self) -> dict[str, Any]:
@@ -213,8 +230,11 @@ def _gate_page_type(name: str, page: PageTable) -> dict[str, Any]:
     for n, rule in enumerate(page.follow, 1):
         if rule.selector:
             selectors[f"follow_{rule.to or 'links'}_{n}"] = rule.selector
+    if page.items:
+        selectors["items"] = page.items
     for field, rules in page.fields.items():
-        found = [rule.selector for rule in rules if rule.selector]
+        found = [_within(page.items, rule.selector) for rule in rules if rule.selector]
+        found = [query for query in found if query]
         for n, query in enumerate(found, 1):
             selectors[field if n == 1 else f"{field}_{n}"] = query
     if page.item:
@@ -232,6 +252,20 @@ def _gate_page_type(name: str, page: PageTable) -> dict[str, Any]:
     if page.threshold is not None:
         gate["threshold"] = page.threshold
     return gate
+
+
+def _within(container: str | None, query: str | None) -> str | None:
+    """A field's selector as the gate counts it on the whole page: within the page's item
+    container when it has one (CSS in CSS; a relative XPath under an XPath)."""
+    if not container or not query:
+        return query
+    container_xpath = container.strip().startswith(("/", "(", "./"))
+    query_xpath = query.strip().startswith(("/", "(", "./"))
+    if not container_xpath and not query_xpath:
+        return f"{container} {query}"
+    if container_xpath and query.startswith("./"):
+        return f"{container}{query[1:]}"
+    return None  # mixed CSS and XPath: the container's own selector stands for it
 
 
 def _expected(key: str, what: str, got: Any = None) -> PydanticCustomError:

@@ -80,6 +80,9 @@ class FingerprintConfig:
     strict: bool = False  # any drift fails the gate (docs/fingerprints.md)
     # Every page type's callback when ``subset`` left some out (None: ``page_types``').
     site_callbacks: Mapping[str, str | None] | None = None
+    # Where the profile declares its page types: ``[pages.<type>]`` for a profile-only
+    # site (which refuses ``[fingerprint.page_types]``), so hints name a key that works.
+    page_types_table: str = "fingerprint.page_types"
 
     @classmethod
     def from_mapping(
@@ -136,7 +139,8 @@ class FingerprintConfig:
         section = profile.fingerprint
         if not section:
             return cls()
-        return cls.from_mapping(section, source=f"{directory / site}.toml [fingerprint]")
+        config = cls.from_mapping(section, source=f"{directory / site}.toml [fingerprint]")
+        return replace(config, page_types_table="pages") if profile.pages else config
 
     def sample(self) -> dict[str, tuple[str, ...]]:
         return {name: pt.sample_paths for name, pt in self.page_types.items() if pt.sample_paths}

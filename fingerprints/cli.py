@@ -223,7 +223,7 @@ def _outlier_advice(
     # A page passes at similarity >= threshold: round the suggestion down, never up.
     lowest = math.floor(min(s.similarity for s in outliers) * 100) / 100
     where = (
-        "the profile's [fingerprint] threshold (or [fingerprint.page_types.<type>] threshold)"
+        f"the profile's [fingerprint] threshold (or [{config.page_types_table}.<type>] threshold)"
         if config.declared
         else "--threshold"
     )

@@ -40,10 +40,12 @@ from crawlers import items  # noqa: F401 (registers the item types)
 from crawlers.profile_schema import SITE_NAME
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, shown_path
 from crawlers.scaffold.classify import Classification, classify
+from crawlers.scaffold.plain import PlainProposal, PlainRefusal, plain_proposal
 from crawlers.scaffold.profile import profile_text, propose
 from crawlers.scaffold.sample import Sample, SampleError, sample_site
 from crawlers.scaffold.verify import report, verify
 from crawlers.sidecrawl import add_settings_option
+from crawlers.spiders.rules import field_kinds
 
 SITES_DIR = fingerprint_sites_dir(REPO_ROOT / "fingerprints" / "sites")
 DEFAULT_PAGES = 60
@@ -104,9 +106,29 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             raise OperatorError(f"{url}: {exc}") from None
     check_reached(url, sample)
     classification = classify(sample.pages, url, args.item_type)
-    check_detail_pages(url, sample, classification, args.item_type)
-    item_fields = schema_by_type(str(classification.item_type)).field_names
-    proposal = propose(site, url, classification, sample.sitemaps, item_fields)
+    plain: PlainProposal | None = None
+    if classification.detail is None and not any(p.types for p in sample.pages):
+        # No structured data at all: page types from repeated templates instead.
+        try:
+            plain = plain_proposal(
+                sample.pages, url, field_kinds, args.item_type, sorted(registered_types())
+            )
+        except PlainRefusal as exc:
+            raise OperatorError(f"cannot scaffold {url}: {exc}; try more --pages") from None
+        classification = plain.classification
+    else:
+        check_detail_pages(url, sample, classification, args.item_type)
+    if plain is not None and plain.declared:
+        item_fields: Sequence[str] = ()
+    else:
+        item_fields = schema_by_type(str(classification.item_type)).field_names
+    proposal = propose(
+        site, url, classification, sample.sitemaps, item_fields, plain.fields if plain else None
+    )
+    if plain is not None:
+        proposal.items_css, proposal.declared = plain.items_css, plain.declared
+        proposal.languages = plain.languages
+        proposal.check += plain.notes
     command = "python -m crawlers.scaffold " + shlex.join(argv)
     text = profile_text(proposal, command)
     try:

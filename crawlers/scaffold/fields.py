@@ -131,6 +131,11 @@ class FieldProposal:
     count: bool = False  # the CSS's matches are counted (filled stars)
     table: str | None = None
     label: str | None = None
+    # Pages without structured data (crawlers.scaffold.plain): every match (a list, a
+    # gallery), an XPath (a card's own attribute), the text inside printed affixes.
+    all: bool = False
+    xpath: str | None = None
+    regex: str | None = None
 
     def rules(self) -> list[dict[str, Any]]:
         data: dict[str, Any] | None = None
@@ -145,10 +150,14 @@ class FieldProposal:
             css = {"css": self.css}
             if self.attr:
                 css["attr"] = self.attr
-            if self.paragraphs:
+            if self.paragraphs or self.all:
                 css["all"] = True
             if self.count:
                 css["count"] = True
+            if self.regex:
+                css["re"] = self.regex
+        if self.xpath:
+            css = {"xpath": self.xpath}
         ordered = [css, data] if self.paragraphs else [data, css]
         if self.table:
             ordered.append({"table": self.table, "label": self.label})
@@ -163,6 +172,8 @@ class FieldProposal:
                 parts.append(rule["data"] + (" (mapped)" if "map" in rule else ""))
             elif "table" in rule:
                 parts.append(f"table {rule['table']} {rule['label']!r}")
+            elif "xpath" in rule:
+                parts.append(f"xpath {rule['xpath']}")
             else:
                 shaped = " (all)" if rule.get("all") else " (count)" if rule.get("count") else ""
                 parts.append(f"css {rule['css']}{shaped}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from crawlers.profiles import generic_callback
@@ -28,6 +29,11 @@ class Proposal:
     sitemaps: list[str]
     samples: dict[str, list[str]]  # page type -> sample paths (fixtures)
     check: list[str] = field(default_factory=list)
+    # Pages without structured data (crawlers.scaffold.plain): the items page type's card
+    # container, the item type's declared fields, the pages' languages.
+    items_css: str | None = None
+    declared: dict[str, dict[str, Any]] = field(default_factory=dict)
+    languages: tuple[str, ...] = ()
 
     @property
     def item_type(self) -> str:
@@ -41,15 +47,22 @@ def propose(
     classification: Classification,
     sitemaps: Sequence[str],
     item_fields: Sequence[str] = (),
+    fields: dict[str, FieldProposal] | None = None,
 ) -> Proposal:
-    detail = classification.detail
+    """The profile proposed; ``fields`` when they were aligned on pages without
+    structured data (crawlers.scaffold.plain), else read from the structured data."""
+    detail = classification.detail or next(
+        (t for t in classification.types.values() if t.role == "items"), None
+    )
     assert detail is not None and classification.item_type is not None
     host = urlsplit(url).netloc
+    if fields is None:
+        fields = propose_fields(classification.item_type, detail, item_fields)
     proposal = Proposal(
         site=site,
         url=url,
         classification=classification,
-        fields=propose_fields(classification.item_type, detail, item_fields),
+        fields=fields,
         follows=propose_follow(classification),
         sitemaps=same_host_paths(sitemaps, host),
         samples={
@@ -70,7 +83,7 @@ def _checks(proposal: Proposal) -> list[str]:
                 f"pages.{page_type.name}.url_patterns {guessed}: made from one URL, "
                 "the variable part is a guess"
             )
-    listings = [t for t in types.values() if t.role == "listing"]
+    listings = [t for t in types.values() if t.role in ("listing", "items")]
     if not listings:
         notes.append(
             "no listing pages found: detail pages are reached only from the start "
@@ -143,12 +156,40 @@ def profile_text(proposal: Proposal, command: str) -> str:
             ],
             ["GUESS: modest defaults; raise them once the site is known to take more."],
         ),
-        TomlTable(
-            "recrawl",
-            [Entry("item_callbacks", [generic_callback(proposal.item_type)])],
-            ["Item pages are fetched with the validators of their last answer (docs/recrawl.md)."],
-        ),
     ]
+    if proposal.items_css is None:
+        tables.append(
+            TomlTable(
+                "recrawl",
+                [Entry("item_callbacks", [generic_callback(proposal.item_type)])],
+                [
+                    "Item pages are fetched with the validators of their last answer "
+                    "(docs/recrawl.md)."
+                ],
+            )
+        )
+    if proposal.languages:
+        tables.append(
+            TomlTable(
+                "market",
+                [Entry("languages", list(proposal.languages), "the pages' <html lang>")],
+                ["Dates, number words and currency signs are read as these languages print them."],
+            )
+        )
+    if proposal.declared:
+        tables.append(
+            TomlTable(
+                "item_fields",
+                [
+                    Entry(name, spec, "GUESS: named after its CSS class, typed by its values")
+                    for name, spec in proposal.declared.items()
+                ],
+                [
+                    f"The fields of item type {proposal.item_type!r}, declared here (no type of "
+                    "crawlers/items.py fits)."
+                ],
+            )
+        )
     for page_type in classification.types.values():
         tables += _page_tables(proposal, page_type)
     return render(header, top, tables)
@@ -165,22 +206,27 @@ def _page_tables(proposal: Proposal, page_type: PageType) -> list[TomlTable]:
             "GUESS: from one URL" if guessed else f"from {count} sampled URL(s)",
         )
     ]
-    if page_type.role == "detail":
+    if page_type.role == "detail" and page_type.schema_type:
+        entries.append(Entry("item", page_type.schema_type, "the item node's schema.org type"))
+    if page_type.role == "items" and proposal.items_css:
         entries.append(
-            Entry("item", page_type.schema_type or "", "the item node's schema.org type")
+            Entry("items", proposal.items_css, "GUESS: the repeated card, one item each")
         )
     follows = proposal.follows.get(name, [])
     if follows:
         entries.append(Entry("follow", [rule.rule() for rule in follows]))
     entries.append(Entry("sample_paths", proposal.samples.get(name, []), "the fixtures"))
     role = {
-        "detail": f"{count} sampled item pages (one {page_type.schema_type} node each)",
+        "detail": f"{count} sampled item pages (one {page_type.schema_type} node each)"
+        if page_type.schema_type
+        else f"{count} sampled item pages (one template, no structured data)",
+        "items": f"{count} sampled pages whose repeated cards are the items",
         "listing": f"{count} sampled listing pages (each links to 3 or more item pages)",
         "home": "the start page",
         "hub": f"{count} sampled pages linking to listings or items",
     }[page_type.role]
     tables = [TomlTable(f"pages.{name}", entries, [f"{name}: {role}."])]
-    if page_type.role == "detail" and proposal.fields:
+    if page_type.role in ("detail", "items") and proposal.fields:
         tables.append(_fields_table(name, proposal.fields, count))
     return tables
 

@@ -57,7 +57,7 @@ def propose_follow(classification: Classification) -> dict[str, list[FollowPropo
         if source.role == "detail":
             continue
         rules = []
-        if source.role == "listing":
+        if source.role in ("listing", "items"):  # a list of items pages through too
             rules += _pagination_rule(source)
         for target in classification.types.values():
             if target.role in (HOME,) or target.name == source.name:

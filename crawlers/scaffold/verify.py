@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from crawlers.profiles import SiteProfile
 from crawlers.scaffold.classify import Classification
 from crawlers.scaffold.profile import Proposal
-from crawlers.spiders.rules import field_kinds, follow_links, page_type_for, read_page
+from crawlers.spiders.rules import Reading, field_kinds, follow_links, page_type_for, read_items
 
 # Fields every item has that no page rule fills.
 _PLATFORM_FIELDS = frozenset({"url", "job_id", "incomplete"})
@@ -27,16 +27,22 @@ class Verification:
 def verify(profile: SiteProfile, proposal: Proposal) -> Verification:
     classification = proposal.classification
     item_type = profile.item_type
-    detail = classification.detail
+    detail = classification.detail or next(
+        (t for t in classification.types.values() if t.role == "items"), None
+    )
     assert detail is not None
     table = profile.pages[detail.name]
     counts: Counter[str] = Counter()
     problems: Counter[str] = Counter()
+    reading = Reading.of(profile.market)
+    total = 0
     for page in detail.pages:
-        extraction = read_page(page.response, table, item_type)
-        counts.update(extraction.found)
-        problems.update(problem.split(":", 1)[0] for problem in extraction.problems)
-    total = len(detail.pages)
+        # Held back: the rules are tried on every sampled page of the type, with the
+        # engine the crawl uses (one item per page, or per card of a list).
+        for extraction in read_items(page.response, table, item_type, reading):
+            counts.update(extraction.found)
+            problems.update(problem.split(":", 1)[0] for problem in extraction.problems)
+            total += 1
     fill = {name: (counts[name], total) for name in table.fields}
     declared = [name for name in field_kinds(item_type) if name not in _PLATFORM_FIELDS]
     missing = [name for name in declared if name not in table.fields]
@@ -88,7 +94,7 @@ def report(proposal: Proposal, verification: Verification | None, written: list[
     if classification.unclassified:
         lines.append(f"  (not used: {len(classification.unclassified)} other page(s))")
     if verification is not None:
-        lines.append("fields extracted (sampled item pages with a value):")
+        lines.append("fields extracted (sampled items with a value):")
         for name, (found, total) in verification.fill.items():
             rules = proposal.fields.get(name)
             how = rules.how if rules else "?"

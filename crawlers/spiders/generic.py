@@ -31,7 +31,14 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 from core.items_schema import UnknownItemType, schema_by_type
 from crawlers.profiles import ProfileError, SiteProfile, generic_callback
 from crawlers.spiders.common import ProductionSpider
-from crawlers.spiders.rules import field_kinds, follow_links, page_type_for, read_page
+from crawlers.spiders.rules import (
+    Extraction,
+    Reading,
+    field_kinds,
+    follow_links,
+    page_type_for,
+    read_items,
+)
 
 __all__ = ["GenericSpider", "generic_spider", "read_sitemap"]
 
@@ -87,9 +94,7 @@ class GenericSpider(ProductionSpider):
             return
         page = self.profile.pages[name]
         if page.fields:
-            item = self._item(response, name)
-            if item is not None:
-                yield item
+            yield from self._items(response, name)
         links, unrouted = follow_links(response, name, self.profile.pages)
         if unrouted:
             self.logger.debug("%s: %d links match no page type", response.url, len(unrouted))
@@ -99,8 +104,20 @@ class GenericSpider(ProductionSpider):
                 url, callback=getattr(self, generic_callback(target)), errback=self.on_error
             )
 
-    def _item(self, response: TextResponse, name: str) -> Any | None:
-        extraction = read_page(response, self.profile.pages[name], self.profile.item_type)
+    def _items(self, response: TextResponse, name: str) -> Iterator[Any]:
+        page = self.profile.pages[name]
+        reading = Reading.of(self.profile.market)
+        extractions = read_items(response, page, self.profile.item_type, reading)
+        if page.items is not None and not extractions:
+            # A list page whose containers are gone: a block page, or a changed layout.
+            self.fail(response, name, f"no item container ({page.items}) on the page")
+            return
+        for extraction in extractions:
+            item = self._item(response, name, extraction)
+            if item is not None:
+                yield item
+
+    def _item(self, response: TextResponse, name: str, extraction: Extraction) -> Any | None:
         if not extraction.has_node and not extraction.from_page:
             # A block page answered with 200, or markup the rules no longer match.
             self.fail(response, name, "no item data on the page")

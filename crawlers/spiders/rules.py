@@ -39,7 +39,7 @@ from core.items_schema import (
     Url,
     schema_by_type,
 )
-from crawlers.profile_schema import FieldRule, PageTable
+from crawlers.profile_schema import FieldRule, MarketTable, PageTable
 from crawlers.spiders.common import (
     absolute,
     has_type,
@@ -51,9 +51,11 @@ from crawlers.spiders.common import (
     to_float,
 )
 from crawlers.spiders.currency import Market, market
+from crawlers.spiders.printed import printed_date, printed_number
 
 __all__ = [
     "Extraction",
+    "Reading",
     "extract_fields",
     "field_kinds",
     "first_node",
@@ -61,6 +63,7 @@ __all__ = [
     "item_node",
     "node_values",
     "page_type_for",
+    "read_items",
     "read_page",
     "url_target",
 ]
@@ -146,12 +149,61 @@ def node_values(node: Any, path: str) -> list[Any]:
     return _path(node, path.split("."))
 
 
+@dataclass(frozen=True)
+class Reading:
+    """Where a site's pages are read (the profile's ``[market]``): the languages its dates
+    and number words print in, and the market its currency signs and bare amounts mean.
+    Unset parts come from each page's ``<html lang>``."""
+
+    languages: tuple[str, ...] = ()
+    market: Market | None = None
+
+    @classmethod
+    def of(cls, table: MarketTable) -> Reading:
+        language = table.languages[0] if table.languages else None
+        stated = table.country or language or table.currency
+        where = market(country=table.country, language=language, currency=table.currency)
+        return cls(tuple(table.languages), where if stated else None)
+
+    def languages_of(self, response: TextResponse) -> tuple[str, ...]:
+        if self.languages:
+            return self.languages
+        lang = response.xpath("/html/@lang").get()
+        return (lang,) if lang else ()
+
+    def market_of(self, response: TextResponse) -> Market:
+        return self.market or market(language=response.xpath("/html/@lang").get())
+
+
+_PAGE_READING = Reading()
+
+
 def extract_fields(response: TextResponse, page: PageTable, item_type: str) -> dict[str, Any]:
     """``read_page(...).fields``: the item's fields as its type declares them."""
     return read_page(response, page, item_type).fields
 
 
-def read_page(response: TextResponse, page: PageTable, item_type: str) -> Extraction:
+def read_items(
+    response: TextResponse, page: PageTable, item_type: str, reading: Reading = _PAGE_READING
+) -> list[Extraction]:
+    """Every item of a page: one per match of the page type's ``items`` container (its
+    fields read within it), or the page's one item."""
+    if page.items is None:
+        return [read_page(response, page, item_type, reading)]
+    query = page.items
+    containers = response.xpath(query) if _is_path(query) else response.css(query)
+    return [read_page(response, page, item_type, reading, root=box) for box in containers]
+
+
+def read_page(
+    response: TextResponse,
+    page: PageTable,
+    item_type: str,
+    reading: Reading = _PAGE_READING,
+    *,
+    root: Selector | None = None,
+) -> Extraction:
+    """The item of a page (or of one item container ``root`` on it)."""
     kinds = field_kinds(item_type)
     unknown = sorted(set(page.fields) - set(kinds))
     if unknown:
@@ -161,9 +213,10 @@ def read_page(response: TextResponse, page: PageTable, item_type: str) -> Extrac
     fields["url"] = response.url
     problems: list[str] = []
     from_page: list[str] = []
+    context = _Context(response, root if root is not None else response, reading)
     for name, rules in page.fields.items():
         for rule in rules:
-            value = _value(response, rule, node, kinds[name], problems, name)
+            value = _value(context, rule, node, kinds[name], problems, name)
             if value is not None:
                 fields[name] = value
                 if rule.url is None and rule.value is None:
@@ -175,12 +228,33 @@ def read_page(response: TextResponse, page: PageTable, item_type: str) -> Extrac
         for name, rules in page.fields.items():
             default = next((rule.default for rule in rules if rule.default is not None), None)
             if fields[name] is None and default is not None:
-                fields[name] = _valid(kinds[name], _convert(kinds[name], default, response))
+                fields[name] = _valid(kinds[name], _convert(kinds[name], default, context))
     return Extraction(fields, node is not None, tuple(problems), tuple(from_page))
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What a rule reads: the page, the part of it holding the item, how it prints."""
+
+    response: TextResponse
+    root: Selector | TextResponse
+    reading: Reading
+
+    @functools.cached_property
+    def languages(self) -> tuple[str, ...]:
+        return self.reading.languages_of(self.response)
+
+    @functools.cached_property
+    def market(self) -> Market:
+        return self.reading.market_of(self.response)
+
+
+def _is_path(query: str) -> bool:
+    return query.strip().startswith(("/", "(", "./"))
+
+
 def _value(
-    response: TextResponse,
+    context: _Context,
     rule: FieldRule,
     node: dict[str, Any] | None,
     kind: Kind,
@@ -190,7 +264,7 @@ def _value(
     """One rule's value, converted and checked against the item field's type; a value
     found but not fitting is a problem (and None), not an item the pipeline drops."""
     try:
-        return _valid(kind, _convert(kind, _read(response, rule, node, kind), response))
+        return _valid(kind, _convert(kind, _read(context, rule, node, kind), context))
     except ValueError as exc:
         problems.append(f"{name}: {exc}")
         return None
@@ -212,9 +286,9 @@ def _reads_data(page: PageTable) -> bool:
     return any(rule.data for rules in page.fields.values() for rule in rules)
 
 
-def _read(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None, kind: Kind) -> Any:
+def _read(context: _Context, rule: FieldRule, node: dict[str, Any] | None, kind: Kind) -> Any:
     """The raw value(s) of one rule: a list when the field takes several, else one."""
-    values = _source(response, rule, node)
+    values = _source(context, rule, node)
     split = kind.many and kind.name == "text" and rule.data and len(values) == 1
     if split and isinstance(values[0], str):  # schema.org's comma-separated lists (skills)
         values = [part for part in values[0].split(",") if part.strip()]
@@ -229,7 +303,8 @@ def _read(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None, 
     return found
 
 
-def _source(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None) -> list[Any]:
+def _source(context: _Context, rule: FieldRule, node: dict[str, Any] | None) -> list[Any]:
+    response, root = context.response, context.root
     if rule.value is not None:
         return [rule.value]
     if rule.data is not None:
@@ -241,8 +316,8 @@ def _source(response: TextResponse, rule: FieldRule, node: dict[str, Any] | None
         match = re.search(rule.url, response.url)
         return [] if match is None else [match.group(1) if match.groups() else match.group(0)]
     if rule.table is not None:
-        return _table_values(response.css(rule.table), rule.label or "")
-    matches = response.css(rule.css) if rule.css else response.xpath(rule.xpath or "")
+        return _table_values(root.css(rule.table), rule.label or "")
+    matches = root.css(rule.css) if rule.css else root.xpath(rule.xpath or "")
     return [_node_value(match, rule.attr) for match in matches]
 
 
@@ -367,12 +442,12 @@ def _kind(hint: Any) -> Kind:
     return Kind(simple.get(base, "raw"))
 
 
-def _convert(kind: Kind, raw: Any, response: TextResponse) -> Any:
+def _convert(kind: Kind, raw: Any, context: _Context) -> Any:
     if raw is None:
         return None
     if kind.many:
         items = raw if isinstance(raw, list) else [raw]
-        values = [_one(kind.name, item, response) for item in items]
+        values = [_one(kind.name, item, context) for item in items]
         values = list(dict.fromkeys(v for v in values if v is not None))
         return values or None
     if isinstance(raw, list) and kind.name in ("text", "long_text"):
@@ -383,7 +458,7 @@ def _convert(kind: Kind, raw: Any, response: TextResponse) -> Any:
         raw = raw[0] if raw else None
     if raw is None:
         return None
-    return _one(kind.name, raw, response)
+    return _one(kind.name, raw, context)
 
 
 # The HTML of a long text: where its paragraphs and lines end.
@@ -395,29 +470,30 @@ _URL_KEYS = ("url", "contentUrl", "@id")
 _NAME_KEYS = ("name", "value", "@id")
 
 
-def _page_market(response: TextResponse) -> Market:
-    """The market a page prints its prices in: its language (``<html lang="en-GB">``)."""
-    return market(language=response.xpath("/html/@lang").get())
-
-
-def _one(name: str, raw: Any, response: TextResponse) -> Any:
+def _one(name: str, raw: Any, context: _Context) -> Any:
     if isinstance(raw, dict):  # a nested node where a value was expected
         keys = _URL_KEYS if name == "url" else _NAME_KEYS
         raw = next((raw[key] for key in keys if raw.get(key) not in (None, "")), None)
         if raw is None:
             return None
     if name == "money":
-        return _checked(money(raw, where=_page_market(response)).amount, raw, "an amount")
+        # The sign is read in the site's market ("£" on an en-GB page is GBP), the amount
+        # as printed ("1.234,50 €", "$1.2M").
+        amount = money(raw, where=context.market).amount
+        if isinstance(raw, str) and amount is not None:
+            amount = printed_number(raw, context.languages)
+        return _checked(amount, raw, "an amount")
     if name == "currency":
         code = text(raw)
         if code and re.fullmatch(r"[A-Z]{3}", code):
             return code
-        # A sign is read as the page's language prints it ("£" on an en-GB page).
-        return _checked(money(raw, where=_page_market(response)).currency, raw, "a currency")
+        return _checked(money(raw, where=context.market).currency, raw, "a currency")
     if name == "url":
-        return absolute(response, raw)
+        return absolute(context.response, raw)
     if name == "date":
-        return _checked(_iso_date(text(raw)), raw, "an ISO 8601 date")
+        printed = text(raw)
+        iso = _iso_date(printed) or (printed_date(printed, context.languages) if printed else None)
+        return _checked(iso, raw, "a date")
     if name == "country":
         code = text(raw)
         return _checked(code.upper() if code and len(code) == 2 else None, raw, "a country code")
@@ -429,15 +505,23 @@ def _one(name: str, raw: Any, response: TextResponse) -> Any:
             raw = replace_entities(remove_tags(raw))
         return long_text(raw)
     if name == "int":
-        number = to_float(raw)
+        number = _number(raw, context)
         return None if number is None else _checked(int(number), raw, "a whole number")
     if name == "float":
-        return _checked(to_float(raw), raw, "a number")
+        return _checked(_number(raw, context), raw, "a number")
     if name == "bool":
         return raw if isinstance(raw, bool) else _bool(raw)
     if name == "text":
         return schema_name(raw) if isinstance(raw, str) and "schema.org/" in raw else text(raw)
     return raw
+
+
+def _number(raw: Any, context: _Context) -> float | None:
+    """A number as data holds it, or as printed: grouping of any locale, compact suffixes
+    in the page's languages ("59K", "1,2 Mio.")."""
+    if isinstance(raw, str):
+        return printed_number(raw, context.languages)
+    return to_float(raw)
 
 
 def _checked(value: Any, raw: Any, what: str) -> Any:

@@ -81,7 +81,8 @@ def test_profile_fetch_table_becomes_the_identity_and_session_settings(tmp_path:
             "unknown_key = 1\n",
             "unknown_key: unknown key (known keys: site, item_type, base_url, start_paths,"
             " sitemaps, render, needs_proxies, needs_session, schedule, description, politeness,"
-            " fetch, timeouts, budget, recrawl, settings, fingerprint, pages, start_page)",
+            " fetch, timeouts, budget, recrawl, settings, fingerprint, pages, start_page, market,"
+            " item_fields)",
         ),
         ('site = "other"\n', 'site: expected "shop" (the file\'s name), got "other"'),
         (

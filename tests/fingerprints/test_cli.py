@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,32 @@ def test_the_directories_default_to_the_environment_the_flow_reads(tmp_path: Pat
     passed = check()
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout.startswith("shop: fixture check passed")
+
+
+def test_a_profile_only_sites_outlier_hint_names_the_pages_threshold_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``[pages]`` profile refuses ``[fingerprint.page_types]``: the hint names the key
+    that works, ``[pages.<type>] threshold``, and setting it there is accepted."""
+    sites, profiles = tmp_path / "sites", tmp_path / "profiles"
+    make_site_with_outlier(sites)
+    pages = (
+        'start_page = "product"\n[fingerprint]\nthreshold = 0.95\n'
+        "[pages.product]\nurl_patterns = ['^/product/']\n"
+        'sample_paths = ["/product/DM-00001"]\n'
+        '[pages.product.fields]\nname = {css = "h1"}\n'
+    )
+    write_profile(profiles, "shop", pages)
+    dirs = ("--sites-dir", str(sites), "--profiles-dir", str(profiles))
+    code, _, err = run(capsys, "baseline", "shop", *dirs)
+    assert code == 1
+    assert "[pages.<type>] threshold" in err and "fingerprint.page_types" not in err
+    lowest = re.search(r"to (\d\.\d+) or less", err)[1]  # type: ignore[index]
+    write_profile(
+        profiles,
+        "shop",
+        pages.replace("[pages.product.fields]", f"threshold = {lowest}\n[pages.product.fields]"),
+    )
+    code, _, err = run(capsys, "baseline", "shop", *dirs)
+    assert code == 0, err
+    assert load_baseline("shop", sites).page_types["product"].threshold == float(lowest)

@@ -4,35 +4,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from crawlers.profiles import load_profiles
 from services.prefect_server import PrefectServer
 from tests.orchestration.prefect_api import api, delete_deployments, register_deployments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+# The platform's own flows, and one scrape-<site> per profile with the profile's schedule
+# and description (derived: a new profile needs no edit here).
 EXPECTED = {
-    "scrape-idealista": "0 3 * * *",
-    "scrape-g2": "0 4 * * 1",
-    "scrape-hermes": "0 4 * * 2",
-    "scrape-trustpilot": "0 4 * * 3",
-    "scrape-booking_com": None,
-    "scrape-facebook_marketplace": None,
-    "scrape-demo": None,
+    **{f"scrape-{p.site}": p.schedule for p in load_profiles()},
     "check-site-versions": "30 2 * * *",
     "daily-health-check": "0 9 * * *",
 }
-
-# The seed's deployment descriptions (now in the profiles and MAINTENANCE).
 DESCRIPTIONS = {
-    "scrape-idealista": "Idealista property scrape",
-    "scrape-g2": "G2 reviews",
-    "scrape-hermes": "Hermès products",
-    "scrape-trustpilot": "Trustpilot reviews",
-    "scrape-booking_com": "Booking.com hotels",
-    "scrape-facebook_marketplace": "Facebook Marketplace",
-    "scrape-demo": "The demo shop (demo_site)",
+    **{f"scrape-{p.site}": p.deployment_description for p in load_profiles()},
     "check-site-versions": "Structure fingerprint check of every site's fixtures",
     "daily-health-check": "Site metrics and search API health",
 }
+
+
+def test_the_seed_sites_keep_their_schedules_and_descriptions() -> None:
+    # The seed's deployments, now read from their profiles: the derivation keeps them.
+    assert EXPECTED["scrape-idealista"] == "0 3 * * *"
+    assert EXPECTED["scrape-g2"] == "0 4 * * 1"
+    assert EXPECTED["scrape-demo"] is None
+    assert DESCRIPTIONS["scrape-hermes"] == "Hermès products"
+    assert DESCRIPTIONS["scrape-demo"] == "The demo shop (demo_site)"
 
 
 def test_deployments_pool_and_schedules(prefect_server: PrefectServer) -> None:

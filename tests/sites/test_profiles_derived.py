@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scrapy.spiderloader import SpiderLoader
+from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.project import get_project_settings
 
 import crawlers.items  # registers the item types
@@ -70,7 +70,8 @@ def test_the_profile_loads_and_its_page_types_have_samples(site: str) -> None:
     profile = SiteProfile.load(site)
     schema_by_type(profile.item_type)  # a declared item type
     try:
-        spider = SpiderLoader.from_settings(get_project_settings()).load(site)
+        # The project's loader (SPIDER_LOADER_CLASS): profile-only sites get the generic spider.
+        spider = get_spider_loader(get_project_settings()).load(site)
     except KeyError:
         pytest.fail(
             f"{site}: no spider: give the profile [pages] (the generic spider) or write "

@@ -351,10 +351,11 @@ def test_nested_image_nodes_give_their_url_not_their_name() -> None:
     assert fields["brand"] == "X"
 
 
-def test_iso_dates_are_accepted_as_written_and_other_dates_are_problems() -> None:
+def test_iso_dates_are_accepted_as_written_printed_ones_read_and_others_are_problems() -> None:
     html = (
         '<time class="a">2024-07-18</time><time class="b">2024-07-18T10:00:00Z</time>'
-        '<time class="c">18/07/2024</time>'
+        '<time class="c">18/07/2024</time><p class="d">Published on Apr 24, 2022</p>'
+        '<p class="e">coming soon</p>'
     )
     rules = {
         "published_at": {"css": ".a"},
@@ -362,9 +363,11 @@ def test_iso_dates_are_accepted_as_written_and_other_dates_are_problems() -> Non
     }
     fields = read(html, "property_listing", **rules)
     assert (fields["published_at"], fields["updated_at"]) == ("2024-07-18", "2024-07-18T10:00:00Z")
-    extraction = read_page(page(html), table(published_at={"css": ".c"}), "property_listing")
+    assert one(html, {"css": ".c"}, "published_at", "property_listing") == "2024-07-18"
+    assert one(html, {"css": ".d"}, "published_at", "property_listing") == "2022-04-24"
+    extraction = read_page(page(html), table(published_at={"css": ".e"}), "property_listing")
     assert extraction.fields["published_at"] is None
-    assert extraction.problems == ("published_at: '18/07/2024' is not an ISO 8601 date",)
+    assert extraction.problems == ("published_at: 'coming soon' is not a date",)
 
 
 def test_country_codes_are_upper_cased_and_names_are_problems() -> None:
@@ -651,3 +654,36 @@ def test_a_job_posting_from_json_ld_and_its_facts_table() -> None:
     assert read(onsite, "job_posting", "JobPosting", remote=remote)["remote"] is False
     json_description = read(html, "job_posting", "JobPosting", description={"data": "description"})
     assert json_description["description"] == "Build pipelines.\n\nOwn them."
+
+
+def test_a_list_page_yields_one_item_per_container_with_fields_read_within_it() -> None:
+    from crawlers.profile_schema import MarketTable
+    from crawlers.spiders.rules import Reading, read_items
+
+    html = (
+        '<div class="card" id="a"><h2>Ein</h2><b>1.234,50 kr</b><i>12,3K</i>'
+        "<time>3. März 2021</time></div>"
+        '<div class="card" id="b"><h2>Zwei</h2><b>99 kr</b><i>7</i></div>'
+        "<h2>Not an item</h2>"
+    )
+    page_type = PageTable.model_validate(
+        {
+            "items": "div.card",
+            "fields": {
+                "listing_id": {"xpath": "./@id"},
+                "title": {"css": "h2"},
+                "price": {"css": "b"},
+                "currency": {"css": "b"},
+                "rooms": {"css": "i"},
+                "published_at": {"css": "time"},
+            },
+        }
+    )
+    reading = Reading.of(MarketTable(country="SE", languages=("de",)))
+    items = [x.fields for x in read_items(page(html), page_type, "property_listing", reading)]
+    assert [(i["listing_id"], i["title"]) for i in items] == [("a", "Ein"), ("b", "Zwei")]
+    assert [(i["price"], i["currency"]) for i in items] == [(1234.5, "SEK"), (99.0, "SEK")]
+    assert [i["rooms"] for i in items] == [12300, 7]
+    assert [i["published_at"] for i in items] == ["2021-03-03", None]
+    # Without a market, "kr" is several currencies: none is guessed.
+    assert read_items(page(html), page_type, "property_listing")[0].fields["currency"] is None

@@ -1,0 +1,156 @@
+"""The two sites over HTTP (the standard library's threading server).
+
+``werkstatt``: ``/``, ``/kategorie/<slug>?seite=N``, ``/artikel/<sku>-<slug>``.
+``sayings``: ``/``, ``/quotes?page=N``, ``/tag/<tag>?page=N``, ``/author/<slug>``.
+Both: ``/robots.txt``; ``GET``/``DELETE /__control/access-log`` (never logged).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from plain_sites import data, pages
+
+KINDS = ("werkstatt", "sayings")
+HTML = "text/html; charset=utf-8"
+TEXT = "text/plain; charset=utf-8"
+JSON = "application/json"
+
+
+@dataclass
+class PlainSiteConfig:
+    kind: str = "werkstatt"
+    host: str = "127.0.0.1"
+    port: int = 8200
+    seed: int = 11
+    items: int = 120
+
+
+Render = Callable[[str, dict[str, list[str]]], str | None]
+
+
+def _number(query: dict[str, list[str]], name: str) -> int:
+    value = query.get(name, ["1"])[-1]
+    return int(value) if value.isdigit() else 0
+
+
+def werkstatt(config: PlainSiteConfig) -> Render:
+    products = data.products(config.seed, config.items)
+    by_sku = {p.sku: p for p in products}
+    categories = data.CATEGORIES
+
+    def render(path: str, query: dict[str, list[str]]) -> str | None:
+        if path == "/":
+            return pages.shop_home(categories, products[:8])
+        if match := re.fullmatch(r"/kategorie/([a-z]+)", path):
+            if match[1] not in categories:
+                return None
+            shown = [p for p in products if p.category == match[1]]
+            return pages.shop_listing(categories, match[1], shown, _number(query, "seite"))
+        if match := re.fullmatch(r"/artikel/(WS-\d+)-([a-z0-9-]+)", path):
+            product = by_sku.get(match[1])
+            if product is None or product.slug != match[2]:
+                return None
+            return pages.shop_product(categories, product)
+        return None
+
+    return render
+
+
+def sayings(config: PlainSiteConfig) -> Render:
+    quotes = data.quotes(config.seed, config.items)
+    tags = data.TAGS
+
+    def render(path: str, query: dict[str, list[str]]) -> str | None:
+        if path == "/":
+            return pages.home_quotes(tags)
+        if path == "/quotes":
+            return pages.quote_list(tags, quotes, _number(query, "page"), path, "All quotes")
+        if match := re.fullmatch(r"/tag/([a-z]+)", path):
+            shown = [q for q in quotes if match[1] in q.tags]
+            if not shown:
+                return None
+            title = f"Quotes tagged {match[1]}"
+            return pages.quote_list(tags, shown, _number(query, "page"), path, title)
+        if match := re.fullmatch(r"/author/([a-z-]+)", path):
+            names = {a.lower().replace(" ", "-"): a for a in data.AUTHORS}
+            name = names.get(match[1])
+            if name is None:
+                return None
+            return pages.author_page(tags, name, sum(q.author == name for q in quotes))
+        return None
+
+    return render
+
+
+def make_handler(render: Render) -> type[BaseHTTPRequestHandler]:
+    log: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            parts = urlsplit(self.path)
+            if parts.path == "/__control/access-log":
+                since = _number(parse_qs(parts.query), "since") if parts.query else 0
+                with lock:
+                    entries = [e for e in log if e["i"] >= since]
+                self._send(HTTPStatus.OK, JSON, json.dumps(entries).encode())
+                return
+            if parts.path == "/robots.txt":
+                status, kind, body = HTTPStatus.OK, TEXT, pages.robots_txt()
+            else:
+                page = render(parts.path, parse_qs(parts.query))
+                status, kind = (HTTPStatus.OK, HTML) if page else (HTTPStatus.NOT_FOUND, HTML)
+                body = page or pages.not_found()
+            self._send(status, kind, body.encode("utf-8"))
+            with lock:
+                log.append({"i": len(log), "path": self.path, "status": int(status)})
+
+        def do_DELETE(self) -> None:
+            with lock:
+                log.clear()
+            self._send(HTTPStatus.OK, JSON, b'{"cleared": true}')
+
+        def _send(self, status: int, content_type: str, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silent: the access log records every request."""
+
+    return Handler
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def run(config: PlainSiteConfig) -> None:
+    render = {"werkstatt": werkstatt, "sayings": sayings}[config.kind](config)
+    server = Server((config.host, config.port), make_handler(render))
+    port = int(server.server_address[1])
+    print(f"{config.kind} ready at http://{config.host}:{port}/", flush=True)
+
+    def stop(*_: object) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
