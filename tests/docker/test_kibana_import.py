@@ -220,7 +220,8 @@ def test_command_line_reads_the_environment(fake_kibana: FakeKibana, tmp_path: P
         timeout=60,
     )
     assert ok.returncode == 0, ok.stderr
-    assert "imported 21 saved object(s)" in ok.stdout and "platform-overview" in ok.stdout
+    objects = len(SAVED_OBJECTS.read_text().splitlines())  # one per line (ndjson)
+    assert f"imported {objects} saved object(s)" in ok.stdout and "platform-overview" in ok.stdout
     [request] = fake_kibana.requests
     assert _file_part(request)[1] == SAVED_OBJECTS.read_bytes()  # the default file
     expected = base64.b64encode(f"platform:{PASSWORD}".encode()).decode()

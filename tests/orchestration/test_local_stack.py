@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from core.config import REPO_ROOT, OperatorError, get_settings
+from crawlers.profiles import profile_sites
 from orchestration import local_stack
 from orchestration.flows import check_site_versions, scrape_site
 from services.base import free_port
@@ -206,10 +207,8 @@ def test_up_on_an_occupied_port_starts_nothing_and_names_the_holder(
 def test_a_flow_of_an_unknown_site_says_so_before_anything_runs(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    line = (
-        "unknown site 'demoo': known sites are booking_com, demo, facebook_marketplace, g2, "
-        "hermes, idealista, trustpilot; see crawlers/profiles/"
-    )
+    known = ", ".join(profile_sites())  # the sites are the profiles, however many
+    line = f"unknown site 'demoo': known sites are {known}; see crawlers/profiles/"
     assert local_stack.run_flow("scrape-site", "demoo") == 2
     assert capsys.readouterr().err.splitlines() == [line]
     # The flow itself, however it is started: failed at once, not on a missing baseline.
