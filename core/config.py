@@ -17,6 +17,7 @@ status 2, no traceback (``OperatorError``, which the CLIs raise for their own mi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -364,6 +365,17 @@ class PlatformSettings(BaseSettings):
     def chromium_executable(self) -> str | None:
         """Chromium for Playwright: the configured path, else Debian's package."""
         return find_chromium(self.chromium_path)
+
+    def local_stack_state(self) -> dict[str, str]:
+        """What ``make prefect-up`` / ``make demo`` wrote about the local stack it runs
+        (``<PLATFORM_RUN_DIR>/stack/stack.json``: its services' URLs); {} when none is up."""
+        try:
+            return dict(json.loads(self.local_stack_state_path().read_text()))
+        except (OSError, ValueError, TypeError):
+            return {}
+
+    def local_stack_state_path(self) -> Path:
+        return self.platform_run_dir / "stack" / "stack.json"
 
     def elasticsearch_client_kwargs(self) -> dict[str, object]:
         """Arguments for ``elasticsearch.Elasticsearch``."""

@@ -70,18 +70,15 @@ def stack_ports() -> dict[str, int]:
 
 
 def stack_dir() -> Path:
-    return get_settings().platform_run_dir / "stack"
+    return state_path().parent
 
 
 def state_path() -> Path:
-    return stack_dir() / "stack.json"
+    return get_settings().local_stack_state_path()
 
 
 def read_state() -> dict[str, str]:
-    try:
-        return dict(json.loads(state_path().read_text()))
-    except (OSError, ValueError):
-        return {}
+    return get_settings().local_stack_state()
 
 
 def client_env(state: dict[str, str]) -> dict[str, str]:
@@ -394,8 +391,8 @@ def demo() -> int:
         f"  Elasticsearch      {state['elasticsearch_url']}  "
         "indices: items-demo, chunks-demo, jobs\n"
         f"  demo shop          {state['demo_site_url']}\n"
-        f"  search             ELASTICSEARCH_URL={state['elasticsearch_url']} "
-        '.venv/bin/python -m search "waterproof dog bed" --site demo -k 5\n'
+        '  search             .venv/bin/python -m search "waterproof dog bed" --site demo -k 5'
+        "  (finds this stack by itself)\n"
         "  stop the stack     make prefect-down"
     )
     return code

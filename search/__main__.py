@@ -63,6 +63,18 @@ def result_count(value: str) -> int:
     return k
 
 
+def elasticsearch_kwargs() -> dict[str, object]:
+    """The configured Elasticsearch; without ``ELASTICSEARCH_URL``, the local stack's when
+    one is up (``make prefect-up`` / ``make demo`` listen elsewhere than 9200), said once
+    on stderr."""
+    settings = get_settings()
+    local = settings.local_stack_state().get("elasticsearch_url")
+    if settings.elasticsearch_url is None and local:
+        print(f"ELASTICSEARCH_URL unset: searching the local stack's {local}", file=sys.stderr)
+        settings = settings.model_copy(update={"elasticsearch_url": local})
+    return settings.elasticsearch_client_kwargs()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="python -m search", description=__doc__.splitlines()[0])
     parser.add_argument("query", nargs="?", help="what to search for")
@@ -82,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.health and not args.query:
         parser.error("give a query, or --health")
     console = Console(soft_wrap=False)
-    es = Elasticsearch(**get_settings().elasticsearch_client_kwargs(), request_timeout=30)  # type: ignore[arg-type]
+    es = Elasticsearch(**elasticsearch_kwargs(), request_timeout=30)  # type: ignore[arg-type]
     try:
         if args.health:
             health = check_health(es, stale_after=dt.timedelta(hours=args.stale_after_hours))

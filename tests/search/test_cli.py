@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -111,3 +112,23 @@ def test_refused_credentials_are_one_line_naming_them(
         assert (
             "status denied; Elasticsearch refused: Elasticsearch refused the credentials " in shown
         )
+
+
+def test_without_elasticsearch_url_it_finds_the_local_stack(
+    es_node: ElasticsearchNode, tmp_path: Path
+) -> None:
+    (tmp_path / "stack").mkdir()
+    state = {"elasticsearch_url": es_node.url, "prefect_ui": "http://127.0.0.1:1"}
+    (tmp_path / "stack" / "stack.json").write_text(json.dumps(state))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "REDIS_", "ELASTICSEARCH_"))
+    }
+    env.update(PLATFORM_RUN_DIR=str(tmp_path), PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "search", "torch", "--site", "nosuchsite", "--mode", "bm25"]
+    result = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    lines = result.stderr.splitlines()
+    # It reached the stack's node (which has no such site), not the default 9200.
+    assert lines[0] == f"ELASTICSEARCH_URL unset: searching the local stack's {es_node.url}"
+    assert result.returncode == 2 and lines[1].startswith("unknown site 'nosuchsite'"), lines
