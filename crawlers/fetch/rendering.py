@@ -62,7 +62,7 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
-from core.config import ConfigurationError
+from core.config import ConfigurationError, find_chromium
 from crawlers.fetch.adaptive import AdaptiveRendering, is_document_request
 from crawlers.fetch.browser import abort_request
 from crawlers.fetch.browser_pool import CLOSE_TIMEOUT, BrowserPool, close_quietly
@@ -171,7 +171,9 @@ def check_chromium(settings: BaseSettings, site: str) -> None:
     mode = settings.get("RENDER_MODE")
     if not mode or mode == "never":
         return
-    path = chromium_path(settings)
+    # Before the add-on has applied crawlers.defaults (the crawl command checks first),
+    # the launch options may not name one yet: the default is the same lookup.
+    path = chromium_path(settings) or find_chromium()
     if path and os.path.isfile(path) and os.access(path, os.X_OK):
         return
     where = f"CHROMIUM_PATH={path!r} is not an executable file" if path else "no Chromium found"
