@@ -20,7 +20,7 @@ from elasticsearch import Elasticsearch
 from core.dedup import job_changes
 from demo_site.catalog import Catalog, build_catalog
 from llm.chunking import Chunker, chunk_id
-from llm.embedders import LOCAL_DIMS, load_tokenizer
+from llm.embedders import LOCAL_DIMS, LOCAL_MODEL, load_tokenizer
 from llm.index import EmbedderMismatch, chunks_index, index_embedder
 from llm.process import (
     ChunkIndexError,
@@ -132,6 +132,9 @@ def test_backfill_and_the_cli_see_everything_up_to_date(
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update(ELASTICSEARCH_URL=demo_job.node.url, REDIS_URL=demo_job.redis_server.url)
+    # The index was built with the English model: the CLI is told which (the offline
+    # default is the multilingual one).
+    env.update(EMBEDDING_MODEL=LOCAL_MODEL)
     done = subprocess.run(
         [sys.executable, "-m", "llm", "process", "--site", SITE, "--job", "job-1"],
         env=env,

@@ -160,6 +160,7 @@ def test_health_when_elasticsearch_is_unreachable() -> None:
 def env_for(es_node: ElasticsearchNode) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     env.update(ELASTICSEARCH_URL=es_node.url, COLUMNS="200", PYTHONPATH=str(REPO))
+    env.update(EMBEDDING_MODEL="all-MiniLM-L6-v2")  # the searchdemo index's model
     return env
 
 
