@@ -180,6 +180,9 @@ def _stack_alive() -> bool:
     return False
 
 
+STOP_GRACE = 5.0  # seconds a stopped process gets before the next, harder signal
+
+
 def down() -> None:
     """Stop what the stack's and the local jobs' PID files name, each only if it is still
     the process that wrote it (a PID the system gave to another process since is left
@@ -198,13 +201,17 @@ def down() -> None:
             # SIGINT first: the Prefect worker and scrapy treat it as a prompt shutdown.
             os.killpg(pid, signal.SIGINT)
             stopped.append((pid_file, pid))
-    deadline = time.monotonic() + 30
-    for pid_file, pid in stopped:
-        while _alive(pid) and time.monotonic() < deadline:
+    # A process that ignores SIGINT (a Prefect worker still starting) gets SIGTERM, then
+    # SIGKILL: a few seconds each, never a long wait.
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        deadline = time.monotonic() + STOP_GRACE
+        while any(_alive(pid) for _, pid in stopped) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _alive(pid):
-            with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
+        for _, pid in stopped:
+            if _alive(pid):
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, sig)
+    for pid_file, pid in stopped:
         pid_file.unlink(missing_ok=True)
         print(f"  stopped {pid_file.stem} (pid {pid})")
     state_path().unlink(missing_ok=True)

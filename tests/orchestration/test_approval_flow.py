@@ -185,7 +185,7 @@ def test_an_accept_of_a_layout_that_extracts_nothing_is_refused_unless_overridde
     assert job["pages_unparsed"] == int(job["counters"]["demo/product_unparsed"]) > 0
     assert job["items_removed"] == 0
     assert "page(s) could not be parsed" in job["extra"]["removals_skipped"]
-    report = {a["key"]: a for a in stack.artifacts(run_id)}["demo-report"]["data"]
+    report = {a["key"]: a for a in stack.artifacts(run_id)}["scrape-demo-report"]["data"]
     assert "**Completed with" in report
     assert f"{job['pages_unparsed']} page(s) could not be parsed" in report
     summary = [

@@ -54,7 +54,7 @@ def test_a_drifted_layout_completes_warns_and_proposes_a_baseline(
     job = es.get(index="jobs", id=f"demo:{job_id}")["_source"]
     assert job["status"] == "completed" and job["items_scraped"] == PRODUCTS
 
-    warnings = [text for text in slack_texts(stack) if "structure drifted" in text]
+    warnings = [text for text in slack_texts(stack) if "drifted, the run continues" in text]
     assert warnings, slack_texts(stack)
     assert "scrape-demo: structure drifted, the run continues" in warnings[-1]
     assert "product_links" in warnings[-1] and "skeleton" in warnings[-1]
