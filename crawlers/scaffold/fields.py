@@ -11,10 +11,13 @@ like it.
 
 from __future__ import annotations
 
+import functools
 import re
+import tomllib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
@@ -279,18 +282,39 @@ def _label_key(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", label.casefold()).strip("_")
 
 
+@functools.cache
+def field_labels() -> dict[str, frozenset[str]]:
+    """Field -> the labels sites print for it in the markets' languages
+    (``field_labels.toml``, kept beside this module as data, not code)."""
+    table = tomllib.loads((Path(__file__).with_name("field_labels.toml")).read_text())
+    return {name: frozenset(label.casefold() for label in labels) for name, labels in table.items()}
+
+
+def label_field(label: str, wanted: Iterable[str]) -> str | None:
+    """The wanted field a table row's label names: read as the field's name
+    (``Experience level`` -> ``experience_level``), else one of its known labels in
+    another language (``Marke`` -> ``brand``)."""
+    wanted = set(wanted)
+    name = _label_key(label)
+    if name in wanted:
+        return name
+    folded = label.casefold().strip()
+    return next((f for f in sorted(wanted) if folded in field_labels().get(f, ())), None)
+
+
 def table_rules(pages: Sequence[Page], fields: Sequence[str]) -> dict[str, tuple[str, str, int]]:
     """Field -> (table CSS, label, pages) for key/value tables (``th``/``td`` rows,
     ``dt``/``dd``) whose key reads as the field's name (``Experience level`` ->
-    ``experience_level``), on the most pages."""
+    ``experience_level``) or as one of its labels in another language (``Marke``), on the
+    most pages."""
     wanted = set(fields)
     counts: Counter[tuple[str, str, str]] = Counter()
     for page in pages:
         seen = set()
         for key in page.response.xpath("//th | //dt | //tr/td[1]"):
             label = " ".join(" ".join(key.xpath(".//text()").getall()).split()).rstrip(":")
-            name = _label_key(label)
-            if name not in wanted:
+            name = label_field(label, wanted)
+            if name is None:
                 continue
             tables = key.xpath("ancestor::*[self::table or self::dl][1]")
             value = key.xpath("following-sibling::*[self::td or self::dd][1]")

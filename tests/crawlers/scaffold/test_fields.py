@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from crawlers.scaffold.classify import Page, PageType, classify, generalise
-from crawlers.scaffold.fields import css_fallback, path_values, propose_fields
+from crawlers.scaffold.fields import css_fallback, label_field, path_values, propose_fields
 from tests.crawlers.scaffold.support import BASE, shop_pages
 
 
@@ -151,3 +151,11 @@ def test_a_missing_rating_counts_filled_stars() -> None:
     assert fields["company_rating"].rules() == [{"css": "span.rating i.star.filled", "count": True}]
     assert fields["company_rating"].found == 2
     assert fields["company_rating"].how == "css span.rating i.star.filled (count)"
+
+
+def test_a_table_row_labelled_in_another_language_names_its_field() -> None:
+    assert label_field("Marke", ["brand", "color"]) == "brand"
+    assert label_field("Couleur", ["color"]) == "color"
+    assert label_field("Experience level", ["experience_level"]) == "experience_level"
+    assert label_field("Marke", ["color"]) is None  # only the fields asked for
+    assert label_field("Lieferzeit", ["brand", "color"]) is None
