@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import re
 import signal
@@ -359,7 +360,7 @@ def follow(api_url: str, flow_run_id: str, *, poll: float = 1.0) -> dict[str, st
         )
         for log in logs:
             when = str(log.get("timestamp", ""))[11:19]
-            level = logging_level_name(int(log.get("level", 20)))
+            level = logging.getLevelName(int(log.get("level", 20)))
             first = (str(log.get("message") or "").splitlines() or [""])[0]
             print(f"  {when} {level:<7} {first[:300]}")
         printed += len(logs)
@@ -374,12 +375,6 @@ def follow(api_url: str, flow_run_id: str, *, poll: float = 1.0) -> dict[str, st
                 return state
         if not logs:
             time.sleep(poll)
-
-
-def logging_level_name(level: int) -> str:
-    return {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}.get(
-        level, str(level)
-    )
 
 
 def _post(url: str, body: dict[str, object]) -> list[dict[str, object]]:
