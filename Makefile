@@ -8,7 +8,7 @@ HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 FLOW ?= scrape-site
 PROFILE ?= demo
 
-.PHONY: bootstrap demo test test-fast lint bench demo-site jobs-site scaffold \
+.PHONY: bootstrap demo test test-fast lint bench demo-site job-board-site scaffold \
 	prefect-up prefect-down prefect-flow prefect-ui prefect-build prefect-logs
 
 bootstrap:
@@ -50,9 +50,9 @@ scaffold: bootstrap
 	@test -n "$(SITE)" -a -n "$(URL)" || { echo "make scaffold needs SITE=<site> URL=<url>" >&2; exit 2; }
 	$(PY) -m crawlers.scaffold $(SITE) $(URL) $(if $(FORCE),--force)
 
-## Serve the jobs board (a profile-only site: docs/jobs-site.md) on http://127.0.0.1:8100.
-jobs-site: bootstrap
-	$(PY) -m jobs_site --port 8100
+## Serve the jobs board (a profile-only site: docs/job-board-site.md) on http://127.0.0.1:8100.
+job-board-site: bootstrap
+	$(PY) -m job_board_site --port 8100
 
 prefect-up: bootstrap
 ifeq ($(HAVE_DOCKER),yes)

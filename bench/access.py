@@ -4,7 +4,7 @@ each of its levels, crawled the full production way by each fetch configuration.
     .venv/bin/python -m bench.access [--products 1200] [--levels 0 1 2 3 4]
         [--rows http11 identity sessions render] [--rounds 1] [--cap 600] [--run-dir DIR]
 
-The stand-in (``services.bot_defense``, docs/bot-defense.md) sits in front of the demo
+The stand-in (``harness.bot_defense``, docs/bot-defense.md) sits in front of the demo
 shop; its levels add up: 0 none (TLS only), 1 header consistency, 2 + TLS ClientHello
 allowlist (learnt from Debian's Chromium), 3 + a JavaScript challenge with a sealed,
 bound, expiring cookie, 4 + a per-session rate limit answered by a CAPTCHA that burns the
@@ -62,10 +62,10 @@ from core.frontier import RedisFrontier
 from core.jobs_index import job_counters, job_document
 from crawlers.frontier import new_job_id
 from crawlers.producer import produce
-from services.bot_defense import BotDefense
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.bot_defense import BotDefense
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 
 LEVELS = (0, 1, 2, 3, 4)
 LEVEL_NAMES = {0: "none", 1: "headers", 2: "+ TLS", 3: "+ challenge", 4: "+ rate/CAPTCHA"}

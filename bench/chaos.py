@@ -54,7 +54,7 @@ from crawlers.frontier import new_job_id
 from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
 from demo_site.behaviours import BLOCKS
-from services.base import port_open
+from harness.base import port_open
 
 Log = Callable[[str], None]
 CATCH_ATTEMPTS = 3  # drainers caught, in case one releases the lock as the kill lands

@@ -6,7 +6,7 @@ bulk vs per-document indexing of the same chunk documents.
 Starts a real Elasticsearch node for the run, stores ``--products`` demo products as the
 store pipeline does (``core.store``: templates, aliases, document shape), then per round:
 
-* **llm-process**: ``llm.process.process_items`` over every product into a fresh
+* **llm-process**: ``indexing.process.process_items`` over every product into a fresh
   ``chunks-bench`` index: render + chunk + embed (all-MiniLM-L6-v2 int8 ONNX, CPU, every
   core) + bulk index + refresh. Reported as chunks/s, with the embedding share.
 * **indexing only**, on the chunk documents (vectors included) of that round: one bulk
@@ -37,10 +37,10 @@ from core.items_schema import plain_fields, schema_for
 from core.store import build_action, ensure_item_index
 from crawlers.items import DemoProduct
 from demo_site.catalog import build_catalog
-from llm.embedders import LocalEmbedder
-from llm.index import chunks_index, chunks_mapping
-from llm.process import process_items
-from services.es_node import ElasticsearchNode
+from harness.es_node import ElasticsearchNode
+from indexing.embedders import LocalEmbedder
+from indexing.index import chunks_index, chunks_mapping
+from indexing.process import process_items
 
 SITE = "bench"
 BASE_URL = "http://demo.example"

@@ -58,9 +58,9 @@ from core.config import REPO_ROOT, get_settings
 from core.frontier import RedisFrontier
 from crawlers.frontier import new_job_id
 from crawlers.producer import produce
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 
 CRAWLEE_VENV = REPO_ROOT / ".venv-crawlee"
 CRAWLEE_REQUIREMENT = "crawlee[parsel]==1.11.0"

@@ -4,7 +4,7 @@
 
 Starts a real Elasticsearch node, stores the catalogue of ``bench.multilingual_catalog``
 once per language as that language's site (shaped as the store pipeline writes items),
-runs the real LLM step (``llm.process.process_items``) over it and asks each language's
+runs the real LLM step (``indexing.process.process_items``) over it and asks each language's
 queries through ``search.core.HybridSearch`` (BM25 + kNN, RRF), twice:
 
 * **before**: the ``standard`` analyzer and the English offline model (all-MiniLM-L6-v2);
@@ -34,10 +34,10 @@ from bench.multilingual_catalog import LANGUAGES, PRODUCTS, QUERIES
 from core.items_schema import plain_fields, schema_for
 from core.store import build_action, ensure_item_index
 from crawlers.items import DemoProduct
-from llm.embedders import Embedder, LocalEmbedder, MultilingualEmbedder
-from llm.process import process_items
+from harness.es_node import ElasticsearchNode
+from indexing.embedders import Embedder, LocalEmbedder, MultilingualEmbedder
+from indexing.process import process_items
 from search.core import MODES, HybridSearch, Mode
-from services.es_node import ElasticsearchNode
 
 BASE_URL = "http://shop.example"
 K = 5

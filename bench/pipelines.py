@@ -45,8 +45,8 @@ from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import build_catalog
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 
 BASE_URL = "http://demo.example"
 # The platform add-on: its defaults and pipelines, configured by settings (no environment).

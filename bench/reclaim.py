@@ -37,7 +37,7 @@ import core.drain
 from core.drain import drain_state
 from core.frontier import START_MARKER, RedisFrontier
 from core.workers import WorkerInfo, WorkerRegistry
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 
 SITE = "bench"
 JOB = "bench-job"

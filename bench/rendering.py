@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import REPO_ROOT, get_settings
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 
 REVIEWS_READY = (
     "() => { const box = document.getElementById('reviews');"

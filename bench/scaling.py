@@ -48,9 +48,9 @@ from crawlers.frontier import new_job_id
 from crawlers.producer import produce
 from demo_site.catalog import Catalog
 from demo_site.pages import page_count
-from services import redis_server
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
+from harness import redis_server
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
 
 GOALS = {4: 3.5, 8: 6.5}  # workers -> scaling ratio vs one worker (issue 17)
 ITEM_INDEX = f"items-{SITE}"

@@ -33,9 +33,9 @@ from core.config import REPO_ROOT
 from core.keys import REDIS_ERRORS
 from core.redis_client import connect
 from core.workers import WorkerRegistry
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 
 SITE = "demo"
 

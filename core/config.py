@@ -265,7 +265,7 @@ class PlatformSettings(BaseSettings):
     # REDIS_URL is a seed node of a Redis Cluster (core.redis_client picks the client).
     redis_cluster: bool = False
 
-    # Search store. None: local mode starts the embedded node (services.es_node).
+    # Search store. None: local mode starts the embedded node (harness.es_node).
     elasticsearch_url: str | None = None
     elasticsearch_username: str | None = None
     elasticsearch_password: SecretStr | None = None

@@ -45,7 +45,7 @@ from core.store.layout import IndexLayout, doc_id_for, index_for_key, iso_ms
 
 REMOVED, RESTORED = "removed", "restored"
 SCAN_BATCH = 500
-# The chunks index of a site (llm.index.chunks_index; core cannot import llm).
+# The chunks index of a site (indexing.index.chunks_index; core cannot import indexing).
 CHUNKS_PREFIX = "chunks-"
 
 # Job counters that mean a page's items may have gone unseen: retries ran out (blocks,

@@ -294,7 +294,7 @@ class MarketplaceListing:
 )
 @dataclass
 class JobPosting:
-    """A job posting (e.g. the local jobs board, ``jobs_site``; schema.org JobPosting).
+    """A job posting (e.g. the local jobs board, ``job_board_site``; schema.org JobPosting).
 
     ``posting_id`` is the site's id of the posting: ``job_id`` is the platform's, the crawl
     job that stored it (as on every item type).

@@ -304,7 +304,7 @@ def _midnight(iso_date: str) -> dt.datetime:
 
 def _base(request: web.Request) -> str:
     # From the Host header, so absolute URLs stay right behind a forwarding proxy, and
-    # the scheme a TLS-terminating front (a CDN, services.bot_defense) says it serves.
+    # the scheme a TLS-terminating front (a CDN, harness.bot_defense) says it serves.
     forwarded = request.headers.get("X-Forwarded-Proto", "").strip().lower()
     scheme = forwarded if forwarded in ("http", "https") else request.scheme
     return f"{scheme}://{request.host}"

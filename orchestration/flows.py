@@ -48,8 +48,8 @@ from crawlers.site_language import site_language
 from fingerprints.baseline import dumps
 from fingerprints.gate import check_all, verify_site
 from fingerprints.proposed import save_proposed_baseline
-from llm.embedders import default_embedder
-from llm.process import process_job
+from indexing.embedders import default_embedder
+from indexing.process import process_job
 from orchestration import alert_context, approval, health
 from orchestration.alerts import notify
 from orchestration.coverage import alert_coverage_drop, job_coverage

@@ -19,7 +19,7 @@ Ports: ``PORTS`` by default; each is settable (``LOCAL_STACK_REDIS_PORT``,
 ``LOCAL_STACK_ELASTICSEARCH_PORT``, ``LOCAL_STACK_PREFECT_PORT``,
 ``LOCAL_STACK_DEMO_PORT``), so a second stack (another ``PLATFORM_RUN_DIR``) runs beside
 the first. A port something else holds stops ``up`` with one line naming the port and
-its holder (``services.base.PortInUse``): a stack never writes into another one's services.
+its holder (``harness.base.PortInUse``): a stack never writes into another one's services.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from pathlib import Path
 
 from core.config import REPO_ROOT, OperatorError, get_settings
 from crawlers.profiles import unknown_site
-from services.base import ManagedProcess, PortInUse
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.prefect_server import PrefectServer, PrefectWorker
-from services.redis_server import RedisServer
+from harness.base import ManagedProcess, PortInUse
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.prefect_server import PrefectServer, PrefectWorker
+from harness.redis_server import RedisServer
 
 PORTS = {"redis": 16379, "elasticsearch": 19200, "prefect": 4200, "demo": 8000}
 PORT_VARIABLE = "LOCAL_STACK_{}_PORT"

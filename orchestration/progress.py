@@ -32,7 +32,7 @@ from prefect.client.schemas.actions import ArtifactUpdate
 
 from core.drain import DrainState
 from core.jobs_index import block_count
-from llm.process import ProcessReport
+from indexing.process import ProcessReport
 from orchestration.report import duration_text
 
 Logger = logging.Logger | logging.LoggerAdapter[logging.Logger]

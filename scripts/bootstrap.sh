@@ -45,6 +45,6 @@ fi
 
 # 3. The Elasticsearch node's jars from Maven Central (no-op when up to date).
 log "building the Elasticsearch node (Maven)"
-"$VENV/bin/python" -m services.es_node --build-only
+"$VENV/bin/python" -m harness.es_node --build-only
 
 log "ready"

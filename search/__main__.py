@@ -28,8 +28,8 @@ from rich.text import Text
 
 from core.config import OperatorError, get_settings
 from core.es_access import auth_line, client_kwargs, is_auth_error
-from llm.embedders import Embedder, EmbeddingError, default_embedder
-from llm.index import CHUNKS_PREFIX
+from indexing.embedders import Embedder, EmbeddingError, default_embedder
+from indexing.index import CHUNKS_PREFIX
 from search.api import SITE_PATTERN
 from search.core import MODES, HybridSearch, SearchError, SearchResult, UnknownSite
 from search.health import DEFAULT_STALE_AFTER, Health, check_health

@@ -6,7 +6,7 @@
 
 Run: ``.venv/bin/python -m search.api --port 8088`` (uvicorn; Elasticsearch from
 ``ELASTICSEARCH_URL``, the embedder from ``OPENAI_*`` / the offline model, see
-``llm.embedders.default_embedder``).
+``indexing.embedders.default_embedder``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from fastapi import FastAPI, HTTPException, Query
 from fastapi.responses import JSONResponse
 
 from core.config import get_settings
-from llm.embedders import Embedder, EmbeddingError, default_embedder
+from indexing.embedders import Embedder, EmbeddingError, default_embedder
 from search.core import (
     MODES,
     HybridSearch,

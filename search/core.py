@@ -25,8 +25,8 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from core.store import doc_id_for, get_items, items_index
 from core.store.changes import changes_alias
-from llm.embedders import Embedder
-from llm.index import CHUNKS_PREFIX, chunks_index, index_embedder
+from indexing.embedders import Embedder
+from indexing.index import CHUNKS_PREFIX, chunks_index, index_embedder
 
 Mode = Literal["hybrid", "bm25", "knn"]
 MODES: tuple[Mode, ...] = ("hybrid", "bm25", "knn")

@@ -23,7 +23,7 @@ from elasticsearch import ApiError, Elasticsearch
 
 from core.es_access import auth_line, client_kwargs, is_auth_error
 from core.store import items_index
-from llm.index import CHUNKS_PREFIX, index_embedder
+from indexing.index import CHUNKS_PREFIX, index_embedder
 
 DEFAULT_STALE_AFTER = dt.timedelta(days=8)  # the weekly sites scrape every 7 days
 

@@ -1,7 +1,7 @@
 """Real services for the test suite, started once per session on free loopback ports, and
 the test tiers.
 
-Each fixture starts the service through the project's own harness (``services``), so
+Each fixture starts the service through the project's own harness (``harness``), so
 the tests exercise exactly what local mode and the demo run.
 
 Tiers: a test is ``integration`` when it needs a service or runs a subprocess crawl;
@@ -9,7 +9,7 @@ Tiers: a test is ``integration`` when it needs a service or runs a subprocess cr
 collection, so a new test lands in the right tier without marking itself: a test is
 integration when its fixture closure holds a service fixture below, or when the test,
 a fixture it uses or a ``tests.*`` helper they call names a harness service class
-(``services.base.ManagedProcess``) or starts a process whose argv names ``scrapy`` (a
+(``harness.base.ManagedProcess``) or starts a process whose argv names ``scrapy`` (a
 subprocess crawl). A test may also carry ``@pytest.mark.integration`` itself. In the
 fast tier a service or crawl that slips through fails its test loudly instead of running.
 """
@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from services.base import ManagedProcess
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchCluster, ElasticsearchNode
-from services.prefect_server import PrefectServer
-from services.redis_server import RedisCluster, RedisServer
+from harness.base import ManagedProcess
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchCluster, ElasticsearchNode
+from harness.prefect_server import PrefectServer
+from harness.redis_server import RedisCluster, RedisServer
 
 # Tests never reach a configured production service by accident.
 for _var in ("REDIS_URL", "ELASTICSEARCH_URL", "PREFECT_API_URL", "SLACK_WEBHOOK_URL"):

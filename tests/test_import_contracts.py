@@ -23,13 +23,13 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 # Imports the architecture allows; every case below adds one forbidden import to these.
 ALLOWED = {
-    "orchestration/flows.py": "import fingerprints.gate\nimport search.api\nimport services\n",
-    "bench/pipelines.py": "import crawlers.spiders\nimport services.stack\nimport demo_site.shop\n",
-    "services/stack.py": "import demo_site.shop\nimport crawlers.profiles\nimport core.config\n",
+    "orchestration/flows.py": "import fingerprints.gate\nimport search.api\nimport harness\n",
+    "bench/pipelines.py": "import crawlers.spiders\nimport harness.stack\nimport demo_site.shop\n",
+    "harness/stack.py": "import demo_site.shop\nimport crawlers.profiles\nimport core.config\n",
     "fingerprints/gate.py": "import fingerprints.sampler\nimport crawlers.profiles\n",
     "fingerprints/sampler.py": "import crawlers.spiders\n",
-    "search/api.py": "import llm.embedders\nimport core.store\n",
-    "llm/embedders.py": "import core.config\n",
+    "search/api.py": "import indexing.embedders\nimport core.store\n",
+    "indexing/embedders.py": "import core.config\n",
     "crawlers/spiders.py": "import crawlers.profiles\nimport crawlers.fetch.retry\n",
     "crawlers/profiles.py": "",
     "crawlers/fetch/retry.py": "import crawlers.fetch.classify\nimport core.blocks\n",
@@ -39,8 +39,8 @@ ALLOWED = {
     "core/blocks.py": "",
     "demo_site/shop.py": "import demo_site.catalog\n",
     "demo_site/catalog.py": "",
-    "jobs_site/server.py": "import jobs_site.board\n",
-    "jobs_site/board.py": "",
+    "job_board_site/server.py": "import job_board_site.board\n",
+    "job_board_site/board.py": "",
 }
 
 
@@ -101,15 +101,15 @@ def test_the_intended_imports_pass(tmp_path: Path) -> None:
             id="crawlers-import-fingerprints",
         ),
         pytest.param(
-            {"llm/embedders.py": "import crawlers.spiders\n"},
+            {"indexing/embedders.py": "import crawlers.spiders\n"},
             "Layers",
-            "llm.embedders -> crawlers.spiders",
+            "indexing.embedders -> crawlers.spiders",
             id="siblings-llm-and-crawlers",
         ),
         pytest.param(
-            {"core/config.py": "import services.stack\n"},
+            {"core/config.py": "import harness.stack\n"},
             "Layers",
-            "core.config -> services.stack",
+            "core.config -> harness.stack",
             id="platform-imports-the-harness",
         ),
         pytest.param(
@@ -125,21 +125,21 @@ def test_the_intended_imports_pass(tmp_path: Path) -> None:
             id="demo-shop-imports-core",
         ),
         pytest.param(
-            {"jobs_site/board.py": "import core.config\n"},
+            {"job_board_site/board.py": "import core.config\n"},
             "The jobs board stands alone",
-            "jobs_site.board -> core.config",
+            "job_board_site.board -> core.config",
             id="jobs-board-imports-core",
         ),
         pytest.param(
-            {"demo_site/catalog.py": "import jobs_site.board\n"},
+            {"demo_site/catalog.py": "import job_board_site.board\n"},
             "Layers",
-            "demo_site.catalog -> jobs_site.board",
+            "demo_site.catalog -> job_board_site.board",
             id="siblings-jobs-board-and-demo-shop",
         ),
         pytest.param(
-            {"crawlers/profiles.py": "import jobs_site.board\n"},
+            {"crawlers/profiles.py": "import job_board_site.board\n"},
             "Layers",
-            "crawlers.profiles -> jobs_site.board",
+            "crawlers.profiles -> job_board_site.board",
             id="platform-imports-the-jobs-board",
         ),
         pytest.param(

@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_a_service_the_classifier_misses_fails_in_the_fast_tier(
 
 
             def sneaky_site(run_dir):
-                harness = importlib.import_module("services.demo_site")
+                harness = importlib.import_module("harness.demo_site")
                 return getattr(harness, "".join(["Demo", "Site"]))(run_dir=run_dir)
 
 

@@ -56,7 +56,7 @@ class ProductionSpider(SiteSpider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, ProductionSpider)
         if is_loopback(spider.base_url) and not crawler.settings.frozen:
-            # A replay of the site on loopback (services.replay_site): politeness protects
+            # A replay of the site on loopback (harness.replay_site): politeness protects
             # the real site, not our own server, so its delays (and its sessions' rate
             # budget) would only slow tests and demos down. Command-line settings (-s)
             # still win.

@@ -38,9 +38,9 @@ from bench.frontier import (
 )
 from bench.scaling import catalogue_pages
 from demo_site.catalog import build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 
 PAGES = 2461
 PRODUCTS = 1200

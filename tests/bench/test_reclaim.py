@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from bench.reclaim import Scenario, index_once, measure, report
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 
 
 def test_reclaim_bench_runs_and_reclaims_exactly_the_dead_leases(

@@ -14,9 +14,9 @@ import pytest
 
 from bench.scaling import Bench, Measurement, ModeResult, Plan, RedisTarget, catalogue_pages, main
 from demo_site.catalog import build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisCluster, RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisCluster, RedisServer
 
 
 def measured(workers: int, rate: float) -> Measurement:

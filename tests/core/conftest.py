@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 from tests.core.redis_target import Target
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.blocks import BlockRules, Marker, Verdict, classify
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 
 REAL_PAGES = Path(__file__).resolve().parents[2].parent / "shared" / "real-pages"
 needs_real_pages = pytest.mark.skipif(

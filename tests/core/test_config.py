@@ -29,7 +29,7 @@ from core.config import (
     redacted,
     settings_elasticsearch_kwargs,
 )
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 
 
 def test_defaults_are_the_shared_ones() -> None:
@@ -111,7 +111,7 @@ ENTRY_POINTS = {
     "store drain": ["-m", "crawlers.pipelines.store", "drain", "demo"],
     "search CLI": ["-m", "search", "torch"],
     "search API": ["-m", "search.api"],
-    "llm CLI": ["-m", "llm", "process", "--site", "demo", "--job", "j"],
+    "indexing CLI": ["-m", "indexing", "process", "--site", "demo", "--job", "j"],
     "flows": ["-m", "orchestration.local_stack", "flow", "scrape", "--site", "demo"],
 }
 # Malformed in ways urlsplit alone accepts (a space in the host, two ports).

@@ -13,7 +13,7 @@ from core.drain import drain_state
 from core.frontier import Push, RedisFrontier
 from core.jobstats import DeltaTracker, JobStats
 from core.workers import WorkerInfo, WorkerRegistry, check_consumers
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 
 
 @pytest.fixture(params=["redis", "redis_cluster"])

@@ -17,7 +17,7 @@ from core.jobs_index import (
     write_job_document,
 )
 from core.keys import SiteKeys
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 
 COUNTERS = {
     "downloader/request_count": 520,

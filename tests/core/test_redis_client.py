@@ -17,8 +17,8 @@ from core.redis_client import (
     is_cluster,
     ping_all,
 )
-from services.base import free_port
-from services.redis_server import RedisCluster, RedisServer
+from harness.base import free_port
+from harness.redis_server import RedisCluster, RedisServer
 
 
 def test_the_cluster_flag_picks_the_client(

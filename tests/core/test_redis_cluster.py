@@ -21,7 +21,7 @@ from core.ledger import JobLedger, job_figures
 from core.redis_client import connect, is_cluster
 from core.store import RedisSpill, StoreAction, spill_size
 from core.workers import WorkerInfo, WorkerRegistry, check_consumers
-from services.redis_server import RedisCluster
+from harness.redis_server import RedisCluster
 
 
 @pytest.fixture

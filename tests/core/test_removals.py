@@ -31,12 +31,12 @@ from core.removals import (
 )
 from core.store import epoch_ms, get_items, index_for_key
 from demo_site.catalog import Product, build_catalog
-from llm.index import chunks_index
-from llm.process import job_item_keys, process_job
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
+from indexing.index import chunks_index
+from indexing.process import job_item_keys, process_job
 from tests.core.redis_target import Target
-from tests.llm.support import product_item, shared_local_embedder, store_job
+from tests.indexing.support import product_item, shared_local_embedder, store_job
 
 K = 2
 

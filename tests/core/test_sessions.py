@@ -22,7 +22,7 @@ from core.sessions import (
     SessionStore,
     Wait,
 )
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 from tests.core.redis_target import Target
 
 IDENTITY = {"browser": "chromium", "version": "156.0.8078.114"}

@@ -18,9 +18,9 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import assert_stored_once, reset_store
 from tests.crawlers.support import (
     REPO_ROOT,

@@ -47,9 +47,9 @@ from crawlers.spiders.hermes import extract_category
 from crawlers.spiders.idealista import extract_search_cards
 from demo_site import pages
 from demo_site.catalog import Catalog, build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import key_of, reset_store, start_store_worker
 from tests.crawlers.support import log_excerpt, wait_all
 from tests.sites.support import real_page, real_response, response

@@ -15,7 +15,7 @@ from scrapy.utils.project import get_project_settings
 from core.config import OperatorError
 from crawlers.commands import check_site
 from crawlers.profiles import profile_sites
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 from tests.crawlers.support import REPO_ROOT, crawl_env
 
 # Every profile names a site (derived: a new profile needs no edit here).

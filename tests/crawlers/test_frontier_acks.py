@@ -41,8 +41,8 @@ from crawlers.frontier import (
     LeasingScheduler,
     is_leasing_scheduler,
 )
-from services.demo_site import DemoSite
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT, log_excerpt
 
 # -- unit: LeaseAcks with the events Scrapy sends ------------------------------------------

@@ -26,9 +26,9 @@ from crawlers.connect import (
     redis_address,
 )
 from crawlers.producer import produce
-from services.base import free_port
-from services.demo_site import DemoSite
-from services.redis_server import RedisCluster, RedisServer
+from harness.base import free_port
+from harness.demo_site import DemoSite
+from harness.redis_server import RedisCluster, RedisServer
 from tests.crawlers.support import (
     REPO_ROOT,
     crawl_env,

@@ -19,8 +19,8 @@ from core.jobstats import JobStats
 from core.workers import WorkerRegistry
 from crawlers.producer import produce
 from demo_site.catalog import build_catalog
-from services.demo_site import DemoSite
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.redis_server import RedisServer
 from tests.crawlers.support import (
     log_excerpt,
     start_worker,

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from crawlers.profiles import profile_sites
-from services.base import free_port
-from services.redis_server import RedisCluster, RedisServer
+from harness.base import free_port
+from harness.redis_server import RedisCluster, RedisServer
 from tests.crawlers.support import REPO_ROOT, crawl_env
 
 PASSWORD = "right-pw"

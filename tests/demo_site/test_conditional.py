@@ -9,7 +9,7 @@ from email.utils import format_datetime, parsedate_to_datetime
 import pytest
 
 from demo_site.catalog import Catalog, build_catalog
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 
 
 @pytest.fixture

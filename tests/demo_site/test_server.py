@@ -16,7 +16,7 @@ from parsel import Selector
 
 from demo_site.behaviours import selected
 from demo_site.catalog import Catalog, build_catalog
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 
 PRODUCT_TYPE = "https://schema.org/Product"
 
@@ -193,7 +193,7 @@ def test_robots_txt(site: DemoSite) -> None:
 
 
 def test_absolute_urls_follow_a_tls_front(site: DemoSite) -> None:
-    # Behind a TLS-terminating front (services.bot_defense, a CDN) the links name the
+    # Behind a TLS-terminating front (harness.bot_defense, a CDN) the links name the
     # front: its Host and the scheme it says it serves, as real origins do.
     front = {"Host": "127.0.0.1:9443", "X-Forwarded-Proto": "https"}
     assert "Sitemap: https://127.0.0.1:9443/sitemap.xml" in fetch(site, "/robots.txt", **front).text

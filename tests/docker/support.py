@@ -32,10 +32,10 @@ CODE_DIRS = (
     "crawlers",
     "orchestration",
     "fingerprints",
-    "services",
+    "harness",
     "demo_site",
-    "jobs_site",
-    "llm",
+    "job_board_site",
+    "indexing",
     "search",
     "docker",
 )

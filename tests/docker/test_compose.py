@@ -272,7 +272,7 @@ def test_redis_is_persistent_and_password_protected(
 def test_elastic_stack_versions_match_the_client_and_the_test_node(
     compose: dict[str, Any],
 ) -> None:
-    pom = (REPO_ROOT / "services" / "java" / "es-node" / "pom.xml").read_text()
+    pom = (REPO_ROOT / "harness" / "java" / "es-node" / "pom.xml").read_text()
     node_version = re.search(r"<elasticsearch.version>([^<]+)<", pom)
     assert node_version is not None
     es_image = compose["services"]["elasticsearch"]["image"]

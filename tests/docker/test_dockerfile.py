@@ -139,7 +139,7 @@ def test_no_secret_in_build_arguments_or_image_environment() -> None:
 def test_build_context_leaves_out_secrets_and_local_state() -> None:
     ignore = (DOCKER_DIR / "Dockerfile.dockerignore").read_text().splitlines()
     patterns = {line.strip() for line in ignore if line.strip() and not line.startswith("#")}
-    assert {"**/.env", ".git", ".venv", ".run", "services/java/es-node/target"} <= patterns
+    assert {"**/.env", ".git", ".venv", ".run", "harness/java/es-node/target"} <= patterns
     # What the images need is not ignored.
     for needed in ("docker", "core", "crawlers", "fingerprints", "scrapy.cfg", "pyproject.toml"):
         assert needed not in patterns

@@ -3,7 +3,7 @@ real Elasticsearch node.
 
 The module fixture runs the demo job's data path for real: the demo shop, the producer, a
 `scrapy crawl demo` worker on the Redis frontier storing through the item pipelines, the
-job document (core.jobs_index.write_job_document) and the LLM step (llm.process.process_job,
+job document (core.jobs_index.write_job_document) and the LLM step (indexing.process.process_job,
 with a tiny deterministic embedder instead of the offline model: only the vector size
 differs, not the mapping). The other sites have no spider yet, so their item indices are
 created by the store's own function (core.store.ensure_item_index with the item type's
@@ -32,12 +32,12 @@ from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_
 from core.store import ensure_item_index
 from crawlers.producer import produce
 from crawlers.profiles import profile_sites
-from llm.chunking import Chunker
-from llm.process import process_job
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
+from indexing.chunking import Chunker
+from indexing.process import process_job
 from orchestration import kibana_objects as generator
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
 from tests.crawlers.pipelines.support import start_store_worker
 from tests.crawlers.support import log_excerpt, wait_all
 from tests.docker.support import SAVED_OBJECTS

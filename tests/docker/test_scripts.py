@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from core.workers import WorkerInfo, WorkerRegistry
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 from tests.docker.support import (
     DOCKER_DIR,
     ENV_EXAMPLE,

@@ -17,7 +17,7 @@ import pytest
 from crawlers.profiles import PROFILES_DIR
 from fingerprints.baseline import SITES_DIR
 from fingerprints.cli import main
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ import pytest
 from demo_site.catalog import build_catalog
 from fingerprints.baseline import SITES_DIR, FingerprintConfig
 from fingerprints.gate import GateResult, check_all, check_site, verify_site
-from services.base import free_port
-from services.demo_site import DemoSite
+from harness.base import free_port
+from harness.demo_site import DemoSite
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Block pages and refused connections still go through every retry, without the

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from services.prefect_server import PrefectServer
+from harness.prefect_server import PrefectServer
 
 
 def api(

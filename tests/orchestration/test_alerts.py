@@ -12,6 +12,9 @@ from elasticsearch import Elasticsearch
 
 from core.config import PlatformSettings
 from core.keys import PlatformKeys
+from harness.base import free_port
+from harness.redis_server import RedisServer
+from harness.slack_receiver import WEBHOOK_PATH, SlackReceiver
 from orchestration import health
 from orchestration.alerts import (
     AlertDeliveryError,
@@ -21,9 +24,6 @@ from orchestration.alerts import (
     notify,
     render,
 )
-from services.base import free_port
-from services.redis_server import RedisServer
-from services.slack_receiver import WEBHOOK_PATH, SlackReceiver
 from tests.orchestration.test_slack_templates import summary
 
 SUMMARY = summary()

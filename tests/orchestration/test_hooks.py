@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from services.prefect_server import PrefectServer
-from services.slack_receiver import SlackReceiver
+from harness.prefect_server import PrefectServer
+from harness.slack_receiver import SlackReceiver
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,10 +17,10 @@ import pytest
 
 from core.config import REPO_ROOT, OperatorError, get_settings
 from crawlers.profiles import profile_sites
+from harness.base import free_port
+from harness.prefect_server import PrefectServer, PrefectWorker
 from orchestration import local_stack
 from orchestration.flows import check_site_versions, scrape_site
-from services.base import free_port
-from services.prefect_server import PrefectServer, PrefectWorker
 
 POOL = "local-stack-probe"
 EXAMPLE = 'PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0"'

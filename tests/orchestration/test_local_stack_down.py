@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.config import get_settings
+from harness.prefect_server import PrefectServer, PrefectWorker
 from orchestration import local_stack
-from services.prefect_server import PrefectServer, PrefectWorker
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 

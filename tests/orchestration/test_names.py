@@ -17,7 +17,7 @@ from prefect.types.names import LOWERCASE_LETTERS_NUMBERS_AND_DASHES_ONLY_REGEX
 from core.config import REPO_ROOT
 from core.store.changes import changes_alias
 from core.store.layout import IndexLayout
-from llm.index import chunks_index
+from indexing.index import chunks_index
 from orchestration import kibana_objects, repairs, wiring
 from orchestration.flows import artifact_prefix
 from orchestration.register_flows import specs

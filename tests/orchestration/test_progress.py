@@ -10,7 +10,7 @@ import pytest
 
 from core.drain import DrainState
 from core.workers import WorkerInfo
-from llm.process import ProcessReport
+from indexing.process import ProcessReport
 from orchestration.progress import (
     LlmProgress,
     RateMeter,

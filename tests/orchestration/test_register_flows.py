@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crawlers.profiles import load_profiles
-from services.prefect_server import PrefectServer
+from harness.prefect_server import PrefectServer
 from tests.orchestration.prefect_api import api, delete_deployments, register_deployments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

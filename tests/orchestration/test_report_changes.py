@@ -16,10 +16,10 @@ from core.config import PlatformSettings
 from core.history import job_change_counts
 from core.store import ItemStore
 from core.store.changes import change_action, ensure_changes_index
+from harness.es_node import ElasticsearchNode
+from harness.slack_receiver import SlackReceiver
 from orchestration.alerts import Delivery, notify, render
 from orchestration.report import markdown, summary_context, table_rows
-from services.es_node import ElasticsearchNode
-from services.slack_receiver import SlackReceiver
 from tests.core.store.support import FAST
 
 SITE = "reportshop"

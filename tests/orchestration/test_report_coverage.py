@@ -18,11 +18,11 @@ from core.store import ItemStore
 from core.store.layout import ensure_item_index
 from crawlers.items import Product
 from fingerprints.coverage import CoverageBaseline, FieldExpectation, save_coverage_baseline
+from harness.es_node import ElasticsearchNode
+from harness.slack_receiver import SlackReceiver
 from orchestration.alerts import Delivery, notify
 from orchestration.coverage import alert_coverage_drop, job_coverage
 from orchestration.report import markdown, summary_context, table_rows
-from services.es_node import ElasticsearchNode
-from services.slack_receiver import SlackReceiver
 from tests.core.store.support import FAST, action_for, clean_site
 
 SITE = "coverageshop"

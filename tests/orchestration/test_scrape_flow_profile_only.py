@@ -25,13 +25,13 @@ from elasticsearch import Elasticsearch
 
 from crawlers.profiles import SiteProfile
 from demo_site.catalog import build_catalog
-from jobs_site.board import build_board
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.jobs_site import JobsSite
-from services.prefect_server import PrefectServer, PrefectWorker
-from services.redis_server import RedisServer
-from tests.llm.openai_stub import OpenAIStub
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.job_board_site import JobBoardSite
+from harness.prefect_server import PrefectServer, PrefectWorker
+from harness.redis_server import RedisServer
+from job_board_site.board import build_board
+from tests.indexing.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api, register_deployments
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ class Onboarding:
     profiles: Path
     sites: Path
     shop: DemoSite
-    jobs: JobsSite
+    jobs: JobBoardSite
     scaffold_output: dict[str, str]
 
     def deployment_id(self, name: str) -> str:
@@ -121,7 +121,7 @@ def onboarded(
     openai.start()
     with (
         DemoSite(run_dir=run_dir, products=PRODUCTS, name="profile-only-shop") as shop,
-        JobsSite(run_dir=run_dir, jobs=JOBS, name="profile-only-jobs") as jobs,
+        JobBoardSite(run_dir=run_dir, jobs=JOBS, name="profile-only-jobs") as jobs,
     ):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
         env.update(dirs, PLATFORM_RUN_DIR=str(run_dir))

@@ -10,12 +10,12 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from core.config import PlatformSettings
+from harness.es_auth_gate import EsAuthGate
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from orchestration.flows import crawl_settings
 from orchestration.health import check
 from orchestration.steps import LocalWorkers, PreflightError, job_id_for, preflight
-from services.es_auth_gate import EsAuthGate
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
 
 
 def test_workers_are_configured_with_scrapy_settings(tmp_path: Path) -> None:

@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from harness.plain_site import PlainSite
 from plain_sites import data
 from plain_sites.server import PlainSiteConfig
-from services.plain_site import PlainSite
 from tests.crawlers.support import REPO_ROOT, crawl_env
 
 SEED, ITEMS = PlainSiteConfig.seed, 60

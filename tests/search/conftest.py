@@ -8,12 +8,12 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from demo_site.catalog import Catalog, build_catalog
-from llm.index import chunks_index
-from llm.multilingual import MultilingualEmbedder
-from llm.process import ProcessReport, process_job
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
-from tests.llm.support import RecordingEmbedder, product_item, shared_local_embedder, store_job
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
+from indexing.index import chunks_index
+from indexing.multilingual import MultilingualEmbedder
+from indexing.process import ProcessReport, process_job
+from tests.indexing.support import RecordingEmbedder, product_item, shared_local_embedder, store_job
 
 SITE = "searchdemo"
 

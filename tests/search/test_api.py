@@ -17,12 +17,12 @@ from elasticsearch import Elasticsearch
 from fastapi.testclient import TestClient
 
 from demo_site.catalog import build_catalog
-from llm.process import process_job
+from harness.base import free_port, wait_until
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
+from indexing.process import process_job
 from search.api import create_app
-from services.base import free_port, wait_until
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
-from tests.llm.support import RecordingEmbedder, product_item, store_job
+from tests.indexing.support import RecordingEmbedder, product_item, store_job
 from tests.search.conftest import SearchableDemo
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,10 +12,10 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from core.config import OperatorError
+from harness.es_auth_gate import EsAuthGate
+from harness.es_node import ElasticsearchNode
 from search.__main__ import K_MAX, main
 from search.api import create_app
-from services.es_auth_gate import EsAuthGate
-from services.es_node import ElasticsearchNode
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,11 +7,11 @@ from elasticsearch import Elasticsearch
 from bench.multilingual import SETUPS, measure, store_catalogue
 from core.languages import language_of, text_analyzer
 from crawlers.site_language import site_language
-from llm.embedders import MultilingualEmbedder
-from llm.index import chunks_index
-from llm.process import process_items
+from harness.es_node import ElasticsearchNode
+from indexing.embedders import MultilingualEmbedder
+from indexing.index import chunks_index
+from indexing.process import process_items
 from search.core import HybridSearch
-from services.es_node import ElasticsearchNode
 
 
 def test_a_site_language_comes_from_its_profile_market() -> None:

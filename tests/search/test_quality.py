@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from search.core import MODES, HybridSearch
-from tests.llm.support import RecordingEmbedder
+from tests.indexing.support import RecordingEmbedder
 from tests.search.conftest import SearchableDemo
 from tests.search.queries import QUERIES
 

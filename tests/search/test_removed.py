@@ -9,12 +9,12 @@ from elasticsearch import Elasticsearch
 
 from core.store import doc_id_for, index_for_key
 from demo_site.catalog import build_catalog
-from llm.index import chunks_index
-from llm.process import process_job
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
+from indexing.index import chunks_index
+from indexing.process import process_job
 from search.core import HybridSearch
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
-from tests.llm.support import RecordingEmbedder, product_item, store_job
+from tests.indexing.support import RecordingEmbedder, product_item, store_job
 
 
 def test_removed_items_are_excluded_by_default(

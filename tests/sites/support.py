@@ -15,7 +15,7 @@ from scrapy.http import HtmlResponse
 
 from core.blocks import BlockRules, Verdict, classify
 from crawlers.profiles import SiteProfile, profile_sites
-from services.replay_site import ReplaySite
+from harness.replay_site import ReplaySite
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"

@@ -29,7 +29,7 @@ from fingerprints.baseline import FIXTURES_DIR, FingerprintConfig, fixture_pages
 from fingerprints.baseline import SITES_DIR as DEFAULT_SITES_DIR
 from fingerprints.extraction import PageOutput, run_callbacks, site_spider
 from fingerprints.gate import Page, check_site
-from services.replay_site import MANIFEST, ReplayManifest
+from harness.replay_site import MANIFEST, ReplayManifest
 
 PROFILE_SITES = profile_sites()
 # A callback's request for a part of its item (a reviews API) cannot be fetched here.

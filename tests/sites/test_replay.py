@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from services.replay_site import ManifestError, ReplayManifest, ReplaySite, normalise_target
+from harness.replay_site import ManifestError, ReplayManifest, ReplaySite, normalise_target
 
 
 def _site(tmp_path: Path, manifest: dict[str, object], files: dict[str, str]) -> Path:

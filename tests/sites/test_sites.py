@@ -15,8 +15,8 @@ from crawlers.profiles import SiteProfile
 from crawlers.spiders.base import SiteSpider
 from fingerprints.baseline import FingerprintConfig, load_baseline
 from fingerprints.gate import Page, check_all, check_page, evaluate, judge_sample, verify_site
+from harness.replay_site import ReplayManifest, ReplaySite
 from orchestration.register_flows import specs
-from services.replay_site import ReplayManifest, ReplaySite
 from tests.sites.support import SITES, real_page, site_rules
 
 # Saved real pages by site: (file, page type of the site's baseline, expected to pass).

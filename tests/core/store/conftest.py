@@ -11,7 +11,7 @@ from elasticsearch import Elasticsearch
 
 from crawlers.items import DemoProduct
 from demo_site.catalog import build_catalog
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 from tests.core.store.support import BASE, clean_site
 
 

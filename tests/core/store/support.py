@@ -14,9 +14,9 @@ from core.dedup import connect_async
 from core.items_schema import plain_fields, schema_by_type
 from core.store import IndexLayout, StoreAction, StoreSettings, build_action
 from crawlers.addon import project_settings
-from services.base import free_port
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.base import free_port
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 
 T = TypeVar("T")
 BASE = "http://shop.example"

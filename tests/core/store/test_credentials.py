@@ -1,6 +1,6 @@
 """The store and Elasticsearch's security: a 401 is an outage (items spill, reported once,
 stored by the next store with the right credentials); a 403 is permanent (dead letter,
-no retries). The security answers come from ``services.es_auth_gate`` in front of the
+no retries). The security answers come from ``harness.es_auth_gate`` in front of the
 real node."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from elasticsearch import AsyncElasticsearch, Elasticsearch
 from core.store import DeadLettered, FileSpill, ItemStore, Outcome
 from core.store.changes import change_action
 from crawlers.items import DemoProduct
-from services.es_auth_gate import EsAuthGate
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_auth_gate import EsAuthGate
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import FAST, action_for, docs, run
 
 USER, PASSWORD = "platform_writer", "right-secret"

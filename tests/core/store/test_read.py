@@ -10,8 +10,8 @@ from core.dedup import ChangeDetector
 from core.items_schema import plain_fields, schema_by_type
 from core.store import ItemStore, RedisSpill, get_items, items_index, job_items
 from crawlers.items import DemoProduct, Product
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import BASE, FAST, action_for, run
 
 

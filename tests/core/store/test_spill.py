@@ -21,8 +21,8 @@ from core.config import REPO_ROOT
 from core.keys import SiteKeys
 from core.store import FileSpill, ItemStore, Outcome, RedisSpill, StoreAction, spill_size
 from crawlers.items import DemoProduct
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import FAST, action_for, dead_es, docs, run
 
 

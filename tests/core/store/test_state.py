@@ -17,8 +17,8 @@ from core.dedup import ItemState
 from core.items_schema import plain_fields, schema_by_type
 from core.store import DocumentState, ItemStore, build_action, epoch_ms
 from crawlers.items import DemoProduct
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import FAST, dead_es, docs, run
 
 

@@ -26,8 +26,8 @@ from core.store import (
 )
 from core.store.actions import INDEX
 from crawlers.items import DemoProduct
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import FAST, action_for, dead_es, docs, run
 
 

@@ -28,8 +28,8 @@ from core.store import (
     spill_size,
 )
 from crawlers.items import DemoProduct, Product
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import (
     BASE,
     FAST,

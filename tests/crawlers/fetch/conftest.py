@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from services.demo_site import DemoSite
-from services.loopback_proxy import LoopbackProxy
+from harness.demo_site import DemoSite
+from harness.loopback_proxy import LoopbackProxy
 
 
 @pytest.fixture

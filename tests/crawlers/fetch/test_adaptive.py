@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 from tests.crawlers.fetch.support import REPO_ROOT, expected_products, mismatches, run_crawl
 
 SPIDER = REPO_ROOT / "tests" / "crawlers" / "fetch" / "auto_render_spider.py"

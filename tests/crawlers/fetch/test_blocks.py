@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from demo_site.behaviours import selected
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 from tests.crawlers.fetch.support import expected_products, mismatches, run_crawl
 
 BLOCK_SEED = 7  # the demo site's default: its seed

@@ -40,9 +40,9 @@ from crawlers.producer import produce
 from crawlers.profile_schema import Recrawl
 from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
 from demo_site.catalog import Catalog, build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import key_of, reset_store, start_store_worker
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 

@@ -40,7 +40,7 @@ from crawlers.fetch.rendering import context_options, launch_options
 from crawlers.profiles import SiteProfile, profile_sites
 from crawlers.scaffold.sample import sample_site
 from fingerprints.sampler import fetch_sample
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 from tests.crawlers.fetch.capture import Answer, CaptureServer, Head
 from tests.crawlers.fetch.support import run_crawl
 

@@ -51,9 +51,9 @@ from crawlers.fetch.impersonate import (
 )
 from crawlers.fetch.proxies import BlockBanPolicy
 from crawlers.fetch.rendering import context_options, launch_options
-from services.base import free_port
-from services.demo_site import DemoSite
-from services.loopback_proxy import LoopbackProxy
+from harness.base import free_port
+from harness.demo_site import DemoSite
+from harness.loopback_proxy import LoopbackProxy
 from tests.crawlers.fetch.capture import (
     Answer,
     CaptureServer,

@@ -6,9 +6,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from services.base import free_port
-from services.demo_site import DemoSite
-from services.loopback_proxy import LoopbackProxy
+from harness.base import free_port
+from harness.demo_site import DemoSite
+from harness.loopback_proxy import LoopbackProxy
 from tests.crawlers.fetch.support import (
     assert_no_secret,
     expected_products,

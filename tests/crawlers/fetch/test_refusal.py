@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 from tests.crawlers.fetch.support import run_crawl
 
 

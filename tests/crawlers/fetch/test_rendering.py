@@ -25,8 +25,8 @@ from scrapy_playwright.handler import Config, ScrapyPlaywrightDownloadHandler
 from crawlers.fetch import browser, browser_pool, rendering
 from crawlers.fetch.browser import LazyBrowserProvider, ResourceBlocker
 from crawlers.fetch.rendering import ResilientPlaywrightHandler
-from services.demo_site import DemoSite
-from services.loopback_proxy import LoopbackProxy
+from harness.demo_site import DemoSite
+from harness.loopback_proxy import LoopbackProxy
 from tests.crawlers.fetch.support import (
     REPO_ROOT,
     assert_no_secret,

@@ -1,4 +1,4 @@
-"""Fetch sessions against the bot-defense stand-in (services.bot_defense): a JavaScript
+"""Fetch sessions against the bot-defense stand-in (harness.bot_defense): a JavaScript
 challenge passed once per session in Chromium, its cookie reused by plain requests, a
 CAPTCHA retiring its session, and sessions shared by two workers through Redis."""
 
@@ -19,9 +19,9 @@ from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.workers import WorkerRegistry
 from crawlers.producer import produce
-from services.bot_defense import BotDefense
-from services.demo_site import DemoSite
-from services.redis_server import RedisServer
+from harness.bot_defense import BotDefense
+from harness.demo_site import DemoSite
+from harness.redis_server import RedisServer
 from tests.crawlers.fetch.support import run_crawl
 from tests.crawlers.support import log_excerpt, start_worker, sunk_items, wait_all, wait_for
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from services.loopback_proxy import LoopbackProxy
-from services.replay_site import SITES_DIR, ReplaySite
+from harness.loopback_proxy import LoopbackProxy
+from harness.replay_site import SITES_DIR, ReplaySite
 from tests.crawlers.fetch.support import STATS_PATH_SETTING
 from tests.sites.support import crawl
 

@@ -18,9 +18,9 @@ from core.jobs_index import job_counters, job_document
 from core.ledger import incomplete_items
 from crawlers.producer import produce
 from demo_site.catalog import build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import key_of, reset_store, start_store_worker, stored_docs
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 

@@ -25,9 +25,9 @@ from core.store import spill_size
 from core.workers import WorkerRegistry
 from crawlers.producer import produce
 from demo_site.catalog import build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisCluster
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisCluster
 from tests.crawlers.pipelines.support import (
     SITE,
     key_of,

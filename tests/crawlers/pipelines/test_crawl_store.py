@@ -22,9 +22,9 @@ from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_
 from core.store import epoch_ms, spill_size
 from crawlers.producer import produce
 from demo_site.catalog import Catalog, build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,

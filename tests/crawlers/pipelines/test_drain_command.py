@@ -21,8 +21,8 @@ from core.store import FileSpill
 from crawlers.items import DemoProduct
 from crawlers.pipelines.store import main
 from demo_site.catalog import build_catalog
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import BASE, action_for, clean_site, docs
 from tests.crawlers.support import REPO_ROOT, crawl_env
 

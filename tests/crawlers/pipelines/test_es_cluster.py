@@ -25,10 +25,10 @@ from crawlers.addon import project_settings
 from crawlers.pipelines.common import es_client_kwargs
 from crawlers.producer import produce
 from demo_site.catalog import build_catalog
-from services.base import wait_until
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchCluster
-from services.redis_server import RedisServer
+from harness.base import wait_until
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchCluster
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,

@@ -1,6 +1,6 @@
 """Wrong Elasticsearch credentials: named as such, one line, exit 2, no item lost.
 
-Elasticsearch's security answers (401, 403) come from ``services.es_auth_gate`` in front
+Elasticsearch's security answers (401, 403) come from ``harness.es_auth_gate`` in front
 of the real node (the harness's node has no security module).
 """
 
@@ -15,10 +15,10 @@ from elasticsearch import Elasticsearch
 
 from core.store import spill_size
 from crawlers.producer import produce
-from services.demo_site import DemoSite
-from services.es_auth_gate import EsAuthGate
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_auth_gate import EsAuthGate
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import count_docs, reset_store, start_store_worker
 from tests.crawlers.support import log_excerpt, wait_all
 

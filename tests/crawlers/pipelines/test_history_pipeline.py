@@ -20,8 +20,8 @@ from crawlers.pipelines.dedup import DedupNote, DedupPipeline
 from crawlers.pipelines.history import STORE_EXTRA, HistoryPipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from demo_site.catalog import Product, build_catalog
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import FAST
 from tests.crawlers.pipelines.test_pipelines import BASE, NO_SERVICES, crawler_for
 

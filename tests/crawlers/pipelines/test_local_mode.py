@@ -21,8 +21,8 @@ from elasticsearch import Elasticsearch
 from core.jobs_index import JOBS_ALIAS
 from core.store import epoch_ms
 from demo_site.catalog import build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
 from tests.crawlers.pipelines.support import count_docs, key_of, start_store_worker, stored_docs
 from tests.crawlers.support import (
     REPO_ROOT,

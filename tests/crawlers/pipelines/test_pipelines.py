@@ -25,9 +25,9 @@ from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import build_catalog
-from services.base import free_port
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.base import free_port
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT
 
 BASE = "http://shop.example"

@@ -17,7 +17,7 @@ from core.keys import SiteKeys
 from crawlers.items import DemoProduct
 from crawlers.pipelines.recrawl import RecordUnavailable, RecrawlRecordPipeline
 from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext, RecrawlContextMiddleware
-from services.redis_server import RedisServer
+from harness.redis_server import RedisServer
 
 SITE = "unit"
 KEY = SiteKeys(SITE).page_validators

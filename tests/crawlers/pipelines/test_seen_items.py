@@ -24,9 +24,9 @@ from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.recrawl import ItemSeen
-from services.base import free_port
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.base import free_port
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.core.store.support import store_settings
 from tests.crawlers.pipelines.spiders.seen_items import SITE, SeenItemsSpider, key_of
 from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv

@@ -17,8 +17,8 @@ from crawlers.pipelines.common import item_notes
 from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import EXTRA_NOTES, StorePipeline
 from demo_site.catalog import build_catalog
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.test_pipelines import BASE, crawler_for
 
 CHANGES = "changes-demo"

@@ -20,9 +20,9 @@ from elasticsearch import Elasticsearch
 from core.store.layout import epoch_ms
 from crawlers.producer import produce
 from demo_site.catalog import build_catalog
-from services.demo_site import DemoSite
-from services.es_node import ElasticsearchNode
-from services.redis_server import RedisServer
+from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import reset_store, start_store_worker
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 

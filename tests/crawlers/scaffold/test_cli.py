@@ -16,8 +16,8 @@ import pytest
 
 from crawlers.profiles import SiteProfile
 from crawlers.scaffold import __main__ as cli
-from services import jobs_site
-from services.demo_site import DemoSite
+from harness import job_board_site
+from harness.demo_site import DemoSite
 from tests.crawlers.support import REPO_ROOT
 
 # -- operator mistakes: one line, exit 2, nothing fetched ---------------------------------------
@@ -148,7 +148,7 @@ def test_scaffold_the_demo_shop(shop: DemoSite, tmp_path: Path) -> None:
 def test_scaffold_the_jobs_board(tmp_path: Path) -> None:
     """A differently built site: JobPosting JSON-LD with an HTML description, facts only
     its HTML table carries, two kinds of listing (categories, companies)."""
-    with jobs_site.JobsSite(jobs=150, run_dir=tmp_path, name="scaffold-jobs") as board:
+    with job_board_site.JobBoardSite(jobs=150, run_dir=tmp_path, name="scaffold-jobs") as board:
         done = scaffold(tmp_path, "board", board.url)
     assert done.returncode == 0, done.stdout + done.stderr
     profile = SiteProfile.load("board", tmp_path / "profiles")

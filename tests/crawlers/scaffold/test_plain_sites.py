@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from harness.plain_site import PlainSite
 from plain_sites import data
-from services.plain_site import PlainSite
 from tests.crawlers.scaffold.test_cli import scaffold
 from tests.crawlers.support import REPO_ROOT, crawl_env
 

@@ -24,7 +24,7 @@ from crawlers.spiders.booking_com import (
 from crawlers.spiders.currency import Market
 from fingerprints.baseline import FingerprintConfig, load_baseline
 from fingerprints.gate import Page, check_page
-from services.replay_site import ReplaySite
+from harness.replay_site import ReplaySite
 from tests.sites.support import (
     crawl,
     fixture,

@@ -29,7 +29,7 @@ from crawlers.spiders.demo import (
 )
 from demo_site import pages
 from demo_site.catalog import Catalog, build_catalog
-from services.demo_site import DemoSite
+from harness.demo_site import DemoSite
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BASE = "http://127.0.0.1:8000"

@@ -32,7 +32,7 @@ from crawlers.spiders.facebook_marketplace import (
     parse_session_cookies,
     session_cookies,
 )
-from services.replay_site import ReplaySite
+from harness.replay_site import ReplaySite
 from tests.sites.support import REPO_ROOT, crawl, fixture, real_page, response, verdict
 
 SITE = "facebook_marketplace"

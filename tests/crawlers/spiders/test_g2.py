@@ -10,7 +10,7 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from crawlers.spiders.g2 import G2Spider, extract_product_page
-from services.replay_site import ReplaySite
+from harness.replay_site import ReplaySite
 from tests.sites.support import (
     crawl,
     fixture,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from crawlers.spiders.hermes import extract_category, extract_product
-from services.replay_site import ReplaySite
+from harness.replay_site import ReplaySite
 from tests.sites.support import (
     crawl,
     fixture,

@@ -19,7 +19,7 @@ from crawlers.spiders.idealista import (
     next_page_url,
 )
 from fingerprints.gate import verify_site
-from services.replay_site import ReplaySite
+from harness.replay_site import ReplaySite
 from tests.sites.support import (
     crawl,
     fixture,

@@ -13,7 +13,7 @@ from scrapy.utils.test import get_crawler
 
 from crawlers.items import Review
 from crawlers.spiders.trustpilot import TrustpilotSpider, extract_company_page
-from services.replay_site import ReplaySite
+from harness.replay_site import ReplaySite
 from tests.sites.support import (
     crawl,
     fixture,

@@ -1,0 +1,515 @@
+"""The stand-in itself: a threaded HTTPS reverse proxy that decides, per request, whether
+a client gets the upstream's page or a vendor's refusal (see ``harness.bot_defense``).
+
+One thread per client connection. Before the TLS handshake the thread peeks at the
+ClientHello and fingerprints it; then it serves HTTP/1.1 requests on the connection
+(keep-alive) until the client closes or idles out, relaying the ones that pass through
+a shared pool of upstream connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import json
+import secrets
+import socket
+import socketserver
+import ssl
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from harness.bot_defense import ledger, pages, rules, sessions
+from harness.bot_defense.ledger import Ledger
+from harness.bot_defense.sessions import COOKIE_NAME, Binding, Opened, Sessions
+from harness.bot_defense.tls import (
+    ClientHelloError,
+    TlsFingerprint,
+    parse_client_hello,
+    peek_client_hello,
+    tls_fingerprint,
+)
+from harness.bot_defense.upstream import UpstreamPool
+
+MAX_LEVEL = 4
+LEARN_PATH = "/__defense/learn"
+STATS_PATHS = frozenset({"/__defense/stats", "/__proxy/stats"})
+CLEAR_PATH = "/__defense/clear"
+ROBOTS_PATH = "/robots.txt"
+HANDSHAKE_TIMEOUT = 10.0
+IDLE_TIMEOUT = 60.0  # a keep-alive connection idle this long is closed
+MAX_BODY = 16 * 1024 * 1024
+# Hop-by-hop headers (RFC 9110 7.6.1) are each connection's own, never relayed; a
+# request's Host and Expect are answered here (Host is re-added as the client sent it).
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_REQUEST_DROPPED = HOP_BY_HOP | {"host", "expect", "content-length", "cookie"}
+_RESPONSE_DROPPED = HOP_BY_HOP | {"content-length"}
+_NO_STORE = "private, max-age=0, no-store, no-cache, must-revalidate"
+
+
+@dataclass(frozen=True)
+class Config:
+    upstream: str
+    level: int
+    host: str = "127.0.0.1"
+    port: int = 8443
+    cert: Path = Path("bot-defense.crt")
+    key: Path = Path("bot-defense.key")
+    log: Path | None = None
+    cookie_ttl: float = 600.0
+    session_rate: int = 20
+    rate_window: float = 10.0
+    difficulty: int = sessions.DIFFICULTY
+    allow: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.level <= MAX_LEVEL:
+            raise ValueError(f"level must be 0..{MAX_LEVEL}, not {self.level}")
+
+
+@dataclass
+class Reply:
+    """A response the stand-in makes itself (a refusal, or the verify POST's answer)."""
+
+    status: int
+    decision: str
+    reason: str | None
+    body: str
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    session: str | None = None
+    ref: str | None = None
+
+
+@dataclass(frozen=True)
+class Relay:
+    """Pass the request to the upstream; ``session``: its session id for the log."""
+
+    session: str | None = None
+
+
+class DefenseServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 256
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.ledger = Ledger(config.log)
+        self.sessions = Sessions(
+            ttl=config.cookie_ttl,
+            rate=config.session_rate,
+            window=config.rate_window,
+            difficulty=config.difficulty,
+        )
+        self.upstream = UpstreamPool(config.upstream)
+        self.allowlist: dict[str, str] = dict.fromkeys(config.allow, "(--allow-fingerprint)")
+        # Until learning is over only the learn page is served, and nothing is logged.
+        self.learning = config.level >= 2
+        self.learned: dict[str, str] = {}
+        self.ssl_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ssl_context.load_cert_chain(config.cert, config.key)
+        # HTTP/1.1 only: the log's one-line-per-response and the relaying stay simple,
+        # and Chromium and curl_cffi both fall back to it without a change of ClientHello.
+        self.ssl_context.set_alpn_protocols(["http/1.1"])
+        super().__init__((config.host, config.port), DefenseHandler)
+
+    def finish_learning(self) -> None:
+        self.allowlist.update(self.learned)
+        self.learning = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that resets or drops a connection is normal traffic, not a crash.
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+    def stats(self) -> dict[str, Any]:
+        config = self.config
+        return {
+            "ready": not self.learning,
+            "level": config.level,
+            "upstream": config.upstream,
+            "cookie_name": COOKIE_NAME,
+            "cookie_ttl": config.cookie_ttl,
+            "session_rate": config.session_rate,
+            "rate_window": config.rate_window,
+            "difficulty": config.difficulty,
+            "allowlist": [{"id": fid, "full": full} for fid, full in self.allowlist.items()],
+            **self.ledger.snapshot(),
+        }
+
+
+class DefenseHandler(BaseHTTPRequestHandler):
+    server: DefenseServer
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    timeout = IDLE_TIMEOUT
+    fingerprint: TlsFingerprint | None = None
+
+    # -- the connection ---------------------------------------------------------------
+    def setup(self) -> None:
+        raw: socket.socket = self.request
+        raw.settimeout(HANDSHAKE_TIMEOUT)
+        try:
+            self.fingerprint = tls_fingerprint(parse_client_hello(peek_client_hello(raw)))
+            self.request = self.server.ssl_context.wrap_socket(raw, server_side=True)
+        except (ClientHelloError, OSError):
+            # Not TLS, a handshake the client abandoned (Chromium drops the first one
+            # when Playwright ignores certificate errors), a timeout: no request to log.
+            self.fingerprint = None
+            self.server.ledger.connection(None)
+            self.request = raw
+            super().setup()
+            self.close_connection = True
+            return
+        self.server.ledger.connection(self.fingerprint.id)
+        super().setup()
+
+    def handle(self) -> None:
+        if self.fingerprint is None:
+            return
+        super().handle()
+
+    def handle_one_request(self) -> None:
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if len(self.raw_requestline) > 65536:
+                self.send_error(414, "URI Too Long")
+                return
+            if not self.parse_request():
+                return  # parse_request answered with send_error
+            self.serve()
+        except TimeoutError:
+            self.close_connection = True
+        except ValueError as exc:  # a body length or chunk size that is not a number
+            self.send_error(400, f"bad request body: {exc}")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the ledger is the log
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """A request the server could not parse: answered, logged, connection closed."""
+        self.close_connection = True
+        body = f"{code} {message or 'Bad Request'}\n".encode()
+        self._log(code, ledger.BAD_REQUEST, message or str(code), None)
+        self._write(code, [("Content-Type", "text/plain")], body, head=False)
+
+    # -- one request ------------------------------------------------------------------
+    def serve(self) -> None:
+        server = self.server
+        target = urlsplit(self.path)
+        path = target.path or "/"
+        if path in STATS_PATHS or path == CLEAR_PATH:
+            self._internal(path)
+            return
+        body = self._read_body()
+        if server.learning:
+            self._learn(path)
+            return
+        decision = self._decide(path, body)
+        if isinstance(decision, Reply):
+            self._reply(decision)
+            return
+        target_path = target.path + (f"?{target.query}" if target.query else "")
+        self._relay(target_path, body, decision.session)
+
+    def _decide(self, path: str, body: bytes) -> Reply | Relay:
+        """What the stand-in answers itself, or a Relay (levels are cumulative)."""
+        server, level = self.server, self.server.config.level
+        assert self.fingerprint is not None
+        if level >= 2 and self.fingerprint.id not in server.allowlist:
+            return self._tls_refusal()
+        if level >= 1 and (problem := rules.header_problem(self.headers)):
+            ray = _ray()
+            host = self._host()
+            return Reply(
+                403,
+                ledger.HEADERS,
+                problem,
+                pages.headers_block(host, ray),
+                [("Server", "cloudflare"), ("CF-RAY", ray), ("Cache-Control", _NO_STORE)],
+                ref=ray,
+            )
+        if level < 3:
+            return Relay()
+        if path == pages.VERIFY_PATH and self.command == "POST":
+            return self._verify(body)
+        cookie, _ = _split_cookies(self.headers.get_all("Cookie") or [], COOKIE_NAME)
+        opened = server.sessions.open(cookie, self._binding())
+        if path == ROBOTS_PATH:
+            # Crawlers must be able to read the rules without a session.
+            return Relay(opened.session if isinstance(opened, Opened) else None)
+        if not isinstance(opened, Opened):
+            return self._challenge(opened, None)
+        if level >= 4 and server.sessions.burnt(opened.session):
+            return self._captcha(sessions.BURNT, opened.session)
+        if opened.problem is not None:
+            return self._challenge(opened.problem, opened.session)
+        if level >= 4 and (limit := server.sessions.hit(opened.session)):
+            return self._captcha(limit, opened.session)
+        return Relay(opened.session)
+
+    def _binding(self) -> Binding:
+        assert self.fingerprint is not None
+        user_agent = self.headers.get("User-Agent") or ""
+        return Binding(user_agent, self.client_address[0], self.fingerprint.id)
+
+    def _tls_refusal(self) -> Reply:
+        reference = f"{secrets.token_hex(4)}.{int(time.time())}.{secrets.token_hex(4)[:7]}"
+        url = f"https://{self._host()}{self.path}"
+        return Reply(
+            403,
+            ledger.TLS,
+            "unlisted_fingerprint",
+            pages.tls_block(url, reference),
+            [("Server", "AkamaiGHost"), ("Mime-Version", "1.0"), ("Cache-Control", _NO_STORE)],
+            ref=f"18.{reference}",
+        )
+
+    def _challenge(self, reason: str, session: str | None) -> Reply:
+        ray = _ray()
+        nonce = self.server.sessions.nonce()
+        page = pages.challenge(self._host(), ray, nonce, self.server.config.difficulty, self.path)
+        headers = [
+            ("cf-mitigated", "challenge"),
+            ("Server", "cloudflare"),
+            ("CF-RAY", ray),
+            ("Cache-Control", _NO_STORE),
+        ]
+        return Reply(403, ledger.CHALLENGE, reason, page, headers, session, ray)
+
+    def _captcha(self, reason: str, session: str) -> Reply:
+        cid = secrets.token_urlsafe(24)
+        headers = [("X-DataDome", "protected"), ("Cache-Control", _NO_STORE)]
+        page = pages.captcha(self._host(), cid)
+        return Reply(403, ledger.CAPTCHA, reason, page, headers, session, cid)
+
+    def _verify(self, body: bytes) -> Reply:
+        """The challenge's POST: a cookie for a right answer, 403 JSON otherwise."""
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            payload = None
+        problem = self.server.sessions.verify(payload)
+        if problem is not None:
+            answer = json.dumps({"ok": False, "reason": problem})
+            headers = [("Content-Type", "application/json"), ("Cache-Control", _NO_STORE)]
+            return Reply(403, ledger.VERIFY_FAILED, problem, answer, headers)
+        ttl = int(self.server.config.cookie_ttl)
+        session, value = self.server.sessions.issue(self._binding())
+        cookie = f"{COOKIE_NAME}={value}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age={ttl}"
+        headers = [
+            ("Content-Type", "application/json"),
+            ("Cache-Control", _NO_STORE),
+            ("Set-Cookie", cookie),
+        ]
+        return Reply(200, ledger.VERIFIED, None, json.dumps({"ok": True}), headers, session)
+
+    def _reply(self, reply: Reply) -> None:
+        headers = reply.headers
+        if not any(name.lower() == "content-type" for name, _ in headers):
+            headers = [("Content-Type", "text/html; charset=UTF-8"), *headers]
+        self._log(reply.status, reply.decision, reply.reason, reply.session, reply.ref)
+        self._write(reply.status, headers, reply.body.encode())
+
+    # -- relaying ---------------------------------------------------------------------
+    def _relay(self, target: str, body: bytes, session: str | None) -> None:
+        server = self.server
+        _, others = _split_cookies(self.headers.get_all("Cookie") or [], COOKIE_NAME)
+        connection_tokens = {
+            token.strip().lower() for token in (self.headers.get("Connection") or "").split(",")
+        }
+        headers = [("Host", self._host())]
+        headers += [
+            (name, value)
+            for name, value in self.headers.items()
+            if name.lower() not in _REQUEST_DROPPED and name.lower() not in connection_tokens
+        ]
+        if others:
+            headers.append(("Cookie", others))
+        if body or self.command in ("POST", "PUT", "PATCH"):
+            headers.append(("Content-Length", str(len(body))))
+        headers.append(("X-Forwarded-For", self.client_address[0]))
+        # The upstream builds absolute URLs (sitemaps, canonical links) from Host and
+        # this: they must point back at the stand-in, not at the plain-HTTP upstream.
+        headers.append(("X-Forwarded-Proto", "https"))
+        try:
+            answer = server.upstream.request(self.command, target, headers, body)
+        except Exception as exc:  # any upstream failure (OSError, HTTPException) is a 502
+            message = f"502 upstream error: {type(exc).__name__}\n".encode()
+            self._log(502, ledger.PASS, "upstream_error", session)
+            self._write(502, [("Content-Type", "text/plain")], message)
+            return
+        dropped = _RESPONSE_DROPPED | {
+            token.strip().lower()
+            for name, value in answer.headers
+            if name.lower() == "connection"
+            for token in value.split(",")
+        }
+        out = [(name, value) for name, value in answer.headers if name.lower() not in dropped]
+        no_body = self.command == "HEAD" or answer.status in (204, 304) or answer.status < 200
+        if self.command == "HEAD":
+            out += [(n, v) for n, v in answer.headers if n.lower() == "content-length"]
+        self._log(answer.status, ledger.PASS, None, session)
+        self._write(answer.status, out, answer.body, reason=answer.reason, framed=not no_body)
+
+    # -- internal endpoints -----------------------------------------------------------
+    def _internal(self, path: str) -> None:
+        self._read_body()
+        server = self.server
+        if path == CLEAR_PATH:
+            if self.command != "POST":
+                self._write(405, [("Allow", "POST")], b"")
+                return
+            server.ledger.clear()
+        status = 503 if server.learning else 200
+        data = json.dumps(server.stats()).encode()
+        self._write(status, [("Content-Type", "application/json")], data)
+
+    def _learn(self, path: str) -> None:
+        assert self.fingerprint is not None
+        if path != LEARN_PATH:
+            self._write(404, [("Content-Type", "text/plain")], b"learning\n")
+            return
+        self.server.learned[self.fingerprint.id] = self.fingerprint.full
+        page = pages.learn_page(self.fingerprint.id).encode()
+        self._write(200, [("Content-Type", "text/html; charset=utf-8")], page)
+
+    # -- plumbing ---------------------------------------------------------------------
+    def _host(self) -> str:
+        return self.headers.get("Host") or f"{self.server.config.host}:{self.server.config.port}"
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
+        length = self.headers.get("Content-Length")
+        if not length:
+            return b""
+        n = int(length)
+        if not 0 <= n <= MAX_BODY:
+            raise ValueError(f"request body of {n} bytes")
+        return self.rfile.read(n)
+
+    def _read_chunked(self) -> bytes:
+        chunks = []
+        total = 0
+        while True:
+            size = int(self.rfile.readline(1024).split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers: dropped
+                return b"".join(chunks)
+            total += size
+            if total > MAX_BODY:
+                raise ValueError("chunked request body too large")
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline(3)
+
+    def _write(
+        self,
+        status: int,
+        headers: Sequence[tuple[str, str]],
+        body: bytes,
+        *,
+        reason: str | None = None,
+        framed: bool = True,
+        head: bool | None = None,
+    ) -> None:
+        """The whole response in one write (no Nagle stall between head and body)."""
+        if head is None:
+            head = self.command == "HEAD"
+        if reason is None:
+            reason = self.responses.get(status, ("",))[0]
+        lines = [f"HTTP/1.1 {status} {reason}"]
+        if not any(name.lower() == "date" for name, _ in headers):  # the upstream's stays
+            lines.append(f"Date: {email.utils.formatdate(usegmt=True)}")
+        lines += [f"{name}: {value}" for name, value in headers]
+        if framed:
+            lines.append(f"Content-Length: {len(body)}")
+        lines.append("Connection: close" if self.close_connection else "Connection: keep-alive")
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        if framed and not head:
+            data += body
+        self.wfile.write(data)
+
+    def _log(
+        self,
+        status: int,
+        decision: str,
+        reason: str | None,
+        session: str | None,
+        ref: str | None = None,
+    ) -> None:
+        """Record the response about to be sent. Before sending, not after: a client that
+        reads the log once its response arrived must find the response's line there."""
+        # A request that failed to parse may have no command, path or headers yet.
+        headers = getattr(self, "headers", None)
+        self.server.ledger.record(
+            method=getattr(self, "command", None) or "-",
+            path=getattr(self, "path", None) or "-",
+            status=status,
+            decision=decision,
+            reason=reason,
+            session=session,
+            user_agent=headers.get("User-Agent") if headers is not None else None,
+            tls=self.fingerprint.id if self.fingerprint else "-",
+            client=self.client_address[0],
+            ref=ref,
+        )
+
+
+def _ray() -> str:
+    return secrets.token_hex(8)
+
+
+def _split_cookies(values: Sequence[str], name: str) -> tuple[str | None, str]:
+    """(the value of cookie ``name`` or None, the other cookies as one header value)."""
+    ours: str | None = None
+    others = []
+    for header in values:
+        for part in header.split(";"):
+            part = part.strip()
+            if not part:
+                continue
+            key, sep, value = part.partition("=")
+            if sep and key.strip() == name:
+                ours = value.strip().strip('"')
+            else:
+                others.append(part)
+    return ours, "; ".join(others)
+
+
+def serve_in_thread(server: DefenseServer) -> threading.Thread:
+    thread = threading.Thread(target=server.serve_forever, name="bot-defense", daemon=True)
+    thread.start()
+    return thread
+
+
+def close(server: DefenseServer) -> None:
+    with contextlib.suppress(Exception):
+        server.shutdown()
+    server.server_close()
+    server.upstream.close()

@@ -1,0 +1,123 @@
+"""A local stand-in for Slack's incoming webhooks that records every post.
+
+Slack is a SaaS we cannot run here; this answers like a webhook does (``200 ok``) and
+appends each JSON body to a JSONL file, so tests and the demo can read what was sent.
+``--fail-first N --fail-status S`` answers the first N posts with status S to exercise
+retries.
+
+    python -m harness.slack_receiver --port 8099 --record .run/slack.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import urllib.request
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from harness.base import ManagedProcess, run_in_foreground
+
+WEBHOOK_PATH = "/services/T000/B000/XXXXXXXXXXXXXXXX"
+
+
+def serve(port: int, record: Path, fail_first: int = 0, fail_status: int = 500) -> None:
+    lock = threading.Lock()
+    failures = {"left": fail_first}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # readiness probe
+            self._answer(200, b"receiver ok")
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with lock:
+                if failures["left"] > 0:
+                    failures["left"] -= 1
+                    self._answer(fail_status, b"server_error")
+                    return
+                with record.open("a") as out:
+                    entry = {"path": self.path, "body": json.loads(body or b"{}")}
+                    out.write(json.dumps(entry) + "\n")
+            self._answer(200, b"ok")
+
+        def _answer(self, status: int, text: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.touch()
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+class SlackReceiver(ManagedProcess):
+    name = "slack-receiver"
+    start_timeout = 15.0
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        run_dir: Path | None = None,
+        fail_first: int = 0,
+        fail_status: int = 500,
+    ) -> None:
+        super().__init__(port=port, run_dir=run_dir)
+        self.name = f"slack-receiver-{self.port}"
+        self.record = self.run_dir / f"slack-{self.port}.jsonl"
+        self.fail_first = fail_first
+        self.fail_status = fail_status
+
+    @property
+    def url(self) -> str:
+        """The webhook URL to set as SLACK_WEBHOOK_URL."""
+        return f"http://{self.host}:{self.port}{WEBHOOK_PATH}"
+
+    def command(self) -> Sequence[str]:
+        return [
+            sys.executable, "-m", "harness.slack_receiver",
+            "--port", str(self.port),
+            "--record", str(self.record),
+            "--fail-first", str(self.fail_first),
+            "--fail-status", str(self.fail_status),
+            "--serve",
+        ]  # fmt: skip
+
+    def ready(self) -> bool:
+        with urllib.request.urlopen(f"http://{self.host}:{self.port}/", timeout=1) as answer:
+            return answer.status == 200
+
+    def posts(self) -> list[dict[str, object]]:
+        """The JSON bodies received so far, oldest first."""
+        if not self.record.exists():
+            return []
+        lines = self.record.read_text().splitlines()
+        return [json.loads(line)["body"] for line in lines if line.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Record Slack webhook posts locally.")
+    parser.add_argument("--port", type=int, default=8099)
+    parser.add_argument("--record", type=Path, default=Path(".run/slack.jsonl"))
+    parser.add_argument("--fail-first", type=int, default=0)
+    parser.add_argument("--fail-status", type=int, default=500)
+    parser.add_argument("--serve", action="store_true", help="serve in this process")
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.port, args.record, args.fail_first, args.fail_status)
+        return 0
+    receiver = SlackReceiver(port=args.port, fail_first=args.fail_first)
+    return run_in_foreground(receiver)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
