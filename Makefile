@@ -8,7 +8,7 @@ HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 FLOW ?= scrape-site
 PROFILE ?= demo
 
-.PHONY: bootstrap demo test test-fast lint bench demo-site job-board-site scaffold \
+.PHONY: bootstrap demo test test-e2e test-fast lint bench demo-site job-board-site scaffold \
 	prefect-up prefect-down prefect-flow prefect-ui prefect-build prefect-logs
 
 bootstrap:
@@ -18,13 +18,25 @@ bootstrap:
 demo: bootstrap
 	$(PY) -m orchestration.local_stack demo
 
-## The whole test suite (real Redis, ES node, Chromium, Prefect server on loopback).
-test: lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+## Tests run on TEST_WORKERS pytest-xdist workers (each starts its own Redis, ES node,
+## Prefect server on free loopback ports); a test file stays on one worker (its module
+## fixtures are shared). TEST_WORKERS=0 runs in this process (pdb, -x).
+TEST_WORKERS ?= 4
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
-## Pure unit tests: no services, no subprocess crawls (tests/conftest.py sorts them); < 1 min.
+## The suite but the long end-to-end cases: unit tests and the integration tests on real
+## Redis, ES node, Chromium, proxies and sites; ~8 min on 2 cores.
+test: lint
+	$(PY) -m pytest -m "not e2e" $(XDIST) $(PYTEST_ARGS)
+
+## The long end-to-end cases: Prefect flow runs, Redis/ES clusters, the benchmarks' smoke
+## runs, soaks (tests/conftest.py marks them e2e); ~15 min on 2 cores.
+test-e2e: lint
+	$(PY) -m pytest -m e2e $(XDIST) $(PYTEST_ARGS)
+
+## Pure unit tests: no services, no subprocesses (tests/conftest.py sorts them); < 45 s.
 test-fast: lint
-	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not integration" $(if $(filter 0,$(TEST_WORKERS)),,-n 2) $(PYTEST_ARGS)
 
 ## Ruff, the import contracts of .importlinter (layers, no cycles), the site profiles and
 ## what is generated from them (compose's site workers, the Kibana objects).

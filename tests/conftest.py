@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,9 +41,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
 
 INTEGRATION = "integration"
+E2E = "e2e"
 # Session services: a test using one (directly or through another fixture) is integration.
 SERVICE_FIXTURES = frozenset({"redis_server", "es_node", "prefect_server", "demo_site_server"})
 SERVICE_FIXTURES |= {"redis_cluster", "es_cluster"}
+# Services of the long end-to-end cases: flow runs on a Prefect server, the clusters.
+E2E_FIXTURES = frozenset({"prefect_server", "redis_cluster", "es_cluster"})
+E2E_DIRS = (REPO_ROOT / "tests" / "bench",)  # the benchmarks' tiny runs: whole stacks
 
 
 # -- the tiers ---------------------------------------------------------------------------------
@@ -68,8 +73,10 @@ def _needs_services(func: Callable[..., Any], seen: set[types.CodeType]) -> bool
     seen.add(code)
     namespace = getattr(func, "__globals__", {})
     for nested in _code_objects(code):
-        # A subprocess whose argv names scrapy: `python -m scrapy crawl|runspider ...`.
-        if "scrapy" in nested.co_consts and _SPAWNERS.intersection(nested.co_names):
+        # A subprocess whose argv names scrapy (`scrapy crawl|runspider ...`) or a Python
+        # interpreter (`sys.executable -m <cli>`): each pays a fresh interpreter's imports.
+        spawns = _SPAWNERS.intersection(nested.co_names)
+        if spawns and ("scrapy" in nested.co_consts or "executable" in nested.co_names):
             return True
         for name in nested.co_names:
             value = namespace.get(name)
@@ -94,14 +101,22 @@ def _is_integration(item: pytest.Function) -> bool:
     return any(_needs_services(func, seen) for func in [item.function, *funcs])
 
 
+def _is_e2e(item: pytest.Function) -> bool:
+    if E2E_FIXTURES.intersection(item.fixturenames):
+        return True
+    return any(item.path.is_relative_to(directory) for directory in E2E_DIRS)
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects on the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if (
-            isinstance(item, pytest.Function)
-            and not item.get_closest_marker(INTEGRATION)
-            and _is_integration(item)
-        ):
+        if not isinstance(item, pytest.Function):
+            continue
+        if not item.get_closest_marker(E2E) and _is_e2e(item):
+            item.add_marker(pytest.mark.e2e)
+        if item.get_closest_marker(E2E) and not item.get_closest_marker(INTEGRATION):
+            item.add_marker(pytest.mark.integration)  # every end-to-end case needs services
+        if not item.get_closest_marker(INTEGRATION) and _is_integration(item):
             item.add_marker(pytest.mark.integration)
 
 
@@ -129,6 +144,8 @@ def fast_tier_guard(request: pytest.FixtureRequest) -> Iterator[None]:
         argv = [args] if isinstance(args, str | os.PathLike) else list(args)
         if "scrapy" in (str(arg) for arg in argv):
             refuse("runs a scrapy subprocess")
+        if argv and str(argv[0]) == sys.executable:
+            refuse("runs a Python subprocess")
         popen_init(self, args, *rest, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:

@@ -1,4 +1,5 @@
-"""The test tiers (tests/conftest.py) put new tests in the right tier without marks.
+"""The test tiers (tests/conftest.py) put new tests in the right tier without marks:
+fast (no service, no subprocess), integration, and among them the long e2e cases.
 
 Synthetic test files run under the suite's own conftest: collected with the fast tier's
 ``-m "not integration"``, and one run to show a service that slips through fails loudly.
@@ -42,6 +43,19 @@ def test_uses_a_session_service(es):
     pass
 
 
+def test_runs_a_flow_on_the_prefect_server(prefect_server):
+    pass
+
+
+def test_crawls_on_the_redis_cluster(redis_cluster):
+    pass
+
+
+@pytest.mark.e2e
+def test_a_soak_marked_by_hand():
+    pass
+
+
 def test_uses_a_service_through_a_fixture(wrapped):
     pass
 
@@ -68,8 +82,12 @@ def test_pure_unit():
     assert sorted([3, 1, 2]) == [1, 2, 3]
 
 
-def test_runs_a_plain_subprocess():
+def test_runs_a_python_subprocess():
     subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+
+def test_runs_a_cheap_tool():
+    subprocess.run(["true"], check=True)
 
 
 def test_only_mentions_a_scrapy_command():
@@ -83,8 +101,14 @@ INTEGRATION = {
     "test_starts_a_service_in_its_body",
     "test_runs_a_subprocess_crawl",
     "test_marked_by_hand",
+    "test_runs_a_python_subprocess",
 }
-FAST = {"test_pure_unit", "test_runs_a_plain_subprocess", "test_only_mentions_a_scrapy_command"}
+E2E = {
+    "test_runs_a_flow_on_the_prefect_server",
+    "test_crawls_on_the_redis_cluster",
+    "test_a_soak_marked_by_hand",
+}
+FAST = {"test_pure_unit", "test_runs_a_cheap_tool", "test_only_mentions_a_scrapy_command"}
 
 
 def collected(pytester: pytest.Pytester, markexpr: str) -> set[str]:
@@ -98,7 +122,10 @@ def test_service_and_crawl_tests_are_integration_the_rest_fast(
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_synthetic=TESTS)
     assert collected(pytester, "not integration") == FAST
-    assert collected(pytester, "integration") == INTEGRATION
+    # Every e2e case is integration too: `make test-fast` never starts one.
+    assert collected(pytester, "integration") == INTEGRATION | E2E
+    assert collected(pytester, "e2e") == E2E
+    assert collected(pytester, "not e2e") == INTEGRATION | FAST
 
 
 def test_a_service_the_classifier_misses_fails_in_the_fast_tier(
@@ -130,15 +157,22 @@ def test_a_service_the_classifier_misses_fails_in_the_fast_tier(
 
             def test_sneaky_module_fixture(shared):
                 pass
+
+
+            def test_sneaky_interpreter():
+                spawn = getattr(importlib.import_module("subprocess"), "run")
+                spawn([importlib.import_module("sys").executable, "-c", "pass"])
             """
         )
     )
     result = pytester.runpytest("-p", "no:cacheprovider", "-m", "not integration")
-    result.assert_outcomes(failed=1, errors=1)
+    result.assert_outcomes(failed=2, errors=1)
     result.stdout.fnmatch_lines(
         [
             "*starts the demo-site service, but the test is not marked integration*",
+            "*runs a Python subprocess, but the test is not marked integration*",
             "*FAILED test_sneaky.py::test_sneaky *",
+            "*FAILED test_sneaky.py::test_sneaky_interpreter *",
             "*ERROR test_sneaky.py::test_sneaky_module_fixture *",
         ],
         consecutive=False,
