@@ -35,12 +35,8 @@ from crawlers.scaffold.classify import (
     _hub_name,
     generalise,
 )
-from crawlers.scaffold.fields import (
-    FieldProposal,
-    css_of_classes,
-    star_count_css,
-    table_rules,
-)
+from crawlers.scaffold.fields import FieldProposal
+from crawlers.scaffold.rows import css_of_classes, star_count_css, table_rules
 from crawlers.scaffold.slots import Slot, slots_of
 from crawlers.scaffold.templates import Template, find_templates, text_leaves
 from crawlers.spiders.rules import Kind, url_target
