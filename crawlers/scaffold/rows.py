@@ -1,6 +1,7 @@
 """Rows of scaffolded detail pages that name their fields: key/value tables whose key
 reads as a field (in the field's name or a market's language, ``field_labels.toml``),
-and star rows whose filled icons are a rating. Pure functions over sampled pages."""
+star rows whose filled icons are a rating, and the choice list a product is sold in
+(its variants). Pure functions over sampled pages."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from typing import Any
 from crawlers.scaffold.classify import Page
 from crawlers.scaffold.visible import element_text, selector_of
 
-__all__ = ["css_of_classes", "field_labels", "label_field", "star_count_css", "table_rules"]
+__all__ = [
+    "choice_css",
+    "css_of_classes",
+    "field_labels",
+    "label_field",
+    "star_count_css",
+    "table_rules",
+]
 
 
 def _label_key(label: str) -> str:
@@ -50,7 +58,7 @@ def table_rules(pages: Sequence[Page], fields: Sequence[str]) -> dict[str, tuple
     wanted = set(fields)
     counts: Counter[tuple[str, str, str]] = Counter()
     for page in pages:
-        seen = set()
+        seen: dict[tuple[str, str, str], None] = {}  # in the page's order: a stable profile
         for key in page.response.xpath("//th | //dt | //tr/td[1]"):
             label = " ".join(" ".join(key.xpath(".//text()").getall()).split()).rstrip(":")
             name = label_field(label, wanted)
@@ -62,10 +70,9 @@ def table_rules(pages: Sequence[Page], fields: Sequence[str]) -> dict[str, tuple
                 continue
             table = tables[0]
             classes = (table.attrib.get("class") or "").split()
-            seen.add(
-                (name, selector_of(table, table.root.tag, classes, None) or table.root.tag, label)
-            )
-        counts.update(seen)
+            css = selector_of(table, table.root.tag, classes, None) or table.root.tag
+            seen[name, css, label] = None
+        counts.update(seen.keys())
     best: dict[str, tuple[str, str, int]] = {}
     for (name, css, label), n in counts.most_common():
         best.setdefault(name, (css, label, n))
@@ -105,3 +112,34 @@ def css_of_classes(element: Any) -> str:
         if re.fullmatch(r"-?[A-Za-z_][\w-]*", c)
     ]
     return element.root.tag + "".join(f".{c}" for c in classes) if classes else ""
+
+
+def choice_css(pages: Sequence[Page]) -> tuple[str, int] | None:
+    """``select[name="..."] option``: the options of the choice list most pages show,
+    whose options differ between pages (sizes, colours, sets of each product; a fixed
+    list, a country or sort order picker, is layout), with the pages showing it. An
+    option with an empty value (``Bitte wählen``) is a prompt: the rule leaves it out."""
+    seen: dict[str, list[tuple[str, ...]]] = {}
+    prompts: set[str] = set()
+    for page in pages:
+        for select in page.response.xpath("//body//select"):
+            name = select.attrib.get("name") or ""
+            css = f'select[name="{name}"]' if re.fullmatch(r"[\w-]+", name) else ""
+            css = css or css_of_classes(select)
+            if not css:
+                continue
+            options = tuple(
+                element_text(option)
+                for option in select.xpath(".//option")
+                if option.attrib.get("value", "x") and element_text(option)
+            )
+            if options:
+                seen.setdefault(css, []).append(options)
+            if select.xpath(".//option[@value='']"):
+                prompts.add(css)
+    ranked = sorted(seen.items(), key=lambda kv: -len(kv[1]))
+    for css, lists in ranked:
+        if len(lists) >= 0.5 * len(pages) and len(set(lists)) > 1:
+            option = 'option:not([value=""])' if css in prompts else "option"
+            return f"{css} {option}", len(lists)
+    return None
