@@ -118,6 +118,7 @@ class Product:
     availability: Keyword | None = None  # schema.org name
     color: Text | None = None
     material: Text | None = None
+    variants: list[Text] | None = None  # the choices it is sold in: sizes, colours, sets
     description: LongText | None = None
     images: list[Url] | None = None
     rating: FiveStars | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from plain_sites.data import MONTHS_EN, Product, Quote
+from plain_sites.data import MONTHS_EN, Product, Quote, slugify
 
 SHOP_PER_PAGE = 12
 QUOTES_PER_PAGE = 10
@@ -101,7 +101,10 @@ def shop_product(categories: tuple[str, ...], product: Product) -> str:
         f'<img src="/bilder/{product.sku}-{n}.jpg" alt="{escape(product.name)} Bild {n}">'
         for n in range(1, product.images + 1)
     )
-    options = "".join(f"<option>{escape(v)}</option>" for v in product.variants)
+    # Each variant its own SKU, after a prompt that is no variant.
+    options = '<option value="">Bitte wählen</option>' + "".join(
+        f'<option value="{product.sku}-{slugify(v)}">{escape(v)}</option>' for v in product.variants
+    )
     stars = "".join(
         f'<i class="stern{" voll" if n <= product.rating else ""}"></i>' for n in range(1, 6)
     )

@@ -5,8 +5,9 @@
 
 Samples up to N pages of the site through the platform's fetch settings (sample.py),
 tells detail pages from listings and hubs (classify.py), proposes the page types, follow
-rules (propose.py) and field map (fields.py) as a commented profile (profile.py,
-write.py), tries them on the sample with the generic spider's rules engine (verify.py)
+rules (propose.py) and field map (fields.py, with visible.py and rows.py; plain.py,
+templates.py and slots.py for pages without structured data) as a commented profile
+(profile.py, write.py), tries them on the sample with the generic spider's rules engine (verify.py)
 and writes:
 
 - the profile: ``<profiles dir>/<site>.toml`` (crawlers/profiles, or SITE_PROFILES_DIR);

@@ -35,12 +35,8 @@ from crawlers.scaffold.classify import (
     _hub_name,
     generalise,
 )
-from crawlers.scaffold.fields import (
-    FieldProposal,
-    css_of_classes,
-    star_count_css,
-    table_rules,
-)
+from crawlers.scaffold.fields import FieldProposal
+from crawlers.scaffold.rows import choice_css, css_of_classes, star_count_css, table_rules
 from crawlers.scaffold.slots import Slot, slots_of
 from crawlers.scaffold.templates import Template, find_templates, text_leaves
 from crawlers.spiders.rules import Kind, url_target
@@ -275,6 +271,9 @@ def _mapped_fields(
             first("int", like="count"),
             FieldProposal("review_count", found(counts[0]), css=counts[0].css),
         )
+    if choices := choice_css(detail.pages):  # the sizes, colours or sets it is sold in
+        variants = FieldProposal("variants", choices[1], css=choices[0], all=True)
+        put(first("text", many=True, like="variant"), variants)
     dates = [s for s in varying if not s.many and s.looks_date(languages)]
     if dates:
         put(first("date"), FieldProposal("date", found(dates[0]), css=dates[0].css))

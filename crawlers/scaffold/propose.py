@@ -115,19 +115,56 @@ def _region(link: Link) -> str:
 
 
 def _pagination_rule(listing: PageType) -> list[FollowProposal]:
-    """Listing -> listing: ``a[rel="next"]`` when pages carry it, else the page-numbered
-    links' shared class, else the listing's own patterns."""
+    """Listing -> listing: ``a[rel="next"]`` when pages carry it, else the selector of
+    the next page's link (``li.next a``), else the page-numbered links' shared class,
+    else the listing's own patterns."""
     found = [link for page in listing.pages for link in pagination_links(page, listing)]
     if not found:
         return []
     if any("next" in link.rel.split() for link in found):
         return [FollowProposal(listing.name, css='a[rel="next"]', pagination=True)]
+    if css := _next_link_css(listing):
+        return [FollowProposal(listing.name, css=css, pagination=True)]
     classes = Counter(link.selector for link in found)
     css, n = classes.most_common(1)[0]
     if css != "a" and n == len(found):
         return [FollowProposal(listing.name, css=css, pagination=True)]
     allow = tuple(link_regex(r) for r in listing.regexes)
     return [FollowProposal(listing.name, allow=allow, pagination=True)]
+
+
+def _next_link_css(listing: PageType) -> str | None:
+    """The anchor's class or classed region (``li.next a``) naming, on every sampled page
+    of the listing, only its link to the page one number up (none on a last page): one
+    fetch per page, where the numbered links' own patterns would also take the pages
+    before and the far ones."""
+    nexts: dict[str, set[str]] = {}
+    for page in listing.pages:
+        here, path = page_number(page.url) or 1, urlsplit(page.url).path
+        nexts[page.url] = {
+            link.url
+            for link in pagination_links(page, listing)
+            if page_number(link.url) == here + 1 and urlsplit(link.url).path == path
+        }
+    with_next = [page for page in listing.pages if nexts[page.url]]
+    if not with_next:
+        return None
+    counts = Counter(
+        css
+        for page in with_next
+        for css in {c for link in page.links for c in (link.selector, _region(link))}
+        if css != "a" and css
+    )
+    for css, n in counts.most_common():
+        if n < len(with_next):
+            break
+        named = (
+            (page, {link.url for link in page.links if css in (link.selector, _region(link))})
+            for page in listing.pages
+        )
+        if all(urls == nexts[page.url] for page, urls in named):
+            return css
+    return None
 
 
 # -- samples -----------------------------------------------------------------------------------

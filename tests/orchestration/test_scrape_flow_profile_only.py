@@ -14,11 +14,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
@@ -32,12 +30,12 @@ from harness.prefect_server import PrefectServer, PrefectWorker
 from harness.redis_server import RedisServer
 from job_board_site.board import build_board
 from tests.indexing.openai_stub import OpenAIStub
-from tests.orchestration.prefect_api import api, register_deployments
+from tests.orchestration.prefect_api import register_deployments
+from tests.orchestration.profile_flows import FlowStack, chunked_items, stored
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRODUCTS = 120
 JOBS = 150
-FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 # What the board's JobPosting JSON-LD carries, as job_posting fields.
 JSONLD_JOB_FIELDS = {
     "posting_id", "title", "company", "company_url", "employment_type", "city", "region",
@@ -47,45 +45,10 @@ JSONLD_JOB_FIELDS = {
 
 
 @dataclass
-class Onboarding:
-    prefect: PrefectServer
-    es_node: ElasticsearchNode
-    profiles: Path
-    sites: Path
+class Onboarding(FlowStack):
     shop: DemoSite
     jobs: JobBoardSite
     scaffold_output: dict[str, str]
-
-    def deployment_id(self, name: str) -> str:
-        deployments = api(self.prefect, "/deployments/filter", {})
-        found = [d["id"] for d in deployments if d["name"] == name]
-        assert found, f"no deployment {name}: {[d['name'] for d in deployments]}"
-        return str(found[0])
-
-    def run(self, deployment: str, timeout: float = 420) -> dict[str, Any]:
-        run = api(
-            self.prefect,
-            f"/deployments/{self.deployment_id(deployment)}/create_flow_run",
-            {"parameters": {}},
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            state = dict(api(self.prefect, f"/flow_runs/{run['id']}"))
-            if state["state"]["type"] in FINAL:
-                return state
-            time.sleep(1)
-        raise AssertionError(f"{deployment} not finished after {timeout}s")
-
-    def artifact(self, run_id: str, key: str) -> str:
-        found = api(
-            self.prefect, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [run_id]}}}
-        )
-        data = [a["data"] for a in found if a.get("key") == key]
-        assert data, f"no artifact {key}: {[a.get('key') for a in found]}"
-        return str(data[-1])
-
-    def es(self) -> Elasticsearch:
-        return Elasticsearch(self.es_node.url, request_timeout=60)
 
 
 def scaffold(site: str, url: str, env: dict[str, str]) -> str:
@@ -141,20 +104,6 @@ def onboarded(
         ):
             yield Onboarding(prefect_server, es_node, profiles, sites, shop, jobs, output)
     openai.stop()
-
-
-def stored(stack: Onboarding, index: str) -> dict[str, dict[str, Any]]:
-    es = stack.es()
-    es.indices.refresh(index=index)
-    hits = es.search(index=index, size=1000, query={"match_all": {}})["hits"]["hits"]
-    return {hit["_source"]["url"]: hit["_source"] for hit in hits}
-
-
-def chunked_items(stack: Onboarding, index: str) -> int:
-    es = stack.es()
-    es.indices.refresh(index=index)
-    aggs = {"items": {"cardinality": {"field": "item_key"}}}
-    return int(es.search(index=index, size=0, aggs=aggs)["aggregations"]["items"]["value"])
 
 
 def test_the_scaffolded_shop_runs_end_to_end(onboarded: Onboarding) -> None:

@@ -5,8 +5,10 @@ every stored field compared with the site's own generator.
 What it shows: values as printed (``1.132,74 €`` -> 1132.74 EUR in the profile's German
 market, ``53,0K Bewertungen`` -> 53000, ``Published on Apr 24, 2022`` -> ``2022-04-24``,
 ``339K likes`` -> 339000), many items per page from a repeated container with
-pagination, and an item type the profile declares (``quote``). Both profiles are the
-scaffold's (``python -m crawlers.scaffold``), werkstatt's with two edited lines."""
+pagination through the next page's link, variants (the choices a product is sold in,
+without the prompt option), and an item type the profile declares (``quote``). Both
+profiles are the scaffold's (``python -m crawlers.scaffold``) with one edited line each
+(their descriptions; tests/crawlers/scaffold/test_plain_sites.py measures it)."""
 
 from __future__ import annotations
 
@@ -63,6 +65,7 @@ def expected_product(product: data.Product) -> dict[str, Any]:
         "currency": "EUR",
         "color": product.colour,
         "material": product.material,
+        "variants": list(product.variants),
         "description": "\n\n".join(product.description),
         "rating": float(product.rating),
         "review_count": product.reviews,
@@ -80,7 +83,8 @@ def test_every_shop_field_is_read_as_printed(shop_items: list[dict[str, Any]]) -
         item["images"] = [urlsplit(url).path for url in item["images"]]
         wrong += [(sku, k, item[k], v) for k, v in expected.items() if item[k] != v]
     assert wrong == []
-    # Grouped German amounts and suffixed counts were on the pages.
+    # Grouped German amounts, suffixed counts and several variants were on the pages.
+    assert any(len(p.variants) > 1 for p in data.products(SEED, ITEMS))
     assert any(p.price >= 1000 for p in data.products(SEED, ITEMS))
     assert any(p.reviews >= 1000 for p in data.products(SEED, ITEMS))
 

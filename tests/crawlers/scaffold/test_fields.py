@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from crawlers.scaffold.classify import Page, PageType, classify, generalise
-from crawlers.scaffold.fields import css_fallback, label_field, path_values, propose_fields
+from crawlers.scaffold.fields import path_values, propose_fields
 from tests.crawlers.scaffold.support import BASE, shop_pages
 
 
@@ -120,20 +120,6 @@ def test_path_values_flatten_lists() -> None:
     assert path_values(node, "e") == [] and path_values(node, "nope") == []
 
 
-def test_a_css_fallback_must_show_each_pages_own_value() -> None:
-    same_title = [
-        (
-            Page(f"{BASE}/p/{n}", html="<h1 class='t'>Shop</h1><h2 class='n'>" + f"P{n}</h2>"),
-            [f"P{n}"],
-        )
-        for n in range(3)
-    ]
-    assert css_fallback(same_title) == ("h2.n", None)
-    # An element with the first page's value only (a fixed banner) is no fallback.
-    fixed = [(Page(f"{BASE}/p/{n}", html="<b class='x'>P0</b>"), [f"P{n}"]) for n in range(3)]
-    assert css_fallback(fixed) is None
-
-
 def test_a_missing_rating_counts_filled_stars() -> None:
     def company_stars(n: int) -> str:
         icons = "<i class='star filled'></i>" * n + "<i class='star'></i>" * (5 - n)
@@ -151,11 +137,3 @@ def test_a_missing_rating_counts_filled_stars() -> None:
     assert fields["company_rating"].rules() == [{"css": "span.rating i.star.filled", "count": True}]
     assert fields["company_rating"].found == 2
     assert fields["company_rating"].how == "css span.rating i.star.filled (count)"
-
-
-def test_a_table_row_labelled_in_another_language_names_its_field() -> None:
-    assert label_field("Marke", ["brand", "color"]) == "brand"
-    assert label_field("Couleur", ["color"]) == "color"
-    assert label_field("Experience level", ["experience_level"]) == "experience_level"
-    assert label_field("Marke", ["color"]) is None  # only the fields asked for
-    assert label_field("Lieferzeit", ["brand", "color"]) is None

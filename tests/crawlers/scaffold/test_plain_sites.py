@@ -3,13 +3,19 @@ other seeds than the shipped profiles were made from): it exits 0, its unedited 
 is crawled by the generic spider, and every field is compared with the site's generator.
 
 Field accuracy: over the fields the site shows, the share of items whose value is
-right (a field the profile does not read counts as wrong for every item)."""
+right (a field the profile does not read counts as wrong for every item). Edited lines:
+the lines of the shipped profile (crawlers/profiles/<site>.toml) that the scaffold's
+output for the same site does not have, or the reverse, whichever is more; comments,
+the sampled paths, the site's name and URL left out."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import tomllib
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +29,7 @@ from tests.crawlers.scaffold.test_cli import scaffold
 from tests.crawlers.support import REPO_ROOT, crawl_env
 
 SEED, ITEMS = 23, 80
+MAX_EDITED_LINES = 10
 
 
 def crawl(tmp_path: Path, site: str, url: str) -> list[dict[str, Any]]:
@@ -55,6 +62,43 @@ def accuracy(
     return right / total, wrong
 
 
+def rule_lines(text: str) -> Counter[str]:
+    """A profile's lines as rules: without comments, sample paths (the pages a sample
+    drew, not rules), its name and the URL it was scaffolded from."""
+    profile = tomllib.loads(text)
+    lines: Counter[str] = Counter()
+    in_samples = False
+    for line in text.splitlines():
+        code = "" if line.startswith("#") else re.sub(r"\s+#(\s.*)?$", "", line)
+        if in_samples:
+            in_samples = not code.startswith("]")
+            continue
+        if code.startswith("sample_paths"):
+            in_samples = code.endswith("[")
+            continue
+        code = code.replace(profile["base_url"], "<url>").replace(f'"{profile["site"]}"', "<site>")
+        if code.strip():
+            lines[code] += 1
+    return lines
+
+
+def edited_lines(shipped: str, scaffolded: str) -> int:
+    ours, theirs = rule_lines(shipped), rule_lines(scaffolded)
+    return max(sum((ours - theirs).values()), sum((theirs - ours).values()))
+
+
+def shipped(site: str) -> str:
+    return (REPO_ROOT / "crawlers" / "profiles" / f"{site}.toml").read_text()
+
+
+def test_edited_lines_count_rules_not_comments_samples_or_where_it_ran() -> None:
+    base = 'site = "a"\nbase_url = "http://h:1"\nsample_paths = [\n    "/x",\n]\nk = 1  # n\n'
+    moved = base.replace("h:1", "h:2").replace('"a"', '"b"').replace('"/x"', '"/y"')
+    assert edited_lines(base, moved.replace("# n", "# other")) == 0
+    assert edited_lines(base, moved.replace("k = 1", "k = 2")) == 1
+    assert edited_lines(base, moved + "j = 3\nm = 4\n") == 2
+
+
 def product_truth() -> dict[str, dict[str, Any]]:
     return {
         p.sku: {
@@ -62,6 +106,7 @@ def product_truth() -> dict[str, dict[str, Any]]:
             "category": p.category.title(),
             "breadcrumbs": ["Startseite", p.category.title(), p.name],
             "price": p.price, "currency": "EUR", "color": p.colour, "material": p.material,
+            "variants": list(p.variants),
             "description": "\n\n".join(p.description), "rating": float(p.rating),
             "review_count": p.reviews,
             "images": [f"/bilder/{p.sku}-{n}.jpg" for n in range(1, p.images + 1)],
@@ -82,10 +127,15 @@ def test_a_shop_without_structured_data(tmp_path: Path) -> None:
         for item in items:
             item["images"] = [urlsplit(url).path for url in item["images"] or []]
         unedited, wrong = accuracy(items, product_truth(), lambda item: item["product_id"])
-        print(f"toolshop unedited: {unedited:.1%} field accuracy, wrong: {wrong}")
+        edited = edited_lines(shipped("werkstatt"), text)
+        print(
+            f"toolshop unedited: {unedited:.1%} field accuracy, wrong: {wrong}; "
+            f"shipped werkstatt: the scaffold's output + {edited} edited line(s)"
+        )
         # Rows labelled in German (Marke, Farbe) are read as brand and color.
         assert 'label = "Marke"' in text and 'label = "Farbe"' in text
-        assert unedited == 1.0, wrong
+        assert unedited >= 0.95 and unedited == 1.0, wrong
+        assert edited <= MAX_EDITED_LINES
 
 
 @pytest.mark.integration
@@ -95,6 +145,8 @@ def test_a_quotes_board_with_many_items_per_page(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr + done.stdout
         text = (tmp_path / "profiles" / "board.toml").read_text()
         assert 'items = "div.quote"' in text and "[item_fields]" in text
+        # Pagination through the next page's link, not every numbered or tag link.
+        assert 'follow = [{css = "li.next a", to = "quote"}]' in text
         items = crawl(tmp_path, "board", site.url)
     truth = {
         q.quote_id: {
@@ -104,8 +156,13 @@ def test_a_quotes_board_with_many_items_per_page(tmp_path: Path) -> None:
         for q in data.quotes(SEED, ITEMS)
     }  # fmt: skip
     unedited, wrong = accuracy(items, truth, lambda item: item["item_id"])
-    print(f"board unedited: {unedited:.1%} field accuracy")
-    assert unedited == 1.0, wrong
+    edited = edited_lines(shipped("sayings"), text)
+    print(
+        f"board unedited: {unedited:.1%} field accuracy; "
+        f"shipped sayings: the scaffold's output + {edited} edited line(s)"
+    )
+    assert unedited >= 0.95 and unedited == 1.0, wrong
+    assert edited <= MAX_EDITED_LINES
 
 
 @pytest.mark.integration
