@@ -282,13 +282,14 @@ class ElasticsearchNode(ManagedProcess):
         health = self._get_json("/_cluster/health?wait_for_status=yellow&timeout=1s", 3.0)
         return health.get("status") in ("yellow", "green")
 
-    def stop(self) -> None:
-        super().stop()
+    def stop(self, grace: float | None = None) -> int | None:
+        code = super().stop(grace)
         if not self.keep_data and self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None
             with contextlib.suppress(OSError):
                 self.data_root.rmdir()  # only if no other home is left in it
+        return code
 
     def rss_bytes(self) -> int | None:
         """Resident memory of the node's JVM right now (Linux /proc), None if not running."""
