@@ -1,4 +1,4 @@
-"""The scrape flow's steps as plain functions (the Prefect flow in ``flows.py`` stays thin).
+"""The scrape flow's steps as plain functions (its Prefect tasks, ``scrape_tasks.py``, stay thin).
 
 Each step takes explicit connections/URLs and raises a ``StepError`` subclass whose
 message says what is wrong in operator terms; none of them logs a secret.
