@@ -23,7 +23,6 @@ import os
 import signal
 import socket
 import subprocess
-import threading
 import time
 import urllib.request
 from abc import ABC, abstractmethod
@@ -408,27 +407,3 @@ class LocalSite(ManagedProcess):
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-
-
-def run_in_foreground(service: ManagedProcess) -> int:
-    """Start ``service``, print where it is, and keep it up until SIGINT/SIGTERM.
-
-    Returns a process exit code: 0 on a requested stop, 1 if the service died.
-    """
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    service.start()
-    print(
-        f"{service.name} ready at {service.url} (pid {service.pid}, log {service.log_path}); "
-        "Ctrl-C stops it",
-        flush=True,
-    )
-    try:
-        while not stop.wait(1.0):
-            if not service.alive():
-                print(f"{service.name} exited unexpectedly; see {service.log_path}", flush=True)
-                return 1
-        return 0
-    finally:
-        service.stop()
