@@ -240,7 +240,7 @@ class Bench:
             now = time.monotonic()
             if self.stored() >= self.products:
                 return "all stored"
-            exited = [p for p in pool.live.values() if p.poll() is not None]
+            exited = [w for w in pool.live.values() if not w.alive()]
             if exited:
                 return f"worker exited {exited[0].returncode}"
             if frontier.queued() == 0 and frontier.leased() == 0:

@@ -460,7 +460,7 @@ class ChaosRun:
 
     # -- drain and measure --------------------------------------------------------------------
     def wait_for_drain(self) -> float | None:
-        """Drained as the flow's drain step decides (``orchestration.flows.drain_task``: the
+        """Drained as the flow's drain step decides (``orchestration.scrape_tasks.drain_task``: the
         same stability window, and the spill empty); seconds since the producer, or None."""
         window = drain_window()
         timeout = self.drain_timeout

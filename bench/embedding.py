@@ -20,7 +20,6 @@ others; the report gives medians over the rounds.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import statistics
 import tempfile
@@ -29,12 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import AsyncElasticsearch, Elasticsearch
+from elasticsearch import Elasticsearch
 from elasticsearch.helpers import bulk
 
 import crawlers.items  # noqa: F401  (registers the item types)
-from core.items_schema import plain_fields, schema_for
-from core.store import build_action, ensure_item_index
+from bench.items import JOB_ID, store_products
 from crawlers.items import DemoProduct
 from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
@@ -70,34 +68,11 @@ class TimedEmbedder:
 
 def store_items(url: str, es: Elasticsearch, n: int) -> list[str]:
     """Demo products into items-bench, shaped exactly as the store pipeline writes them."""
-    schema = schema_for(DemoProduct)
-
-    async def declare() -> None:
-        client = AsyncElasticsearch(url)
-        try:
-            await ensure_item_index(client, SITE, schema.item_type, schema.es_properties)
-        finally:
-            await client.close()
-
-    asyncio.run(declare())
-    now = int(time.time() * 1000)
-    actions = []
-    for product in build_catalog(n_products=n).products:
-        fields = plain_fields(DemoProduct(**product.to_dict(BASE_URL), job_id="bench-job"))
-        action = build_action(
-            site=SITE,
-            item_type=schema.item_type,
-            key=schema.key(SITE, fields),
-            fields=fields,
-            content_hash=schema.content_hash(fields),
-            job_id="bench-job",
-            seen_ms=now,
-            first_seen_ms=now,
-            last_changed_ms=now,
-        )
-        actions.append(action)
-    bulk(es, [a.bulk_op() for a in actions], refresh=True)
-    return [a.key for a in actions]
+    products = (
+        DemoProduct(**product.to_dict(BASE_URL), job_id=JOB_ID)
+        for product in build_catalog(n_products=n).products
+    )
+    return store_products(url, es, SITE, products)
 
 
 def chunk_documents(es: Elasticsearch) -> list[dict[str, Any]]:

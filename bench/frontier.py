@@ -353,8 +353,8 @@ class Bench:
                 and (not stored or self.stored() >= self.plan.products)
             ):
                 return
-            for number, process in pool.live.items():
-                if process.poll() is not None:
+            for number, worker in pool.live.items():
+                if not worker.alive():
                     raise RuntimeError(f"worker {number} exited; see {pool.log_path(number)}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{pages} of {self.expected_pages} pages after {timeout:.0f}s")

@@ -19,20 +19,16 @@ of its two lists alone (bm25, knn).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from elasticsearch import AsyncElasticsearch, Elasticsearch
-from elasticsearch.helpers import bulk
+from elasticsearch import Elasticsearch
 
 import crawlers.items  # noqa: F401  (registers the item types)
+from bench.items import store_products
 from bench.multilingual_catalog import LANGUAGES, PRODUCTS, QUERIES
-from core.items_schema import plain_fields, schema_for
-from core.store import build_action, ensure_item_index
 from crawlers.items import DemoProduct
 from harness.es_node import ElasticsearchNode
 from indexing.embedders import Embedder, LocalEmbedder, MultilingualEmbedder
@@ -64,39 +60,12 @@ def site_name(setup: str, language: str) -> str:
 
 def store_catalogue(es_url: str, es: Elasticsearch, site: str, language: str) -> list[str]:
     """The catalogue in ``language`` into items-<site>-demo_product; the item keys."""
-    schema = schema_for(DemoProduct)
-
-    async def declare() -> None:
-        client = AsyncElasticsearch(es_url)
-        try:
-            await ensure_item_index(client, site, schema.item_type, schema.es_properties)
-        finally:
-            await client.close()
-
-    asyncio.run(declare())
-    now = int(time.time() * 1000)
-    actions = []
-    for sku, texts in PRODUCTS.items():
-        name, description = texts[language]
-        item = DemoProduct(
-            sku=sku, url=f"{BASE_URL}/{language}/{sku}", name=name, description=description
-        )
-        fields = plain_fields(item)
-        actions.append(
-            build_action(
-                site=site,
-                item_type=schema.item_type,
-                key=schema.key(site, fields),
-                fields=fields,
-                content_hash=schema.content_hash(fields),
-                job_id="bench-job",
-                seen_ms=now,
-                first_seen_ms=now,
-                last_changed_ms=now,
-            )
-        )
-    bulk(es, [a.bulk_op() for a in actions], refresh=True)
-    return [a.key for a in actions]
+    products = (
+        DemoProduct(sku=sku, url=f"{BASE_URL}/{language}/{sku}", name=name, description=text)
+        for sku, texts in PRODUCTS.items()
+        for name, text in [texts[language]]
+    )
+    return store_products(es_url, es, site, products)
 
 
 def recall_at_k(

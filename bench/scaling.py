@@ -345,11 +345,10 @@ class Bench:
                 and _count(es) >= plan.products
             ):
                 return pages
-            for number, process in pool.live.items():
-                if process.poll() is not None:
+            for number, worker in pool.live.items():
+                if not worker.alive():
                     raise RuntimeError(
-                        f"worker {number} exited ({process.returncode}); "
-                        f"see {pool.log_path(number)}"
+                        f"worker {number} exited ({worker.returncode}); see {pool.log_path(number)}"
                     )
             if time.monotonic() > deadline:
                 raise RuntimeError(

@@ -3,9 +3,9 @@
 ``ChaosStack``: the demo shop, a persistent Redis (append-only file, so a restart on the
 same port and data directory keeps the frontier, as production's AOF does) and an
 Elasticsearch node on a kept data directory (a restart finds its indices), all under one
-run directory. ``WorkerPool``: always-on ``scrapy crawl demo`` workers, started the way
-the flow's local mode starts them (``orchestration.steps.LocalWorkers``: same argv, one
-process group and log per worker), that can be SIGKILLed one at a time and replaced.
+run directory. ``WorkerPool``: always-on ``scrapy crawl demo`` workers, the flow's local
+mode's own (``harness.scrapy_worker.ScrapyWorker``: one process group and log per
+worker), that can be SIGKILLed one at a time and replaced.
 """
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ import contextlib
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -29,13 +26,13 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from core.config import REPO_ROOT
 from core.keys import REDIS_ERRORS
 from core.redis_client import connect
-from core.workers import WorkerRegistry
+from harness.base import ServiceError, stop_all
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from harness.scrapy_worker import ScrapyWorker, wait_for_heartbeats
 
 SITE = "demo"
 
@@ -108,7 +105,8 @@ class Exit:
 
 
 class WorkerPool:
-    """Always-on ``scrapy crawl`` workers, each in its own process group and log file.
+    """Always-on ``scrapy crawl`` workers (``harness.scrapy_worker.ScrapyWorker``, as the
+    flow's local mode starts them), each in its own process group and log file.
 
     Thread-safe: the fault schedule, the drainer watcher and the main loop share it.
     ``hold()`` keeps replacements from starting (while Redis restarts).
@@ -133,33 +131,35 @@ class WorkerPool:
             for name, value in (env if env is not None else os.environ).items()
             if name not in ("REDIS_URL", "ELASTICSEARCH_URL", "DEMO_SITE_URL")
         }
-        self.live: dict[int, subprocess.Popen[bytes]] = {}
+        self.live: dict[int, ScrapyWorker] = {}
         self.exits: list[Exit] = []
         self.started = 0
         self.lock = threading.RLock()
         self._held = 0
         self._owed = 0  # replacements deferred while held
 
+    def worker(self, number: int) -> ScrapyWorker:
+        return ScrapyWorker(
+            SITE,
+            number,
+            job_id=self.job_id,
+            run_dir=self.run_dir,
+            env=self.env,
+            settings=self.settings,
+            base_url=self.base_url,
+        )
+
     def log_path(self, number: int) -> Path:
-        return self.run_dir / f"worker-{SITE}-{number}.log"
+        return self.worker(number).log_path
 
     def argv(self, number: int) -> list[str]:
-        """The argv of ``LocalWorkers.argv`` (orchestration.steps; bench may not import it)."""
-        argv = [
-            sys.executable, "-m", "scrapy", "crawl", SITE,
-            "-a", f"job_id={self.job_id}",
-            "-a", "always_on=true",
-            "-a", f"base_url={self.base_url}",
-        ]  # fmt: skip
-        for name, value in {**self.settings, "LOG_FILE": str(self.log_path(number))}.items():
-            argv += ["-s", f"{name}={value}"]
-        return argv
+        return self.worker(number).command()
 
     @property
     def pids(self) -> dict[int, int]:
         """pid -> worker number, of the workers running now."""
         with self.lock:
-            return {process.pid: number for number, process in self.live.items()}
+            return {w.pid: number for number, w in self.live.items() if w.pid is not None}
 
     def start_one(self) -> int:
         with self.lock:
@@ -168,36 +168,17 @@ class WorkerPool:
                 return 0
             self.started += 1
             number = self.started
-            # What never reaches the log file (a crash before logging is set up) lands
-            # next to it.
-            with self.log_path(number).with_suffix(".stderr").open("ab") as stderr:
-                process = subprocess.Popen(
-                    self.argv(number),
-                    cwd=REPO_ROOT,
-                    env=self.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=stderr,
-                    stderr=stderr,
-                    start_new_session=True,
-                )
-            self.live[number] = process
+            self.live[number] = self.worker(number).spawn()
             return number
 
     def start(self, count: int, server: redis.Redis, *, timeout: float = 90.0) -> None:
         """``count`` workers, returning once each sends heartbeats."""
         numbers = [self.start_one() for _ in range(count)]
-        registry = WorkerRegistry(server, SITE)
-        deadline = time.monotonic() + timeout
-        while True:
-            pids = {self.live[n].pid for n in numbers if n in self.live}
-            with contextlib.suppress(*REDIS_ERRORS):
-                if pids <= {worker.pid for worker in registry.live()}:
-                    return
-            dead = [n for n in numbers if self.live[n].poll() is not None]
-            if dead or time.monotonic() > deadline:
-                tail = _tail(self.log_path(dead[0])) if dead else "(no heartbeat in time)"
-                raise RuntimeError(f"{SITE} workers did not come up:\n{tail}")
-            time.sleep(0.2)
+        workers = [self.live[number] for number in numbers if number in self.live]
+        try:
+            wait_for_heartbeats(workers, server, timeout=timeout)
+        except ServiceError as exc:
+            raise RuntimeError(str(exc)) from None
 
     def kill(self, pid: int, *, replace: bool = True) -> bool:
         """SIGKILL the worker ``pid`` (its process group); start a replacement."""
@@ -205,10 +186,7 @@ class WorkerPool:
             number = self.pids.get(pid)
             if number is None:
                 return False
-            process = self.live.pop(number)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-            code = process.wait()
+            code = self.live.pop(number).kill()
             self.exits.append(Exit(number, pid, code, time.monotonic(), "killed"))
             if replace:
                 self.start_one()
@@ -226,13 +204,13 @@ class WorkerPool:
         """Workers that exited on their own (not killed by us): recorded and replaced."""
         found: list[Exit] = []
         with self.lock:
-            for number, process in list(self.live.items()):
-                code = process.poll()
-                if code is None:
+            for number, worker in list(self.live.items()):
+                code = worker.returncode
+                if code is None or worker.pid is None:
                     continue
                 del self.live[number]
-                tail = _tail(self.log_path(number), 3)
-                found.append(Exit(number, process.pid, code, time.monotonic(), "exited", tail))
+                tail = worker.log_tail(3)
+                found.append(Exit(number, worker.pid, code, time.monotonic(), "exited", tail))
             self.exits += found
             for _ in found:
                 self.start_one()
@@ -256,23 +234,9 @@ class WorkerPool:
         """SIGTERM every worker (graceful: leases released, stats pushed), as the flow does
         after the drain; SIGKILL whatever is still running after ``timeout``."""
         with self.lock:
-            processes = dict(self.live)
+            workers = dict(self.live)
             self.live.clear()
-        for process in processes.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        for number, process in processes.items():
-            try:
-                code = process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                code = process.wait()
-            self.exits.append(Exit(number, process.pid, code, time.monotonic(), "stopped"))
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+        pids = {number: worker.pid for number, worker in workers.items()}
+        codes = stop_all(list(workers.values()), timeout)
+        for (number, pid), code in zip(pids.items(), codes, strict=True):
+            self.exits.append(Exit(number, pid or 0, code, time.monotonic(), "stopped"))

@@ -1,14 +1,18 @@
-"""Process supervision shared by every locally started service.
+"""Process supervision: the one place the harness, the local stack, the benchmarks and
+the flow's local workers start, watch and stop processes.
 
-Each service runs as a child process in its own session (so a stop reaches its whole
-process group), logs into ``<run_dir>/<name>.log``, writes ``<run_dir>/<name>.pid`` and
-is stopped by that PID: SIGTERM first, SIGKILL after a grace period.
+``SupervisedProcess``: a child process in its own session (so a signal reaches its whole
+process group), its output in ``<run_dir>/<name>.log``, its PID in ``<run_dir>/<name>.pid``;
+stopped by that PID, one signal after another (``stop_signals``, SIGTERM then SIGKILL by
+default) with a grace period between them. ``stop_recorded`` stops processes another
+invocation started, from their PID files, each only while /proc says it still is the
+process that wrote the file (``harness.proc.recorded_pid``).
 
-A service never adopts a process it did not start: ``start()`` refuses a port something
-already listens on (one line naming the port and its holder, ``harness.ports``), and
-the service is ready only once it answers *and* the socket listening on its port belongs
-to the process it started (its session), so a foreign server answering on the port in
-the meantime is not taken for it.
+``ManagedProcess``: a service on a loopback port. It never adopts a process it did not
+start: ``start()`` refuses a port something already listens on (one line naming the port
+and its holder), and the service is ready only once it answers *and* the socket listening
+on its port belongs to the process it started (its session), so a foreign server
+answering on the port in the meantime is not taken for it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import os
 import signal
 import socket
 import subprocess
-import threading
 import time
 import urllib.request
 from abc import ABC, abstractmethod
@@ -29,7 +32,14 @@ from types import TracebackType
 from typing import Any, Self
 
 from core.config import REPO_ROOT, get_settings
-from harness.ports import describe_holder, held_by_session
+from harness.proc import (
+    ProcessInfo,
+    describe_holder,
+    held_by_session,
+    process_info,
+    recorded_pid,
+    same_process,
+)
 
 
 class ServiceError(RuntimeError):
@@ -85,31 +95,30 @@ def wait_until(
         time.sleep(interval)
 
 
-class ManagedProcess(ABC):
-    """A service run as a supervised child process on a loopback port."""
+class SupervisedProcess(ABC):
+    """A supervised child process: started in a session of its own, stopped by PID."""
 
-    name: str = "service"
+    name: str = "process"
     start_timeout: float = 60.0
-    stop_timeout: float = 15.0
-    # Whether the service listens on ``port`` (a client of another service, such as a
-    # Prefect worker, keeps that service's port only to name it).
-    listens: bool = True
+    stop_timeout: float = 15.0  # the grace between two stop signals
+    stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGKILL)
+    # False: the process gets ``environment()`` alone, none of the caller's (a crawl
+    # worker's endpoints travel as settings, never through a stray inherited variable).
+    inherit_environment: bool = True
 
-    def __init__(self, *, port: int | None = None, run_dir: Path | None = None) -> None:
-        self.host = "127.0.0.1"
-        self.port = port or free_port()
+    def __init__(self, *, run_dir: Path | None = None) -> None:
         # Default: PLATFORM_RUN_DIR (core.config, the platform's one default).
         self.run_dir = Path(run_dir or get_settings().platform_run_dir)
         self.process: subprocess.Popen[bytes] | None = None
 
-    # -- what a concrete service provides -------------------------------------------
+    # -- what a concrete process provides -------------------------------------------
     @abstractmethod
     def command(self) -> Sequence[str]:
-        """The argv that runs the service in the foreground."""
+        """The argv that runs the process in the foreground."""
 
-    @abstractmethod
     def ready(self) -> bool:
-        """True once the service answers requests."""
+        """True once the process does its job (default: as soon as it runs)."""
+        return True
 
     def environment(self) -> Mapping[str, str]:
         return {}
@@ -121,15 +130,19 @@ class ManagedProcess(ABC):
     def prepare(self) -> None:  # noqa: B027 - optional hook, empty by default
         """Create data directories, config files, ... before the process starts."""
 
-    @property
-    @abstractmethod
-    def url(self) -> str:
-        """Where clients reach the service."""
+    def ready_what(self) -> str:
+        """The process as a "not ready" error names it."""
+        return self.name
 
     # -- lifecycle -----------------------------------------------------------------
     @property
     def log_path(self) -> Path:
         return self.run_dir / f"{self.name}.log"
+
+    @property
+    def output_path(self) -> Path:
+        """Where the process's stdout and stderr go (its log, unless it writes one itself)."""
+        return self.log_path
 
     @property
     def pid_path(self) -> Path:
@@ -138,6 +151,10 @@ class ManagedProcess(ABC):
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.poll() if self.process else None
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -149,14 +166,13 @@ class ManagedProcess(ABC):
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def start(self) -> Self:
-        if self.alive():
-            return self
-        self.check_port_free()
+    def spawn(self) -> Self:
+        """Start the process and return at once (``start`` also waits until it is ready)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.prepare()
-        env = {**os.environ, **self.environment()}
-        with self.log_path.open("ab") as log:
+        base = os.environ if self.inherit_environment else {}
+        env = {**base, **self.environment()}
+        with self.output_path.open("ab") as log:
             self.process = subprocess.Popen(
                 list(self.command()),
                 stdout=log,
@@ -167,11 +183,17 @@ class ManagedProcess(ABC):
                 start_new_session=True,
             )
         self.pid_path.write_text(f"{self.process.pid}\n")
+        return self
+
+    def start(self) -> Self:
+        if self.alive():
+            return self
+        self.spawn()
         try:
             wait_until(
-                self._ready_and_ours,
+                self._ready_checked,
                 timeout=self.start_timeout,
-                what=f"{self.name} on {self.host}:{self.port}",
+                what=self.ready_what(),
                 alive=self.alive,
                 log_tail=self.log_tail,
             )
@@ -179,6 +201,138 @@ class ManagedProcess(ABC):
             self.stop()
             raise
         return self
+
+    def _ready_checked(self) -> bool:
+        return self.ready()
+
+    def stop(self, grace: float | None = None) -> int | None:
+        """Stop the process group (``stop_signals``, ``grace`` seconds apart); its exit code."""
+        return stop_all([self], grace)[0]
+
+    def kill(self) -> int | None:
+        """Hard-kill the process group (SIGKILL), as a crash would; its exit code."""
+        process = self.process
+        if process is None:
+            return None
+        if process.poll() is None:
+            _signal_group(process.pid, signal.SIGKILL)
+        return process.wait(timeout=self.stop_timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def stop_all(
+    processes: Sequence[SupervisedProcess], grace: float | None = None
+) -> list[int | None]:
+    """Stop ``processes`` together (the groups get the first one's ``stop_signals`` in turn,
+    ``grace`` or its ``stop_timeout`` apart), reap them and remove their PID files. Returns
+    their exit codes (None: never started)."""
+    running = [p for p in processes if p.process is not None and p.process.poll() is None]
+    if running:
+        first = running[0]
+        signal_groups(
+            [p.process.pid for p in running if p.process is not None],
+            first.stop_signals,
+            grace if grace is not None else first.stop_timeout,
+        )
+    codes: list[int | None] = []
+    for supervised in processes:
+        process, supervised.process = supervised.process, None
+        # Reaped before its PID file goes: until then its PID cannot go to another process.
+        codes.append(None if process is None else process.wait(timeout=supervised.stop_timeout))
+        with contextlib.suppress(FileNotFoundError):
+            supervised.pid_path.unlink()
+    return codes
+
+
+def signal_groups(
+    pids: Sequence[int], signals: Sequence[signal.Signals], grace: float
+) -> list[int]:
+    """Send each process group of ``pids`` the first signal, then the next one to every
+    leader still running ``grace`` seconds later, and so on; a PID is only signalled while
+    it still is the process found at the start (/proc start time). Returns the PIDs that
+    outlived the last signal's grace."""
+    identities: dict[int, float] = {}
+    for pid in pids:
+        info = process_info(pid)
+        if info is not None and info.state != "Z":
+            identities[pid] = info.started
+    for number, sig in enumerate(signals):
+        for pid, started in identities.items():
+            if same_process(pid, started):
+                _signal_group(pid, sig)
+        deadline = time.monotonic() + grace
+        while True:
+            left = [pid for pid, started in identities.items() if same_process(pid, started)]
+            if not left:
+                return []
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if number == len(signals) - 1:
+            return left
+    return []
+
+
+def stop_recorded(
+    pid_files: Sequence[Path],
+    signals: Sequence[signal.Signals] = (signal.SIGTERM, signal.SIGKILL),
+    grace: float = 5.0,
+) -> list[tuple[Path, ProcessInfo]]:
+    """Stop the processes ``pid_files`` name, started by another invocation (``make
+    prefect-down``): each only if it still is the process that wrote its file (a PID the
+    system gave to another process since is left alone). Every PID file is removed.
+    Returns the files whose process was signalled, with that process."""
+    found: list[tuple[Path, ProcessInfo]] = []
+    for pid_file in pid_files:
+        info = recorded_pid(pid_file)
+        if info is None:
+            pid_file.unlink(missing_ok=True)
+        else:
+            found.append((pid_file, info))
+    signal_groups([info.pid for _, info in found], signals, grace)
+    for pid_file, _ in found:
+        pid_file.unlink(missing_ok=True)
+    return found
+
+
+class ManagedProcess(SupervisedProcess):
+    """A service run as a supervised child process on a loopback port."""
+
+    name: str = "service"
+    # Whether the service listens on ``port`` (a client of another service, such as a
+    # Prefect worker, keeps that service's port only to name it).
+    listens: bool = True
+
+    def __init__(self, *, port: int | None = None, run_dir: Path | None = None) -> None:
+        super().__init__(run_dir=run_dir)
+        self.host = "127.0.0.1"
+        self.port = port or free_port()
+
+    @abstractmethod
+    def ready(self) -> bool:
+        """True once the service answers requests."""
+
+    @property
+    @abstractmethod
+    def url(self) -> str:
+        """Where clients reach the service."""
+
+    def ready_what(self) -> str:
+        return f"{self.name} on {self.host}:{self.port}"
+
+    def spawn(self) -> Self:
+        self.check_port_free()
+        return super().spawn()
 
     def check_port_free(self) -> None:
         """Raise ``PortInUse`` (one line: the port and its holder) when something listens."""
@@ -188,7 +342,7 @@ class ManagedProcess(ABC):
                 f"{describe_holder(self.port)}; stop it or choose another port"
             )
 
-    def _ready_and_ours(self) -> bool:
+    def _ready_checked(self) -> bool:
         if not self.ready():
             return False
         if not self.listens or self.process is None:
@@ -202,35 +356,6 @@ class ManagedProcess(ABC):
                 f"(pid {self.process.pid})"
             )
         return True
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            _signal_group(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                _signal_group(process.pid, signal.SIGKILL)
-                process.wait(timeout=self.stop_timeout)
-        with contextlib.suppress(FileNotFoundError):
-            self.pid_path.unlink()
-
-    def kill(self) -> None:
-        """Hard-kill the service (SIGKILL), as a crash would; for failure tests."""
-        if self.process is not None and self.process.poll() is None:
-            _signal_group(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=self.stop_timeout)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 class LocalSite(ManagedProcess):
@@ -282,27 +407,3 @@ class LocalSite(ManagedProcess):
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
-
-
-def run_in_foreground(service: ManagedProcess) -> int:
-    """Start ``service``, print where it is, and keep it up until SIGINT/SIGTERM.
-
-    Returns a process exit code: 0 on a requested stop, 1 if the service died.
-    """
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    service.start()
-    print(
-        f"{service.name} ready at {service.url} (pid {service.pid}, log {service.log_path}); "
-        "Ctrl-C stops it",
-        flush=True,
-    )
-    try:
-        while not stop.wait(1.0):
-            if not service.alive():
-                print(f"{service.name} exited unexpectedly; see {service.log_path}", flush=True)
-                return 1
-        return 0
-    finally:
-        service.stop()

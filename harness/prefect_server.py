@@ -10,7 +10,8 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from harness.base import ManagedProcess, run_in_foreground
+from harness.base import ManagedProcess
+from harness.foreground import run_in_foreground
 
 
 def prefect_client_environment(api_url: str, home: Path) -> dict[str, str]:

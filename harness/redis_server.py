@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import signal
 import subprocess
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
@@ -19,9 +17,9 @@ from harness.base import (
     ManagedProcess,
     ServiceError,
     free_port,
-    run_in_foreground,
     wait_until,
 )
+from harness.foreground import run_in_foreground
 
 
 def redis_server_binary() -> str:
@@ -247,23 +245,14 @@ def _cluster_info(raw: bytes | str | dict[str, Any]) -> dict[str, str]:
 
 
 def _run_cluster_in_foreground(cluster: RedisCluster) -> int:
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    cluster.start()
-    print(
-        f"{cluster.name} ready at {cluster.url} (nodes {', '.join(cluster.urls)}; "
-        f"logs in {cluster.run_dir}); set REDIS_CLUSTER=1; Ctrl-C stops it",
-        flush=True,
+    return run_in_foreground(
+        cluster,
+        ready=lambda: (
+            f"{cluster.name} ready at {cluster.url} (nodes {', '.join(cluster.urls)}; "
+            f"logs in {cluster.run_dir}); set REDIS_CLUSTER=1; Ctrl-C stops it"
+        ),
+        died=lambda: f"{cluster.name}: a node exited; see {cluster.run_dir}",
     )
-    try:
-        while not stop.wait(1.0):
-            if not cluster.alive():
-                print(f"{cluster.name}: a node exited; see {cluster.run_dir}", flush=True)
-                return 1
-        return 0
-    finally:
-        cluster.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

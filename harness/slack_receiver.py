@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from harness.base import ManagedProcess, run_in_foreground
+from harness.base import ManagedProcess
+from harness.foreground import run_in_foreground
 
 WEBHOOK_PATH = "/services/T000/B000/XXXXXXXXXXXXXXXX"
 

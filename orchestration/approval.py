@@ -13,7 +13,7 @@ asking for a ``BaselineDecision``:
 
 A resumed run starts the flow again from the top (Prefect re-runs a suspended flow's
 code; tasks with cached results return them without running). The gate's report the
-operator decided on is therefore kept in a task cached for the run (see ``flows.py``).
+operator decided on is therefore kept in a task cached for the run (see ``scrape_tasks.py``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ its holder (``harness.base.PortInUse``): a stack never writes into another one's
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import os
@@ -40,10 +39,11 @@ from pathlib import Path
 
 from core.config import REPO_ROOT, OperatorError, get_settings
 from crawlers.profiles import unknown_site
-from harness.base import ManagedProcess, PortInUse
+from harness.base import ManagedProcess, PortInUse, stop_recorded
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.prefect_server import PrefectServer, PrefectWorker
+from harness.proc import recorded_pid
 from harness.redis_server import RedisServer
 
 PORTS = {"redis": 16379, "elasticsearch": 19200, "prefect": 4200, "demo": 8000}
@@ -173,95 +173,26 @@ def _port_name(ports: dict[str, int], port: int) -> str:
 
 
 def _stack_alive() -> bool:
-    """Whether this run directory's stack still runs (its Prefect server's PID is alive)."""
-    for pid_file in stack_dir().glob("prefect-server*.pid"):
-        with contextlib.suppress(ValueError, OSError):
-            if _alive(int(pid_file.read_text().strip())):
-                return True
-    return False
+    """Whether this run directory's stack still runs (its Prefect server is the process
+    its PID file names)."""
+    return any(recorded_pid(path) is not None for path in stack_dir().glob("prefect-server*.pid"))
 
 
 STOP_GRACE = 5.0  # seconds a stopped process gets before the next, harder signal
+# SIGINT first: the Prefect worker and scrapy treat it as a prompt shutdown; a process
+# that ignores it (a Prefect worker still starting) gets SIGTERM, then SIGKILL.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 
 
 def down() -> None:
     """Stop what the stack's and the local jobs' PID files name, each only if it is still
-    the process that wrote it (a PID the system gave to another process since is left
-    alone); every PID file is removed."""
-    run_dir = stack_dir()
-    pid_files = sorted(run_dir.glob("*.pid")) + sorted(
+    the process that wrote it (``harness.base.stop_recorded``); every PID file is removed."""
+    pid_files = sorted(stack_dir().glob("*.pid")) + sorted(
         (get_settings().platform_run_dir / "jobs").glob("*/*.pid")
     )
-    stopped = []
-    for pid_file in pid_files:
-        pid = ours(pid_file)
-        if pid is None:
-            pid_file.unlink(missing_ok=True)
-            continue
-        with contextlib.suppress(OSError):
-            # SIGINT first: the Prefect worker and scrapy treat it as a prompt shutdown.
-            os.killpg(pid, signal.SIGINT)
-            stopped.append((pid_file, pid))
-    # A process that ignores SIGINT (a Prefect worker still starting) gets SIGTERM, then
-    # SIGKILL: a few seconds each, never a long wait.
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        deadline = time.monotonic() + STOP_GRACE
-        while any(_alive(pid) for _, pid in stopped) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        for _, pid in stopped:
-            if _alive(pid):
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, sig)
-    for pid_file, pid in stopped:
-        pid_file.unlink(missing_ok=True)
-        print(f"  stopped {pid_file.stem} (pid {pid})")
+    for pid_file, info in stop_recorded(pid_files, STOP_SIGNALS, STOP_GRACE):
+        print(f"  stopped {pid_file.stem} (pid {info.pid})")
     state_path().unlink(missing_ok=True)
-
-
-def ours(pid_file: Path) -> int | None:
-    """The PID ``pid_file`` names if that process still is the one that wrote it: alive,
-    the leader of its process group (ours all are), and started before the file was
-    written (a reused PID belongs to a process started later). None otherwise."""
-    try:
-        pid = int(pid_file.read_text().split()[0])
-        written = pid_file.stat().st_mtime
-    except (OSError, ValueError, IndexError):
-        return None
-    if pid <= 1 or not _alive(pid):
-        return None
-    try:
-        if os.getpgid(pid) != pid:
-            return None
-        started = process_start_time(pid)
-    except OSError:
-        return None
-    return pid if started <= written + 1.0 else None
-
-
-def process_start_time(pid: int) -> float:
-    """When ``pid`` started (epoch seconds), from /proc: boot time + its start ticks."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, after "(comm)"
-    boot = next(
-        float(line.split()[1])
-        for line in Path("/proc/stat").read_text().splitlines()
-        if line.startswith("btime ")
-    )
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of ours counts as gone.
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
-            return False
-    return True
 
 
 def check_parameters(parameters: Sequence[str]) -> list[str]:
@@ -429,8 +360,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = read_state()
         print(json.dumps(state, indent=2) if state else "the stack is not up")
         for pid_file in sorted(stack_dir().glob("*.pid")):
-            pid = int(pid_file.read_text().strip())
-            print(f"  {pid_file.stem:<28} pid {pid} {'up' if _alive(pid) else 'DOWN'}")
+            pid = pid_file.read_text().strip()
+            up_now = recorded_pid(pid_file) is not None
+            print(f"  {pid_file.stem:<28} pid {pid} {'up' if up_now else 'DOWN'}")
     elif args.command == "logs":
         logs = sorted(str(path) for path in stack_dir().glob("*.log"))
         if not logs:

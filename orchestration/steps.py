@@ -1,4 +1,4 @@
-"""The scrape flow's steps as plain functions (the Prefect flow in ``flows.py`` stays thin).
+"""The scrape flow's steps as plain functions (its Prefect tasks, ``scrape_tasks.py``, stay thin).
 
 Each step takes explicit connections/URLs and raises a ``StepError`` subclass whose
 message says what is wrong in operator terms; none of them logs a secret.
@@ -6,10 +6,6 @@ message says what is wrong in operator terms; none of them logs a secret.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,11 +14,12 @@ from pathlib import Path
 import redis
 from elasticsearch import Elasticsearch
 
-from core.config import REPO_ROOT
 from core.drain import DrainState, drain_state
 from core.es_access import access_problem
 from core.redis_client import RedisModeError, check_mode
-from core.workers import WorkerRegistry, check_consumers
+from core.workers import check_consumers
+from harness.base import ServiceError, stop_all
+from harness.scrapy_worker import ScrapyWorker, wait_for_heartbeats
 
 
 def job_id_for(site: str, run_id: object) -> str:
@@ -98,15 +95,11 @@ def preflight(
 
 
 class LocalWorkers:
-    """``scrapy crawl <site>`` worker subprocesses for local mode (no always-on workers).
+    """``scrapy crawl <site>`` worker subprocesses for local mode (no always-on workers):
+    ``harness.scrapy_worker.ScrapyWorker`` each, PIDs and logs under ``run_dir``. They run
+    always-on and are stopped (SIGTERM, graceful: leases released) by ``stop()``.
 
-    Scrapy's reactor cannot be restarted in one process, so each worker is its own
-    process; PIDs and logs live under ``run_dir``. They run always-on and are stopped
-    (SIGTERM, graceful: leases released) by ``stop()``.
-
-    Configuration travels the Scrapy way: ``settings`` become ``-s NAME=value`` on the
-    command line. Secrets must not (argv is visible in ``ps``): they stay in ``env``, the
-    subprocess environment the crawl maps into the same settings.
+    Secrets stay in ``env``, the workers' environment; ``settings`` go on the command line.
     """
 
     def __init__(
@@ -121,75 +114,46 @@ class LocalWorkers:
         base_url: str | None = None,
     ) -> None:
         self.site = site
-        self.job_id = job_id
-        self.count = count
-        self.run_dir = run_dir
         self.env = dict(env)
-        self.settings = dict(settings or {})
-        self.base_url = base_url
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.workers = [
+            ScrapyWorker(
+                site, n, job_id=job_id, run_dir=run_dir, env=self.env, settings=settings,
+                base_url=base_url,
+            )
+            for n in range(1, count + 1)
+        ]  # fmt: skip
 
     def log_path(self, n: int) -> Path:
-        return self.run_dir / f"worker-{self.site}-{n}.log"
+        return self.workers[n - 1].log_path
 
     def argv(self, n: int) -> list[str]:
         """Worker ``n``'s command line (no secret on it)."""
-        argv = [
-            sys.executable, "-m", "scrapy", "crawl", self.site,
-            "-a", f"job_id={self.job_id}",
-            "-a", "always_on=true",
-        ]  # fmt: skip
-        if self.base_url:
-            argv += ["-a", f"base_url={self.base_url}"]
-        settings = {**self.settings, "LOG_FILE": str(self.log_path(n))}
-        for name, value in settings.items():
-            argv += ["-s", f"{name}={value}"]
-        return argv
-
-    def start(self, server: redis.Redis, *, timeout: float = 60.0) -> None:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        for n in range(1, self.count + 1):
-            argv = self.argv(n)
-            process = subprocess.Popen(argv, cwd=REPO_ROOT, env=self.env, start_new_session=True)
-            self.pid_path(n).write_text(f"{process.pid}\n")
-            self.processes.append(process)
-        pids = {process.pid for process in self.processes}
-        registry = WorkerRegistry(server, self.site)
-        deadline = time.monotonic() + timeout
-        while {w.pid for w in registry.live()} & pids != pids:
-            dead = [p for p in self.processes if p.poll() is not None]
-            if dead or time.monotonic() > deadline:
-                self.stop()
-                log = self.log_path(self.processes.index(dead[0]) + 1) if dead else None
-                tail = _tail(log) if log else "(timed out waiting for heartbeats)"
-                raise WorkerLaunchError(f"{self.site} workers did not come up:\n{tail}")
-            time.sleep(0.2)
-
-    def check_alive(self) -> None:
-        for n, process in enumerate(self.processes, start=1):
-            if process.poll() is not None:
-                raise WorkerLaunchError(
-                    f"{self.site} worker {n} exited with {process.returncode}:\n"
-                    + _tail(self.log_path(n))
-                )
+        return self.workers[n - 1].command()
 
     def pid_path(self, n: int) -> Path:
-        return self.run_dir / f"worker-{self.site}-{n}.pid"
+        return self.workers[n - 1].pid_path
+
+    def start(self, server: redis.Redis, *, timeout: float = 60.0) -> None:
+        for worker in self.workers:
+            worker.spawn()
+        try:
+            wait_for_heartbeats(self.workers, server, timeout=timeout)
+        except ServiceError as exc:
+            self.stop()
+            raise WorkerLaunchError(str(exc)) from None
+
+    def check_alive(self) -> None:
+        for worker in self.workers:
+            if worker.process is not None and not worker.alive():
+                raise WorkerLaunchError(
+                    f"{self.site} worker {worker.number} exited with {worker.returncode}:\n"
+                    + worker.log_tail()
+                )
 
     def stop(self, timeout: float = 60.0) -> list[int | None]:
-        for process in self.processes:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        codes: list[int | None] = []
-        for n, process in enumerate(self.processes, start=1):
-            try:
-                codes.append(process.wait(timeout=timeout))
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                codes.append(process.wait())
-            # Ended: its PID may go to another process, which nothing may signal later.
-            self.pid_path(n).unlink(missing_ok=True)
-        return codes
+        """Stop every worker together; their exit codes. Each PID file goes once its
+        process is reaped: the PID may then go to another process, never to be signalled."""
+        return stop_all(self.workers, timeout)
 
 
 def wait_for_drain(
@@ -224,10 +188,3 @@ def wait_for_drain(
                 f"{site}/{job_id} not drained after {timeout:.0f}s: {state.describe()}"
             )
         time.sleep(poll_interval)
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"

@@ -122,7 +122,7 @@ MALFORMED = {"ELASTICSEARCH_URL": "http://not a url", "REDIS_URL": "redis://:pw@
 @pytest.mark.parametrize(
     ("entry_point", "variable"),
     [(entry, "ELASTICSEARCH_URL") for entry in ENTRY_POINTS]
-    + [(entry, "REDIS_URL") for entry in ("scrapy crawl", "producer", "llm CLI")],
+    + [(entry, "REDIS_URL") for entry in ("scrapy crawl", "producer", "indexing CLI")],
 )
 def test_every_entry_point_ends_on_a_malformed_url_with_one_line(
     entry_point: str, variable: str

@@ -11,7 +11,7 @@ from typing import Any
 from prefect import flow
 from prefect.runtime import flow_run
 
-from orchestration.flows import alert_structure_change
+from orchestration.scrape_tasks import alert_structure_change
 
 
 @flow(name="structure-alert")

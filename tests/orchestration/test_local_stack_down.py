@@ -14,6 +14,7 @@ import pytest
 
 from core.config import get_settings
 from harness.prefect_server import PrefectServer, PrefectWorker
+from harness.proc import recorded_pid
 from orchestration import local_stack
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
@@ -46,8 +47,9 @@ def test_a_reused_pid_is_left_alone_and_every_pid_file_goes(platform_dir: Path) 
     time.sleep(0.05)
     (platform_dir / "stack" / "demo-site.pid").write_text(f"{ours.pid}\n")
     try:
-        assert local_stack.ours(stale) is None
-        assert local_stack.ours(platform_dir / "stack" / "demo-site.pid") == ours.pid
+        assert recorded_pid(stale) is None
+        found = recorded_pid(platform_dir / "stack" / "demo-site.pid")
+        assert found is not None and found.pid == ours.pid
         local_stack.down()
         assert ours.wait(timeout=10) is not None
         assert stranger.poll() is None  # never signalled

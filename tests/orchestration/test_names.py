@@ -1,7 +1,7 @@
 """The names the docs give what a site's runs create are the names the code creates.
 
 Prefect artifact keys take lowercase letters, digits and dashes only, so they spell a site
-with dashes (``orchestration.flows.artifact_prefix``): the docs write them with
+with dashes (``orchestration.scrape_tasks.artifact_prefix``): the docs write them with
 ``<site-with-dashes>``. Deployments, indices, compose services and saved searches keep the
 site as it is: ``<site>``. Checked with a site whose name has an underscore.
 """
@@ -19,8 +19,8 @@ from core.store.changes import changes_alias
 from core.store.layout import IndexLayout
 from indexing.index import chunks_index
 from orchestration import kibana_objects, repairs, wiring
-from orchestration.flows import artifact_prefix
 from orchestration.register_flows import specs
+from orchestration.scrape_tasks import artifact_prefix
 
 SITE = "booking_com"
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
@@ -59,7 +59,7 @@ def site_names() -> set[str]:
 
 def artifact_suffixes() -> set[str]:
     """The endings the code puts after ``artifact_prefix(site)``, read from its sources."""
-    flows = (REPO_ROOT / "orchestration" / "flows.py").read_text()
+    flows = (REPO_ROOT / "orchestration" / "scrape_tasks.py").read_text()
     progress = (REPO_ROOT / "orchestration" / "progress.py").read_text()
     hooks = (REPO_ROOT / "orchestration" / "hooks.py").read_text()
     direct = set(re.findall(r"\{artifact_prefix\(site\)\}-([a-z-]+)", flows))

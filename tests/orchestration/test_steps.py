@@ -13,7 +13,7 @@ from core.config import PlatformSettings
 from harness.es_auth_gate import EsAuthGate
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
-from orchestration.flows import crawl_settings
+from orchestration.clients import crawl_settings
 from orchestration.health import check
 from orchestration.steps import LocalWorkers, PreflightError, job_id_for, preflight
 

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from harness.base import PortInUse, free_port
-from harness.ports import describe_holder, holders
+from harness.proc import describe_holder, holders
 from harness.redis_server import RedisServer
 
 
