@@ -4,14 +4,18 @@ the test tiers.
 Each fixture starts the service through the project's own harness (``harness``), so
 the tests exercise exactly what local mode and the demo run.
 
-Tiers: a test is ``integration`` when it needs a service or runs a subprocess crawl;
-``make test-fast`` runs the rest (``-m "not integration"``). The mark is set here, at
-collection, so a new test lands in the right tier without marking itself: a test is
-integration when its fixture closure holds a service fixture below, or when the test,
-a fixture it uses or a ``tests.*`` helper they call names a harness service class
-(``harness.base.ManagedProcess``) or starts a process whose argv names ``scrapy`` (a
-subprocess crawl). A test may also carry ``@pytest.mark.integration`` itself. In the
-fast tier a service or crawl that slips through fails its test loudly instead of running.
+Tiers: a test is ``integration`` when it needs a service or runs a Python subprocess (a
+crawl, a CLI); ``make test-fast`` runs the rest (``-m "not integration"``). Among them,
+``e2e`` tests are the long end-to-end cases: Prefect flow runs (a ``prefect_server``),
+Redis and Elasticsearch clusters, the benchmarks' tiny runs (``tests/bench``) and tests
+marked ``@pytest.mark.e2e`` by hand; ``make test`` runs everything else and ``make
+test-e2e`` those. The marks are set here, at collection, so a new test lands in the right
+tier without marking itself: a test is integration when its fixture closure holds a
+service fixture below, or when the test, a fixture it uses or a ``tests.*`` helper they
+call names a harness process class (``harness.base.SupervisedProcess``) or starts a
+process whose argv names ``scrapy`` or the interpreter (``sys.executable``). A test may
+also carry ``@pytest.mark.integration`` itself. In the fast tier a service or a Python
+subprocess that slips through fails its test loudly instead of running.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from harness.base import ManagedProcess
+from harness.base import SupervisedProcess
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchCluster, ElasticsearchNode
 from harness.prefect_server import PrefectServer
@@ -80,8 +84,10 @@ def _needs_services(func: Callable[..., Any], seen: set[types.CodeType]) -> bool
             return True
         for name in nested.co_names:
             value = namespace.get(name)
-            if isinstance(value, type) and issubclass(value, ManagedProcess):
+            if isinstance(value, type) and issubclass(value, SupervisedProcess):
                 return True
+            if isinstance(value, list | tuple) and sys.executable in value:
+                return True  # an argv constant naming the interpreter
             if (
                 isinstance(value, types.FunctionType)
                 and value.__module__.startswith("tests.")
@@ -135,7 +141,7 @@ def fast_tier_guard(request: pytest.FixtureRequest) -> Iterator[None]:
     def refuse(what: str) -> None:
         pytest.fail(f"{what}, but the test is not marked {INTEGRATION}", pytrace=False)
 
-    def start(service: ManagedProcess) -> None:
+    def start(service: SupervisedProcess) -> None:
         refuse(f"starts the {service.name} service")
 
     popen_init = subprocess.Popen.__init__
@@ -149,7 +155,7 @@ def fast_tier_guard(request: pytest.FixtureRequest) -> Iterator[None]:
         popen_init(self, args, *rest, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ManagedProcess, "start", start)
+        patch.setattr(SupervisedProcess, "start", start)
         patch.setattr(subprocess.Popen, "__init__", checked_popen)
         yield
 

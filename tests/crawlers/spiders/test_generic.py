@@ -131,7 +131,7 @@ def test_a_request_failed_for_good_is_counted_once(tmp_path: Path) -> None:
             SHOP.replace('price = {data = "offers.price"}', 'cost = {data = "offers.price"}'),
             "pages.product-page.fields: cost not a field of product (its fields: url,"
             " product_id, name, brand, category, breadcrumbs, price, currency, availability,"
-            " color, material, description, images, rating, review_count, attributes)",
+            " color, material, variants, description, images, rating, review_count, attributes)",
         ),
         (
             SHOP + 'job_id = {value = "x"}\n',
