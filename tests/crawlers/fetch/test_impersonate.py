@@ -36,13 +36,8 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from crawlers import defaults
-from crawlers.fetch.identity import (
-    SESSION_META,
-    IdentityMiddleware,
-    browser_headers,
-    browser_spelling,
-    identity_for,
-)
+from crawlers.fetch.headers import browser_headers, browser_spelling
+from crawlers.fetch.identity import SESSION_META, IdentityMiddleware, identity_for
 from crawlers.fetch.impersonate import (
     FLAG,
     ConnectionLostError,
