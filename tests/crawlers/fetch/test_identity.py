@@ -18,6 +18,7 @@ from scrapy.utils.test import get_crawler
 
 from core.config import ConfigurationError
 from crawlers import defaults
+from crawlers.fetch.contexts import context_options, launch_options
 from crawlers.fetch.headers import (
     ACCEPT_ENCODING,
     browser_headers,
@@ -34,7 +35,6 @@ from crawlers.fetch.identity import (
     impersonate_target,
     installed_targets,
 )
-from crawlers.fetch.rendering import context_options, launch_options
 from crawlers.profiles import SiteProfile, profile_sites
 from crawlers.scaffold.sample import sample_site
 from fingerprints.sampler import fetch_sample

@@ -36,6 +36,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from crawlers import defaults
+from crawlers.fetch.contexts import context_options, launch_options
 from crawlers.fetch.headers import browser_headers, browser_spelling
 from crawlers.fetch.identity import SESSION_META, IdentityMiddleware, identity_for
 from crawlers.fetch.impersonate import (
@@ -45,7 +46,6 @@ from crawlers.fetch.impersonate import (
     download_error,
 )
 from crawlers.fetch.proxies import BlockBanPolicy
-from crawlers.fetch.rendering import context_options, launch_options
 from harness.base import free_port
 from harness.demo_site import DemoSite
 from harness.loopback_proxy import LoopbackProxy

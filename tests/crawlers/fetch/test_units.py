@@ -39,12 +39,8 @@ from crawlers.fetch.redact import (
     redact,
     split_proxy,
 )
-from crawlers.fetch.rendering import (
-    BrowserCrashedError,
-    RenderFailedError,
-    RenderTimeout,
-    wants_render,
-)
+from crawlers.fetch.render_mode import wants_render
+from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError, RenderTimeout
 from crawlers.fetch.retry import (
     PROXY_EXCLUDE_META,
     ROTATED_PROXY_META,
