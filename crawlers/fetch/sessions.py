@@ -56,13 +56,13 @@ from core.dedup import connect_async
 from core.keys import REDIS_ERRORS
 from core.sessions import (
     MemorySessionStore,
-    RedisSessionStore,
     Session,
     SessionPolicy,
     SessionStore,
     Wait,
     cookie_key,
 )
+from core.sessions_redis import RedisSessionStore
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.cookies import cookie_header, set_cookies
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META, identity_for
