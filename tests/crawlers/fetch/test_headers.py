@@ -1,11 +1,15 @@
-"""The headers Chromium sends (crawlers/fetch/headers.py), pure: a navigation, a script's
-fetch, the request's own headers at Chromium's places, Sec-Fetch-Site and -Dest. The real
-browser's request heads are compared with them in test_identity.py."""
+"""The headers Chromium sends (crawlers/fetch/headers.py): a navigation, a script's fetch,
+the request's own headers at Chromium's places, Sec-Fetch-Site and -Dest; then the real
+Chromium's request heads compared with them (a Chromium upgrade that changes them fails
+here)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from crawlers import defaults
 from crawlers.fetch.headers import (
     ACCEPT_ENCODING,
     NAVIGATION_ACCEPT,
@@ -13,7 +17,16 @@ from crawlers.fetch.headers import (
     fetch_site,
     request_dest,
 )
-from tests.crawlers.fetch.test_identity import UA, identity
+from crawlers.fetch.identity import crawl_identity
+from tests.crawlers.fetch.capture import CaptureServer
+from tests.crawlers.fetch.chromium import (
+    UA,
+    chromium_heads,
+    identity,
+    only,
+    platform_crawler,
+    sent,
+)
 
 
 def test_a_typed_in_navigation_is_chromiums() -> None:
@@ -144,3 +157,58 @@ def test_the_kind_of_request_is_its_accept_or_its_meta() -> None:
     assert request_dest("application/json", "document") == "document"
     with pytest.raises(ValueError, match="fetch_dest"):
         request_dest(None, "image")
+
+
+# -- against the installed Chromium ---------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_the_identitys_headers_are_what_the_installed_chromium_sends(
+    sites: tuple[CaptureServer, CaptureServer],
+) -> None:
+    site, other = sites
+    me = crawl_identity(platform_crawler().settings)
+    found = asyncio.run(chromium_heads(me, site, other))
+    assert found["webdriver"] is False
+    assert found["user_agent"] == me.user_agent
+    assert found["brands"] == list(me.brands)
+    assert found["languages"] == me.languages
+
+    def ours(url: str, own: list[tuple[str, str]], method: str = "GET") -> list[tuple[str, str]]:
+        return browser_headers(me, method=method, url=url, headers=own)
+
+    typed = only(site, "/typed")
+    assert sent(typed) == ours(site.url + "/typed", [])
+    link = only(site, "/next")
+    assert sent(link) == ours(site.url + "/next", [("Referer", site.url + "/typed")])
+    page = site.url + "/next"
+    json_own = [("Accept", "application/json"), ("Referer", page)]
+    assert sent(only(site, "/api/json")) == ours(site.url + "/api/json", json_own)
+    assert sent(only(site, "/api/any")) == ours(
+        site.url + "/api/any", [("Accept", "*/*"), ("Referer", page)]
+    )
+    post_own = [("Content-Type", "application/json"), *json_own]
+    assert [h for h in sent(only(site, "/api/post")) if h[0] != "Content-Length"] == ours(
+        site.url + "/api/post", post_own, "POST"
+    )
+    # Another port of the same host is the same site; localhost is another site. The
+    # Referer of a cross-origin request is the page's origin (strict-origin-when-cross-origin,
+    # Scrapy's REFERRER_POLICY in the platform's defaults).
+    origin_only = [("Accept", "application/json"), ("Referer", site.url + "/")]
+    assert sent(only(other, "/api/samesite")) == ours(other.url + "/api/samesite", origin_only)
+    crosssite = other.url.replace("127.0.0.1", "localhost") + "/api/crosssite"
+    assert sent(only(other, "/api/crosssite")) == ours(crosssite, origin_only)
+    # A reload: validators and the cookie after everything else.
+    reload = only(site, "/validated", 1)
+    assert sent(reload) == [
+        *ours(
+            site.url + "/validated",
+            [
+                ("Cache-Control", "max-age=0"),
+                ("Cookie", "sid=1"),
+                ("If-None-Match", '"v1"'),
+                ("If-Modified-Since", "Mon, 01 Jan 2024 00:00:00 GMT"),
+            ],
+        )
+    ]
+    assert defaults.REFERRER_POLICY == "strict-origin-when-cross-origin"

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.async_api import async_playwright
-from scrapy import Request, Spider
+from scrapy import Request
 from scrapy.settings import Settings, default_settings
-from scrapy.utils.test import get_crawler
 
 from core.config import ConfigurationError
 from crawlers import defaults
@@ -40,32 +38,8 @@ from crawlers.scaffold.sample import sample_site
 from fingerprints.sampler import fetch_sample
 from harness.demo_site import DemoSite
 from tests.crawlers.fetch.capture import Answer, CaptureServer, Head
+from tests.crawlers.fetch.chromium import TARGETS, UA, identity, platform_crawler, sent
 from tests.crawlers.fetch.support import run_crawl
-
-PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
-TARGETS = (
-    "chrome131",
-    "chrome133a",
-    "chrome142",
-    "chrome146",
-    "chrome150",
-    "chrome152",
-    "chrome152_macos",
-    "chrome131_android",
-    "edge101",
-    "safari270",
-)
-UA = (
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/156.0.0.0 Safari/537.36"
-)
-
-
-def identity(accept_language: str = "en-US,en;q=0.9") -> BrowserIdentity:
-    return BrowserIdentity.chromium(
-        "156.0.8078.114", accept_language=accept_language, targets=TARGETS
-    )
-
 
 # -- the identity (pure) --------------------------------------------------------------------
 
@@ -142,10 +116,6 @@ def test_the_version_comes_from_the_installed_chromium_or_says_what_to_do() -> N
 # -- the middleware ------------------------------------------------------------------------------
 
 
-def platform_crawler(settings: dict[str, Any] | None = None) -> Any:
-    return get_crawler(Spider, {**PLATFORM, **(settings or {})})
-
-
 def test_the_middleware_gives_plain_requests_the_identitys_headers() -> None:
     crawler = platform_crawler()
     middleware = IdentityMiddleware.from_crawler(crawler)
@@ -207,145 +177,6 @@ def test_robots_rules_are_matched_for_the_bot_token_whatever_the_identity() -> N
 
 
 # -- the real Chromium ---------------------------------------------------------------------------
-
-PAGE = b"""<!doctype html><html><head><title>t</title></head><body>
-<a id="next" href="/next">next</a>
-<script>async function get(url, options) { return (await fetch(url, options)).text(); }</script>
-</body></html>"""
-
-
-def respond(head: Head) -> Answer:
-    if head.target.startswith("/api"):
-        return Answer(
-            headers=[
-                ("Content-Type", "application/json"),
-                ("Access-Control-Allow-Origin", "*"),
-                ("Access-Control-Allow-Headers", "*"),
-            ],
-            body=b"{}",
-        )
-    if head.target == "/validated":
-        if head.get("If-None-Match"):
-            return Answer(status=304, headers=[("ETag", '"v1"')], body=b"")
-        return Answer(
-            headers=[
-                ("Content-Type", "text/html; charset=utf-8"),
-                ("ETag", '"v1"'),
-                ("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT"),
-                ("Cache-Control", "no-cache"),
-                ("Set-Cookie", "sid=1; Path=/"),
-            ],
-            body=PAGE,
-        )
-    return Answer(body=PAGE)
-
-
-@pytest.fixture
-def sites() -> Iterator[tuple[CaptureServer, CaptureServer]]:
-    with CaptureServer(respond) as site, CaptureServer(respond) as other:
-        yield site, other
-
-
-async def chromium_heads(
-    me: BrowserIdentity, site: CaptureServer, other: CaptureServer
-) -> dict[str, Any]:
-    """Chromium launched and its context made as the platform does; a navigation typed
-    in, a link followed, a script's fetches (same origin, same site, cross site, a POST),
-    a reload with validators and a cookie."""
-    options = launch_options(dict(defaults.PLAYWRIGHT_LAUNCH_OPTIONS), me)
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(**options)
-        context = await browser.new_context(**context_options(me.user_agent, verify=False))
-        page = await context.new_page()
-        await page.goto(site.url + "/typed")
-        found = await page.evaluate(
-            "[navigator.webdriver, navigator.userAgent, navigator.languages,"
-            " navigator.userAgentData.brands.map(b => [b.brand, b.version])]"
-        )
-        async with page.expect_navigation():
-            await page.click("#next")
-        json_accept = {"headers": {"Accept": "application/json"}}
-        await page.evaluate("([u, o]) => get(u, o)", [site.url + "/api/json", json_accept])
-        await page.evaluate("u => get(u)", site.url + "/api/any")
-        post = {
-            "method": "POST",
-            "headers": {"Content-Type": "application/json", "Accept": "application/json"},
-            "body": "{}",
-        }
-        await page.evaluate("([u, o]) => get(u, o)", [site.url + "/api/post", post])
-        await page.evaluate("([u, o]) => get(u, o)", [other.url + "/api/samesite", json_accept])
-        crosssite = other.url.replace("127.0.0.1", "localhost") + "/api/crosssite"
-        await page.evaluate("([u, o]) => get(u, o)", [crosssite, json_accept])
-        await page.goto(site.url + "/validated")
-        await page.reload()
-        await browser.close()
-    return {
-        "webdriver": found[0],
-        "user_agent": found[1],
-        "languages": found[2],
-        "brands": [tuple(brand) for brand in found[3]],
-    }
-
-
-def sent(head: Head) -> list[tuple[str, str]]:
-    """What the identity's headers are compared with: all but Host (curl's)."""
-    return [(name, value) for name, value in head.headers if name != "Host"]
-
-
-def only(server: CaptureServer, target: str, nth: int = 0) -> Head:
-    return [head for head in server.heads if head.target.split("?")[0] == target][nth]
-
-
-@pytest.mark.integration
-def test_the_identitys_headers_are_what_the_installed_chromium_sends(
-    sites: tuple[CaptureServer, CaptureServer],
-) -> None:
-    site, other = sites
-    me = crawl_identity(platform_crawler().settings)
-    found = asyncio.run(chromium_heads(me, site, other))
-    assert found["webdriver"] is False
-    assert found["user_agent"] == me.user_agent
-    assert found["brands"] == list(me.brands)
-    assert found["languages"] == me.languages
-
-    def ours(url: str, own: list[tuple[str, str]], method: str = "GET") -> list[tuple[str, str]]:
-        return browser_headers(me, method=method, url=url, headers=own)
-
-    typed = only(site, "/typed")
-    assert sent(typed) == ours(site.url + "/typed", [])
-    link = only(site, "/next")
-    assert sent(link) == ours(site.url + "/next", [("Referer", site.url + "/typed")])
-    page = site.url + "/next"
-    json_own = [("Accept", "application/json"), ("Referer", page)]
-    assert sent(only(site, "/api/json")) == ours(site.url + "/api/json", json_own)
-    assert sent(only(site, "/api/any")) == ours(
-        site.url + "/api/any", [("Accept", "*/*"), ("Referer", page)]
-    )
-    post_own = [("Content-Type", "application/json"), *json_own]
-    assert [h for h in sent(only(site, "/api/post")) if h[0] != "Content-Length"] == ours(
-        site.url + "/api/post", post_own, "POST"
-    )
-    # Another port of the same host is the same site; localhost is another site. The
-    # Referer of a cross-origin request is the page's origin (strict-origin-when-cross-origin,
-    # Scrapy's REFERRER_POLICY in the platform's defaults).
-    origin_only = [("Accept", "application/json"), ("Referer", site.url + "/")]
-    assert sent(only(other, "/api/samesite")) == ours(other.url + "/api/samesite", origin_only)
-    crosssite = other.url.replace("127.0.0.1", "localhost") + "/api/crosssite"
-    assert sent(only(other, "/api/crosssite")) == ours(crosssite, origin_only)
-    # A reload: validators and the cookie after everything else.
-    reload = only(site, "/validated", 1)
-    assert sent(reload) == [
-        *ours(
-            site.url + "/validated",
-            [
-                ("Cache-Control", "max-age=0"),
-                ("Cookie", "sid=1"),
-                ("If-None-Match", '"v1"'),
-                ("If-Modified-Since", "Mon, 01 Jan 2024 00:00:00 GMT"),
-            ],
-        )
-    ]
-    assert defaults.REFERRER_POLICY == "strict-origin-when-cross-origin"
 
 
 def market_languages() -> list[str]:
