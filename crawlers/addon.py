@@ -14,7 +14,7 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
       585 crawlers.fetch.retry.BlockRetryMiddleware  block pages and errors retried/dropped
       584 crawlers.fetch.encoding.EncodingRepairMiddleware  cp1252 labelled UTF-8
       600 crawlers.fetch.retry.CountingRedirectMiddleware   redirects, loops counted
-      740 crawlers.fetch.rendering.RenderMiddleware  the render flag (profile's RENDER_MODE)
+      740 crawlers.fetch.render_mode.RenderMiddleware  the render flag (profile's RENDER_MODE)
       745 crawlers.fetch.conditional.ConditionalRequests  validators sent, 304 -> ItemSeen
       760 crawlers.fetch.identity.IdentityMiddleware  the browser's headers (FETCH_IDENTITY)
 
@@ -103,7 +103,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.fetch.encoding.EncodingRepairMiddleware": 584,
         # Requests pass low -> high: proxy chosen (587) -> render flag (740) -> auth (750)
         # -> the identity's headers (760).
-        "crawlers.fetch.rendering.RenderMiddleware": 740,
+        "crawlers.fetch.render_mode.RenderMiddleware": 740,
         # Replaced: the identity's User-Agent (or USER_AGENT with FETCH_IDENTITY=crawler),
         # with every other header of a plain request in a browser's order. After every
         # middleware that adds one (cookies 700, validators 745, proxy credentials 750).

@@ -166,7 +166,6 @@ ROTATING_PROXY_BACKOFF_BASE = 300  # a banned proxy rests up to 5 min at first, 
 ROTATING_PROXY_BACKOFF_CAP = 3600  # ... up to an hour
 ROTATING_PROXY_CLOSE_SPIDER = False  # every proxy dead: check them all again, do not stop
 ROTATING_PROXY_LOGSTATS_INTERVAL = 60
-ROTATING_PROXY_PAGE_RETRY_TIMES = 5  # proxies tried for one page before it fails
 
 # --- block pages and retries (crawlers/fetch/retry.py) ---
 # Block pages (blocked/captcha/throttled) are retried this often, then dropped; network

@@ -30,7 +30,7 @@ QUIET_LEVELS: dict[str, int] = {
 
 def quiet_client_loggers(settings: BaseSettings) -> None:
     """Set ``QUIET_LEVELS`` unless the crawl logs at DEBUG; idempotent."""
-    if str(settings.get("LOG_LEVEL") or "").upper() == "DEBUG":
+    if str(settings.get("LOG_LEVEL")).upper() == "DEBUG":
         return
     for name, level in QUIET_LEVELS.items():
         logging.getLogger(name).setLevel(level)

@@ -25,7 +25,7 @@ from core.config import HTTP_SCHEMES, OperatorError, check_url, settings_elastic
 from core.es_access import AUTH_STAT, ElasticsearchAuthError, check_access
 from crawlers.commands import check_site
 from crawlers.fetch.refusal import REFUSAL_STAT
-from crawlers.fetch.rendering import check_chromium
+from crawlers.fetch.render_mode import check_chromium
 
 REFUSED_EXIT = 3
 AUTH_EXIT = 2

@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 SAMPLE_META = "render_sample"  # rendered to be compared with a plain probe
 PROBE_META = "render_probe"  # the plain half of a comparison (the sample's fingerprint)
-RENDER_META = "render"  # crawlers.fetch.rendering's explicit per-request choice
+RENDER_META = "render"  # crawlers.fetch.render_mode's explicit per-request choice
 # Item fields that say when or by which job, not what the page shows.
 VOLATILE_FIELDS = frozenset({"job_id", "crawled_at", "scraped_at", "fetched_at", "first_seen"})
 REFRESH_EVERY = 2.0  # seconds between reads of the shared state

@@ -78,15 +78,8 @@ from scrapy.http import Headers, Request, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.url import add_http_if_no_scheme
 
-from crawlers.fetch.identity import (
-    SESSION_META,
-    BrowserIdentity,
-    browser_spelling,
-    identity_for,
-    identity_of,
-    request_pairs,
-    with_h2_priority,
-)
+from crawlers.fetch.headers import browser_spelling, request_pairs, with_h2_priority
+from crawlers.fetch.identity import SESSION_META, BrowserIdentity, identity_for, identity_of
 from crawlers.fetch.redact import basic_credentials, proxy_id, redact
 
 logger = logging.getLogger(__name__)

@@ -1,18 +1,27 @@
-"""Rotating proxies: scrapy-rotating-proxies, with the site's block classifier as ban policy.
+"""Rotating proxies: scrapy-rotating-proxies' pool, with the site's block classifier as ban
+policy.
 
-Subclasses of the library's two middlewares, because 0.6.2 on Scrapy 2.19:
+Our own two middlewares, built on the library's public parts only: its proxy pool
+(``rotating_proxies.expire.Proxies``: good/dead/unchecked, backoff, reanimation), its
+backoff function and its ban-policy interface (``response_is_ban`` /
+``exception_is_ban``, on the policy or the spider). Its middlewares are not used: they
+talk through private meta keys (``_rotating_proxy``, ``_ban``) and a private policy
+loader, and on Scrapy 2.19 they
 
-- takes a ``spider`` argument in ``process_request/response/exception`` (a
-  ScrapyDeprecationWarning per method at start-up; the argument goes away in a future
-  Scrapy): ours take none and keep the crawler from ``from_crawler``;
-- calls ``logger.warn`` (a DeprecationWarning) when every proxy is dead: ours log with
+- take a ``spider`` argument in ``process_request/response/exception`` (a
+  ScrapyDeprecationWarning per method at start-up): ours take none;
+- call ``logger.warn`` (a DeprecationWarning) when every proxy is dead: ours log with
   ``warning``;
-- logs whole proxy URLs, credentials included, at DEBUG: ours name proxies by
+- log whole proxy URLs, credentials included, at DEBUG: ours name proxies by
   ``host:port`` and the library's ``rotating_proxies.expire`` logger is kept at INFO;
-- uses one download slot per proxy *host* (all loopback proxies would share one): ours
+- use one download slot per proxy *host* (all loopback proxies would share one): ours
   use ``host:port``;
-- retries a banned request itself, at once: ours leave every retry to
+- retry a banned request themselves, at once: ours leave every retry to
   ``crawlers.fetch.retry.BlockRetryMiddleware`` (backoff, and a different proxy).
+
+``RotatingProxies`` marks ``meta["rotated_proxy"]`` on the requests whose proxy it
+picked; ``BanDetection`` puts the ban verdict in ``meta["proxy_ban"]`` (True, False or
+None: unknown), which ``RotatingProxies`` reads on the way back.
 
 Proxies come from ``ROTATING_PROXY_LIST_PATH`` (a file) or ``ROTATING_PROXY_LIST``, which
 the settings fill from ``PROXY_LIST`` / ``PROXY_LIST_FILE``; a site profile may set
@@ -20,35 +29,40 @@ either in its ``[settings]`` table. Without proxies both middlewares are off
 (NotConfigured), unless the profile says ``needs_proxies = true``: then the crawl refuses
 to start rather than burn the server's own address.
 
-Stats: the library's ``proxies/good|dead|unchecked|reanimated`` gauges and
-``bans/status/<code>``, ``bans/error/<exception>``, plus ``proxies/total``,
-``proxies/marked_dead`` and per proxy ``proxies/requests/<host:port>``,
-``proxies/ok/<host:port>``, ``proxies/bans/<host:port>``.
+Stats: ``proxies/good|dead|unchecked|reanimated`` gauges and ``bans/status/<code>``,
+``bans/error/<exception>``, plus ``proxies/total``, ``proxies/marked_dead`` and per
+proxy ``proxies/requests/<host:port>``, ``proxies/ok/<host:port>``,
+``proxies/bans/<host:port>``.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
-from rotating_proxies.expire import Proxies
-from rotating_proxies.middlewares import BanDetectionMiddleware, RotatingProxyMiddleware
+from rotating_proxies.expire import Proxies, exp_backoff_full_jitter
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
+from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet import task
 
 from crawlers.fetch.classify import ResponseClassifier
 from crawlers.fetch.identity import SESSION_META
 from crawlers.fetch.redact import install_redaction, normalize_proxy, proxy_id
 from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError
-from crawlers.fetch.retry import CHALLENGE_META, PROXY_EXCLUDE_META
+from crawlers.fetch.retry import CHALLENGE_META, PROXY_EXCLUDE_META, ROTATED_PROXY_META
 from crawlers.logs import not_configured
 
 logger = logging.getLogger(__name__)
+
+PROXY_BAN_META = "proxy_ban"  # the ban verdict of the request's proxy: True, False, None
+REANIMATE_INTERVAL = 5.0  # seconds between moves of rested dead proxies back to unchecked
 
 
 class ProxyConfigError(RuntimeError):
@@ -117,20 +131,20 @@ class RedactedProxies(Proxies):
         super().mark_good(proxy)
 
 
-class RotatingProxies(RotatingProxyMiddleware):
+class RotatingProxies:
     def __init__(self, crawler: Crawler, proxy_list: list[str]) -> None:
         settings = crawler.settings
-        super().__init__(
-            proxy_list=proxy_list,
-            logstats_interval=settings.getfloat("ROTATING_PROXY_LOGSTATS_INTERVAL", 30),
-            stop_if_no_proxies=settings.getbool("ROTATING_PROXY_CLOSE_SPIDER", False),
-            max_proxies_to_try=settings.getint("ROTATING_PROXY_PAGE_RETRY_TIMES", 5),
-            backoff_base=settings.getfloat("ROTATING_PROXY_BACKOFF_BASE", 300),
-            backoff_cap=settings.getfloat("ROTATING_PROXY_BACKOFF_CAP", 3600),
-            crawler=crawler,
-        )
         self.crawler = crawler
-        self.proxies = RedactedProxies(list(self.proxies.proxies), backoff=self.proxies.backoff)
+        self.stats = crawler.stats
+        backoff = partial(
+            exp_backoff_full_jitter,
+            base=settings.getfloat("ROTATING_PROXY_BACKOFF_BASE"),
+            cap=settings.getfloat("ROTATING_PROXY_BACKOFF_CAP"),
+        )
+        self.proxies = RedactedProxies(proxy_list, backoff=backoff)
+        self.logstats_interval = settings.getfloat("ROTATING_PROXY_LOGSTATS_INTERVAL")
+        self.stop_if_no_proxies = settings.getbool("ROTATING_PROXY_CLOSE_SPIDER")
+        self.tasks: list[task.LoopingCall] = []
         # Its DEBUG lines print proxy URLs with their credentials.
         logging.getLogger("rotating_proxies.expire").setLevel(logging.INFO)
         install_redaction()
@@ -149,17 +163,36 @@ class RotatingProxies(RotatingProxyMiddleware):
         )
         return middleware
 
+    def engine_started(self) -> None:
+        log = task.LoopingCall(self.log_stats)
+        log.start(self.logstats_interval, now=True)
+        reanimate = task.LoopingCall(self.reanimate)
+        reanimate.start(REANIMATE_INTERVAL, now=False)
+        self.tasks = [log, reanimate]
+
+    def engine_stopped(self) -> None:
+        for looping in self.tasks:
+            if looping.running:
+                looping.stop()
+
+    def log_stats(self) -> None:
+        logger.info("%s", self.proxies)
+
+    def reanimate(self) -> None:
+        if self.proxies.reanimate():
+            logger.debug("rested proxies are unchecked again: %s", self.proxies)
+
     def get_proxy_slot(self, proxy: str) -> str:
         # host:port, so proxies on one host keep their own concurrency and delay.
         return proxy_id(proxy)
 
     def process_request(self, request: Request) -> None:
-        if "proxy" in request.meta and not request.meta.get("_rotating_proxy"):
+        if "proxy" in request.meta and not request.meta.get(ROTATED_PROXY_META):
             return  # the spider chose a proxy (or None = direct) for this request itself
         proxy = self._choose(set(request.meta.get(PROXY_EXCLUDE_META) or ()))
         request.meta["proxy"] = proxy
         request.meta["download_slot"] = self.get_proxy_slot(proxy)
-        request.meta["_rotating_proxy"] = True
+        request.meta[ROTATED_PROXY_META] = True
         self.stats.inc_value(f"proxies/requests/{proxy_id(proxy)}")
 
     def _choose(self, excluded: set[str]) -> str:
@@ -186,9 +219,9 @@ class RotatingProxies(RotatingProxyMiddleware):
     def _record(self, request: Request) -> None:
         """Mark the proxy by the ban verdict; retrying is BlockRetryMiddleware's job."""
         proxy = self.proxies.get_proxy(request.meta.get("proxy"))
-        if not (proxy and request.meta.get("_rotating_proxy")):
+        if not (proxy and request.meta.get(ROTATED_PROXY_META)):
             return
-        ban = request.meta.get("_ban")
+        ban = request.meta.get(PROXY_BAN_META)
         name = proxy_id(proxy)
         if ban is True:
             self.proxies.mark_dead(proxy)
@@ -240,21 +273,35 @@ class BlockBanPolicy:
         return True
 
 
-class BanDetection(BanDetectionMiddleware):
-    def __init__(self, crawler: Crawler, policy: Any) -> None:
-        super().__init__(crawler.stats, policy)
+class BanPolicy(Protocol):
+    """scrapy-rotating-proxies' ban policy interface (``ROTATING_PROXY_BAN_POLICY``): each
+    answers True (a ban), False (not a ban) or None (unknown)."""
+
+    def response_is_ban(self, request: Request, response: Response) -> bool | None: ...
+
+    def exception_is_ban(self, request: Request, exception: Exception) -> bool | None: ...
+
+
+class BanDetection:
+    """The ban verdict of every answer through a proxy, by ``ROTATING_PROXY_BAN_POLICY``
+    (or the spider's own ``response_is_ban`` / ``exception_is_ban``, as the library allows)."""
+
+    def __init__(self, crawler: Crawler, policy: BanPolicy) -> None:
         self.crawler = crawler
+        self.stats = crawler.stats
+        self.policy = policy
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BanDetection:
         if not configured_proxies(crawler.settings):
             raise not_configured("BanDetection", "no proxies: nothing to ban")
-        return cls(crawler, cls._load_policy(crawler))
+        policy_cls = load_object(crawler.settings["ROTATING_PROXY_BAN_POLICY"])
+        return cls(crawler, build_from_crawler(policy_cls, crawler))
 
     def process_response(self, request: Request, response: Response) -> Response:
         is_ban = getattr(self.crawler.spider, "response_is_ban", self.policy.response_is_ban)
         ban = is_ban(request, response)
-        request.meta["_ban"] = ban
+        request.meta[PROXY_BAN_META] = ban
         if ban:
             self.stats.inc_value(f"bans/status/{response.status}")
             if not response.body:
@@ -267,4 +314,4 @@ class BanDetection(BanDetectionMiddleware):
         if ban:
             kind = type(exception)
             self.stats.inc_value(f"bans/error/{kind.__module__}.{kind.__name__}")
-        request.meta["_ban"] = ban
+        request.meta[PROXY_BAN_META] = ban

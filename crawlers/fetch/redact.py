@@ -14,8 +14,7 @@ import hmac
 import logging
 import os
 import re
-from urllib.parse import unquote
-from urllib.request import _parse_proxy  # type: ignore[attr-defined]
+from urllib.parse import unquote, urlsplit
 
 from scrapy.utils.url import add_http_if_no_scheme
 
@@ -40,16 +39,25 @@ def normalize_proxy(url: str) -> str:
     return add_http_if_no_scheme(url.strip())
 
 
+def split_proxy(url: str) -> tuple[str, str | None, str | None, str]:
+    """(scheme, user, password, host:port) of a proxy URL, as Scrapy's HttpProxyMiddleware
+    splits it (credentials still percent-encoded; the last '@' ends them)."""
+    parts = urlsplit(normalize_proxy(url))
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    return parts.scheme, (user if at else None), (password if colon else None), hostport
+
+
 def proxy_id(url: str | None) -> str:
     """The proxy's name for stats and logs: ``host:port``, never its credentials."""
     if not url:
         return "direct"
-    return str(_parse_proxy(normalize_proxy(url))[3])
+    return split_proxy(url)[3]
 
 
 def proxy_for_playwright(url: str) -> dict[str, str]:
     """Playwright's ``proxy`` context option: server, and credentials kept apart from it."""
-    scheme, user, password, hostport = _parse_proxy(normalize_proxy(url))
+    scheme, user, password, hostport = split_proxy(url)
     option = {"server": f"{scheme or 'http'}://{hostport}"}
     if user is not None:
         option["username"] = unquote(user)

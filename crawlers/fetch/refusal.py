@@ -35,8 +35,8 @@ REFUSAL_STAT = "refusal"
 def presented(settings: BaseSettings) -> Presented:
     """What a crawl with these settings shows the site."""
     return Presented(
-        fetch_identity=str(settings.get("FETCH_IDENTITY") or "browser"),
-        user_agent=str(settings.get("USER_AGENT") or ""),
+        fetch_identity=str(settings.get("FETCH_IDENTITY")),
+        user_agent=str(settings.get("USER_AGENT")),
         sessions=settings.getbool("SESSIONS_ENABLED"),
         proxies=len(configured_proxies(settings)),
     )

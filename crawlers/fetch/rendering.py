@@ -1,17 +1,16 @@
 """JavaScript rendering with scrapy-playwright that never hangs, through rotating proxies.
 
-``RenderMiddleware`` decides which requests a browser renders, from ``RENDER_MODE`` (the
-site profile's ``render``: ``never`` | ``always`` | ``per_request``) and a request's
-``render`` meta (True/False). ``ResilientPlaywrightHandler`` is scrapy-playwright's
-download handler with what production needs around its public ``download_request``; it
-overrides no private method and reads no undocumented attribute of scrapy-playwright.
+``ResilientPlaywrightHandler`` is scrapy-playwright's download handler with what
+production needs around its public ``download_request``; it overrides no private method
+and reads no undocumented attribute of scrapy-playwright. Which requests a browser
+renders is ``crawlers.fetch.render_mode.RenderMiddleware``'s to say (``meta["playwright"]``).
 Plain requests go to ``crawlers.fetch.impersonate.ImpersonatingHandler``
 (``FETCH_IDENTITY = "browser"``) or to Scrapy's HTTP/1.1 handler (``"crawler"``).
 
 - **the crawl's identity** (``crawlers.fetch.identity``): every context is made with its
-  User-Agent (``context_options``), Chromium launched with its languages
-  (``launch_options``); a difference between the Accept-Language Chromium sends and
-  the plain requests' is said once (``render/accept_language_mismatch``).
+  User-Agent, Chromium launched with its languages (``crawlers.fetch.contexts``); a
+  difference between the Accept-Language Chromium sends and the plain requests' is said
+  once (``render/accept_language_mismatch``).
 
 - **a hard wall-clock limit** (``RENDER_HARD_TIMEOUT`` seconds) on every browser request,
   from waiting for a context to the page's content: past it the request fails with
@@ -22,12 +21,10 @@ Plain requests go to ``crawlers.fetch.impersonate.ImpersonatingHandler``
   (retried) instead of leaving them on the dead browser; scrapy-playwright relaunches it
   on the next request (``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
   ``RENDER_RESTART_AFTER_TIMEOUTS`` hard timeouts in a row recycle a hung browser.
-- **one context per proxy**: scrapy-playwright ignores ``meta["proxy"]``; a proxied
-  browser request goes to a context named after its proxy (``proxy:host:port``, meta
-  ``playwright_context``) created with Playwright's ``proxy`` option (meta
-  ``playwright_context_kwargs``). The credentials are taken from the request's
-  ``Proxy-Authorization`` header (which is removed: the target site never sees it) and
-  are not left in the request's meta.
+- **one context per proxy, and per fetch session** (``crawlers.fetch.contexts``):
+  scrapy-playwright ignores ``meta["proxy"]``; a proxied browser request goes to a
+  context named after its proxy, made with Playwright's ``proxy`` option; its
+  credentials are not left in the request's meta.
 - **bounded contexts and page reuse**: ``crawlers.fetch.browser_pool.BrowserPool``.
 - **resource blocking**: ``RENDER_ABORT_RESOURCE_TYPES`` (image, font, media by default)
   through ``PLAYWRIGHT_ABORT_REQUEST = crawlers.fetch.browser.abort_request``, unless a
@@ -48,53 +45,42 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
-from playwright.async_api import Browser, BrowserContext, Page
+from playwright.async_api import Browser, Page
 from playwright.async_api import Error as PlaywrightError
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError, NotConfigured
+from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError
 from scrapy.http import Request, Response
-from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
-from core.config import ConfigurationError, find_chromium
-from crawlers.fetch.adaptive import AdaptiveRendering, is_document_request
 from crawlers.fetch.browser import abort_request
 from crawlers.fetch.browser_pool import CLOSE_TIMEOUT, BrowserPool, close_quietly
-from crawlers.fetch.identity import (
-    IDENTITY_META,
-    SESSION_META,
-    BrowserIdentity,
-    chromium_path,
-    identity_for,
+from crawlers.fetch.contexts import (
+    CONTEXT_KWARGS_META,
+    CONTEXT_META,
+    DEFAULT_CONTEXT,
+    SessionCookies,
+    context_options,
+    launch_options,
+    route_through_proxy,
+    route_to_session,
 )
+from crawlers.fetch.identity import identity_for
 from crawlers.fetch.impersonate import ImpersonatingHandler
-from crawlers.fetch.redact import (
-    basic_credentials,
-    credential_tag,
-    proxy_for_playwright,
-    proxy_id,
-    redact,
-)
-from crawlers.fetch.retry import CHALLENGE_META, COOKIES_IN_META
+from crawlers.fetch.redact import redact
+from crawlers.fetch.retry import CHALLENGE_META
 
 logger = logging.getLogger(__name__)
 
-RENDER_MODES = ("never", "always", "per_request", "auto")
-RENDER_META = "render"
 KEEP_RESOURCES_META = "render_keep_resources"
-# scrapy-playwright's documented request meta keys.
-CONTEXT_META = "playwright_context"
-CONTEXT_KWARGS_META = "playwright_context_kwargs"
+# scrapy-playwright's documented request meta keys (the context's: crawlers.fetch.contexts).
 PAGE_META = "playwright_page"
 INCLUDE_PAGE_META = "playwright_include_page"
 PAGE_INIT_META = "playwright_page_init_callback"
-DEFAULT_CONTEXT = "default"  # the context of a request without playwright_context
 CHALLENGE_ABORTS = frozenset({"stylesheet", "image", "font", "media"})
 SHUTDOWN_TIMEOUT = 30.0  # seconds for scrapy-playwright to close the browser at the end
 PLAYWRIGHT_LOGGER = "scrapy-playwright"
@@ -120,86 +106,6 @@ class RenderFailedError(DownloadFailedError):
         self.network = network
 
 
-def wants_render(mode: str, request: Request) -> bool:
-    """Whether ``request`` is rendered under the site's render ``mode`` (``auto`` is
-    ``RenderMiddleware``'s to decide, by evidence)."""
-    explicit = request.meta.get(RENDER_META)
-    if mode == "never":
-        return False
-    if mode == "per_request":
-        return bool(explicit)
-    # always: every page, except what asks not to be and what is not a page (robots.txt,
-    # an API's JSON, a sitemap): a browser would only wrap it in a DOM dump.
-    return explicit is not False and is_document_request(request)
-
-
-class RenderMiddleware:
-    """Sets ``meta["playwright"]`` on the requests the site's render mode says to render."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        mode = crawler.settings.get("RENDER_MODE")
-        if not mode:  # a project without the platform's settings renders what it asks for
-            raise NotConfigured("RENDER_MODE is not set")
-        self.mode = str(mode)
-        if self.mode not in RENDER_MODES:
-            raise ValueError(f"RENDER_MODE must be one of {RENDER_MODES}, got {self.mode!r}")
-        if self.mode != "never":
-            check_chromium(crawler.settings, crawler.spidercls.name)
-        # auto: the page types that need a browser, learnt (crawlers.fetch.adaptive).
-        self.adaptive = AdaptiveRendering.of(crawler) if self.mode == "auto" else None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
-        return cls(crawler)
-
-    async def process_request(self, request: Request) -> None:
-        explicit = request.meta.get(RENDER_META)
-        if self.adaptive is not None and explicit is None:
-            render = await self.adaptive.choose(request)
-        else:
-            render = wants_render(self.mode, request)
-        if render:
-            request.meta["playwright"] = True
-        elif explicit is False or self.adaptive is not None:
-            request.meta.pop("playwright", None)
-
-
-def check_chromium(settings: BaseSettings, site: str) -> None:
-    """ConfigurationError (one line, exit 2) when a crawl that may render (``RENDER_MODE``
-    other than never) has no runnable Chromium: checked once at start, not found missing
-    by every rendered request."""
-    mode = settings.get("RENDER_MODE")
-    if not mode or mode == "never":
-        return
-    # Before the add-on has applied crawlers.defaults (the crawl command checks first),
-    # the launch options may not name one yet: the default is the same lookup.
-    path = chromium_path(settings) or find_chromium()
-    if path and os.path.isfile(path) and os.access(path, os.X_OK):
-        return
-    where = f"CHROMIUM_PATH={path!r} is not an executable file" if path else "no Chromium found"
-    raise ConfigurationError(
-        f"{where}, and site {site!r} renders pages (RENDER_MODE={mode}): install Chromium "
-        "(apt-get install chromium) or set CHROMIUM_PATH to its binary"
-    )
-
-
-def playwright_cookie(cookie: Mapping[str, Any]) -> dict[str, Any]:
-    """A session cookie (Playwright's ``context.cookies()`` form) as ``add_cookies`` takes
-    it: a session cookie has no ``expires``, ``sameSite`` is one of its three words."""
-    out = {
-        key: cookie[key]
-        for key in ("name", "value", "domain", "path", "httpOnly", "secure")
-        if key in cookie
-    }
-    out.setdefault("path", "/")
-    expires = cookie.get("expires")
-    if isinstance(expires, int | float) and expires > 0:
-        out["expires"] = expires
-    same_site = str(cookie.get("sameSite") or "Lax").capitalize()
-    out["sameSite"] = same_site if same_site in ("Strict", "Lax", "None") else "Lax"
-    return out
-
-
 def quiet_playwright_logger(log_level: str | int | None) -> None:
     """scrapy-playwright attaches a logging listener to every page's request and response
     events when its logger's level lets DEBUG through, and Scrapy's LOG_LEVEL filters only
@@ -210,26 +116,6 @@ def quiet_playwright_logger(log_level: str | int | None) -> None:
     debug = str(log_level or "").upper() in ("DEBUG", str(logging.DEBUG))
     if not debug and playwright_logger.level == logging.NOTSET:
         playwright_logger.setLevel(logging.INFO)
-
-
-def context_options(user_agent: str, *, verify: bool) -> dict[str, Any]:
-    """Options of every context the handler creates: the identity's User-Agent (the
-    non-headless form; Chromium keeps its own client hints, which agree with it) and TLS
-    verification as for plain requests. Playwright's ``locale`` is not used: it rewrites
-    Accept-Language to the bare locale and moves it before Accept (measured on Chromium
-    156), which no Chrome sends; the languages come with the launch (``launch_options``).
-    """
-    return {"user_agent": user_agent, "ignore_https_errors": not verify}
-
-
-def launch_options(options: dict[str, Any], identity: BrowserIdentity | None) -> dict[str, Any]:
-    """PLAYWRIGHT_LAUNCH_OPTIONS with the identity's languages (``--accept-lang``):
-    Chromium then sends BROWSER_ACCEPT_LANGUAGE itself, in its place, and
-    navigator.languages agrees. An ``--accept-lang`` of the options' own wins."""
-    args = [str(arg) for arg in options.get("args") or ()]
-    if identity is None or any(arg.startswith("--accept-lang=") for arg in args):
-        return dict(options)
-    return {**options, "args": [*args, "--accept-lang=" + ",".join(identity.languages)]}
 
 
 class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
@@ -264,10 +150,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         self._crash_cancelled: set[asyncio.Task[Response]] = set()
         self._pages: dict[int, Page] = {}  # by id(request): the page it renders in
         self._browsers: weakref.WeakSet[Browser] = weakref.WeakSet()  # disconnect watched
-        # Per context, the session cookies already in it (crawlers.fetch.sessions).
-        self._loaded_cookies: weakref.WeakKeyDictionary[BrowserContext, frozenset[Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.session_cookies = SessionCookies()
         self._recycled: weakref.WeakSet[Browser] = weakref.WeakSet()
         self._consecutive_timeouts = 0
         self._closing = False
@@ -312,8 +195,8 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         # A context is made with these on the first request naming it (the spider's own
         # options win); the proxy's are added next.
         meta[CONTEXT_KWARGS_META] = {**self.context_options, **(own_kwargs or {})}
-        self._route_through_proxy(request)
-        self._route_to_session(request)
+        route_through_proxy(request)
+        route_to_session(request)
         # Pool pages unless the spider manages the request's page itself, or the page only
         # passes a session's challenge (one per session: nothing to reuse it for).
         reuse = self.reuse_pages and not (
@@ -422,7 +305,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             abort_request.assign(page, types)
             self.pool.learn(request.meta.get(CONTEXT_META, DEFAULT_CONTEXT), page)
             self._watch(page.context.browser)
-            await self._load_session_cookies(page, request)
+            await self.session_cookies.load(page, request)
             if spider_init is not None:
                 await load_object(spider_init)(page, request)
 
@@ -460,54 +343,6 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         name = type(exc).__name__ if not network else "network"
         self.crawler.stats.inc_value(f"render/failed/{name}")
         return RenderFailedError(message, network=network)
-
-    def _route_to_session(self, request: Request) -> None:
-        """A request of a fetch session (crawlers.fetch.sessions) renders in the session's
-        own context: its proxy (set above), its identity's User-Agent, its cookies (loaded
-        at page init), never another visitor's."""
-        session = request.meta.get(SESSION_META)
-        if not session:
-            return
-        kwargs = dict(request.meta.get(CONTEXT_KWARGS_META) or {})
-        identity = request.meta.get(IDENTITY_META)
-        if isinstance(identity, Mapping):
-            kwargs["user_agent"] = BrowserIdentity.from_dict(identity).user_agent
-        request.meta[CONTEXT_META] = f"session:{session}"
-        request.meta[CONTEXT_KWARGS_META] = kwargs
-
-    async def _load_session_cookies(self, page: Page, request: Request) -> None:
-        """The session's cookie jar into its context, when the context lacks any of it
-        (a new context, or cookies the session got elsewhere: a plain answer, another
-        worker's challenge)."""
-        cookies = request.meta.get(COOKIES_IN_META)
-        if not cookies or not request.meta.get(SESSION_META):
-            return
-        wanted = {(c.get("name"), c.get("domain"), c.get("path"), c.get("value")) for c in cookies}
-        loaded = self._loaded_cookies.get(page.context, frozenset())
-        if wanted <= loaded:
-            return
-        await page.context.add_cookies([playwright_cookie(c) for c in cookies])
-        self._loaded_cookies[page.context] = frozenset(loaded | wanted)
-
-    def _route_through_proxy(self, request: Request) -> None:
-        """A proxied browser request goes to its proxy's context (Playwright ``proxy``)."""
-        proxy = request.meta.get("proxy")
-        if not proxy:
-            return
-        # HttpProxyMiddleware moved the credentials into this header; Chromium must not
-        # send it to the site, and the context gets them as Playwright options instead.
-        credentials = basic_credentials(request.headers.get(b"Proxy-Authorization"))
-        request.headers.pop(b"Proxy-Authorization", None)
-        option = {"server": proxy_for_playwright(proxy)["server"]}
-        name = f"proxy:{proxy_id(proxy)}"
-        if credentials is not None:
-            option["username"], option["password"] = credentials
-            # Two accounts on one gateway must not share a context (cookies, session).
-            name += f"~{credential_tag(*credentials)}"
-        kwargs = dict(request.meta.get(CONTEXT_KWARGS_META) or {})
-        kwargs["proxy"] = option
-        request.meta[CONTEXT_META] = name
-        request.meta[CONTEXT_KWARGS_META] = kwargs
 
     # -- browser death ----------------------------------------------------------------------
     def _browser_disconnected(self, browser: Browser) -> None:

@@ -52,6 +52,9 @@ from crawlers.ledger import CrawlLedger
 logger = logging.getLogger(__name__)
 
 PROXY_EXCLUDE_META = "proxy_exclude"
+# The request's proxy was picked by the rotation (crawlers.fetch.proxies), not the spider:
+# the rotation may mark it and a retry may drop it.
+ROTATED_PROXY_META = "rotated_proxy"
 LEDGER_SUFFIX_META = "ledger_suffix"  # tells a side fetch's record from its request's
 # An answer the session layer judged (crawlers.fetch.sessions): a challenge its browser
 # passed is retried at once; the browser's own fetch is not retried here at all.
@@ -113,11 +116,12 @@ def forget_rotated_proxy(request: Request, *, keep_session: bool = False) -> Non
         if meta.pop(COOKIE_HEADER_META, None):
             request.headers.pop(b"Cookie", None)
         if meta.pop(SESSION_PROXY_META, None):
-            meta["_rotating_proxy"] = True  # the session's proxy goes like a rotated one
-    if not meta.get("_rotating_proxy"):
+            meta[ROTATED_PROXY_META] = True  # the session's proxy goes like a rotated one
+    if not meta.get(ROTATED_PROXY_META):
         return  # a proxy the spider chose itself stays
+    # Scrapy's HttpProxyMiddleware drops its own record of the credentials' proxy by
+    # itself when the next pass sets another proxy (that record holds no credentials).
     meta.pop("proxy", None)
-    meta.pop("_auth_proxy", None)
     meta.pop("download_slot", None)
     request.headers.pop(b"Proxy-Authorization", None)
 
@@ -147,9 +151,9 @@ class BlockRetryMiddleware(RetryMiddleware):
         self.crawler = crawler
         settings = crawler.settings
         self.classifier = ResponseClassifier.of(crawler)
-        self.block_retry_times = settings.getint("BLOCK_RETRY_TIMES", 3)
-        self.backoff_base = settings.getfloat("RETRY_BACKOFF_BASE", 0.5)
-        self.backoff_max = settings.getfloat("RETRY_BACKOFF_MAX", 30.0)
+        self.block_retry_times = settings.getint("BLOCK_RETRY_TIMES")
+        self.backoff_base = settings.getfloat("RETRY_BACKOFF_BASE")
+        self.backoff_max = settings.getfloat("RETRY_BACKOFF_MAX")
         self.not_before_max = settings.getfloat("PART_RETRY_BACKOFF_MAX")
         self.ledger = CrawlLedger.of(crawler)
         self.clock = SharedClock.of(crawler)

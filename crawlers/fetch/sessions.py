@@ -38,11 +38,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from functools import partial
-from http.cookiejar import Cookie
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -50,7 +48,6 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError, IgnoreRequest
 from scrapy.http import Request, Response
-from scrapy.http.cookies import CookieJar
 from scrapy.settings import BaseSettings
 from scrapy_playwright.page import PageMethod
 
@@ -59,14 +56,15 @@ from core.dedup import connect_async
 from core.keys import REDIS_ERRORS
 from core.sessions import (
     MemorySessionStore,
-    RedisSessionStore,
     Session,
     SessionPolicy,
     SessionStore,
     Wait,
     cookie_key,
 )
+from core.sessions_redis import RedisSessionStore
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
+from crawlers.fetch.cookies import cookie_header, set_cookies
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META, identity_for
 from crawlers.fetch.proxies import configured_proxies
 from crawlers.fetch.redact import proxy_id
@@ -110,60 +108,6 @@ def session_policy(settings: BaseSettings) -> SessionPolicy:
         # A held session comes back after its holder's longest possible render.
         hold=settings.getfloat("RENDER_HARD_TIMEOUT") + settings.getfloat("DOWNLOAD_TIMEOUT"),
     )
-
-
-# -- cookies: the session's jar holds Playwright's cookie dicts ------------------------------
-
-
-def cookie_dict(cookie: Cookie) -> dict[str, Any]:
-    """A cookie Scrapy parsed from Set-Cookie, as Playwright's ``context.cookies()`` has it."""
-    return {
-        "name": cookie.name,
-        "value": cookie.value or "",
-        "domain": cookie.domain,
-        "path": cookie.path or "/",
-        "expires": float(cookie.expires) if cookie.expires is not None else -1,
-        "httpOnly": bool(cookie.has_nonstandard_attr("HttpOnly")),
-        "secure": bool(cookie.secure),
-        "sameSite": str(cookie.get_nonstandard_attr("SameSite") or "Lax").capitalize(),
-    }
-
-
-def _domain_matches(host: str, domain: str) -> bool:
-    if domain.startswith("."):
-        bare = domain[1:]
-        return host == bare or host.endswith(domain)
-    return host == domain
-
-
-def cookie_header(cookies: Sequence[Mapping[str, Any]], url: str, now: float) -> str:
-    """The Cookie header a browser sends to ``url`` from this jar (RFC 6265 5.4: domain,
-    path and secure matched, expired cookies left out, longer paths first)."""
-    parts = urlsplit(url)
-    host, path = (parts.hostname or "").lower(), parts.path or "/"
-    chosen = []
-    for cookie in cookies:
-        expires = cookie.get("expires", -1)
-        if expires is not None and 0 <= expires <= now:
-            continue
-        if cookie.get("secure") and parts.scheme != "https":
-            continue
-        if not _domain_matches(host, str(cookie.get("domain", "")).lower()):
-            continue
-        cookie_path = str(cookie.get("path") or "/")
-        if not (path == cookie_path or path.startswith(cookie_path.rstrip("/") + "/")):
-            continue
-        chosen.append(cookie)
-    chosen.sort(key=lambda c: -len(str(c.get("path") or "/")))
-    return "; ".join(f"{c['name']}={c['value']}" for c in chosen)
-
-
-def set_cookies(response: Response, request: Request) -> list[dict[str, Any]]:
-    """The cookies ``response`` sets (Set-Cookie), parsed by Scrapy's cookie jar."""
-    if not response.headers.getlist(b"Set-Cookie"):
-        return []
-    jar = CookieJar()
-    return [cookie_dict(c) for c in jar.make_cookies(response, request)]
 
 
 # -- the browser's side of a challenge -----------------------------------------------------

@@ -69,7 +69,7 @@ class SiteSpider(Spider):
         except ProfileError as exc:  # an operator's mistake: one line, no traceback
             raise ConfigurationError(str(exc)) from None
         settings.setdict(profile.scrapy_settings(), priority="spider")
-        # The profile's render mode, for crawlers.fetch.rendering.RenderMiddleware;
+        # The profile's render mode, for crawlers.fetch.render_mode.RenderMiddleware;
         # `-s RENDER_MODE=...` (command line priority) still wins, e.g. for debugging.
         settings.set("RENDER_MODE", profile.render, priority="spider")
 

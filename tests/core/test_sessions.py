@@ -15,13 +15,13 @@ from core.dedup import connect_async
 from core.keys import SiteKeys
 from core.sessions import (
     MemorySessionStore,
-    RedisSessionStore,
     Retired,
     Session,
     SessionPolicy,
     SessionStore,
     Wait,
 )
+from core.sessions_redis import RedisSessionStore
 from harness.redis_server import RedisServer
 from tests.core.redis_target import Target
 

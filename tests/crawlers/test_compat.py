@@ -1,4 +1,5 @@
-"""The start-up guard of private Scrapy / scrapy-playwright uses (crawlers/compat.py)."""
+"""The start-up guard of private library uses (crawlers/compat.py), and the check that it
+declares every one the platform's source makes (tests/crawlers/private_uses.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from crawlers.compat import (
     check_private_api,
     missing_private_api,
 )
+from tests.crawlers.private_uses import PLATFORM, Use, find_private_uses, platform_sources
 
 
 def test_the_installed_versions_have_every_declared_private_use() -> None:
@@ -60,3 +62,105 @@ def test_the_scheduler_runs_the_guard_at_start_up(monkeypatch: pytest.MonkeyPatc
     crawler = get_crawler(settings_dict={"REDIS_URL": "redis://127.0.0.1:1/0"})
     with pytest.raises(PrivateApiMissing, match="_gone"):
         crawlers.frontier.LeasingScheduler.from_crawler(crawler)
+
+
+# -- the platform's source against the declaration ------------------------------------------
+
+ATTRIBUTE_KINDS = {"attribute": "attribute", "instance attribute": "attribute"}
+
+
+def declared(uses: tuple[PrivateUse, ...] = PRIVATE_USES) -> set[tuple[str, str]]:
+    return {(ATTRIBUTE_KINDS.get(use.kind, use.kind), use.attribute) for use in uses}
+
+
+def found(uses: list[Use]) -> set[tuple[str, str]]:
+    return {(use.kind, use.name) for use in uses}
+
+
+@pytest.fixture(scope="module")
+def platform() -> dict[str, str]:
+    return platform_sources()
+
+
+def test_the_platform_uses_exactly_the_declared_private_names(platform: dict[str, str]) -> None:
+    uses = find_private_uses(platform)
+    undeclared = [str(use) for use in uses if (use.kind, use.name) not in declared()]
+    assert undeclared == [], "declare these in crawlers/compat.py PRIVATE_USES, or replace them"
+    unused = declared() - found(uses)
+    assert unused == set(), "declared in crawlers/compat.py but no longer used: remove them"
+    assert {path.split("/")[0] for path in platform} == set(PLATFORM)
+
+
+def test_the_issue_s_private_uses_are_gone(platform: dict[str, str]) -> None:
+    names = {name for _, name in found(find_private_uses(platform))}
+    gone = {"_spiders", "_found", "_load_policy", "_rotating_proxy", "_ban", "_auth_proxy"}
+    assert names & gone == set()
+
+
+SNIPPET = """
+from scrapy.spiderloader import SpiderLoader
+from urllib.request import _parse_proxy
+from crawlers.fetch.redact import _USERINFO
+
+OWN_META = "_own_key"
+
+
+class Loader(SpiderLoader):
+    def __init__(self, settings):
+        super().__init__(settings)
+        self._mine = {}
+        self._spiders["x"] = None
+        self._mine["x"] = self._found
+
+
+class Plain:
+    def __init__(self):
+        self._found = []
+        self._cache = None
+
+    def read(self, request, response, crawler):
+        request.meta["_ban"] = True
+        if not request.meta.get("_rotating_proxy"):
+            request.meta.pop("_auth_proxy", None)
+        if "_scheme_proxy" in response.meta:
+            return getattr(crawler, "_apply_settings")
+        request.meta[OWN_META] = self._cache
+        return Request("http://x", meta={"_download_slot_key": 1}), crawler.engine._slot
+"""
+
+
+def test_a_new_private_use_is_found_wherever_it_is() -> None:
+    assert [str(use) for use in find_private_uses({"crawlers/new.py": SNIPPET})] == [
+        "crawlers/new.py:27: attribute _apply_settings",
+        # Ours elsewhere (Plain binds _found) does not make Scrapy's loader's _found ours.
+        "crawlers/new.py:14: attribute _found",
+        "crawlers/new.py:3: attribute _parse_proxy",
+        "crawlers/new.py:29: attribute _slot",
+        "crawlers/new.py:13: attribute _spiders",
+        "crawlers/new.py:25: meta key _auth_proxy",
+        "crawlers/new.py:23: meta key _ban",
+        "crawlers/new.py:29: meta key _download_slot_key",
+        "crawlers/new.py:24: meta key _rotating_proxy",
+        "crawlers/new.py:26: meta key _scheme_proxy",
+    ]  # and nothing of ours: _USERINFO, self._mine, self._cache, OWN_META
+
+
+def test_the_platform_check_fails_on_one_new_private_use(platform: dict[str, str]) -> None:
+    sneaky = "def proxy(request):\n    return request.meta.get('_auth_proxy')\n"
+    uses = find_private_uses({**platform, "crawlers/fetch/sneaky.py": sneaky})
+    assert found(uses) - declared() == {("meta key", "_auth_proxy")}
+
+
+def test_instance_attributes_and_meta_keys_are_checked_in_the_library_s_source() -> None:
+    proxy, loader = "scrapy.downloadermiddlewares.httpproxy", "scrapy.spiderloader:SpiderLoader"
+    present = (
+        PrivateUse("Scrapy", proxy, "_auth_proxy", "x", "meta key"),
+        PrivateUse("Scrapy", loader, "_found", "x", "instance attribute"),
+    )
+    assert missing_private_api(present) == []
+    gone = (
+        PrivateUse("Scrapy", proxy, "_no_key", "x", "meta key"),
+        PrivateUse("Scrapy", loader, "_nothing", "x", "instance attribute"),
+        PrivateUse("Scrapy", "scrapy.no_such_module", "_auth_proxy", "x", "meta key"),
+    )
+    assert len(missing_private_api(gone)) == 3

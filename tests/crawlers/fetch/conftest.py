@@ -1,4 +1,5 @@
-"""Demo shops and loopback proxies for the fetch tests, each on a free loopback port."""
+"""Demo shops, loopback proxies and capturing sites for the fetch tests, each on a free
+loopback port."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from harness.demo_site import DemoSite
 from harness.loopback_proxy import LoopbackProxy
+from tests.crawlers.fetch.capture import CaptureServer, self_signed_tls
+from tests.crawlers.fetch.chromium import respond
 
 
 @pytest.fixture
@@ -35,3 +38,15 @@ def start_proxy(services: ExitStack, tmp_path: Path) -> Callable[..., LoopbackPr
         return services.enter_context(proxy)
 
     return start
+
+
+@pytest.fixture
+def sites() -> Iterator[tuple[CaptureServer, CaptureServer]]:
+    with CaptureServer(respond) as site, CaptureServer(respond) as other:
+        yield site, other
+
+
+@pytest.fixture
+def tls_site(tmp_path: Path) -> Iterator[CaptureServer]:
+    with CaptureServer(tls=self_signed_tls(tmp_path)) as site:
+        yield site

@@ -1,4 +1,4 @@
-"""The browser identity: brands, target, headers (pure), the middleware on a crawler's
+"""The browser identity: brands, target (pure), the middleware on a crawler's
 settings, and the real Chromium the platform launches, whose request heads the
 identity's headers must equal (a Chromium upgrade that changes them fails here)."""
 
@@ -6,68 +6,40 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.async_api import async_playwright
-from scrapy import Request, Spider
+from scrapy import Request
 from scrapy.settings import Settings, default_settings
-from scrapy.utils.test import get_crawler
 
 from core.config import ConfigurationError
 from crawlers import defaults
-from crawlers.fetch import identity as identity_module
-from crawlers.fetch.identity import (
+from crawlers.fetch.contexts import context_options, launch_options
+from crawlers.fetch.headers import (
     ACCEPT_ENCODING,
+    browser_headers,
+)
+from crawlers.fetch.identity import (
     IDENTITY_META,
-    NAVIGATION_ACCEPT,
     BrowserIdentity,
     IdentityMiddleware,
-    browser_headers,
     check_identity,
     chromium_path,
     chromium_version,
     crawl_identity,
-    fetch_site,
     grease_brands,
     impersonate_target,
     installed_targets,
-    request_dest,
 )
-from crawlers.fetch.rendering import context_options, launch_options
 from crawlers.profiles import SiteProfile, profile_sites
 from crawlers.scaffold.sample import sample_site
 from fingerprints.sampler import fetch_sample
 from harness.demo_site import DemoSite
 from tests.crawlers.fetch.capture import Answer, CaptureServer, Head
+from tests.crawlers.fetch.chromium import TARGETS, UA, identity, platform_crawler, sent
 from tests.crawlers.fetch.support import run_crawl
-
-PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
-TARGETS = (
-    "chrome131",
-    "chrome133a",
-    "chrome142",
-    "chrome146",
-    "chrome150",
-    "chrome152",
-    "chrome152_macos",
-    "chrome131_android",
-    "edge101",
-    "safari270",
-)
-UA = (
-    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/156.0.0.0 Safari/537.36"
-)
-
-
-def identity(accept_language: str = "en-US,en;q=0.9") -> BrowserIdentity:
-    return BrowserIdentity.chromium(
-        "156.0.8078.114", accept_language=accept_language, targets=TARGETS
-    )
-
 
 # -- the identity (pure) --------------------------------------------------------------------
 
@@ -114,139 +86,6 @@ def test_an_identity_survives_a_json_round_trip() -> None:
     assert BrowserIdentity.from_dict(json.loads(stored)) == me
 
 
-# -- the headers (pure) ---------------------------------------------------------------------
-
-
-def test_a_typed_in_navigation_is_chromiums() -> None:
-    assert browser_headers(identity(), method="GET", url="https://shop.example/") == [
-        ("Connection", "keep-alive"),
-        ("sec-ch-ua", '"Not:A-Brand";v="8", "Chromium";v="156"'),
-        ("sec-ch-ua-mobile", "?0"),
-        ("sec-ch-ua-platform", '"Linux"'),
-        ("Upgrade-Insecure-Requests", "1"),
-        ("User-Agent", UA),
-        ("Accept", NAVIGATION_ACCEPT),
-        ("Sec-Fetch-Site", "none"),
-        ("Sec-Fetch-Mode", "navigate"),
-        ("Sec-Fetch-User", "?1"),
-        ("Sec-Fetch-Dest", "document"),
-        ("Accept-Encoding", ACCEPT_ENCODING),
-        ("Accept-Language", "en-US,en;q=0.9"),
-    ]
-
-
-def test_the_requests_own_headers_stay_at_chromiums_places_and_scrapys_go() -> None:
-    own = [
-        ("User-Agent", "Scrapy/2.19 (+https://scrapy.org)"),
-        ("Accept-Language", "en"),
-        ("Accept-Encoding", "gzip, deflate"),
-        ("Cookie", "sid=1"),
-        ("If-None-Match", '"abc"'),
-        ("Referer", "https://shop.example/list"),
-        ("Proxy-Authorization", "Basic eDp5"),
-        ("X-Api-Key", "k"),
-        ("If-Modified-Since", "Mon, 01 Jan 2024 00:00:00 GMT"),
-    ]
-    headers = browser_headers(
-        identity(), method="GET", url="https://shop.example/item/1", headers=own
-    )
-    names = [name for name, _ in headers]
-    assert names[-9:] == [
-        "Sec-Fetch-Dest",
-        "X-Api-Key",  # another header of the request's own: before the Referer
-        "Referer",
-        "Accept-Encoding",
-        "Accept-Language",
-        "Cookie",
-        "If-None-Match",
-        "If-Modified-Since",
-        "Proxy-Authorization",
-    ]
-    values = dict(headers)
-    assert values["User-Agent"] == UA and values["Accept-Language"] == "en-US,en;q=0.9"
-    assert values["Sec-Fetch-Site"] == "same-origin"
-    assert not any("scrapy" in value.lower() for value in values.values())
-    # Applying them again (a retry passes the middleware again) changes nothing.
-    again = browser_headers(
-        identity(), method="GET", url="https://shop.example/item/1", headers=headers
-    )
-    assert again == headers
-
-
-def test_a_json_fetch_is_a_scripts_fetch() -> None:
-    headers = browser_headers(
-        identity(),
-        method="GET",
-        url="https://shop.example/api/reviews",
-        headers=[("Accept", "application/json"), ("Referer", "https://shop.example/p/1")],
-    )
-    assert [name for name, _ in headers] == [
-        "Connection",
-        "sec-ch-ua-platform",
-        "User-Agent",
-        "Accept",
-        "sec-ch-ua",
-        "sec-ch-ua-mobile",
-        "Sec-Fetch-Site",
-        "Sec-Fetch-Mode",
-        "Sec-Fetch-Dest",
-        "Referer",
-        "Accept-Encoding",
-        "Accept-Language",
-    ]
-    values = dict(headers)
-    assert (values["Sec-Fetch-Mode"], values["Sec-Fetch-Dest"]) == ("cors", "empty")
-    assert "Sec-Fetch-User" not in values and "Origin" not in values
-    # A default Accept comes after the hints; a POST says its Origin.
-    post = browser_headers(
-        identity(),
-        method="POST",
-        url="https://api.shop.com/graphql",
-        headers=[("Content-Type", "application/json"), ("Referer", "https://shop.com/")],
-        dest="empty",
-    )
-    assert [name for name, _ in post][2:10] == [
-        "User-Agent",
-        "sec-ch-ua",
-        "Content-Type",
-        "sec-ch-ua-mobile",
-        "Accept",
-        "Origin",
-        "Sec-Fetch-Site",
-        "Sec-Fetch-Mode",
-    ]
-    assert dict(post)["Origin"] == "https://shop.com"
-    assert dict(post)["Sec-Fetch-Site"] == "same-site"
-
-
-def test_sec_fetch_site_is_derived_from_the_referer() -> None:
-    url = "https://www.shop.co.uk/p/1"
-    assert fetch_site(url, None, navigation=True) == "none"
-    assert fetch_site(url, None, navigation=False) == "same-origin"
-    assert fetch_site(url, "https://www.shop.co.uk/list", navigation=True) == "same-origin"
-    assert fetch_site(url, "https://img.shop.co.uk/", navigation=True) == "same-site"
-    assert fetch_site(url, "https://other.co.uk/", navigation=True) == "cross-site"
-    assert fetch_site(url, "http://www.shop.co.uk/", navigation=True) == "cross-site"
-    # github.io is a public suffix (the list's private part): its hosts are sites apart.
-    assert fetch_site("https://a.github.io/", "https://b.github.io/", navigation=True) == (
-        "cross-site"
-    )
-    assert fetch_site("http://127.0.0.1:81/", "http://127.0.0.1:80/", navigation=True) == (
-        "same-site"
-    )
-    assert fetch_site("http://localhost:8/", "http://127.0.0.1:8/", navigation=True) == (
-        "cross-site"
-    )
-
-
-def test_the_kind_of_request_is_its_accept_or_its_meta() -> None:
-    assert request_dest(None) == request_dest("text/html,*/*;q=0.8") == "document"
-    assert request_dest("application/json") == request_dest("*/*") == "empty"
-    assert request_dest("application/json", "document") == "document"
-    with pytest.raises(ValueError, match="fetch_dest"):
-        request_dest(None, "image")
-
-
 # -- the installed Chromium ---------------------------------------------------------------------
 
 
@@ -275,10 +114,6 @@ def test_the_version_comes_from_the_installed_chromium_or_says_what_to_do() -> N
 
 
 # -- the middleware ------------------------------------------------------------------------------
-
-
-def platform_crawler(settings: dict[str, Any] | None = None) -> Any:
-    return get_crawler(Spider, {**PLATFORM, **(settings or {})})
 
 
 def test_the_middleware_gives_plain_requests_the_identitys_headers() -> None:
@@ -343,145 +178,6 @@ def test_robots_rules_are_matched_for_the_bot_token_whatever_the_identity() -> N
 
 # -- the real Chromium ---------------------------------------------------------------------------
 
-PAGE = b"""<!doctype html><html><head><title>t</title></head><body>
-<a id="next" href="/next">next</a>
-<script>async function get(url, options) { return (await fetch(url, options)).text(); }</script>
-</body></html>"""
-
-
-def respond(head: Head) -> Answer:
-    if head.target.startswith("/api"):
-        return Answer(
-            headers=[
-                ("Content-Type", "application/json"),
-                ("Access-Control-Allow-Origin", "*"),
-                ("Access-Control-Allow-Headers", "*"),
-            ],
-            body=b"{}",
-        )
-    if head.target == "/validated":
-        if head.get("If-None-Match"):
-            return Answer(status=304, headers=[("ETag", '"v1"')], body=b"")
-        return Answer(
-            headers=[
-                ("Content-Type", "text/html; charset=utf-8"),
-                ("ETag", '"v1"'),
-                ("Last-Modified", "Mon, 01 Jan 2024 00:00:00 GMT"),
-                ("Cache-Control", "no-cache"),
-                ("Set-Cookie", "sid=1; Path=/"),
-            ],
-            body=PAGE,
-        )
-    return Answer(body=PAGE)
-
-
-@pytest.fixture
-def sites() -> Iterator[tuple[CaptureServer, CaptureServer]]:
-    with CaptureServer(respond) as site, CaptureServer(respond) as other:
-        yield site, other
-
-
-async def chromium_heads(
-    me: BrowserIdentity, site: CaptureServer, other: CaptureServer
-) -> dict[str, Any]:
-    """Chromium launched and its context made as the platform does; a navigation typed
-    in, a link followed, a script's fetches (same origin, same site, cross site, a POST),
-    a reload with validators and a cookie."""
-    options = launch_options(dict(defaults.PLAYWRIGHT_LAUNCH_OPTIONS), me)
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(**options)
-        context = await browser.new_context(**context_options(me.user_agent, verify=False))
-        page = await context.new_page()
-        await page.goto(site.url + "/typed")
-        found = await page.evaluate(
-            "[navigator.webdriver, navigator.userAgent, navigator.languages,"
-            " navigator.userAgentData.brands.map(b => [b.brand, b.version])]"
-        )
-        async with page.expect_navigation():
-            await page.click("#next")
-        json_accept = {"headers": {"Accept": "application/json"}}
-        await page.evaluate("([u, o]) => get(u, o)", [site.url + "/api/json", json_accept])
-        await page.evaluate("u => get(u)", site.url + "/api/any")
-        post = {
-            "method": "POST",
-            "headers": {"Content-Type": "application/json", "Accept": "application/json"},
-            "body": "{}",
-        }
-        await page.evaluate("([u, o]) => get(u, o)", [site.url + "/api/post", post])
-        await page.evaluate("([u, o]) => get(u, o)", [other.url + "/api/samesite", json_accept])
-        crosssite = other.url.replace("127.0.0.1", "localhost") + "/api/crosssite"
-        await page.evaluate("([u, o]) => get(u, o)", [crosssite, json_accept])
-        await page.goto(site.url + "/validated")
-        await page.reload()
-        await browser.close()
-    return {
-        "webdriver": found[0],
-        "user_agent": found[1],
-        "languages": found[2],
-        "brands": [tuple(brand) for brand in found[3]],
-    }
-
-
-def sent(head: Head) -> list[tuple[str, str]]:
-    """What the identity's headers are compared with: all but Host (curl's)."""
-    return [(name, value) for name, value in head.headers if name != "Host"]
-
-
-def only(server: CaptureServer, target: str, nth: int = 0) -> Head:
-    return [head for head in server.heads if head.target.split("?")[0] == target][nth]
-
-
-@pytest.mark.integration
-def test_the_identitys_headers_are_what_the_installed_chromium_sends(
-    sites: tuple[CaptureServer, CaptureServer],
-) -> None:
-    site, other = sites
-    me = crawl_identity(platform_crawler().settings)
-    found = asyncio.run(chromium_heads(me, site, other))
-    assert found["webdriver"] is False
-    assert found["user_agent"] == me.user_agent
-    assert found["brands"] == list(me.brands)
-    assert found["languages"] == me.languages
-
-    def ours(url: str, own: list[tuple[str, str]], method: str = "GET") -> list[tuple[str, str]]:
-        return browser_headers(me, method=method, url=url, headers=own)
-
-    typed = only(site, "/typed")
-    assert sent(typed) == ours(site.url + "/typed", [])
-    link = only(site, "/next")
-    assert sent(link) == ours(site.url + "/next", [("Referer", site.url + "/typed")])
-    page = site.url + "/next"
-    json_own = [("Accept", "application/json"), ("Referer", page)]
-    assert sent(only(site, "/api/json")) == ours(site.url + "/api/json", json_own)
-    assert sent(only(site, "/api/any")) == ours(
-        site.url + "/api/any", [("Accept", "*/*"), ("Referer", page)]
-    )
-    post_own = [("Content-Type", "application/json"), *json_own]
-    assert [h for h in sent(only(site, "/api/post")) if h[0] != "Content-Length"] == ours(
-        site.url + "/api/post", post_own, "POST"
-    )
-    # Another port of the same host is the same site; localhost is another site. The
-    # Referer of a cross-origin request is the page's origin (strict-origin-when-cross-origin,
-    # Scrapy's REFERRER_POLICY in the platform's defaults).
-    origin_only = [("Accept", "application/json"), ("Referer", site.url + "/")]
-    assert sent(only(other, "/api/samesite")) == ours(other.url + "/api/samesite", origin_only)
-    crosssite = other.url.replace("127.0.0.1", "localhost") + "/api/crosssite"
-    assert sent(only(other, "/api/crosssite")) == ours(crosssite, origin_only)
-    # A reload: validators and the cookie after everything else.
-    reload = only(site, "/validated", 1)
-    assert sent(reload) == [
-        *ours(
-            site.url + "/validated",
-            [
-                ("Cache-Control", "max-age=0"),
-                ("Cookie", "sid=1"),
-                ("If-None-Match", '"v1"'),
-                ("If-Modified-Since", "Mon, 01 Jan 2024 00:00:00 GMT"),
-            ],
-        )
-    ]
-    assert defaults.REFERRER_POLICY == "strict-origin-when-cross-origin"
-
 
 def market_languages() -> list[str]:
     """The default, a market's, and every site profile's own BROWSER_ACCEPT_LANGUAGE."""
@@ -523,7 +219,7 @@ def test_chromium_sends_the_configured_languages_as_the_identity_does(
     assert head.get("Accept-Language") == accept_language
     assert sent(head)[-1] == ("Accept-Language", accept_language)  # in its place: last
     assert languages[0] == me.locale
-    assert head.get("Accept-Encoding") == identity_module.ACCEPT_ENCODING
+    assert head.get("Accept-Encoding") == ACCEPT_ENCODING
 
 
 # -- a crawl of the demo shop ---------------------------------------------------------------------

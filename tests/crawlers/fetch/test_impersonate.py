@@ -1,27 +1,21 @@
 """The plain-request handler on curl_cffi, against real servers on loopback: what goes on
 the wire (HTTP/1.1 and HTTP/2, beside the real Chromium's), connections, cookies,
-decoding, size caps, errors, proxies with credentials, TLS verification."""
+decoding, size caps, errors, proxies with credentials (TLS and HTTP/2:
+test_impersonate_tls.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import gzip
 import logging
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import brotli
 import pytest
 from curl_cffi import CurlECode
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import async_playwright
-from scrapy import Request, Spider
+from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import TunnelError
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
-from scrapy.downloadermiddlewares.httpproxy import HttpProxyMiddleware
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
@@ -33,24 +27,14 @@ from scrapy.exceptions import (
 from scrapy.http import Response
 from scrapy.settings import default_settings
 from scrapy.utils.misc import load_object
-from scrapy.utils.test import get_crawler
 
-from crawlers import defaults
-from crawlers.fetch.identity import (
-    SESSION_META,
-    IdentityMiddleware,
-    browser_headers,
-    browser_spelling,
-    identity_for,
-)
+from crawlers.fetch.identity import SESSION_META
 from crawlers.fetch.impersonate import (
     FLAG,
     ConnectionLostError,
-    ImpersonatingHandler,
     download_error,
 )
 from crawlers.fetch.proxies import BlockBanPolicy
-from crawlers.fetch.rendering import context_options, launch_options
 from harness.base import free_port
 from harness.demo_site import DemoSite
 from harness.loopback_proxy import LoopbackProxy
@@ -58,63 +42,15 @@ from tests.crawlers.fetch.capture import (
     Answer,
     CaptureServer,
     Head,
-    HelloServer,
-    self_signed_tls,
 )
-from tests.crawlers.fetch.support import assert_no_secret, expected_products, run_crawl
+from tests.crawlers.fetch.plain_client import Client, expected_wire, run, wire
+from tests.crawlers.fetch.support import assert_no_secret
 
-PLATFORM = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}}
 RETRY_EXCEPTIONS = tuple(
     load_object(path) if isinstance(path, str) else path
     for path in default_settings.RETRY_EXCEPTIONS
 )
 SECRET = "cu7l-s3cret"
-
-
-class Client:
-    """A request through the downloader middlewares that set headers (proxy credentials,
-    the identity) and the handler, as a crawl sends it; one per event loop."""
-
-    def __init__(self, settings: dict[str, Any] | None = None) -> None:
-        self.crawler = get_crawler(Spider, {**PLATFORM, **(settings or {})})
-        self.crawler.spider = Spider.from_crawler(self.crawler, name="unit")
-        self.proxies = HttpProxyMiddleware.from_crawler(self.crawler)
-        self.identity = IdentityMiddleware.from_crawler(self.crawler)
-        self.handler = ImpersonatingHandler.from_crawler(self.crawler)
-
-    async def fetch(self, request: Request) -> Response:
-        request.meta.setdefault(
-            "download_timeout", self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
-        )
-        self.proxies.process_request(request)
-        self.identity.process_request(request)
-        return await self.handler.download_request(request)
-
-    def stat(self, name: str) -> Any:
-        assert self.crawler.stats is not None
-        return self.crawler.stats.get_value(name, 0)
-
-
-def run(scenario: Callable[[Client], Any], settings: dict[str, Any] | None = None) -> Any:
-    async def main() -> Any:
-        client = Client(settings)
-        try:
-            return await scenario(client)
-        finally:
-            await client.handler.close()
-
-    return asyncio.run(main())
-
-
-def wire(head: Head) -> list[tuple[str, str]]:
-    return head.headers
-
-
-def expected_wire(client: Client, url: str, own: list[tuple[str, str]], method: str = "GET"):
-    me = identity_for(client.crawler)
-    host = url.split("/")[2]
-    sent = browser_headers(me, method=method, url=url, headers=own)
-    return [("Host", host), *((browser_spelling(n), v) for n, v in sent)]
 
 
 # -- the wire, HTTP/1.1 ------------------------------------------------------------------------
@@ -360,12 +296,6 @@ def test_a_refused_connection_names_no_credentials() -> None:
 # -- proxies --------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def tls_site(tmp_path: Path) -> Iterator[CaptureServer]:
-    with CaptureServer(tls=self_signed_tls(tmp_path)) as site:
-        yield site
-
-
 def test_credentials_reach_the_proxy_never_the_site(
     demo_site: DemoSite,
     start_proxy: Callable[..., LoopbackProxy],
@@ -398,128 +328,3 @@ def test_credentials_reach_the_proxy_never_the_site(
     stats = proxy.stats()
     assert stats["requests"] >= 1 and stats["connects"] >= 1 and stats["auth_failures"] >= 2
     assert_no_secret(SECRET, str(tunnel), caplog.text, str(refused.headers))
-
-
-# -- TLS and HTTP/2 -------------------------------------------------------------------------------
-
-
-@pytest.mark.integration
-def test_certificates_are_verified_only_when_asked(tls_site: CaptureServer) -> None:
-    async def scenario(client: Client) -> Response:
-        return await client.fetch(Request(tls_site.url + "/"))
-
-    assert run(scenario).status == 200  # FETCH_TLS_VERIFY false: Scrapy's own default
-    with pytest.raises(DownloadFailedError):
-        run(scenario, {"FETCH_TLS_VERIFY": True})
-
-
-@pytest.mark.integration
-def test_the_http2_priority_header_never_goes_over_http1(tls_site: CaptureServer) -> None:
-    async def scenario(client: Client) -> str | None:
-        return (await client.fetch(Request(tls_site.url + "/"))).protocol
-
-    assert run(scenario) == "HTTP/1.1"  # the server's ALPN offers no h2
-    assert tls_site.heads[0].get("priority") is None
-    assert tls_site.heads[0].headers == expected_wire(Client(), tls_site.url + "/", [])
-
-
-@pytest.mark.integration
-def test_over_http2_the_handler_sends_what_chromium_sends(tmp_path: Path) -> None:
-    page = b"<html><body><script>function get(u, o) { return fetch(u, o) }</script></body></html>"
-    with CaptureServer(
-        lambda head: Answer(body=page), tls=self_signed_tls(tmp_path, http2=True)
-    ) as site:
-        client = Client()
-        me = identity_for(client.crawler)
-
-        async def chromium() -> None:
-            options = launch_options(dict(defaults.PLAYWRIGHT_LAUNCH_OPTIONS), me)
-            async with async_playwright() as playwright:
-                browser = await playwright.chromium.launch(**options)
-                context = await browser.new_context(**context_options(me.user_agent, verify=False))
-                page = await context.new_page()
-                await page.goto(site.url + "/chromium")
-                options_json = {"headers": {"Accept": "application/json"}}
-                await page.evaluate(
-                    "([u, o]) => get(u, o)", [site.url + "/api/chromium", options_json]
-                )
-                await browser.close()
-
-        async def scenario(client: Client) -> list[Response]:
-            document = await client.fetch(Request(site.url + "/curl"))
-            api = await client.fetch(
-                Request(
-                    site.url + "/api/curl",
-                    headers={"Accept": "application/json", "Referer": site.url + "/chromium"},
-                )
-            )
-            return [document, api]
-
-        asyncio.run(chromium())
-        responses = run(scenario)
-        heads = {head.target: head for head in site.heads}
-    assert [response.protocol for response in responses] == ["h2", "h2"]
-    for ours, theirs in (("/curl", "/chromium"), ("/api/curl", "/api/chromium")):
-        assert heads[ours].protocol == heads[theirs].protocol == "h2"
-        renamed = [(name, value.replace(ours, theirs)) for name, value in heads[ours].headers]
-        assert renamed == heads[theirs].headers, ours
-
-
-def test_a_hung_proxy_times_out_and_the_page_is_fetched_through_another(
-    start_site: Callable[..., DemoSite],
-    start_proxy: Callable[..., LoopbackProxy],
-    tmp_path: Path,
-) -> None:
-    """DOWNLOAD_TIMEOUT holds on curl's requests; the timeout is retried and bans the
-    proxy, as Twisted's timeouts were."""
-    site = start_site(products=12)
-    hung, good = start_proxy("hung", mode="hang"), start_proxy("good")
-    result = run_crawl(
-        tmp_path,
-        base_url=site.url,
-        proxies=[hung.url, good.url],
-        settings={"DOWNLOAD_TIMEOUT": 2, "RETRY_BACKOFF_BASE": 0.05},
-        timeout=240,
-    )
-    assert result.returncode == 0, result.log[-3000:]
-    expected = expected_products(site.catalog(), site.url)
-    assert sorted(item["sku"] for item in result.items) == sorted(expected)
-    timeout = "scrapy.exceptions.DownloadTimeoutError"
-    assert result.stat(f"retry/reason_count/{timeout}") >= 1
-    assert result.stat(f"bans/error/{timeout}") >= 1
-    assert result.stat(f"proxies/bans/127.0.0.1:{hung.port}") >= 1
-    assert result.stat("fetch/retry/network") >= 1
-
-
-@pytest.mark.integration
-def test_the_tls_client_hello_is_the_installed_chromiums() -> None:
-    """The curl_cffi target's ClientHello offers what the installed Chromium's does: the
-    same cipher suites in order, extension set (Chrome permutes the order), supported
-    groups, signature algorithms and ALPN (GREASE aside). A Chromium upgrade that changes
-    them fails here: pin a curl-cffi with a closer Chrome target (docs/fetching.md)."""
-    with HelloServer() as server:
-
-        async def chromium() -> None:
-            me = identity_for(Client().crawler)
-            async with async_playwright() as playwright:
-                browser = await playwright.chromium.launch(
-                    **launch_options(dict(defaults.PLAYWRIGHT_LAUNCH_OPTIONS), me)
-                )
-                page = await browser.new_page()
-                with contextlib.suppress(PlaywrightError):  # the server hangs up
-                    await page.goto(server.url + "/")
-                await browser.close()
-
-        async def curl(client: Client) -> None:
-            with pytest.raises(DownloadFailedError):
-                await client.fetch(Request(server.url + "/"))
-
-        asyncio.run(chromium())
-        theirs = server.hellos[0]
-        run(curl)
-        ours = server.hellos[-1]
-    assert ours.ciphers == theirs.ciphers
-    assert ours.extensions == theirs.extensions
-    assert ours.groups == theirs.groups
-    assert ours.signature_algorithms == theirs.signature_algorithms
-    assert ours.alpn == theirs.alpn == ("h2", "http/1.1")

@@ -21,26 +21,29 @@ from scrapy.utils.test import get_crawler
 
 from core.blocks import classify
 from crawlers import defaults
-from crawlers.addon import COMPONENTS
 from crawlers.fetch.cache import BlockAwareCachePolicy
 from crawlers.fetch.classify import ResponseClassifier, reason_slug
 from crawlers.fetch.encoding import EncodingRepairMiddleware, misdeclared_cp1252
-from crawlers.fetch.proxies import BlockBanPolicy, ProxyConfigError, RotatingProxies
+from crawlers.fetch.proxies import (
+    PROXY_BAN_META,
+    BanDetection,
+    BlockBanPolicy,
+    ProxyConfigError,
+    RotatingProxies,
+)
 from crawlers.fetch.redact import (
     RedactingFilter,
     credential_tag,
     proxy_for_playwright,
     proxy_id,
     redact,
+    split_proxy,
 )
-from crawlers.fetch.rendering import (
-    BrowserCrashedError,
-    RenderFailedError,
-    RenderTimeout,
-    wants_render,
-)
+from crawlers.fetch.render_mode import wants_render
+from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError, RenderTimeout
 from crawlers.fetch.retry import (
     PROXY_EXCLUDE_META,
+    ROTATED_PROXY_META,
     BlockRetryMiddleware,
     PageBlocked,
     backoff_delay,
@@ -53,10 +56,9 @@ PRODUCT_PAGE = "<html><head><title>Kettle</title></head><body>" + "<p>Steel kett
 
 
 def crawler_with(settings: dict[str, Any] | None = None, spidercls: type = Spider) -> Crawler:
-    merged = {
-        "DOWNLOADER_MIDDLEWARES": COMPONENTS["DOWNLOADER_MIDDLEWARES"],
-        "RETRY_BACKOFF_BASE": 0,
-    }
+    # The platform's add-on, as `scrapy crawl` has it: its defaults (crawlers/defaults.py)
+    # and components.
+    merged = {"ADDONS": {"crawlers.addon.ScrapingPlatform": 0}, "RETRY_BACKOFF_BASE": 0}
     crawler = get_crawler(spidercls, {**merged, **(settings or {})})
     crawler.spider = spidercls.from_crawler(crawler, name="unit")
     return crawler
@@ -67,6 +69,16 @@ def response(body: str, status: int = 200, url: str = "http://site.test/p/1", **
 
 
 # -- credentials -----------------------------------------------------------------------
+
+
+def test_proxy_urls_split_as_scrapys_proxy_middleware_splits_them() -> None:
+    # The last '@' ends the credentials, which stay percent-encoded; no path, no scheme.
+    assert split_proxy("http://a:p@ss@h:5") == ("http", "a", "p@ss", "h:5")
+    assert split_proxy("https://a:p%40ss@h:4/") == ("https", "a", "p%40ss", "h:4")
+    assert split_proxy("http://a@h:3") == ("http", "a", None, "h:3")
+    assert split_proxy("http://a:@h:6") == ("http", "a", "", "h:6")
+    assert split_proxy(" h:2 ") == ("http", None, None, "h:2")
+    assert split_proxy("socks5://u:v@[::1]:7") == ("socks5", "u", "v", "[::1]:7")
 
 
 def test_proxy_names_never_carry_credentials() -> None:
@@ -175,7 +187,7 @@ def run(coroutine: Any) -> Any:
 def test_block_pages_are_retried_through_another_proxy_then_dropped() -> None:
     crawler = crawler_with({"BLOCK_RETRY_TIMES": 2})
     middleware = BlockRetryMiddleware.from_crawler(crawler)
-    request = Request("http://site.test/p/1", meta={"proxy": PROXIES[0], "_rotating_proxy": True})
+    request = Request("http://site.test/p/1", meta={"proxy": PROXIES[0], ROTATED_PROXY_META: True})
     request.headers[b"Proxy-Authorization"] = b"Basic YWxpY2U6czNjcmV0"
     first = run(middleware.process_response(request, response(_CAPTCHA_PAGE, request=request)))
     assert isinstance(first, Request)
@@ -228,7 +240,7 @@ def test_a_429_retry_after_is_honoured_up_to_the_cap() -> None:
 # -- proxies -------------------------------------------------------------------------------
 
 
-def test_rotating_proxies_are_subclassed_without_deprecation_warnings() -> None:
+def test_rotating_proxies_are_ours_without_deprecation_warnings() -> None:
     crawler = crawler_with({"ROTATING_PROXY_LIST": PROXIES})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -261,19 +273,31 @@ def test_proxies_rotate_with_a_slot_per_proxy_and_avoid_failed_ones() -> None:
 def test_a_ban_marks_the_proxy_dead_and_an_ok_page_marks_it_good() -> None:
     crawler = crawler_with({"ROTATING_PROXY_LIST": PROXIES})
     rotating = RotatingProxies.from_crawler(crawler)
+    bans = BanDetection.from_crawler(crawler)
+    assert isinstance(bans.policy, BlockBanPolicy)  # ROTATING_PROXY_BAN_POLICY, from defaults
     request = Request("http://site.test/p/1")
     rotating.process_request(request)
-    request.meta["_ban"] = True
-    rotating.process_response(request, response(_CAPTCHA_PAGE, request=request))
+    captcha = bans.process_response(request, response(_CAPTCHA_PAGE, request=request))
+    assert request.meta[PROXY_BAN_META] is True
+    rotating.process_response(request, captcha)
     banned = proxy_id(request.meta["proxy"])
     assert crawler.stats.get_value(f"proxies/bans/{banned}") == 1
     assert crawler.stats.get_value("proxies/dead") == 1
+    assert crawler.stats.get_value("bans/status/200") == 1
     good = Request("http://site.test/p/2")
     rotating.process_request(good)
     assert proxy_id(good.meta["proxy"]) != banned
-    good.meta["_ban"] = False
-    rotating.process_response(good, response(PRODUCT_PAGE, request=good))
+    page = bans.process_response(good, response(PRODUCT_PAGE, request=good))
+    assert good.meta[PROXY_BAN_META] is False
+    rotating.process_response(good, page)
     assert crawler.stats.get_value("proxies/good") == 1
+    refused = Request("http://site.test/p/3")
+    rotating.process_request(refused)
+    bans.process_exception(refused, DownloadConnectionRefusedError())
+    rotating.process_exception(refused, DownloadConnectionRefusedError())
+    assert crawler.stats.get_value("proxies/marked_dead") == 2
+    # Only our own meta keys: none of the library's private ones (_rotating_proxy, _ban).
+    assert [key for r in (request, good, refused) for key in r.meta if key.startswith("_")] == []
 
 
 def test_ban_policy_is_the_block_classifier() -> None:

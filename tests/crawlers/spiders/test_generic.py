@@ -182,7 +182,9 @@ def test_the_loader_adds_profile_only_sites_after_spider_modules(profiles: Path)
     assert loader.load("demo") is DemoSpider
     shop = loader.load("shop")
     assert issubclass(shop, GenericSpider) and shop.__name__ == "ShopSpider"
-    assert loader.find_by_request  # Scrapy's own loader otherwise
+    # Scrapy's own loader's spiders, then the profiles': by the name as a domain here.
+    assert loader.find_by_request(Request("http://shop/p/1")) == ["shop"]
+    assert loader.find_by_request(Request("http://demo/p/1")) == ["demo"]
     for site in ("broken", "misfit"):
         assert issubclass(loader.load(site), GenericSpider)
 
