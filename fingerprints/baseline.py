@@ -32,7 +32,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from core.blocks import classify
+from crawlers.profile_schema import FingerprintTable, describe
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.structure import (
     DEFAULT_THRESHOLD,
@@ -50,7 +53,6 @@ BASELINE_FILE = "baseline.json"
 COVERAGE_FILE = "coverage.json"
 FIXTURES_DIR = "fixtures"
 FIXTURE_SUFFIXES = (".html", ".htm")
-_PAGE_TYPE = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 class BaselineError(ValueError):
@@ -85,49 +87,40 @@ class FingerprintConfig:
     page_types_table: str = "fingerprint.page_types"
 
     @classmethod
+    def from_table(
+        cls, table: FingerprintTable, *, page_types_table: str = "fingerprint.page_types"
+    ) -> FingerprintConfig:
+        """The gate's view of a validated ``[fingerprint]`` table (the profile's schema
+        checked every key when it loaded: nothing is checked again here)."""
+        page_types = {
+            name: PageTypeConfig(
+                tuple(pt.sample_paths),
+                dict(pt.selectors),
+                pt.threshold,
+                pt.callback,
+                dict(pt.shows),
+            )
+            for name, pt in table.page_types.items()
+        }
+        return cls(
+            threshold=table.threshold,
+            page_types=page_types,
+            declared=True,
+            strict=table.strict,
+            page_types_table=page_types_table,
+        )
+
+    @classmethod
     def from_mapping(
         cls, raw: Mapping[str, Any], *, source: str = "<fingerprint>"
     ) -> FingerprintConfig:
-        raw = dict(raw)
-        threshold = _threshold(raw.pop("threshold", None), f"{source}: threshold")
-        strict = raw.pop("strict", False)
-        if not isinstance(strict, bool):
-            raise BaselineError(f"{source}: strict must be true or false")
-        page_types: dict[str, PageTypeConfig] = {}
-        for name, table in dict(raw.pop("page_types", {}) or {}).items():
-            where = f"{source}: page_types.{name}"
-            if not _PAGE_TYPE.fullmatch(name):
-                raise BaselineError(f"{where}: page type names are [a-z0-9_-]")
-            if not isinstance(table, Mapping):
-                raise BaselineError(f"{where} must be a table")
-            table = dict(table)
-            paths = table.pop("sample_paths", [])
-            selectors = table.pop("selectors", {})
-            page_threshold = _threshold(table.pop("threshold", None), f"{where}.threshold")
-            callback = table.pop("callback", None)
-            shows = table.pop("shows", {})
-            if not isinstance(shows, Mapping) or not all(
-                isinstance(k, str) and isinstance(q, str) and q.strip() for k, q in shows.items()
-            ):
-                raise BaselineError(f"{where}.shows: a table of field = selector")
-            if callback is not None and not (isinstance(callback, str) and callback.isidentifier()):
-                raise BaselineError(f"{where}.callback: the name of a spider method")
-            if table:
-                raise BaselineError(f"{where}: unknown keys {sorted(table)}")
-            if not isinstance(paths, list) or not all(
-                isinstance(p, str) and p.startswith("/") for p in paths
-            ):
-                raise BaselineError(f"{where}.sample_paths: a list of paths starting with /")
-            if not isinstance(selectors, Mapping) or not all(
-                isinstance(q, str) and q.strip() for q in selectors.values()
-            ):
-                raise BaselineError(f"{where}.selectors: a table of name = selector")
-            page_types[name] = PageTypeConfig(
-                tuple(paths), dict(selectors), page_threshold, callback, dict(shows)
-            )
-        if raw:
-            raise BaselineError(f"{source}: unknown keys {sorted(raw)}")
-        return cls(threshold=threshold, page_types=page_types, declared=True, strict=strict)
+        """A ``[fingerprint]`` table given as a mapping, validated by the profile's own
+        schema; a bad one raises ``BaselineError`` with the profile's one-line message."""
+        try:
+            table = FingerprintTable.model_validate(dict(raw))
+        except ValidationError as exc:
+            raise BaselineError(f"{source}: {describe(exc, FingerprintTable)}") from None
+        return cls.from_table(table)
 
     @classmethod
     def for_site(cls, site: str, profiles_dir: Path | None = None) -> FingerprintConfig:
@@ -136,11 +129,12 @@ class FingerprintConfig:
         if not (directory / f"{site}.toml").exists():
             return cls()
         profile = SiteProfile.load(site, directory)
-        section = profile.fingerprint
-        if not section:
+        table = profile.gate_table
+        if table is None:
             return cls()
-        config = cls.from_mapping(section, source=f"{directory / site}.toml [fingerprint]")
-        return replace(config, page_types_table="pages") if profile.pages else config
+        if profile.pages:
+            return cls.from_table(table, page_types_table="pages")
+        return cls.from_table(table)
 
     def sample(self) -> dict[str, tuple[str, ...]]:
         return {name: pt.sample_paths for name, pt in self.page_types.items() if pt.sample_paths}
@@ -162,14 +156,6 @@ class FingerprintConfig:
         the others' callbacks stay known (``declared_callbacks``)."""
         kept = {name: pt for name, pt in self.page_types.items() if name in page_types}
         return replace(self, page_types=kept, site_callbacks=self.callbacks)
-
-
-def _threshold(value: Any, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise BaselineError(f"{where} must be a number in (0, 1], got {value!r}")
-    return float(value)
 
 
 # -- the site baseline --------------------------------------------------------------------------

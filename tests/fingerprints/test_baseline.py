@@ -212,11 +212,11 @@ def test_profile_section_validation() -> None:
     assert config.page_types["listing"] == PageTypeConfig(("/a", "/b"), {"x": "a.x"}, None)
     for bad, message in [
         ({"threshold": 1.5}, "threshold"),
-        ({"page_types": {"Bad Name": {}}}, "page type names"),
+        ({"page_types": {"Bad Name": {}}}, "page type name"),
         ({"page_types": {"x": {"sample_paths": ["no-slash"]}}}, "sample_paths"),
         ({"page_types": {"x": {"selectors": {"a": ""}}}}, "selectors"),
-        ({"page_types": {"x": {"sampel_paths": []}}}, "unknown keys"),
-        ({"treshold": 0.9}, "unknown keys"),
+        ({"page_types": {"x": {"sampel_paths": []}}}, "unknown key"),
+        ({"treshold": 0.9}, "unknown key"),
     ]:
         with pytest.raises(BaselineError, match=message):
             FingerprintConfig.from_mapping(bad)

@@ -289,9 +289,9 @@ def test_profile_keys_strict_and_callback() -> None:
     )
     assert config.strict and config.page_types["product"].callback == "parse_product"
     assert not FingerprintConfig.from_mapping({}).strict
-    with pytest.raises(BaselineError, match="strict must be true or false"):
+    with pytest.raises(BaselineError, match="strict: expected true or false"):
         FingerprintConfig.from_mapping({"strict": "yes"})
-    with pytest.raises(BaselineError, match="callback: the name of a spider method"):
+    with pytest.raises(BaselineError, match="callback: expected the name of a spider method"):
         FingerprintConfig.from_mapping({"page_types": {"product": {"callback": "parse product"}}})
     table = FingerprintTable.model_validate(
         {"strict": True, "page_types": {"product": {"callback": "parse_product"}}}
