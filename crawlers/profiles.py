@@ -31,27 +31,26 @@ from pydantic import Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from core.config import site_profiles_dir
+from crawlers.profile_messages import describe, shown
+from crawlers.profile_pages import ItemField, MarketTable, PageTable
 from crawlers.profile_schema import (
     Budget,
-    Cron,
     Fetch,
     FingerprintTable,
-    HttpUrl,
-    ItemField,
-    MarketTable,
-    PageTable,
-    PageTypeName,
     PageTypeTable,
     Politeness,
     Recrawl,
+    Timeouts,
+)
+from crawlers.profile_values import (
+    Cron,
+    HttpUrl,
+    PageTypeName,
     RenderMode,
     SiteName,
     Table,
     Text,
-    Timeouts,
     UrlPaths,
-    describe,
-    shown,
 )
 
 __all__ = [

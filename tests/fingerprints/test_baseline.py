@@ -17,13 +17,12 @@ from fingerprints.baseline import (
     PageTypeConfig,
     SiteBaseline,
     compute_baseline,
-    fixture_name,
     list_sites,
     load_baseline,
     restrict,
     save_baseline,
-    score_fixtures,
 )
+from fingerprints.fixture_scores import fixture_name, score_fixtures
 from fingerprints.gate import check_all, check_site
 from fingerprints.structure import FINGERPRINT_VERSION
 

@@ -30,7 +30,7 @@ from fingerprints.baseline import (
     load_baseline,
 )
 from fingerprints.coverage import CoverageBaseline, FieldExpectation, lost_fields
-from fingerprints.extraction import PageOutput, judge_extraction, run_callbacks, site_spider
+from fingerprints.extraction import PageOutput, run_callbacks, site_spider
 from fingerprints.gate import (
     GateResult,
     Page,
@@ -40,6 +40,7 @@ from fingerprints.gate import (
     failure,
     judge_sample,
 )
+from fingerprints.judgement import judge_extraction
 from fingerprints.proposed import save_proposed_baseline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
