@@ -10,10 +10,7 @@ import types
 from collections.abc import Sequence
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import (
-    BaseModel,
-    ValidationError,
-)
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from crawlers.profile_values import Table

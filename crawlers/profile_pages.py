@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from crawlers.profile_values import (

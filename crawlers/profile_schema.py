@@ -14,10 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-)
+from pydantic import BeforeValidator, Field
 
 from crawlers.profile_messages import describe, shown
 from crawlers.profile_pages import FieldRule, FollowRule, ItemField, MarketTable, PageTable

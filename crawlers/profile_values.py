@@ -15,13 +15,7 @@ from urllib.parse import urlsplit
 from cronsim import CronSim, CronSimError
 from cssselect import SelectorError
 from parsel import Selector
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 RenderMode = Literal["never", "always", "per_request", "auto"]

@@ -51,12 +51,7 @@ from fingerprints.baseline import (
     site_dir,
 )
 from fingerprints.coverage import CoverageBaseline, fill_rates, load_coverage_baseline
-from fingerprints.extraction import (
-    Fetch,
-    PageOutput,
-    run_callbacks,
-    site_spider,
-)
+from fingerprints.extraction import Fetch, PageOutput, run_callbacks, site_spider
 from fingerprints.judgement import card_baselines, judge_extraction
 from fingerprints.results import (
     PARTS,
@@ -69,13 +64,7 @@ from fingerprints.results import (
     failure,
 )
 from fingerprints.sampler import Page, SamplerError, fetch_sample
-from fingerprints.verdicts import (
-    check_page,
-    decide,
-    evaluate,
-    extraction_targets,
-    propose_baseline,
-)
+from fingerprints.verdicts import check_page, decide, evaluate, extraction_targets, propose_baseline
 
 # The gate's API in one place (the flows, the CLI and tests import it from here).
 __all__ = [

@@ -12,14 +12,9 @@ from dataclasses import replace
 from typing import Any
 
 from core.blocks import BlockRules, classify
-from fingerprints.baseline import (
-    FingerprintConfig,
-    SiteBaseline,
-)
+from fingerprints.baseline import FingerprintConfig, SiteBaseline
 from fingerprints.comparison import PageTypeBaseline, compare
-from fingerprints.judgement import (
-    ExtractionReport,
-)
+from fingerprints.judgement import ExtractionReport
 from fingerprints.results import (
     OUTCOME_STATUS,
     PRECEDENCE,

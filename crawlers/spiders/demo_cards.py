@@ -15,13 +15,7 @@ from scrapy.selector import Selector
 
 from crawlers.profiles import PageSelectors
 from crawlers.spiders.base import page_selectors
-from crawlers.spiders.common import (
-    css_text,
-    money,
-    text,
-    to_float,
-    to_int,
-)
+from crawlers.spiders.common import css_text, money, text, to_float, to_int
 
 # What a listing card shows of its product, as the product page gives it (the profile's
 # [recrawl] card_fields name them).

@@ -27,14 +27,7 @@ from core.items_schema import (
     Url,
     schema_by_type,
 )
-from crawlers.spiders.common import (
-    absolute,
-    long_text,
-    money,
-    schema_name,
-    text,
-    to_float,
-)
+from crawlers.spiders.common import absolute, long_text, money, schema_name, text, to_float
 from crawlers.spiders.currency import Market
 from crawlers.spiders.printed import printed_date, printed_number
 

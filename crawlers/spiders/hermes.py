@@ -64,11 +64,7 @@ from crawlers.spiders.common import (
     to_float,
     unique,
 )
-from crawlers.spiders.hermes_markets import (
-    country_of_market,
-    resolve_currency,
-    stated_code,
-)
+from crawlers.spiders.hermes_markets import country_of_market, resolve_currency, stated_code
 
 PRODUCT_FIELDS = ("name", "price", "currency", "availability", "images")
 _STATE = '//script[@id="hermes-state"]/text()'

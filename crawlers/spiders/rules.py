@@ -25,12 +25,7 @@ from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 
 from crawlers.profile_schema import FieldRule, MarketTable, PageTable
-from crawlers.spiders.common import (
-    has_type,
-    schema_name,
-    structured_nodes,
-    text,
-)
+from crawlers.spiders.common import has_type, schema_name, structured_nodes, text
 from crawlers.spiders.currency import Market, market
 from crawlers.spiders.field_kinds import Kind, convert, field_kinds
 

@@ -31,15 +31,7 @@ from fingerprints.baseline import (
 )
 from fingerprints.coverage import CoverageBaseline, FieldExpectation, lost_fields
 from fingerprints.extraction import PageOutput, run_callbacks, site_spider
-from fingerprints.gate import (
-    GateResult,
-    Page,
-    check_site,
-    decide,
-    evaluate,
-    failure,
-    judge_sample,
-)
+from fingerprints.gate import GateResult, Page, check_site, decide, evaluate, failure, judge_sample
 from fingerprints.judgement import judge_extraction
 from fingerprints.proposed import save_proposed_baseline
 

@@ -10,11 +10,7 @@ from urllib.parse import parse_qs, urlencode, urlparse, urlunparse
 from scrapy.http import TextResponse
 
 from crawlers.items import GeoPoint
-from crawlers.spiders.common import (
-    coordinate,
-    script_json,
-    text,
-)
+from crawlers.spiders.common import coordinate, script_json, text
 from crawlers.spiders.currency import Market, currency_code, market
 
 APOLLO = '//script[@data-capla-store-data="apollo"]/text()'

@@ -15,9 +15,7 @@ from crawlers.items import Hotel
 from crawlers.spiders.booking_com.hotel import extract_hotel
 from crawlers.spiders.booking_com.pages import empty
 from crawlers.spiders.booking_com.search import extract_search
-from crawlers.spiders.common import (
-    ProductionSpider,
-)
+from crawlers.spiders.common import ProductionSpider
 
 HOTEL_FIELDS = ("name", "address", "review_score", "review_count", "price")
 

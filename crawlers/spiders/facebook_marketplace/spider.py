@@ -17,9 +17,7 @@ from twisted.python.failure import Failure
 from crawlers.cards import Card
 from crawlers.items import MarketplaceListing
 from crawlers.recrawl import ItemSeen
-from crawlers.spiders.common import (
-    ProductionSpider,
-)
+from crawlers.spiders.common import ProductionSpider
 from crawlers.spiders.facebook_marketplace.pages import (
     extract_item,
     extract_search,

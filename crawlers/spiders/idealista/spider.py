@@ -13,10 +13,7 @@ from twisted.python.failure import Failure
 from crawlers.cards import Card
 from crawlers.items import PropertyListing
 from crawlers.recrawl import ItemSeen
-from crawlers.spiders.common import (
-    ProductionSpider,
-    unique,
-)
+from crawlers.spiders.common import ProductionSpider, unique
 from crawlers.spiders.idealista.pages import extract_listing, extract_search_cards, next_page_url
 
 LISTING_FIELDS = ("price", "area_m2", "rooms", "address", "city", "description")

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import re
 
-from crawlers.spiders.common import (
-    text,
-    to_float,
-    to_int,
-)
+from crawlers.spiders.common import text, to_float, to_int
 
 _RENT_WORDS = ("for rent", "alquiler", "arrendar", "affitto", "to let")
 _SALE_WORDS = ("for sale", "venta", "à venda", "venda", "vendita")
