@@ -160,9 +160,9 @@ class PageTypeTable(Table):
 
 
 class FingerprintTable(Table):
-    """The structure gate's ``[fingerprint]`` table. fingerprints.baseline.FingerprintConfig
-    reads it (as ``SiteProfile.fingerprint``); this schema refuses a malformed one early, by
-    the same rules."""
+    """The structure gate's ``[fingerprint]`` table, validated once when the profile loads:
+    fingerprints.baseline.FingerprintConfig reads it typed (``SiteProfile.gate_table``),
+    and the spider reads its selectors by key (``SiteProfile.selectors``)."""
 
     threshold: Threshold | None = None
     strict: bool = False  # any structure drift fails the gate, even with complete extraction

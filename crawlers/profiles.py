@@ -153,7 +153,7 @@ class SiteProfile(Table):
             return self
         table = self.fingerprint_table
         if table is not None and table.page_types:
-            # One set: the rules' selectors are the gate's (SiteProfile.fingerprint).
+            # One set: the rules' selectors are the gate's (SiteProfile.gate_table).
             raise _expected(
                 "fingerprint.page_types",
                 "no [fingerprint.page_types] beside [pages] (put samples and selectors "
