@@ -221,6 +221,18 @@ def test_profile_section_validation() -> None:
             FingerprintConfig.from_mapping(bad)
 
 
+def test_a_bad_table_is_the_profile_s_one_line() -> None:
+    """A mapping handed to the gate is validated by the profile's own schema, once."""
+    with pytest.raises(BaselineError) as bad:
+        FingerprintConfig.from_mapping(
+            {"page_types": {"x": {"sample_paths": ["no-slash"]}}}, source="shop [fingerprint]"
+        )
+    assert str(bad.value) == (
+        "shop [fingerprint]: page_types.x.sample_paths[0]: expected a path starting with /,"
+        ' got "no-slash"'
+    )
+
+
 def test_thresholds_profile_first_then_baseline() -> None:
     baseline = SiteBaseline("s", 0.85, {}, {})
     assert baseline.threshold_for("listing") == 0.85
