@@ -23,7 +23,7 @@ import argparse
 import re
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,31 +31,32 @@ from pydantic import Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from core.config import site_profiles_dir
+from crawlers.profile_messages import describe, shown
+from crawlers.profile_pages import ItemField, MarketTable, PageTable
 from crawlers.profile_schema import (
     Budget,
-    Cron,
     Fetch,
     FingerprintTable,
-    HttpUrl,
-    ItemField,
-    MarketTable,
-    PageTable,
-    PageTypeName,
+    PageTypeTable,
     Politeness,
     Recrawl,
+    Timeouts,
+)
+from crawlers.profile_values import (
+    Cron,
+    HttpUrl,
+    PageTypeName,
     RenderMode,
     SiteName,
     Table,
     Text,
-    Timeouts,
     UrlPaths,
-    describe,
-    shown,
 )
 
 __all__ = [
     "PROFILES_DIR",
     "Fetch",
+    "PageSelectors",
     "Politeness",
     "ProfileError",
     "RenderMode",
@@ -78,6 +79,34 @@ def generic_callback(page_type: str) -> str:
 
 class ProfileError(ValueError):
     """A profile file is missing or invalid; the message is one line naming file and key."""
+
+
+class PageSelectors(Mapping[str, str]):
+    """One page type's gate selectors, read by key: ``selectors["gallery"]`` is the
+    profile's string, so the gate watches the very selector the spider reads. A key the
+    profile lacks is a ``ProfileError`` naming the table to add it to."""
+
+    def __init__(self, site: str, page_type: str, selectors: Mapping[str, str]) -> None:
+        self.site, self.page_type = site, page_type
+        self._selectors = dict(selectors)
+
+    def __getitem__(self, key: str) -> str:
+        try:
+            return self._selectors[key]
+        except KeyError:
+            raise ProfileError(
+                f"{self.site} profile: [fingerprint.page_types.{self.page_type}.selectors] "
+                f"has no {key!r} (the {self.site} spider reads it)"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._selectors)
+
+    def __len__(self) -> int:
+        return len(self._selectors)
+
+    def __repr__(self) -> str:
+        return f"PageSelectors({self.site!r}, {self.page_type!r}, {self._selectors!r})"
 
 
 class SiteProfile(Table):
@@ -124,7 +153,7 @@ class SiteProfile(Table):
             return self
         table = self.fingerprint_table
         if table is not None and table.page_types:
-            # One set: the rules' selectors are the gate's (SiteProfile.fingerprint).
+            # One set: the rules' selectors are the gate's (SiteProfile.gate_table).
             raise _expected(
                 "fingerprint.page_types",
                 "no [fingerprint.page_types] beside [pages] (put samples and selectors "
@@ -190,17 +219,33 @@ class SiteProfile(Table):
         return profile
 
     @property
+    def gate_table(self) -> FingerprintTable | None:
+        """The structure gate's ``[fingerprint]`` table, typed (None without one). With
+        ``[pages]``, its page types are the pages': their samples, threshold, the generic
+        spider's callback, and as selectors the rules' own plus any extra ones."""
+        if not self.pages:
+            return self.fingerprint_table
+        page_types = {name: _gate_page_type(name, page) for name, page in self.pages.items()}
+        table = self.fingerprint_table or FingerprintTable()
+        return table.model_copy(update={"page_types": page_types})
+
+    @property
     def fingerprint(self) -> dict[str, Any]:
-        """The ``[fingerprint]`` table as written ({} without one), for FingerprintConfig.
-        With ``[pages]``, its page types are the pages': their samples, threshold, the
-        generic spider's callback, and as selectors the rules' own plus any extra ones."""
-        table = self.fingerprint_table
-        section = {} if table is None else table.model_dump(exclude_unset=True)
-        if self.pages:
-            section["page_types"] = {
-                name: _gate_page_type(name, page) for name, page in self.pages.items()
-            }
-        return section
+        """The gate's table as written ({} without one), for review and display."""
+        table = self.gate_table
+        return {} if table is None else table.model_dump(exclude_unset=True)
+
+    def selectors(self, page_type: str) -> PageSelectors:
+        """The gate's selectors of ``page_type``, for the spider that reads the same nodes
+        (one home per selector: the spider names a selector by its key)."""
+        table = self.gate_table
+        page = table.page_types.get(page_type) if table is not None else None
+        if page is None:
+            raise ProfileError(
+                f"{self.site} profile: no [fingerprint.page_types.{page_type}] table "
+                "(its spider reads that page type's selectors)"
+            )
+        return PageSelectors(self.site, page_type, page.selectors)
 
     @property
     def deployment_description(self) -> str:
@@ -223,7 +268,7 @@ class SiteProfile(Table):
         return settings
 
 
-def _gate_page_type(name: str, page: PageTable) -> dict[str, Any]:
+def _gate_page_type(name: str, page: PageTable) -> PageTypeTable:
     """A ``[pages.<name>]`` table as the gate's page type: every selector its rules rely
     on, named after what it finds (``follow_<to>_<n>``, ``<field>`` / ``<field>_<n>``)."""
     selectors: dict[str, str] = {}
@@ -244,14 +289,14 @@ def _gate_page_type(name: str, page: PageTable) -> dict[str, Any]:
             f" | //*[@itemscope][contains(@itemtype, 'schema.org/{page.item}')]"
         )
     selectors.update(page.selectors)
-    gate: dict[str, Any] = {
-        "sample_paths": list(page.sample_paths),
-        "selectors": selectors,
-        "callback": generic_callback(name),
-    }
-    if page.threshold is not None:
-        gate["threshold"] = page.threshold
-    return gate
+    # Only the keys a profile would write (threshold when set): the table dumps as written.
+    optional = {} if page.threshold is None else {"threshold": page.threshold}
+    return PageTypeTable(
+        sample_paths=list(page.sample_paths),
+        selectors=selectors,
+        callback=generic_callback(name),
+        **optional,
+    )
 
 
 def _within(container: str | None, query: str | None) -> str | None:

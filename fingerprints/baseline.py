@@ -26,31 +26,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from core.blocks import classify
+from crawlers.profile_schema import FingerprintTable, describe
 from crawlers.profiles import PROFILES_DIR, SiteProfile
-from fingerprints.structure import (
-    DEFAULT_THRESHOLD,
-    FEATURES,
-    FINGERPRINT_VERSION,
-    Comparison,
-    PageTypeBaseline,
-    SelectorBaseline,
-    compare,
-    fingerprint,
-)
+from fingerprints.comparison import PageTypeBaseline, SelectorBaseline
+from fingerprints.structure import DEFAULT_THRESHOLD, FINGERPRINT_VERSION, fingerprint
 
 SITES_DIR = Path(__file__).resolve().parent / "sites"
 BASELINE_FILE = "baseline.json"
 COVERAGE_FILE = "coverage.json"
 FIXTURES_DIR = "fixtures"
 FIXTURE_SUFFIXES = (".html", ".htm")
-_PAGE_TYPE = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
 class BaselineError(ValueError):
@@ -85,49 +78,40 @@ class FingerprintConfig:
     page_types_table: str = "fingerprint.page_types"
 
     @classmethod
+    def from_table(
+        cls, table: FingerprintTable, *, page_types_table: str = "fingerprint.page_types"
+    ) -> FingerprintConfig:
+        """The gate's view of a validated ``[fingerprint]`` table (the profile's schema
+        checked every key when it loaded: nothing is checked again here)."""
+        page_types = {
+            name: PageTypeConfig(
+                tuple(pt.sample_paths),
+                dict(pt.selectors),
+                pt.threshold,
+                pt.callback,
+                dict(pt.shows),
+            )
+            for name, pt in table.page_types.items()
+        }
+        return cls(
+            threshold=table.threshold,
+            page_types=page_types,
+            declared=True,
+            strict=table.strict,
+            page_types_table=page_types_table,
+        )
+
+    @classmethod
     def from_mapping(
         cls, raw: Mapping[str, Any], *, source: str = "<fingerprint>"
     ) -> FingerprintConfig:
-        raw = dict(raw)
-        threshold = _threshold(raw.pop("threshold", None), f"{source}: threshold")
-        strict = raw.pop("strict", False)
-        if not isinstance(strict, bool):
-            raise BaselineError(f"{source}: strict must be true or false")
-        page_types: dict[str, PageTypeConfig] = {}
-        for name, table in dict(raw.pop("page_types", {}) or {}).items():
-            where = f"{source}: page_types.{name}"
-            if not _PAGE_TYPE.fullmatch(name):
-                raise BaselineError(f"{where}: page type names are [a-z0-9_-]")
-            if not isinstance(table, Mapping):
-                raise BaselineError(f"{where} must be a table")
-            table = dict(table)
-            paths = table.pop("sample_paths", [])
-            selectors = table.pop("selectors", {})
-            page_threshold = _threshold(table.pop("threshold", None), f"{where}.threshold")
-            callback = table.pop("callback", None)
-            shows = table.pop("shows", {})
-            if not isinstance(shows, Mapping) or not all(
-                isinstance(k, str) and isinstance(q, str) and q.strip() for k, q in shows.items()
-            ):
-                raise BaselineError(f"{where}.shows: a table of field = selector")
-            if callback is not None and not (isinstance(callback, str) and callback.isidentifier()):
-                raise BaselineError(f"{where}.callback: the name of a spider method")
-            if table:
-                raise BaselineError(f"{where}: unknown keys {sorted(table)}")
-            if not isinstance(paths, list) or not all(
-                isinstance(p, str) and p.startswith("/") for p in paths
-            ):
-                raise BaselineError(f"{where}.sample_paths: a list of paths starting with /")
-            if not isinstance(selectors, Mapping) or not all(
-                isinstance(q, str) and q.strip() for q in selectors.values()
-            ):
-                raise BaselineError(f"{where}.selectors: a table of name = selector")
-            page_types[name] = PageTypeConfig(
-                tuple(paths), dict(selectors), page_threshold, callback, dict(shows)
-            )
-        if raw:
-            raise BaselineError(f"{source}: unknown keys {sorted(raw)}")
-        return cls(threshold=threshold, page_types=page_types, declared=True, strict=strict)
+        """A ``[fingerprint]`` table given as a mapping, validated by the profile's own
+        schema; a bad one raises ``BaselineError`` with the profile's one-line message."""
+        try:
+            table = FingerprintTable.model_validate(dict(raw))
+        except ValidationError as exc:
+            raise BaselineError(f"{source}: {describe(exc, FingerprintTable)}") from None
+        return cls.from_table(table)
 
     @classmethod
     def for_site(cls, site: str, profiles_dir: Path | None = None) -> FingerprintConfig:
@@ -136,11 +120,12 @@ class FingerprintConfig:
         if not (directory / f"{site}.toml").exists():
             return cls()
         profile = SiteProfile.load(site, directory)
-        section = profile.fingerprint
-        if not section:
+        table = profile.gate_table
+        if table is None:
             return cls()
-        config = cls.from_mapping(section, source=f"{directory / site}.toml [fingerprint]")
-        return replace(config, page_types_table="pages") if profile.pages else config
+        if profile.pages:
+            return cls.from_table(table, page_types_table="pages")
+        return cls.from_table(table)
 
     def sample(self) -> dict[str, tuple[str, ...]]:
         return {name: pt.sample_paths for name, pt in self.page_types.items() if pt.sample_paths}
@@ -162,14 +147,6 @@ class FingerprintConfig:
         the others' callbacks stay known (``declared_callbacks``)."""
         kept = {name: pt for name, pt in self.page_types.items() if name in page_types}
         return replace(self, page_types=kept, site_callbacks=self.callbacks)
-
-
-def _threshold(value: Any, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise BaselineError(f"{where} must be a number in (0, 1], got {value!r}")
-    return float(value)
 
 
 # -- the site baseline --------------------------------------------------------------------------
@@ -388,111 +365,3 @@ def compute_baseline(
         fixtures[page_type] = {p.relative_to(root).as_posix(): sha256(p) for p in files}
     site_threshold = threshold or config.threshold or DEFAULT_THRESHOLD
     return SiteBaseline(site, site_threshold, page_types, fixtures)
-
-
-# -- the fixtures against their own baseline --------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FixtureScore:
-    """One fixture page against a baseline, judged as the fixture check judges it."""
-
-    page_type: str
-    path: str  # relative to the site directory, as recorded in baseline.json
-    threshold: float
-    comparison: Comparison
-
-    @property
-    def similarity(self) -> float:
-        return self.comparison.similarity
-
-    @property
-    def passed(self) -> bool:
-        return self.comparison.passed(self.threshold)
-
-    @property
-    def lacks(self) -> dict[str, tuple[str, ...]]:
-        """Feature -> baseline tokens (seen on most fixtures) that this page does not have."""
-        lacking = {
-            f: self.comparison.removed[f] for f in FEATURES if self.comparison.removed.get(f)
-        }
-        if self.comparison.missing_required:
-            lacking["selectors"] = self.comparison.missing_required
-        return lacking
-
-    def describe(self, limit: int = 6) -> list[str]:
-        lines = []
-        for feature, tokens in self.lacks.items():
-            more = f" (+{len(tokens) - limit} more)" if len(tokens) > limit else ""
-            lines.append(f"lacks {feature}: {', '.join(tokens[:limit])}{more}")
-        return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "page_type": self.page_type,
-            "path": self.path,
-            "similarity": round(self.similarity, 4),
-            "threshold": self.threshold,
-            "passed": self.passed,
-            "lacks": {k: list(v) for k, v in self.lacks.items()},
-        }
-
-
-def score_fixtures(
-    baseline: SiteBaseline,
-    *,
-    sites_dir: Path = SITES_DIR,
-    config: FingerprintConfig | None = None,
-) -> list[FixtureScore]:
-    """Each fixture page's similarity to ``baseline``, worst first.
-
-    The same comparison and threshold as the fixture check (``fingerprints.gate``):
-    a fixture that fails here fails ``python -m fingerprints check`` too. A fixture
-    lacking a block most others have (reviews, a rating) scores low because every token
-    of the block costs its frequency; that is what ``baseline`` reports as an outlier.
-    """
-    root = site_dir(baseline.site, sites_dir)
-    scores = []
-    for page_type, files in fixture_pages(baseline.site, sites_dir).items():
-        page_baseline = baseline.page_types.get(page_type)
-        if page_baseline is None:
-            continue
-        threshold = baseline.threshold_for(page_type, config)
-        for path in files:
-            fp = fingerprint(path.read_bytes(), page_baseline.selector_queries)
-            scores.append(
-                FixtureScore(
-                    page_type,
-                    path.relative_to(root).as_posix(),
-                    threshold,
-                    compare(fp, page_baseline),
-                )
-            )
-    return sorted(scores, key=lambda s: (s.passed, s.similarity, s.path))
-
-
-def fixture_name(path: str) -> str:
-    """A file name for a fixture fetched from ``path`` (``/category/x?page=2``)."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", path).strip("-")
-    return f"{slug or 'index'}.html"
-
-
-def write_fixtures(
-    site: str,
-    pages: Mapping[str, Sequence[tuple[str, bytes]]],
-    *,
-    sites_dir: Path = SITES_DIR,
-) -> list[Path]:
-    """Replace the fixtures of the given page types with ``(path, body)`` pages."""
-    written = []
-    for page_type, entries in pages.items():
-        directory = site_dir(site, sites_dir) / FIXTURES_DIR / page_type
-        directory.mkdir(parents=True, exist_ok=True)
-        for old in directory.iterdir():
-            if old.suffix.lower() in FIXTURE_SUFFIXES:
-                old.unlink()
-        for path, body in entries:
-            target = directory / fixture_name(path)
-            target.write_bytes(body)
-            written.append(target)
-    return written

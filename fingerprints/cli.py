@@ -37,15 +37,12 @@ from fingerprints.baseline import (
     SITES_DIR,
     BaselineError,
     FingerprintConfig,
-    FixtureScore,
     compute_baseline,
     dumps,
     list_sites,
     load_baseline,
     save_baseline,
-    score_fixtures,
     site_dir,
-    write_fixtures,
 )
 from fingerprints.coverage import (
     CoverageBaseline,
@@ -54,6 +51,7 @@ from fingerprints.coverage import (
     save_coverage_baseline,
 )
 from fingerprints.fixture_coverage import coverage_from_fixtures
+from fingerprints.fixture_scores import FixtureScore, score_fixtures, write_fixtures
 from fingerprints.gate import GateResult, check_all, verify_site
 from fingerprints.sampler import fetch_sample
 

@@ -31,11 +31,10 @@ from fingerprints.coverage import (
     is_filled,
     load_coverage_baseline,
 )
-from fingerprints.extraction import PageOutput, run_callbacks, site_spider
+from fingerprints.extraction import HARNESS_FIELDS, PageOutput, run_callbacks, site_spider
 from fingerprints.sampler import Page
 
 REPLAY_FILE = "replay.json"
-_HARNESS_FIELDS = frozenset({"job_id", "incomplete"})  # set by middlewares
 _SET_ON_FAILURE = frozenset({"incomplete"})  # names what a failed part left out: no data
 
 
@@ -140,7 +139,7 @@ def carried_fields(outputs: Sequence[PageOutput]) -> set[str]:
         name
         for record in records
         for name, value in ItemAdapter(record).items()
-        if is_filled(value) and name not in _HARNESS_FIELDS
+        if is_filled(value) and name not in HARNESS_FIELDS
     }
 
 

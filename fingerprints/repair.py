@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, get_args, get_origin
 from urllib.parse import urlsplit
 
 import openai
@@ -38,17 +36,28 @@ import crawlers.items  # noqa: F401 - registers the platform's item types
 from core.config import PlatformSettings, get_settings
 from core.items_schema import schema_by_type
 from crawlers.profiles import PROFILES_DIR, SiteProfile
+from fingerprints.repair_report import Discarded, Repair, RepairReport, value_text
+from fingerprints.repair_rules import RepairError, Rule, RuleKind
 from fingerprints.skeleton import skeleton
+
+# The repair API in one place (orchestration.repairs and tests import it from here).
+__all__ = [
+    "Discarded",
+    "Repair",
+    "RepairError",
+    "RepairReport",
+    "Rule",
+    "chat_client",
+    "endpoint_name",
+    "suggest_repairs",
+]
 
 logger = logging.getLogger(__name__)
 
-RuleKind = Literal["css", "xpath", "json"]
 # Characters of page skeletons in one request (all pages of a page type together).
 DEFAULT_PROMPT_BUDGET = 24_000
 # Sample pages shown to the model per page type (all of them are used for validation).
 PAGES_SHOWN = 2
-VALUE_SNIPPET = 80
-_JSON_STEP = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 SYSTEM_PROMPT = """\
 You repair a web scraper. A site changed its markup and the scraper's rules for some \
@@ -70,209 +79,6 @@ path when the visible text needs converting.
 
 Answer with JSON only: {"suggestions": [{"field": "...", "kind": "...", "selector": \
 "...", "path": "...", "why": "..."}]}"""
-
-
-class RepairError(RuntimeError):
-    """A rule that cannot be run (a malformed selector or path); safe to show."""
-
-
-# -- rules ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Where a field's value is on a page: a CSS selector, an XPath, or a JSON path.
-
-    ``json``: ``selector`` is the CSS selector of the script element(s) and ``path`` the
-    dotted path into its JSON (``[n]`` for list entries); the first script in which the
-    path resolves gives the value.
-    """
-
-    kind: RuleKind
-    selector: str
-    path: str = ""
-
-    def __str__(self) -> str:
-        if self.kind == "json":
-            return f"json: {self.selector} -> {self.path}"
-        return f"{self.kind}: {self.selector}"
-
-    def values(self, page: Selector) -> list[Any]:
-        """Every value the rule finds on the page (empty strings dropped)."""
-        try:
-            if self.kind == "json":
-                return self._json_values(page)
-            found = page.css(self.selector) if self.kind == "css" else page.xpath(self.selector)
-        except (ValueError, SyntaxError) as exc:  # cssselect/lxml parse errors
-            raise RepairError(
-                f"invalid {self.kind} selector: {type(exc).__name__}: {exc}"
-            ) from None
-        values = []
-        for node in found:
-            if isinstance(node.root, str):  # ::text, ::attr(), text(), @attr
-                text = _clean(node.root)
-            else:
-                text = _clean(" ".join(node.xpath(".//text()").getall()))
-            if text:
-                values.append(text)
-        return values
-
-    def _json_values(self, page: Selector) -> list[Any]:
-        steps = _json_steps(self.path)
-        try:
-            scripts = page.css(self.selector)
-        except (ValueError, SyntaxError) as exc:
-            raise RepairError(f"invalid css selector: {type(exc).__name__}: {exc}") from None
-        for script in scripts:
-            text = script.xpath("string()").get() or ""
-            try:
-                data = json.loads(text)
-            except ValueError:
-                continue
-            value = _walk(data, steps)
-            if value is not None and value != "":
-                return value if isinstance(value, list) else [value]
-        return []
-
-
-def _clean(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _json_steps(path: str) -> list[str | int]:
-    path = path.strip().removeprefix("$").lstrip(".")
-    if not path:
-        raise RepairError("empty JSON path")
-    steps: list[str | int] = []
-    for index, key in _JSON_STEP.findall(path):
-        steps.append(int(index) if index else key)
-    return steps
-
-
-def _walk(data: Any, steps: Sequence[str | int]) -> Any:
-    for step in steps:
-        if isinstance(step, int):
-            data = data[step] if isinstance(data, list) and step < len(data) else None
-        else:
-            if isinstance(data, list):
-                # A key on a list: the first entry that has it (JSON-LD @graph, offers).
-                data = next(
-                    (entry for entry in data if isinstance(entry, dict) and step in entry), None
-                )
-            data = data.get(step) if isinstance(data, dict) else None
-        if data is None:
-            return None
-    return data
-
-
-# -- results ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Repair:
-    """A rule that yielded a valid value for ``field`` on every sample page."""
-
-    page_type: str
-    field: str
-    old_rule: str | None
-    rule: Rule
-    values: tuple[tuple[str, Any], ...]  # (page URL, validated value)
-    why: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "page_type": self.page_type,
-            "field": self.field,
-            "old_rule": self.old_rule,
-            "new_rule": str(self.rule),
-            "rule": {
-                "kind": self.rule.kind,
-                "selector": self.rule.selector,
-                "path": self.rule.path,
-            },
-            "values": [{"url": url, "value": value} for url, value in self.values],
-            "why": self.why,
-        }
-
-
-@dataclass(frozen=True)
-class Discarded:
-    """A suggestion validation refused, and why."""
-
-    page_type: str
-    field: str
-    rule: str
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "page_type": self.page_type,
-            "field": self.field,
-            "rule": self.rule,
-            "reason": self.reason,
-        }
-
-
-@dataclass(frozen=True)
-class RepairReport:
-    site: str
-    model: str | None = None
-    kept: tuple[Repair, ...] = ()
-    discarded: tuple[Discarded, ...] = ()
-    skipped: str | None = None  # why nothing was asked (no endpoint, no pages)
-    errors: tuple[str, ...] = ()  # requests that failed (no secrets in them)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "site": self.site,
-            "model": self.model,
-            "kept": [repair.to_dict() for repair in self.kept],
-            "discarded": [entry.to_dict() for entry in self.discarded],
-            "skipped": self.skipped,
-            "errors": list(self.errors),
-        }
-
-    def markdown(self) -> str:
-        """The report artifact's section: kept repairs as a table, then the discarded."""
-        lines = [f"## Repair suggestions for {self.site}", ""]
-        if self.skipped:
-            return "\n".join([*lines, f"Not asked: {self.skipped}."])
-        lines.append(
-            f"Suggested by `{self.model}`, each run on every sample page and validated "
-            "against the item schema. Review before changing the spider."
-        )
-        lines.append("")
-        if self.kept:
-            lines += [
-                "| page type | field | old rule | new rule | values on the sample |",
-                "|---|---|---|---|---|",
-            ]
-            for repair in self.kept:
-                values = "; ".join(_value_text(value) for _, value in repair.values)
-                lines.append(
-                    f"| {repair.page_type} | {repair.field} | {_cell(repair.old_rule or '-')} "
-                    f"| {_cell(str(repair.rule))} | {_cell(values)} |"
-                )
-        else:
-            lines.append("No suggestion yielded valid values on the sample.")
-        if self.discarded:
-            lines += ["", "Discarded:", ""]
-            lines += [
-                f"- {entry.page_type}.{entry.field} `{entry.rule}`: {entry.reason}"
-                for entry in self.discarded
-            ]
-        if self.errors:
-            lines += ["", "Errors:", ""] + [f"- {error}" for error in self.errors]
-        return "\n".join(lines)
-
-
-def _value_text(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
-    return text if len(text) <= VALUE_SNIPPET else text[: VALUE_SNIPPET - 3] + "..."
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 # -- the endpoint -----------------------------------------------------------------------------
@@ -503,9 +309,7 @@ def _validate(
             validated = adapter.validate_python(value)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
-            return (
-                f"invalid value {_value_text(value)!r} on {url}: {first['type']} ({first['msg']})"
-            )
+            return f"invalid value {value_text(value)!r} on {url}: {first['type']} ({first['msg']})"
         if validated is None:
             return f"no value on {url}"
         found.append((url, validated))

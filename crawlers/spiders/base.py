@@ -10,6 +10,7 @@ belong to the scheduler and the ``FrontierWorker`` extension, which serve any sp
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
 
@@ -25,7 +26,7 @@ from crawlers.cards import Card, CardGate
 from crawlers.clock import SharedClock
 from crawlers.fetch.retry import NOT_BEFORE_META, PART_RETRY_META, backoff_delay
 from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
-from crawlers.profiles import ProfileError, SiteProfile
+from crawlers.profiles import PageSelectors, ProfileError, SiteProfile
 from crawlers.recrawl import ItemSeen
 
 
@@ -75,6 +76,11 @@ class SiteSpider(Spider):
 
     def default_base_url(self) -> str:
         return self.profile.base_url
+
+    def selectors(self, page_type: str) -> PageSelectors:
+        """The gate's selectors of ``page_type`` in this spider's profile, which the
+        callbacks hand to their extract functions: one home per selector."""
+        return self.profile.selectors(page_type)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -186,3 +192,14 @@ class SiteSpider(Spider):
             settings.getint("PART_RETRY_TIMES"),
         )
         return retry
+
+
+def page_selectors(site: str, page_type: str, given: PageSelectors | None = None) -> PageSelectors:
+    """``given`` (a spider's, from its profile), else the selectors of the site's shipped
+    profile: what a pure extract function reads when called alone (tests, the scaffold)."""
+    return given if given is not None else _shipped_selectors(site, page_type)
+
+
+@functools.cache
+def _shipped_selectors(site: str, page_type: str) -> PageSelectors:
+    return SiteProfile.load(site).selectors(page_type)

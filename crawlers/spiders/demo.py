@@ -13,23 +13,22 @@ missing field is logged with its URL and counted in the ``demo/*`` stats.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
 import scrapy
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
-from scrapy.selector import Selector
 from twisted.python.failure import Failure
 
 from crawlers.bounded import response_json
 from crawlers.cards import Card
 from crawlers.items import DemoProduct
 from crawlers.links import Links, Page, read_page
+from crawlers.profiles import PageSelectors
 from crawlers.recrawl import ItemSeen
-from crawlers.spiders.base import SiteSpider
+from crawlers.spiders.base import SiteSpider, page_selectors
 from crawlers.spiders.common import (
     css_text,
     failure_reason,
@@ -42,6 +41,7 @@ from crawlers.spiders.common import (
     to_float,
     to_int,
 )
+from crawlers.spiders.demo_cards import CARD_MARKUPS, PRODUCT_SKU, extract_cards
 
 PRODUCT_FIELDS = (
     "name",
@@ -56,22 +56,27 @@ PRODUCT_FIELDS = (
     "description",
     "image",
 )
-# What a listing card shows of its product, as the product page gives it (the profile's
-# [recrawl] card_fields name them).
-CARD_FIELDS = ("name", "price", "currency", "availability", "rating", "review_count")
-# Availability as the cards print it -> its schema.org name (the product page's value).
-_AVAILABILITY = {"in stock": "InStock", "out of stock": "OutOfStock", "pre-order": "PreOrder"}
 _CATEGORY_SLUG = re.compile(r"/category/([^/?#]+)")
-_PRODUCT_SKU = re.compile(r"/product/([^/?#]+)")
-_CATEGORIES = Links("a.category-link::attr(href)", 'a[href*="/category/"]::attr(href)')
-_LISTING_LINKS = {
-    "products": Links("a.product-link::attr(href)", 'a[href*="/product/"]::attr(href)'),
-    # Numbered links let all pages of a category load in parallel; rel=next alone
-    # would walk them one at a time. The dupefilter drops the repeats.
-    "pages": Links(
-        'nav.pagination a::attr(href), a[rel="next"]::attr(href)', 'a[href*="page="]::attr(href)'
-    ),
-}
+
+
+def category_links(home: PageSelectors) -> Links:
+    """The home page's category links: the profile's ``category_links``."""
+    return Links(f"{home['category_links']}::attr(href)", 'a[href*="/category/"]::attr(href)')
+
+
+def listing_links(listing: PageSelectors) -> dict[str, Links]:
+    """A listing page's product and page links, by the profile's ``listing`` selectors."""
+    return {
+        "products": Links(
+            f"{listing['product_links']}::attr(href)", 'a[href*="/product/"]::attr(href)'
+        ),
+        # Numbered links let all pages of a category load in parallel; rel=next alone
+        # would walk them one at a time. The dupefilter drops the repeats.
+        "pages": Links(
+            f"{listing['pagination']}::attr(href), {listing['next_page']}::attr(href)",
+            'a[href*="page="]::attr(href)',
+        ),
+    }
 
 
 class DemoSpider(SiteSpider):
@@ -96,7 +101,8 @@ class DemoSpider(SiteSpider):
     # -- navigation ----------------------------------------------------------------------
     def parse(self, response: Response, **kwargs: Any) -> Iterator[scrapy.Request]:
         """The home page: every category."""
-        links = self._read(response, {"categories": _CATEGORIES}).links.get("categories", [])
+        home = {"categories": category_links(self.selectors("home"))}
+        links = self._read(response, home).links.get("categories", [])
         if not links:
             self._fail(response.url, "home", "no category links")
         for href in links:
@@ -107,14 +113,17 @@ class DemoSpider(SiteSpider):
         fetch is seen, not fetched: ``cards_to_fetch``) and the other pages of the
         category. One streamed pass reads links and cards, within the link cap
         (``crawlers.links``)."""
-        page = self._read(response, _LISTING_LINKS, {m.card: m.card for m in _CARD_MARKUPS})
+        listing = self.selectors("listing")
+        page = self._read(response, listing_links(listing), {m.card: m.card for m in CARD_MARKUPS})
         products = page.links.get("products", [])
         if not products:
             self._fail(response.url, "listing", "no product links")
         cards_by_url = {
             card["url"]: card
             for card in (
-                extract_cards(response, page.elements) if isinstance(response, TextResponse) else []
+                extract_cards(response, page.elements, listing)
+                if isinstance(response, TextResponse)
+                else []
             )
         }
         cards = []
@@ -150,7 +159,8 @@ class DemoSpider(SiteSpider):
         if not isinstance(response, TextResponse):
             self._fail(response.url, "product", "not a text response")
             return
-        fields = extract_product(response)
+        product = self.selectors("product")
+        fields = extract_product(response, product)
         if fields["name"] is None and fields["price"] is None:
             # A block page answered with 200, or markup this spider no longer knows.
             self._fail(response.url, "product", "no product data on the page")
@@ -159,7 +169,7 @@ class DemoSpider(SiteSpider):
         if missing:
             self.logger.warning("%s: missing %s", response.url, ", ".join(missing))
             self._count("missing_fields")
-        reviews_url = response.css("[data-reviews-url]::attr(data-reviews-url)").get()
+        reviews_url = response.css(product["reviews_api"]).attrib.get("data-reviews-url")
         if not reviews_url:
             self.logger.error("%s: no reviews API link; yielding without reviews", response.url)
             self._count("reviews_link_missing")
@@ -231,117 +241,32 @@ class DemoSpider(SiteSpider):
 # -- extraction (module level so tests can feed it pages directly) ------------------------
 
 
-def extract_product(response: TextResponse) -> dict[str, Any]:
+def extract_product(
+    response: TextResponse, selectors: PageSelectors | None = None
+) -> dict[str, Any]:
     """The product fields of a page: JSON-LD, then microdata, then CSS, field by field.
 
-    A later layer is only parsed when an earlier one left a field empty.
+    A later layer is only parsed when an earlier one left a field empty. ``selectors``:
+    the profile's ``product`` selectors, which the CSS layer reads (default: the shipped
+    profile's).
     """
     fields: dict[str, Any] = dict.fromkeys(("sku", *PRODUCT_FIELDS))
-    for layer in (from_jsonld, from_microdata, from_css):
+    shown = page_selectors("demo", "product", selectors)
+    layers: tuple[Callable[[TextResponse], dict[str, Any]], ...] = (
+        from_jsonld,
+        from_microdata,
+        lambda page: from_css(page, shown),
+    )
+    for layer in layers:
         found = layer(response)
         for name, value in fields.items():
             if value is None and found.get(name) is not None:
                 fields[name] = found[name]
         if all(value is not None for value in fields.values()):
             break
-    if fields["sku"] is None and (match := _PRODUCT_SKU.search(urlparse(response.url).path)):
+    if fields["sku"] is None and (match := PRODUCT_SKU.search(urlparse(response.url).path)):
         fields["sku"] = match.group(1)
     return {"url": response.url, **fields}
-
-
-@dataclass(frozen=True)
-class _CardMarkup:
-    """Where a layout's listing card shows each field: a CSS query, and a regular
-    expression whose first group is the value (None: the whole text)."""
-
-    card: str
-    sku: str
-    link: str
-    name: str
-    price: str
-    availability: str
-    rating: tuple[str, str | None]
-    review_count: tuple[str, str | None]
-
-
-# The shop's card markups, tried in order: the current one, then those seen before.
-_CARD_MARKUPS = (
-    _CardMarkup(
-        card="li.product-card",
-        sku="::attr(data-sku)",
-        link="a.product-link::attr(href)",
-        name=".product-name ::text",
-        price=".product-price ::text",
-        availability=".card-availability::attr(data-availability)",
-        rating=(".card-rating .rating-value::text", None),
-        review_count=(".card-rating .review-count::text", None),
-    ),
-    _CardMarkup(
-        card="article.tile",
-        sku="::attr(data-product-id)",
-        link="a.tile__link::attr(href)",
-        name=".tile__title ::text",
-        price=".tile__price ::text",
-        availability=".tile__stock ::text",
-        rating=(".tile__stars::attr(title)", r"([\d.]+)\s+of\s+5"),
-        review_count=(".tile__stars small::text", r"(\d+)"),
-    ),
-    _CardMarkup(
-        card="div.ds-card",
-        sku="::attr(data-sku)",
-        link="a.ds-card__link::attr(href)",
-        name=".ds-card__name ::text",
-        price=".ds-card__price ::text",
-        availability=".ds-card__stock ::text",
-        rating=(".ds-card__score::text", r"([\d.]+)\s*★"),
-        review_count=(".ds-card__score::text", r"·\s*(\d+)"),
-    ),
-)
-
-
-def extract_cards(
-    response: TextResponse, nodes: Mapping[str, Sequence[Selector]] | None = None
-) -> list[dict[str, Any]]:
-    """The product cards of a listing page: each product's URL (absolute), SKU and
-    ``CARD_FIELDS``, valued as its product page gives them (price a float, currency the
-    ISO code, availability the schema.org name). [] when no known card markup is found.
-    ``nodes``: each markup's card elements as already read (``crawlers.links``), by its
-    CSS query; else they are queried on the page."""
-    for markup in _CARD_MARKUPS:
-        found = nodes.get(markup.card, []) if nodes is not None else response.css(markup.card)
-        if found:
-            return [card for node in found if (card := _card(response, node, markup))]
-    return []
-
-
-def _card(response: TextResponse, node: Selector, markup: _CardMarkup) -> dict[str, Any]:
-    href = node.css(markup.link).get()
-    if not href:
-        return {}
-    url = response.urljoin(href)
-    sku = text(node.css(markup.sku).get())
-    if sku is None and (match := _PRODUCT_SKU.search(urlparse(url).path)):
-        sku = match.group(1)
-    price = money(css_text(node, markup.price))
-    availability = text(node.css(markup.availability).get())
-    return {
-        "url": url,
-        "sku": sku,
-        "name": css_text(node, markup.name),
-        "price": price.amount,
-        "currency": price.currency,
-        "availability": _AVAILABILITY.get((availability or "").lower(), availability),
-        "rating": to_float(_matched(node, *markup.rating)),
-        "review_count": to_int(_matched(node, *markup.review_count)),
-    }
-
-
-def _matched(node: Selector, query: str, pattern: str | None) -> str | None:
-    value = css_text(node, query)
-    if value is None or pattern is None:
-        return value
-    match = re.search(pattern, value)
-    return match.group(1) if match else None
 
 
 def from_jsonld(response: TextResponse) -> dict[str, Any]:
@@ -369,30 +294,31 @@ def from_microdata(response: TextResponse) -> dict[str, Any]:
     return {}
 
 
-def from_css(response: TextResponse) -> dict[str, Any]:
-    """The visible markup of the current (v1) layout, without any schema attributes."""
+def from_css(response: TextResponse, shown: PageSelectors) -> dict[str, Any]:
+    """The visible markup of the current (v1) layout, without any schema attributes: the
+    profile's ``product`` selectors."""
     slug_link = response.css(
-        'nav.breadcrumbs a[href*="/category/"]::attr(href), '
+        f"{shown['breadcrumb_category']}::attr(href), "
         '.product-category a[href*="/category/"]::attr(href)'
     ).get()
     slug_match = _CATEGORY_SLUG.search(slug_link or "")
-    image = response.css("img.product-image::attr(src)").get()
+    image = response.css(f"{shown['image']}::attr(src)").get()
     price = money(
-        css_text(response, ".product-price .price-value::text"),
+        css_text(response, f"{shown['price']}::text"),
         response.css(".product-price::attr(data-currency)").get(),
     )
     return {
-        "name": css_text(response, "h1.product-title::text") or css_text(response, "h1::text"),
-        "sku": css_text(response, ".product-sku .sku-value::text"),
-        "brand": css_text(response, ".product-brand .brand-name::text"),
-        "category": css_text(response, ".product-category .category-name::text"),
+        "name": css_text(response, f"{shown['title']}::text") or css_text(response, "h1::text"),
+        "sku": css_text(response, f"{shown['sku']}::text"),
+        "brand": css_text(response, f"{shown['brand']}::text"),
+        "category": css_text(response, f"{shown['category']}::text"),
         "category_slug": slug_match.group(1) if slug_match else None,
         "price": price.amount,
         "currency": price.currency,
         "availability": response.css(".availability::attr(data-availability)").get(),
-        "rating": to_float(css_text(response, ".product-rating .rating-value::text")),
-        "review_count": to_int(css_text(response, ".product-rating .review-count::text")),
-        "description": css_text(response, ".product-description ::text"),
+        "rating": to_float(css_text(response, f"{shown['rating']}::text")),
+        "review_count": to_int(css_text(response, f"{shown['review_count']}::text")),
+        "description": css_text(response, f"{shown['description']} ::text"),
         "image": response.urljoin(image) if image else None,
     }
 

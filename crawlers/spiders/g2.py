@@ -8,8 +8,8 @@ up the product as schema.org microdata (``SoftwareApplication`` / ``Product`` wi
 title, body). G2's review body is a questionnaire ("What do you like best about X?",
 "What do you dislike ...?"): the answers become ``pros``, ``cons`` and ``body``. The
 microdata is read first; the review blocks' markup (``div#survey-response-<id>``,
-``.stars-N``, ``time``) fills what it lacks. Pagination: ``a.pagination__named-link``
-("Next"), up to ``MAX_LISTING_PAGES``.
+``.stars-N``, ``time``) fills what it lacks. Pagination: the profile's ``next_page``
+links, the one reading "Next", up to ``MAX_LISTING_PAGES``.
 
 G2 is behind DataDome (real pages load its ``tags.js``, which is not a block); its
 CAPTCHA answer is classified by the fetch middleware and retried through another proxy.
@@ -29,6 +29,8 @@ from parsel import Selector
 from scrapy.http import Response, TextResponse
 
 from crawlers.items import Review, ReviewSubject
+from crawlers.profiles import PageSelectors
+from crawlers.spiders.base import page_selectors
 from crawlers.spiders.common import (
     ProductionSpider,
     css_text,
@@ -78,7 +80,7 @@ class G2Spider(ProductionSpider):
         if not isinstance(response, TextResponse):
             self.fail(response, "product_reviews", "not a text response")
             return
-        page = extract_product_page(response)
+        page = extract_product_page(response, self.selectors("product_reviews"))
         if page.subject is None:
             self.fail(response, "product_reviews", "no product on the page")
             return
@@ -107,7 +109,11 @@ class G2Spider(ProductionSpider):
 # -- extraction (pure functions: tests feed them saved pages) ------------------------------
 
 
-def extract_product_page(response: TextResponse) -> ProductPage:
+def extract_product_page(
+    response: TextResponse, selectors: PageSelectors | None = None
+) -> ProductPage:
+    """A product reviews page. ``selectors``: the profile's ``product_reviews`` selectors
+    (default: the shipped profile's)."""
     items = structured_nodes(response, "microdata", html_nodes=True)
     product = next((i for i in items if has_type(i, "SoftwareApplication")), None) or next(
         (i for i in items if has_type(i, "Product")), {}
@@ -148,7 +154,7 @@ def extract_product_page(response: TextResponse) -> ProductPage:
         rating=to_float(first(rating.get("ratingValue"))),
         review_count=to_int(first(rating.get("reviewCount"))),
         reviews=reviews,
-        next_url=_next_url(response),
+        next_url=_next_url(response, page_selectors("g2", "product_reviews", selectors)),
     )
 
 
@@ -220,8 +226,8 @@ def _votes(raw: str | None) -> int | None:
         return None
 
 
-def _next_url(response: TextResponse) -> str | None:
-    for link in response.css("a.pagination__named-link"):
+def _next_url(response: TextResponse, shown: PageSelectors) -> str | None:
+    for link in response.css(shown["next_page"]):
         if "next" in " ".join(link.css("::text").getall()).lower():
             href = link.attrib.get("href")
             if href:

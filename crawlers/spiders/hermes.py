@@ -10,12 +10,12 @@ from in ``<script id="hermes-state">`` (Angular transfer state: an object of
 stock) and their ``total``; the ``/category/<code>`` entry names the category. Each
 product is yielded from the category data and completed from its product page
 (description, material, dimensions); if the product page fails, the category's data is
-yielded alone, never dropped. The grid markup (``.product-item``) is the fallback.
+yielded alone, never dropped. The grid markup (the profile's ``grid_items``) is the fallback.
 
 Product pages: ASSUMED structure, no saved hermes.com product page was available. The
 spider reads a ``hermes-state`` entry whose body has the product's ``sku`` (as the
-category's items), then JSON-LD ``Product``, then the markup
-(``h1``, ``.price``, ``.product-description``, ``.product-detail``): each layer is
+category's items), then JSON-LD ``Product``, then the markup (the profile's ``product``
+selectors: title, price, description; ``.product-detail``): each layer is
 optional, so a product page that differs from the model still yields the category data.
 
 Currency: every market (``/ca/en/``, ``/fr/fr/``, ``/jp/ja/``, ...) prices in its own
@@ -46,7 +46,9 @@ from twisted.python.failure import Failure
 
 from crawlers.cards import Card
 from crawlers.items import Product
+from crawlers.profiles import PageSelectors
 from crawlers.recrawl import ItemSeen
+from crawlers.spiders.base import page_selectors
 from crawlers.spiders.common import (
     ProductionSpider,
     absolute,
@@ -62,11 +64,7 @@ from crawlers.spiders.common import (
     to_float,
     unique,
 )
-from crawlers.spiders.hermes_markets import (
-    country_of_market,
-    resolve_currency,
-    stated_code,
-)
+from crawlers.spiders.hermes_markets import country_of_market, resolve_currency, stated_code
 
 PRODUCT_FIELDS = ("name", "price", "currency", "availability", "images")
 _STATE = '//script[@id="hermes-state"]/text()'
@@ -98,7 +96,7 @@ class HermesSpider(ProductionSpider):
         if not isinstance(response, TextResponse):
             self.fail(response, "category", "not a text response")
             return
-        category = extract_category(response)
+        category = extract_category(response, self.selectors("category"))
         if not category["products"]:
             self.fail(response, "category", "no products in hermes-state nor in the grid")
             return
@@ -138,7 +136,7 @@ class HermesSpider(ProductionSpider):
         partial = partial or {"url": response.url}
         fields = dict(partial)
         if isinstance(response, TextResponse):
-            found = extract_product(response, partial.get("product_id"))
+            found = extract_product(response, partial.get("product_id"), self.selectors("product"))
             for name, value in found.items():
                 if value not in (None, "", []):
                     fields[name] = value  # the product page is more precise
@@ -228,19 +226,24 @@ def stated_currency(response: TextResponse, *bodies: Any) -> str | None:
     return codes.pop() if len(codes) == 1 else None
 
 
-def extract_category(response: TextResponse) -> dict[str, Any]:
+def extract_category(
+    response: TextResponse, selectors: PageSelectors | None = None
+) -> dict[str, Any]:
+    """A category page's products. ``selectors``: the profile's ``category`` selectors
+    (default: the shipped profile's)."""
+    shown = page_selectors("hermes", "category", selectors)
     entries = state_entries(response)
     products_body = next(
         (b for u, b in entries if u.rstrip("/").endswith("/products") and isinstance(b, dict)), {}
     )
     category_body = next((b for u, b in entries if "/category/" in u and isinstance(b, dict)), {})
     category_name = text(category_body.get("title")) or css_text(
-        response, "h1 .header-title-current ::text"
+        response, f"{shown['title']} ::text"
     )
     money = _Pricing(
         country=page_country(response, category_body.get("country")),
         stated=stated_currency(response, products_body),
-        printed=_card_prices(response),
+        printed=_card_prices(response, shown),
     )
     prefix = locale_prefix(response)
     items = (products_body.get("products") or {}).get("items") or []
@@ -248,7 +251,7 @@ def extract_category(response: TextResponse) -> dict[str, Any]:
     products = [p for p in products if p]
     source = "state"
     if not products:
-        products = _from_grid(response, money, category_name)
+        products = _from_grid(response, shown, money, category_name)
         source = "grid"
     page = response.url.split("page=")[-1] if "page=" in response.url else "1"
     return {
@@ -279,10 +282,10 @@ class _Pricing(NamedTuple):
         )
 
 
-def _card_prices(response: TextResponse) -> dict[str, str]:
+def _card_prices(response: TextResponse, shown: PageSelectors) -> dict[str, str]:
     """SKU -> the price its grid card prints (``CA$6,250``)."""
     prices = {}
-    for card in response.css(".product-item"):
+    for card in response.css(shown["grid_items"]):
         sku = _SKU_IN_URL.search(urlparse(card.css("a.product-item-name::attr(href)").get("")).path)
         price = css_text(card, _CARD_PRICE)
         if sku and price:
@@ -331,10 +334,10 @@ def _from_state_item(
 
 
 def _from_grid(
-    response: TextResponse, money: _Pricing, category: str | None
+    response: TextResponse, shown: PageSelectors, money: _Pricing, category: str | None
 ) -> list[dict[str, Any]]:
     products = []
-    for card in response.css(".product-item"):
+    for card in response.css(shown["grid_items"]):
         href = card.css("a.product-item-name::attr(href)").get()
         if not href:
             continue
@@ -362,8 +365,12 @@ def _from_grid(
     return products
 
 
-def extract_product(response: TextResponse, sku: str | None = None) -> dict[str, Any]:
-    """A product page's fields (assumed structure, see the module docstring)."""
+def extract_product(
+    response: TextResponse, sku: str | None = None, selectors: PageSelectors | None = None
+) -> dict[str, Any]:
+    """A product page's fields (assumed structure, see the module docstring).
+    ``selectors``: the profile's ``product`` selectors (default: the shipped profile's)."""
+    shown = page_selectors("hermes", "product", selectors)
     sku = sku or (m.group(1) if (m := _SKU_IN_URL.search(urlparse(response.url).path)) else None)
     fields: dict[str, Any] = dict.fromkeys(
         ("name", "price", "currency", "availability", "color", "material", "description")
@@ -414,13 +421,13 @@ def extract_product(response: TextResponse, sku: str | None = None) -> dict[str,
         value = css_text(detail, ".value::text")
         if label and value:
             details[label.lower()] = value
-    printed = css_text(response, ".product-price .price ::text")
+    printed = css_text(response, f"{shown['price']} ::text")
     dom = {
-        "name": css_text(response, "h1.product-title::text"),
+        "name": css_text(response, f"{shown['title']}::text"),
         "price": to_float(printed),
         "color": css_text(response, ".product-color .value::text"),
         "material": next((details[k] for k in _MATERIAL_LABELS if k in details), None),
-        "description": long_text(css_text(response, ".product-description ::text")),
+        "description": long_text(css_text(response, f"{shown['description']} ::text")),
     }
     for name, value in dom.items():
         if fields.get(name) is None:

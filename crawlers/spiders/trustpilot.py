@@ -23,6 +23,8 @@ import scrapy
 from scrapy.http import Response, TextResponse
 
 from crawlers.items import Review, ReviewSubject
+from crawlers.profiles import PageSelectors
+from crawlers.spiders.base import page_selectors
 from crawlers.spiders.common import (
     ProductionSpider,
     css_text,
@@ -63,7 +65,7 @@ class TrustpilotSpider(ProductionSpider):
         if not isinstance(response, TextResponse):
             self.fail(response, "company", "not a text response")
             return
-        page = extract_company_page(response)
+        page = extract_company_page(response, self.selectors("company_reviews"))
         if page.subject is None and not page.reviews:
             self.fail(response, "company", "no business and no reviews on the page")
             return
@@ -95,8 +97,13 @@ class TrustpilotSpider(ProductionSpider):
 # -- extraction (pure functions: tests feed them saved pages) ------------------------------
 
 
-def extract_company_page(response: TextResponse) -> CompanyPage:
-    """The page's business and reviews: ``__NEXT_DATA__``, then JSON-LD, then the cards."""
+def extract_company_page(
+    response: TextResponse, selectors: PageSelectors | None = None
+) -> CompanyPage:
+    """The page's business and reviews: ``__NEXT_DATA__``, then JSON-LD, then the cards.
+    ``selectors``: the profile's ``company_reviews`` selectors (default: the shipped
+    profile's), which the cards and the visible header are read by."""
+    shown = page_selectors("trustpilot", "company_reviews", selectors)
     layers = []
     state = script_json(response, _NEXT_DATA)
     props = _dig(state, "props", "pageProps") if isinstance(state, dict) else None
@@ -139,14 +146,14 @@ def extract_company_page(response: TextResponse) -> CompanyPage:
             page.review_count = business["review_count"]
     merge(ld_reviews)
 
-    card_reviews = _from_cards(response)
+    card_reviews = _from_cards(response, shown)
     if card_reviews:
         layers.append("cards")
     merge(card_reviews)
     if page.subject is None:
-        page.subject = _subject_from_dom(response)
+        page.subject = _subject_from_dom(response, shown)
         if page.rating is None:
-            page.rating = to_float(css_text(response, "[data-rating-typography]::text"))
+            page.rating = to_float(css_text(response, f"{shown['trust_score']}::text"))
 
     page.reviews = [reviews[key] for key in order]
     page.next_url = _next_url(response, page)
@@ -283,7 +290,7 @@ def _from_jsonld(
     return business, reviews
 
 
-def _from_cards(response: TextResponse) -> list[dict[str, Any]]:
+def _from_cards(response: TextResponse, shown: PageSelectors) -> list[dict[str, Any]]:
     reviews = []
     for card in response.xpath(_CARDS_XPATH):
         href = card.css('a[href*="/reviews/"]::attr(href)').get() or ""
@@ -303,7 +310,7 @@ def _from_cards(response: TextResponse) -> list[dict[str, Any]]:
                     card.css("[data-service-review-rating]::attr(data-service-review-rating)").get()
                 ),
                 "rating_scale": 5.0,
-                "title": css_text(card, "[data-service-review-title-typography] ::text"),
+                "title": css_text(card, f"{shown['review_title']} ::text"),
                 "body": long_text("\n".join(body.css("::text").getall())) if body else None,
                 "published_at": text(
                     card.css("time[data-service-review-date-time-ago]::attr(datetime)").get()
@@ -314,8 +321,8 @@ def _from_cards(response: TextResponse) -> list[dict[str, Any]]:
     return reviews
 
 
-def _subject_from_dom(response: TextResponse) -> ReviewSubject | None:
-    name = css_text(response, 'h1 [class*="title_displayName"]::text')
+def _subject_from_dom(response: TextResponse, shown: PageSelectors) -> ReviewSubject | None:
+    name = css_text(response, f"{shown['business_name']}::text")
     if not name:
         return None
     path = urlparse(response.url).path.rstrip("/")

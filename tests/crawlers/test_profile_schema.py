@@ -158,6 +158,17 @@ def test_a_malformed_fingerprint_table_is_refused(tmp_path: Path, table: str, pr
     assert load_error(tmp_path, SHOP + table) == problem
 
 
+def test_a_gate_selector_is_compiled_when_the_profile_loads(tmp_path: Path) -> None:
+    css = '[fingerprint.page_types.listing.selectors]\nlinks = "a[href"\n'
+    assert load_error(tmp_path, SHOP + css).startswith(
+        'fingerprint.page_types.listing.selectors.links: expected a CSS selector, got "a[href"'
+    )
+    xpath = "[fingerprint.page_types.listing.shows]\nreply = '//div[@class='\n"
+    assert load_error(tmp_path, SHOP + xpath).startswith(
+        "fingerprint.page_types.listing.shows.reply: expected an XPath expression"
+    )
+
+
 @pytest.mark.parametrize("site", profile_sites())
 def test_the_fingerprint_table_reaches_the_gate_as_written(site: str) -> None:
     raw = tomllib.loads((PROFILES_DIR / f"{site}.toml").read_text())

@@ -17,13 +17,12 @@ from fingerprints.baseline import (
     PageTypeConfig,
     SiteBaseline,
     compute_baseline,
-    fixture_name,
     list_sites,
     load_baseline,
     restrict,
     save_baseline,
-    score_fixtures,
 )
+from fingerprints.fixture_scores import fixture_name, score_fixtures
 from fingerprints.gate import check_all, check_site
 from fingerprints.structure import FINGERPRINT_VERSION
 
@@ -212,14 +211,26 @@ def test_profile_section_validation() -> None:
     assert config.page_types["listing"] == PageTypeConfig(("/a", "/b"), {"x": "a.x"}, None)
     for bad, message in [
         ({"threshold": 1.5}, "threshold"),
-        ({"page_types": {"Bad Name": {}}}, "page type names"),
+        ({"page_types": {"Bad Name": {}}}, "page type name"),
         ({"page_types": {"x": {"sample_paths": ["no-slash"]}}}, "sample_paths"),
         ({"page_types": {"x": {"selectors": {"a": ""}}}}, "selectors"),
-        ({"page_types": {"x": {"sampel_paths": []}}}, "unknown keys"),
-        ({"treshold": 0.9}, "unknown keys"),
+        ({"page_types": {"x": {"sampel_paths": []}}}, "unknown key"),
+        ({"treshold": 0.9}, "unknown key"),
     ]:
         with pytest.raises(BaselineError, match=message):
             FingerprintConfig.from_mapping(bad)
+
+
+def test_a_bad_table_is_the_profile_s_one_line() -> None:
+    """A mapping handed to the gate is validated by the profile's own schema, once."""
+    with pytest.raises(BaselineError) as bad:
+        FingerprintConfig.from_mapping(
+            {"page_types": {"x": {"sample_paths": ["no-slash"]}}}, source="shop [fingerprint]"
+        )
+    assert str(bad.value) == (
+        "shop [fingerprint]: page_types.x.sample_paths[0]: expected a path starting with /,"
+        ' got "no-slash"'
+    )
 
 
 def test_thresholds_profile_first_then_baseline() -> None:

@@ -14,8 +14,9 @@ import pytest
 from fingerprints.baseline import SITES_DIR, FingerprintConfig, load_baseline
 from fingerprints.coverage import CoverageBaseline, FieldExpectation
 from fingerprints.evidence import PageItems, absent_fields, judge_lost, page_evidence
-from fingerprints.extraction import PageOutput, judge_extraction
+from fingerprints.extraction import PageOutput
 from fingerprints.gate import Page, check_site, evaluate, judge_sample
+from fingerprints.judgement import judge_extraction
 from tests.fingerprints.test_gate_callbacks import restyle
 
 RULES = FingerprintConfig.for_site("trustpilot").page_types["company_reviews"].shows

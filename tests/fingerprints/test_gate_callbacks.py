@@ -19,8 +19,9 @@ from scrapy import FormRequest, Request, Spider
 import crawlers.settings
 from fingerprints.baseline import SITES_DIR, FingerprintConfig, load_baseline
 from fingerprints.coverage import load_coverage_baseline
-from fingerprints.extraction import ExtractionReport, judge_extraction, run_callbacks, site_spider
+from fingerprints.extraction import run_callbacks, site_spider
 from fingerprints.gate import Page, coverage_for_page_types, evaluate, judge_sample
+from fingerprints.judgement import ExtractionReport, judge_extraction
 
 SITES = ("idealista", "hermes", "booking_com", "facebook_marketplace")
 PAGE_TYPES = {

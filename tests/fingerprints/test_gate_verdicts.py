@@ -30,16 +30,9 @@ from fingerprints.baseline import (
     load_baseline,
 )
 from fingerprints.coverage import CoverageBaseline, FieldExpectation, lost_fields
-from fingerprints.extraction import PageOutput, judge_extraction, run_callbacks, site_spider
-from fingerprints.gate import (
-    GateResult,
-    Page,
-    check_site,
-    decide,
-    evaluate,
-    failure,
-    judge_sample,
-)
+from fingerprints.extraction import PageOutput, run_callbacks, site_spider
+from fingerprints.gate import GateResult, Page, check_site, decide, evaluate, failure, judge_sample
+from fingerprints.judgement import judge_extraction
 from fingerprints.proposed import save_proposed_baseline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -289,9 +282,9 @@ def test_profile_keys_strict_and_callback() -> None:
     )
     assert config.strict and config.page_types["product"].callback == "parse_product"
     assert not FingerprintConfig.from_mapping({}).strict
-    with pytest.raises(BaselineError, match="strict must be true or false"):
+    with pytest.raises(BaselineError, match="strict: expected true or false"):
         FingerprintConfig.from_mapping({"strict": "yes"})
-    with pytest.raises(BaselineError, match="callback: the name of a spider method"):
+    with pytest.raises(BaselineError, match="callback: expected the name of a spider method"):
         FingerprintConfig.from_mapping({"page_types": {"product": {"callback": "parse product"}}})
     table = FingerprintTable.model_validate(
         {"strict": True, "page_types": {"product": {"callback": "parse_product"}}}

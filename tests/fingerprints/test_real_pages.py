@@ -32,14 +32,9 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from fingerprints.baseline import SiteBaseline
+from fingerprints.comparison import PageTypeBaseline, compare
 from fingerprints.gate import Page, evaluate
-from fingerprints.structure import (
-    DEFAULT_THRESHOLD,
-    Fingerprint,
-    PageTypeBaseline,
-    compare,
-    fingerprint,
-)
+from fingerprints.structure import DEFAULT_THRESHOLD, Fingerprint, fingerprint
 
 REAL_PAGES = Path(__file__).resolve().parents[2].parent / "shared" / "real-pages"
 pytestmark = pytest.mark.skipif(

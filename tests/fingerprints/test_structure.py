@@ -7,13 +7,8 @@ from parsel import Selector
 
 from demo_site import pages
 from demo_site.catalog import Catalog, build_catalog
-from fingerprints.structure import (
-    PageTypeBaseline,
-    compare,
-    fingerprint,
-    normalize_token,
-    skeleton_shingles,
-)
+from fingerprints.comparison import PageTypeBaseline, compare
+from fingerprints.structure import fingerprint, normalize_token, skeleton_shingles
 
 BASE = "http://127.0.0.1:8000"
 LISTING_SELECTORS = {"product_links": "a.product-link", "next_page": 'a[rel="next"]'}

@@ -19,14 +19,8 @@ from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.test import get_crawler
 
 from crawlers.items import DemoProduct
-from crawlers.spiders.demo import (
-    _CARD_MARKUPS,
-    _LISTING_LINKS,
-    CARD_FIELDS,
-    DemoSpider,
-    extract_cards,
-    extract_product,
-)
+from crawlers.spiders.demo import DemoSpider, extract_product, listing_links
+from crawlers.spiders.demo_cards import CARD_FIELDS, CARD_MARKUPS, extract_cards
 from demo_site import pages
 from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
@@ -222,8 +216,9 @@ def test_a_listing_read_in_one_streamed_pass_reads_as_its_tree(
     html = pages.listing(catalog, category, 1, layout, BASE)
     assert html is not None
     response = HtmlResponse(url=f"{BASE}/category/{category}", body=html.encode(), encoding="utf-8")
-    page = spider._read(response, _LISTING_LINKS, {m.card: m.card for m in _CARD_MARKUPS})
-    for kind, links in _LISTING_LINKS.items():
+    listing = listing_links(spider.selectors("listing"))
+    page = spider._read(response, listing, {m.card: m.card for m in CARD_MARKUPS})
+    for kind, links in listing.items():
         from_tree = response.css(links.css).getall() or response.css(links.fallback or "").getall()
         assert page.links[kind] == list(dict.fromkeys(from_tree)) and page.links[kind]
     assert extract_cards(response, page.elements) == extract_cards(response) != []

@@ -39,7 +39,7 @@ SITE = "facebook_marketplace"
 HOST = "https://www.facebook.com"
 SESSION = "c_user=100000000000001; xs=replay-test-session"
 # Pages built for one defect each (tests/crawlers/spiders/pages/facebook_marketplace/).
-PAGES = Path(__file__).parent / "pages" / SITE
+PAGES = Path(__file__).parents[1] / "pages" / SITE
 
 
 @pytest.fixture

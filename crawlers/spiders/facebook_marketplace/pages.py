@@ -1,58 +1,18 @@
-"""Facebook Marketplace: listings of saved searches, with their item pages.
-
-``FACEBOOK_SESSION_COOKIES='c_user=...; xs=...' scrapy crawl facebook_marketplace -O out.jsonl``
-
-Marketplace is only served to a logged-in session: the spider refuses to start without
-``FACEBOOK_SESSION_COOKIES`` (a secret setting, from the environment; a Cookie header or
-JSON), with a message naming the variable, and stops at the first login page it gets
-(an expired session). The cookies are sent with every request and never logged.
-
-Pages carry their data as Relay query results in ``<script type="application/json">``
-blobs (``RelayPrefetchedStreamCache`` ... ``result.data``). Search pages: the
-``marketplace_search.feed_units`` connection (``edges[].node.listing``: id, title, price,
-location, seller, photo) and its ``page_info``; item pages:
-``viewer.marketplace_product_details_page.target`` (title, price and currency,
-description, location and coordinates, seller, condition, photos, creation time, sold).
-Search results are followed to their item pages; the search data fills what the item
-page lacks, and is yielded alone if the item page fails.
-
-Listings of every kind share the target's shape, with their own fields: an item's
-condition is its "Condition" attribute (``used_good``), a vehicle's its
-``vehicle_condition`` (``VERY_GOOD``); a rental names no ``location_text``, its place is
-the reverse-geocoded city of its ``location`` (else its ``home_address``). Prices are
-read as the viewer's locale prints them (``IntlCurrentLocale``, e.g. ``en_US``: ``$`` is
-USD, ``CA$`` CAD) where the data states no currency (search results).
-
-Pagination (ASSUMED from public knowledge of the site, not from a saved exchange): the
-next results come from the GraphQL endpoint, a POST of ``doc_id`` (the search query's
-``queryID`` from the page's preloaders), ``variables`` (the preloader's, plus
-``cursor`` = ``page_info.end_cursor``) and the session's ``fb_dtsg`` token; the answer
-is JSON with the same ``marketplace_search`` connection.
-"""
+"""Marketplace search and item pages, read from their Relay query results (pure
+functions: tests feed them saved pages)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import scrapy
-from scrapy import FormRequest, Request
-from scrapy.crawler import Crawler
-from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.http import Response, TextResponse
-from scrapy.settings import BaseSettings
-from twisted.python.failure import Failure
 
-from core.config import secret_value
-from crawlers.cards import Card
-from crawlers.items import GeoPoint, MarketplaceListing
-from crawlers.recrawl import ItemSeen
+from crawlers.items import GeoPoint
 from crawlers.spiders.common import (
     Money,
-    ProductionSpider,
     coordinate,
     find_key,
     first,
@@ -64,8 +24,6 @@ from crawlers.spiders.common import (
 )
 from crawlers.spiders.currency import NO_MARKET, Market, market
 
-LISTING_FIELDS = ("title", "price", "currency", "location_name", "seller_name", "description")
-REQUIRED_COOKIES = ("c_user", "xs")  # the user id and the session secret
 _ITEM_ID = re.compile(r"/marketplace/item/(\d+)")
 _DTSG = re.compile(r'"DTSGInitialData",\s*\[\],\s*\{"token":\s*"([^"]+)"')
 _TITLE = re.compile(r"^\s*(?:\(\d+\)\s*)?Marketplace\s*[-\u2013]\s*(.+?)\s*\|\s*Facebook\s*$")
@@ -76,202 +34,6 @@ _LOCALE = re.compile(r'"IntlCurrentLocale",\s*\[\],\s*\{"code":\s*"([A-Za-z_]+)"
 # The "Condition" attribute's values (new, used_like_new, used_good, used_fair,
 # refurbished): recognised whatever the UI language calls the attribute.
 _CONDITION_VALUE = re.compile(r"^(?:new|refurbished|used(?:_[a-z]+)*)$")
-
-
-class FacebookSessionMissing(NotConfigured):
-    """No usable logged-in session: Marketplace shows nothing to an anonymous client."""
-
-
-def parse_session_cookies(raw: str) -> dict[str, str]:
-    """Cookies from a Cookie header (``a=1; b=2``), a JSON object or a JSON export list."""
-    raw = raw.strip()
-    cookies: dict[str, str] = {}
-    if raw.startswith(("{", "[")):
-        data = json.loads(raw)
-        if isinstance(data, dict):
-            cookies = {str(k): str(v) for k, v in data.items()}
-        else:  # browser extensions export [{"name": ..., "value": ..., "domain": ...}, ...]
-            cookies = {
-                str(c["name"]): str(c["value"])
-                for c in data
-                if isinstance(c, dict) and "name" in c and "value" in c
-            }
-    else:
-        for part in raw.split(";"):
-            name, sep, value = part.strip().partition("=")
-            if sep and name:
-                cookies[name.strip()] = value.strip()
-    return cookies
-
-
-def session_cookies(settings: BaseSettings) -> dict[str, str]:
-    """The configured session, or FacebookSessionMissing naming what is wrong (not the values)."""
-    secret = secret_value(settings.get("FACEBOOK_SESSION_COOKIES"))
-    if secret is None or not secret.strip():
-        raise FacebookSessionMissing(
-            "facebook_marketplace needs a logged-in facebook.com session: set "
-            "FACEBOOK_SESSION_COOKIES to the session's cookies (a Cookie header "
-            "'c_user=...; xs=...' or JSON) from the secret store"
-        )
-    try:
-        cookies = parse_session_cookies(secret)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise FacebookSessionMissing(
-            "FACEBOOK_SESSION_COOKIES is neither a Cookie header nor cookie JSON "
-            f"({type(exc).__name__})"
-        ) from None
-    missing = [name for name in REQUIRED_COOKIES if not cookies.get(name)]
-    if missing:
-        raise FacebookSessionMissing(
-            f"FACEBOOK_SESSION_COOKIES lacks the session cookie(s) {', '.join(missing)}"
-        )
-    return cookies
-
-
-class FacebookMarketplaceSpider(ProductionSpider):
-    name = "facebook_marketplace"
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FacebookMarketplaceSpider:
-        # Before anything is fetched: fail the run, clearly.
-        cookies = session_cookies(crawler.settings)
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        assert isinstance(spider, FacebookMarketplaceSpider)
-        spider.session = cookies
-        spider.logger.info("facebook session: %d cookies (values not logged)", len(cookies))
-        return spider
-
-    session: dict[str, str]
-
-    # -- requests carry the session ----------------------------------------------------------
-    def make_request_from_entry(self, entry: dict[str, Any]) -> Request:
-        return super().make_request_from_entry(entry).replace(cookies=dict(self.session))
-
-    def follow(self, response: Response, url: str, **kwargs: Any) -> Request:
-        return response.follow(url, cookies=dict(self.session), errback=self.on_error, **kwargs)
-
-    # -- callbacks ---------------------------------------------------------------------------
-    async def parse(
-        self, response: Response, **kwargs: Any
-    ) -> AsyncIterator[scrapy.Request | ItemSeen]:
-        """A search page: every listing's item page (a listing whose search card is as at
-        its last full fetch is seen, not fetched: ``cards_to_fetch``), then the next
-        results."""
-        if not isinstance(response, TextResponse):
-            self.fail(response, "search", "not a text response")
-            return
-        self.check_session(response)
-        listings, page_info = extract_search(response)
-        if not listings:
-            self.fail(response, "search", "no listings in the page's Relay data")
-        for output in await self.item_pages(response, listings):
-            yield output
-        for request in self.next_page(response, page_info, pagination_query(response)):
-            yield request
-
-    async def parse_graphql(
-        self, response: Response, query: dict[str, Any]
-    ) -> AsyncIterator[scrapy.Request | ItemSeen]:
-        """The pagination query's JSON answer: the same connection, more listings."""
-        try:
-            data = json.loads(response.text) if isinstance(response, TextResponse) else None
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            self.fail(response, "graphql", "not a JSON answer")
-            return
-        listings, page_info = listings_from(data, response, locale_market(query.get("locale")))
-        for output in await self.item_pages(response, listings):
-            yield output
-        for request in self.next_page(response, page_info, query):
-            yield request
-
-    async def item_pages(
-        self, response: Response, listings: list[dict[str, Any]]
-    ) -> list[scrapy.Request | ItemSeen]:
-        """Each search result's item page request, or its ``ItemSeen`` (card unchanged)."""
-        cards = [
-            Card(
-                self.follow(
-                    response,
-                    listing["url"],
-                    callback=self.parse_item,
-                    cb_kwargs={"partial": listing},
-                ).replace(errback=self.on_item_error),
-                listing,
-            )
-            for listing in listings
-        ]
-        return await self.cards_to_fetch(response, cards, MarketplaceListing)
-
-    def next_page(
-        self, response: Response, page_info: dict[str, Any], query: dict[str, Any] | None
-    ) -> Iterator[scrapy.Request]:
-        number = int(response.meta.get("listing_page", 1))
-        cursor = page_info.get("end_cursor")
-        if not page_info.get("has_next_page") or not cursor or number >= self.max_pages:
-            return
-        if query is None:
-            self.logger.warning("%s: more results, but no search query to page with", response.url)
-            self.count("pagination_unavailable")
-            return
-        variables = {**query["variables"], "cursor": cursor}
-        yield FormRequest(
-            response.urljoin("/api/graphql/"),
-            formdata={
-                "doc_id": query["doc_id"],
-                "variables": json.dumps(variables),
-                "fb_dtsg": query.get("fb_dtsg") or "",
-            },
-            cookies=dict(self.session),
-            callback=self.parse_graphql,
-            errback=self.on_error,
-            cb_kwargs={"query": query},
-            meta={"listing_page": number + 1},
-            dont_filter=True,  # one endpoint, many pages
-        )
-
-    def parse_item(
-        self, response: Response, partial: dict[str, Any] | None = None
-    ) -> Iterator[MarketplaceListing]:
-        # No partial: the item page alone, at its own URL (the structure gate judges it).
-        fields = dict(partial or {"url": response.url})
-        if isinstance(response, TextResponse):
-            self.check_session(response)
-            found = extract_item(response)
-            if found.get("title") is None:
-                self.logger.warning("%s: no listing data on the item page", response.url)
-                self.count("item_page_unparsed")
-            for name, value in found.items():
-                if value not in (None, "", []):
-                    fields[name] = value
-        self.note_missing(response.url, fields, LISTING_FIELDS)
-        self.count("listings")
-        yield MarketplaceListing(**fields)
-
-    def on_item_error(self, failure: Failure) -> Iterator[MarketplaceListing]:
-        request = failure.request  # type: ignore[attr-defined]
-        self.logger.error(
-            "item page failed: %s (%s); yielding the search data",
-            request.url,
-            failure.getErrorMessage(),
-        )
-        self.count("item_page_failed")
-        yield MarketplaceListing(**request.cb_kwargs["partial"])
-
-    def check_session(self, response: TextResponse) -> None:
-        """A login page instead of Marketplace: the session expired. Stop, loudly."""
-        if is_login_page(response):
-            self.count("session_rejected")
-            self.logger.error(
-                "%s: facebook answered with its login page: the session in "
-                "FACEBOOK_SESSION_COOKIES expired or was revoked; renew it",
-                response.url,
-            )
-            raise CloseSpider("facebook_session_rejected")
-
-
-# -- extraction (pure functions: tests feed them saved pages) ------------------------------
 
 
 def is_login_page(response: TextResponse) -> bool:
