@@ -22,6 +22,9 @@ demo: bootstrap
 ## Prefect server on free loopback ports); a test file stays on one worker (its module
 ## fixtures are shared). TEST_WORKERS=0 runs in this process (pdb, -x).
 TEST_WORKERS ?= 4
+# Bytecode caches halve the import time of every worker and subprocess (some shells set
+# PYTHONDONTWRITEBYTECODE; __pycache__ is ignored by git).
+unexport PYTHONDONTWRITEBYTECODE
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 ## The suite but the long end-to-end cases: unit tests and the integration tests on real

@@ -19,7 +19,7 @@ import datetime as dt
 import math
 import random
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from demo_site.vocabulary import (
@@ -204,6 +204,7 @@ class Catalog:
         )
 
 
+@cache  # a catalog is frozen and costs ~0.5 s to build: one per set of inputs, per process
 def build_catalog(seed: int = 7, n_products: int = 1200, revision: int = 0) -> Catalog:
     """The catalog for ``seed``/``n_products`` at ``revision`` (0 = the base catalog)."""
     if n_products < 1:

@@ -82,8 +82,16 @@ def platform() -> dict[str, str]:
     return platform_sources()
 
 
-def test_the_platform_uses_exactly_the_declared_private_names(platform: dict[str, str]) -> None:
-    uses = find_private_uses(platform)
+@pytest.fixture(scope="module")
+def platform_uses(platform: dict[str, str]) -> list[Use]:
+    """The platform's private uses, scanned once for the module (the scan reads every file)."""
+    return find_private_uses(platform)
+
+
+def test_the_platform_uses_exactly_the_declared_private_names(
+    platform: dict[str, str], platform_uses: list[Use]
+) -> None:
+    uses = platform_uses
     undeclared = [str(use) for use in uses if (use.kind, use.name) not in declared()]
     assert undeclared == [], "declare these in crawlers/compat.py PRIVATE_USES, or replace them"
     unused = declared() - found(uses)
@@ -91,8 +99,8 @@ def test_the_platform_uses_exactly_the_declared_private_names(platform: dict[str
     assert {path.split("/")[0] for path in platform} == set(PLATFORM)
 
 
-def test_the_issue_s_private_uses_are_gone(platform: dict[str, str]) -> None:
-    names = {name for _, name in found(find_private_uses(platform))}
+def test_the_issue_s_private_uses_are_gone(platform_uses: list[Use]) -> None:
+    names = {name for _, name in found(platform_uses)}
     gone = {"_spiders", "_found", "_load_policy", "_rotating_proxy", "_ban", "_auth_proxy"}
     assert names & gone == set()
 

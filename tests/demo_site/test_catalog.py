@@ -17,8 +17,10 @@ def catalog() -> Catalog:
 
 
 def test_same_inputs_give_the_same_catalog(catalog: Catalog) -> None:
-    assert build_catalog(7, 1200) == catalog
-    assert build_catalog(7, 1200, revision=2) == build_catalog(7, 1200, revision=2)
+    # Built afresh (build_catalog caches its results): equal, not merely the same object.
+    fresh = build_catalog.__wrapped__
+    assert fresh(7, 1200) == catalog and fresh(7, 1200) is not catalog
+    assert fresh(7, 1200, revision=2) == fresh(7, 1200, revision=2)
     other = build_catalog(8, 1200)
     assert [p.name for p in other.products] != [p.name for p in catalog.products]
 
