@@ -1,6 +1,6 @@
 """A crash-safe request frontier in Redis: priority queue + leases, atomic in Lua.
 
-Framework-agnostic: it stores opaque encoded requests. ``crawlers.frontier`` plugs it
+Framework-agnostic: it stores opaque encoded requests. ``crawlers.frontier.scheduler`` plugs it
 into scrapy-redis' scheduler. Semantics:
 
 * ``push``: add an encoded request; higher priority pops first, FIFO within a priority.

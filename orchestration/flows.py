@@ -41,10 +41,10 @@ from core.redis_client import Client, connect
 from core.removals import apply_job
 from core.store import spill_size
 from crawlers import addon
+from crawlers.cli.producer import produce
 from crawlers.fetch.refusal import presented
-from crawlers.producer import produce
 from crawlers.profiles import SiteProfile, unknown_site
-from crawlers.site_language import site_language
+from crawlers.runtime.site_language import site_language
 from fingerprints.baseline import dumps
 from fingerprints.gate import check_all, verify_site
 from fingerprints.proposed import save_proposed_baseline

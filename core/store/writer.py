@@ -455,7 +455,7 @@ class ItemStore:
             self._last_probe = self._down_since
             self._count("store/outages")
             # One line per outage (the client's own per-attempt lines are quiet in crawls:
-            # crawlers.logs); the next is "reachable again".
+            # crawlers.runtime.logs); the next is "reachable again".
             refused = isinstance(exc, ApiError)  # 401: answered, but not for us
             logger.warning(
                 "Elasticsearch %s (%s: %s); retrying every %gs, items wait up to "

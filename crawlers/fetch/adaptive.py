@@ -44,8 +44,8 @@ from scrapy.http import Request, Response, TextResponse
 from core.dedup import connect_async
 from core.render_choice import Choice, ChoiceStore, MemoryChoiceStore, Mode, RedisChoiceStore
 from crawlers.fetch.retry import CHALLENGE_META, LEDGER_SUFFIX_META
-from crawlers.logs import not_configured
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ Per site, Redis remembers the validators of every item page's last complete, dur
   (``reason="not_modified"``): the pipelines count the item unchanged and refresh its
   ``last_seen``, its page is never parsed;
 - a 200 of an item request: its validators go into the request's ``RecrawlContext``
-  (created if absent), which ``crawlers.recrawl.RecrawlContextMiddleware`` carries to the
+  (created if absent), which ``crawlers.recrawl.context.RecrawlContextMiddleware`` carries to the
   item, for the record pipeline.
 
 Lookups of the requests in flight are coalesced: one ``HMGET`` per batch, so hundreds of
@@ -43,9 +43,9 @@ from scrapy.http import Response
 
 from core.dedup import connect_async
 from core.keys import REDIS_ERRORS, SiteKeys
-from crawlers.frontier import JOB_META
-from crawlers.logs import not_configured
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.runtime.jobs import JOB_META
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ The answer decides the session's fate, by the response's verdict (``core.blocks`
   cleared session. A browser that does not get past it retires the session.
 - a network error counts against the session's error score.
 
-With the frontier every event is recorded in the job's ledger (``crawlers.ledger``:
+With the frontier every event is recorded in the job's ledger (``crawlers.runtime.ledger``:
 sessions created, challenges passed, sessions retired and why), so the report's figures
 are exact after worker kills. Stats: ``sessions/created``, ``sessions/retired/<reason>``,
 ``sessions/challenges``, ``sessions/challenges_passed``, ``sessions/challenge_failed``,
@@ -82,9 +82,9 @@ from crawlers.fetch.retry import (
     SESSION_PROXY_META,
     SESSION_REPORT_META,
 )
-from crawlers.frontier import JOB_META
-from crawlers.ledger import CrawlLedger, RetriedCalls, RetryPolicy
-from crawlers.logs import not_configured
+from crawlers.runtime.jobs import JOB_META
+from crawlers.runtime.ledger import CrawlLedger, RetriedCalls, RetryPolicy
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

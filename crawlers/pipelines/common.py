@@ -18,35 +18,20 @@ from scrapy.utils.defer import deferred_from_coro
 from core.config import settings_elasticsearch_kwargs
 from core.es_access import AUTH_REASON, AUTH_REFUSED, AUTH_STAT, auth_line
 from core.store.settings import required
-from crawlers.frontier import JOB_META
-from crawlers.notes import ItemNotes, carry_notes, item_notes
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.runtime.jobs import JOB_META, job_of
+from crawlers.runtime.notes import ItemNotes, carry_notes, item_notes
 
 __all__ = [
     "ItemNotes",
     "carry_notes",
     "es_client_kwargs",
     "item_notes",
-    "job_of",
     "refetch",
     "report_auth_refused",
-    "site_of",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def site_of(crawler: Crawler) -> str:
-    spider = crawler.spider
-    if spider is None:
-        raise RuntimeError("the pipelines need an open spider")
-    return str(spider.name)
-
-
-def job_of(fields: dict[str, Any], crawler: Crawler) -> str | None:
-    """The item's job (JobTagMiddleware sets it), else the spider's."""
-    job_id = fields.get("job_id") or getattr(crawler.spider, "job_id", None)
-    return str(job_id) if job_id else None
 
 
 def es_client_kwargs(settings: BaseSettings) -> dict[str, Any]:

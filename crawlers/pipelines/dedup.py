@@ -9,7 +9,7 @@ stats). Off without either. The verdict and the timestamps the stored document m
 are handed to the store pipeline as an item note. Scrapy stats ``dedup/verdict/<verdict>``
 count this worker's classifications (re-deliveries included), for diagnostics.
 
-An ``ItemSeen`` (``crawlers.recrawl``: an item seen unchanged without its page being
+An ``ItemSeen`` (``crawlers.recrawl.context``: an item seen unchanged without its page being
 parsed) goes through ``ChangeState.seen``: counted ``unchanged`` exactly once per key
 per job (a stronger verdict earlier in the job is kept), with the timestamps of the
 stored item. A key dedup does not know (its state is gone) is not counted: its page is
@@ -45,17 +45,11 @@ from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
 from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
-from crawlers.ledger import RetriedCalls, RetryPolicy
-from crawlers.logs import not_configured
-from crawlers.pipelines.common import (
-    es_client_kwargs,
-    item_notes,
-    job_of,
-    refetch,
-    report_auth_refused,
-    site_of,
-)
-from crawlers.recrawl import ItemSeen
+from crawlers.pipelines.common import es_client_kwargs, item_notes, refetch, report_auth_refused
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.jobs import job_of, site_of
+from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 

@@ -36,10 +36,11 @@ from core.items_schema import UnknownItemType, schema_for
 from core.redis_client import AsyncClient
 from core.store import StoreAction, StoreSettings
 from core.store.changes import change_action, ensure_changes_index
-from crawlers.ledger import RetriedCalls, RetryPolicy
-from crawlers.logs import not_configured
-from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
+from crawlers.pipelines.common import es_client_kwargs, item_notes
 from crawlers.pipelines.dedup import DedupNote
+from crawlers.runtime.jobs import job_of, site_of
+from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ under ``STORE_SPILL_DIR``, by default ``PLATFORM_RUN_DIR/spill``). That is the f
 contract: a request's lease is acked only after its items went through the pipelines, so
 a worker killed at any moment loses nothing.
 
-An ``ItemSeen`` (``crawlers.recrawl``: seen unchanged without its page being parsed) is
+An ``ItemSeen`` (``crawlers.recrawl.context``: seen unchanged without its page being parsed) is
 stored as a touch (``core.store.build_touch``): its document's ``last_seen`` and
 ``job_id`` move forward, nothing else; a touch never creates a document. When the
 document is gone the page is fetched in full instead (``recrawl/refetch/
@@ -98,18 +98,12 @@ from core.store import (
 )
 from crawlers.addon import project_settings
 from crawlers.commands import check_site
-from crawlers.frontier import frontier_enabled
-from crawlers.logs import not_configured
-from crawlers.pipelines.common import (
-    es_client_kwargs,
-    item_notes,
-    job_of,
-    refetch,
-    report_auth_refused,
-    site_of,
-)
+from crawlers.frontier.scheduler import frontier_enabled
+from crawlers.pipelines.common import es_client_kwargs, item_notes, refetch, report_auth_refused
 from crawlers.pipelines.dedup import DedupNote
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.jobs import job_of, site_of
+from crawlers.runtime.logs import not_configured
 
 # Notes of extra store actions per item (``list[StoreAction]``), written before the item.
 EXTRA_NOTES = "store_extra"

@@ -12,12 +12,12 @@ With ``REDIS_URL`` each dropped item is also recorded in the job's ledger
 report's ``items_invalid`` counts that record, exact after any worker kill.
 
 An ``ItemSeen`` (an item seen unchanged without its page being parsed,
-``crawlers.recrawl``) has no schema fields: it is passed on when its key and item type
+``crawlers.recrawl.context``) has no schema fields: it is passed on when its key and item type
 are set and the type is declared, counted ``recrawl/seen/<reason>``; otherwise dropped,
 counted ``validation/dropped/_seen``.
 
 A text field longer than ``ITEM_FIELD_MAX_CHARS`` (a 20 MB description) is cut first and
-marked (``crawlers.bounded.TRUNCATED_MARK``), counted ``items/truncated_fields`` and
+marked (``crawlers.limits.bounded.TRUNCATED_MARK``), counted ``items/truncated_fields`` and
 ``items/truncated/<type>/<field>``, one WARNING line per item.
 
 The item passed on is pydantic's normalised copy (e.g. an int in a float field becomes a
@@ -40,10 +40,11 @@ from core.items_schema import (
     schema_by_type,
     schema_for,
 )
-from crawlers.bounded import truncate_text_fields
-from crawlers.ledger import CrawlLedger
-from crawlers.pipelines.common import carry_notes, job_of, site_of
-from crawlers.recrawl import ItemSeen
+from crawlers.limits.bounded import truncate_text_fields
+from crawlers.pipelines.common import carry_notes
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.jobs import job_of, site_of
+from crawlers.runtime.ledger import CrawlLedger
 
 logger = logging.getLogger(__name__)
 

@@ -21,12 +21,13 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from core.config import ConfigurationError
-from crawlers.cards import Card, CardGate
-from crawlers.clock import SharedClock
 from crawlers.fetch.retry import NOT_BEFORE_META, PART_RETRY_META, backoff_delay
-from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
+from crawlers.frontier.scheduler import frontier_enabled
 from crawlers.profiles import ProfileError, SiteProfile
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.cards import Card, CardGate
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.clock import SharedClock
+from crawlers.runtime.jobs import JOB_META, new_job_id
 
 
 class SiteSpider(Spider):
@@ -81,7 +82,7 @@ class SiteSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         if not spider.job_id:
             spider.job_id = crawler.settings.get("JOB_ID") or new_job_id(spider.name)
-        CardGate.of(crawler)  # opens its Redis client with the spider (crawlers.cards)
+        CardGate.of(crawler)  # opens its Redis client with the spider (crawlers.recrawl.cards)
         return spider
 
     # -- start -----------------------------------------------------------------------
@@ -124,7 +125,7 @@ class SiteSpider(Spider):
     ) -> list[Request | ItemSeen]:
         """Per listing card, its detail request to yield, or the ``ItemSeen`` standing
         for its item when the card is as at the item's last full fetch (the profile's
-        ``[recrawl] card_fields``; ``crawlers.cards``). ``item_type``: the item class
+        ``[recrawl] card_fields``; ``crawlers.recrawl.cards``). ``item_type``: the item class
         the detail callback yields, whose schema keys it."""
         gate = CardGate.of(self.crawler)
         return await gate.outputs(

@@ -24,11 +24,11 @@ from scrapy.http import Response, TextResponse
 from scrapy.selector import Selector
 from twisted.python.failure import Failure
 
-from crawlers.bounded import response_json
-from crawlers.cards import Card
 from crawlers.items import DemoProduct
-from crawlers.links import Links, Page, read_page
-from crawlers.recrawl import ItemSeen
+from crawlers.limits.bounded import response_json
+from crawlers.limits.links import Links, Page, read_page
+from crawlers.recrawl.cards import Card
+from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.common import (
     css_text,
@@ -106,7 +106,7 @@ class DemoSpider(SiteSpider):
         """A category page: its products (a product whose card is as at its last full
         fetch is seen, not fetched: ``cards_to_fetch``) and the other pages of the
         category. One streamed pass reads links and cards, within the link cap
-        (``crawlers.links``)."""
+        (``crawlers.limits.links``)."""
         page = self._read(response, _LISTING_LINKS, {m.card: m.card for m in _CARD_MARKUPS})
         products = page.links.get("products", [])
         if not products:
@@ -305,7 +305,7 @@ def extract_cards(
     """The product cards of a listing page: each product's URL (absolute), SKU and
     ``CARD_FIELDS``, valued as its product page gives them (price a float, currency the
     ISO code, availability the schema.org name). [] when no known card markup is found.
-    ``nodes``: each markup's card elements as already read (``crawlers.links``), by its
+    ``nodes``: each markup's card elements as already read (``crawlers.limits.links``), by its
     CSS query; else they are queried on the page."""
     for markup in _CARD_MARKUPS:
         found = nodes.get(markup.card, []) if nodes is not None else response.css(markup.card)

@@ -47,9 +47,9 @@ from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from core.config import secret_value
-from crawlers.cards import Card
 from crawlers.items import GeoPoint, MarketplaceListing
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.cards import Card
+from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.common import (
     Money,
     ProductionSpider,

@@ -174,7 +174,7 @@ def generic_spider(profile: SiteProfile) -> type[GenericSpider]:
     if profile.recrawl.card_fields:
         raise ProfileError(
             f"{source}: recrawl.card_fields: listing cards need a spider module that reads "
-            f"them (crawlers.cards); a profile-only site uses conditional requests only"
+            f"them (crawlers.recrawl.cards); a profile-only site uses conditional requests only"
         )
     attrs: dict[str, Any] = {
         "name": profile.site,

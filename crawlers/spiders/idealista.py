@@ -43,9 +43,9 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.cards import Card
 from crawlers.items import GeoPoint, PropertyListing
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.cards import Card
+from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.common import (
     ProductionSpider,
     absolute,

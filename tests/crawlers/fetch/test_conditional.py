@@ -30,15 +30,15 @@ from scrapy.utils.test import get_crawler
 from core.blocks import classify
 from core.jobs_index import job_counters
 from core.keys import SiteKeys
+from crawlers.cli.producer import produce
 from crawlers.fetch.conditional import (
     CONDITIONAL_META,
     ConditionalRequests,
     PageValidators,
     yield_seen,
 )
-from crawlers.producer import produce
 from crawlers.profile_schema import Recrawl
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
 from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
@@ -112,7 +112,7 @@ def crawl(
         log_path=log,
         redis_url=redis_server.url,
         es_url=es_node.url,
-        # Conditional GETs alone: the listing-card skip (tests/crawlers/test_cards.py) would
+        # Conditional GETs alone: the listing-card skip (tests/crawlers/recrawl/test_cards.py) would
         # leave no product page to ask.
         settings={"RECRAWL_CARD_SKIP": False, **(settings or {})},
     )

@@ -21,7 +21,7 @@ from core.drain import drain_state
 from core.jobs_index import job_counters, job_document
 from core.store import spill_size
 from core.workers import WorkerRegistry
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

@@ -16,7 +16,7 @@ from elasticsearch import Elasticsearch
 
 from core.jobs_index import job_counters, job_document
 from core.ledger import incomplete_items
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

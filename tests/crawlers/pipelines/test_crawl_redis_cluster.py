@@ -23,7 +23,7 @@ from core.keys import SiteKeys
 from core.redis_client import connect
 from core.store import spill_size
 from core.workers import WorkerRegistry
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

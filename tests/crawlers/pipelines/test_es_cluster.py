@@ -22,8 +22,8 @@ from core.config import elasticsearch_client_kwargs
 from core.jobs_index import job_counters
 from core.store import IndexLayout, spill_size
 from crawlers.addon import project_settings
+from crawlers.cli.producer import produce
 from crawlers.pipelines.common import es_client_kwargs
-from crawlers.producer import produce
 from demo_site.catalog import build_catalog
 from harness.base import wait_until
 from harness.demo_site import DemoSite

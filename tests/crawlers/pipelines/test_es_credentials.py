@@ -14,7 +14,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from core.store import spill_size
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from harness.demo_site import DemoSite
 from harness.es_auth_gate import EsAuthGate
 from harness.es_node import ElasticsearchNode

@@ -16,7 +16,12 @@ from scrapy.utils.test import get_crawler
 from core.keys import SiteKeys
 from crawlers.items import DemoProduct
 from crawlers.pipelines.recrawl import RecordUnavailable, RecrawlRecordPipeline
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext, RecrawlContextMiddleware
+from crawlers.recrawl.context import (
+    RECRAWL_META,
+    ItemSeen,
+    RecrawlContext,
+    RecrawlContextMiddleware,
+)
 from harness.redis_server import RedisServer
 
 SITE = "unit"

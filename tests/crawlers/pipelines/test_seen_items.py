@@ -23,7 +23,7 @@ from core.store import IndexLayout, drain_site_spill, epoch_ms, spill_size
 from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.context import ItemSeen
 from harness.base import free_port
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer

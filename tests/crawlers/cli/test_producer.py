@@ -1,4 +1,5 @@
-"""``python -m crawlers.producer``: an operator's mistake is one line, exit 2, nothing enqueued."""
+"""``python -m crawlers.cli.producer``: an operator's mistake is one line, exit 2,
+nothing enqueued."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
 
 def producer(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "crawlers.producer", *args],
+        [sys.executable, "-m", "crawlers.cli.producer", *args],
         cwd=REPO_ROOT,
         env={**crawl_env(), **(env or {})},
         capture_output=True,

@@ -24,7 +24,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from crawlers.notes import ItemNotes, item_notes
+from crawlers.runtime.notes import ItemNotes, item_notes
 
 RECRAWL_META = "recrawl"
 _CONTEXT_NOTES = "recrawl"

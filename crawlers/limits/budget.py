@@ -37,15 +37,15 @@ from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.utils.defer import deferred_from_coro
 
 from core.budget import PAGES, TIME, JobBudget
-from crawlers.frontier import JOB_META
-from crawlers.logs import not_configured
+from crawlers.runtime.jobs import JOB_META
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
 CHAIN_META = "budget_chain"  # pages in a row of the request's URL shape before it
 _DIGITS = re.compile(r"\d+")
 _ATTR = "_platform_budget_state"
-# Links past the cap that a page's callback left unread (crawlers.links): counted with
+# Links past the cap that a page's callback left unread (crawlers.limits.links): counted with
 # the requests LinkCap refuses once the callback's output ends.
 _UNREAD: weakref.WeakKeyDictionary[Response, int] = weakref.WeakKeyDictionary()
 
@@ -154,7 +154,7 @@ class ChainBudget(BaseSpiderMiddleware):
 
 def links_unread(response: Response, count: int) -> None:
     """``count`` links of ``response`` that its callback did not read, being past the
-    cap (``crawlers.links``): in ``links/capped`` and the page's one line, with the
+    cap (``crawlers.limits.links``): in ``links/capped`` and the page's one line, with the
     requests ``LinkCap`` refuses."""
     if count > 0:
         _UNREAD[response] = _UNREAD.get(response, 0) + count

@@ -34,13 +34,13 @@ from core.dedup import connect_async
 from core.items_schema import plain_fields, schema_for
 from core.jobs_index import job_counters
 from core.keys import SiteKeys
-from crawlers.cards import Card, CardGate, CardsPipeline, card_key
-from crawlers.frontier import JOB_META
+from crawlers.cli.producer import produce
 from crawlers.items import DemoProduct, MarketplaceListing, Product, PropertyListing
 from crawlers.pipelines.common import carry_notes, item_notes
-from crawlers.producer import produce
 from crawlers.profiles import SiteProfile
-from crawlers.recrawl import ItemSeen, RecrawlContext, context_of
+from crawlers.recrawl.cards import Card, CardGate, CardsPipeline, card_key
+from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of
+from crawlers.runtime.jobs import JOB_META
 from crawlers.spiders.demo import DemoSpider
 from crawlers.spiders.facebook_marketplace import extract_search as fb_search
 from crawlers.spiders.hermes import extract_category

@@ -29,8 +29,8 @@ without a record every card is fetched). A Redis error leaves the card unrecorde
 item is fetched in full next run), logged and counted ``recrawl/cards/record_errors``;
 the item goes on. ``recrawl/cards/recorded`` counts records written,
 ``recrawl/cards/key_mismatch`` cards whose key is not the item's (a spider bug: nothing
-recorded). It lives here, not in ``crawlers.pipelines``: ``crawlers.recrawl`` imports
-that package's notes, so a pipeline there importing ``crawlers.recrawl`` would be an
+recorded). It lives here, not in ``crawlers.pipelines``: ``crawlers.recrawl.context`` imports
+that package's notes, so a pipeline there importing ``crawlers.recrawl.context`` would be an
 import cycle.
 """
 
@@ -53,11 +53,10 @@ from core.dedup import connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
 from core.redis_client import AsyncClient
-from crawlers.frontier import JOB_META
-from crawlers.logs import not_configured
-from crawlers.pipelines.common import job_of, site_of
 from crawlers.profile_schema import Recrawl
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
+from crawlers.runtime.jobs import JOB_META, job_of, site_of
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 

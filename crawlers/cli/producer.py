@@ -1,13 +1,13 @@
 """The producer: enqueue a job's start requests into the site's Redis frontier.
 
-    python -m crawlers.producer <site> [--job-id ID] [--base-url URL] [--redis-url URL]
+    python -m crawlers.cli.producer <site> [--job-id ID] [--base-url URL] [--redis-url URL]
 
 Start entries come from the site's spider (``SiteSpider.start_entries``: its profile's
 start paths and sitemaps), each tagged with the job id, and go to ``<site>:start_urls``
 where workers lease them like any request. The spider is built the way a crawl builds
 it (``from_crawler`` with the project's settings, e.g. DEMO_SITE_URL), so the producer
 and the workers agree on the base URL. The Redis URL is ``--redis-url``, else the
-project's REDIS_URL setting (from the environment, crawlers.environment). An unknown
+project's REDIS_URL setting (from the environment, crawlers.runtime.environment). An unknown
 site, a missing or malformed Redis URL, and a Redis that is unreachable or refuses the
 credentials are one line and exit status 2, with nothing enqueued.
 """
@@ -28,8 +28,8 @@ from core.config import OperatorError, check_redis_url
 from core.frontier import RedisFrontier
 from core.redis_client import Client
 from crawlers.commands import check_site
-from crawlers.connect import connect_checked
-from crawlers.frontier import new_job_id
+from crawlers.frontier.connect import connect_checked
+from crawlers.runtime.jobs import new_job_id
 from crawlers.spiders.base import SiteSpider
 
 

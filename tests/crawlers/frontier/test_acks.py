@@ -1,4 +1,4 @@
-"""Lease acks driven by public extension points (crawlers/acks.py).
+"""Lease acks driven by public extension points (crawlers/frontier/acks.py).
 
 A lease is acked exactly when the scraper is done with its request: after the output
 of its callback or errback is exhausted and each item of it has left the pipelines, or
@@ -31,16 +31,11 @@ from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 from core.frontier import RedisFrontier
-from crawlers.acks import LEASE_META, LeaseAcks, LeaseErrback, unwrap_errback, wrap_errback
-from crawlers.extensions import FrontierWorker
-from crawlers.frontier import (
-    FrontierConfigError,
-    JobDupeFilter,
-    LeaseAckMiddleware,
-    LeasedQueue,
-    LeasingScheduler,
-    is_leasing_scheduler,
-)
+from crawlers.frontier.acks import LEASE_META, LeaseAcks, LeaseErrback, unwrap_errback, wrap_errback
+from crawlers.frontier.meta import FrontierConfigError
+from crawlers.frontier.queue import JobDupeFilter, LeasedQueue
+from crawlers.frontier.scheduler import LeaseAckMiddleware, LeasingScheduler, is_leasing_scheduler
+from crawlers.frontier.worker import FrontierWorker
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT, log_excerpt
@@ -285,10 +280,10 @@ def test_a_queued_request_is_encoded_as_scrapy_encodes_it() -> None:
 
 FRONTIER = {
     "REDIS_URL": "redis://127.0.0.1:1/0",  # never connected to by these tests
-    "SCHEDULER": "crawlers.frontier.LeasingScheduler",
-    "SCHEDULER_QUEUE_CLASS": "crawlers.frontier.LeasedQueue",
-    "DUPEFILTER_CLASS": "crawlers.frontier.JobDupeFilter",
-    "SPIDER_MIDDLEWARES": {"crawlers.frontier.LeaseAckMiddleware": 0},
+    "SCHEDULER": "crawlers.frontier.scheduler.LeasingScheduler",
+    "SCHEDULER_QUEUE_CLASS": "crawlers.frontier.queue.LeasedQueue",
+    "DUPEFILTER_CLASS": "crawlers.frontier.queue.JobDupeFilter",
+    "SPIDER_MIDDLEWARES": {"crawlers.frontier.scheduler.LeaseAckMiddleware": 0},
 }
 
 
@@ -305,8 +300,8 @@ def test_the_scheduler_starts_with_its_pieces() -> None:
         (
             {
                 "SPIDER_MIDDLEWARES": {
-                    "crawlers.frontier.LeaseAckMiddleware": 100,
-                    "crawlers.middlewares.JobTagMiddleware": 10,
+                    "crawlers.frontier.scheduler.LeaseAckMiddleware": 100,
+                    "crawlers.runtime.middlewares.JobTagMiddleware": 10,
                 }
             },
             "outermost",
@@ -422,12 +417,12 @@ def test_a_plain_spider_acks_every_lease_exactly_when_done(
     client = redis_server.client()
     client.flushdb()
     log = tmp_path / "edge.log"
-    module = "tests.crawlers.test_frontier_acks"
+    module = "tests.crawlers.frontier.test_acks"
     settings = {
         "REDIS_URL": redis_server.url,
-        "SCHEDULER": "crawlers.frontier.LeasingScheduler",
-        "SCHEDULER_QUEUE_CLASS": "crawlers.frontier.LeasedQueue",
-        "DUPEFILTER_CLASS": "crawlers.frontier.JobDupeFilter",
+        "SCHEDULER": "crawlers.frontier.scheduler.LeasingScheduler",
+        "SCHEDULER_QUEUE_CLASS": "crawlers.frontier.queue.LeasedQueue",
+        "DUPEFILTER_CLASS": "crawlers.frontier.queue.JobDupeFilter",
         "JOB_ID": "edge-job",
         "DEMO_SITE_URL": site.url,
         "ROBOTSTXT_OBEY": False,
@@ -435,7 +430,10 @@ def test_a_plain_spider_acks_every_lease_exactly_when_done(
         "RETRY_BACKOFF_BASE": 0.1,
         "ITEM_PIPELINES": json.dumps({f"{module}.HeldLeasePipeline": 100}),
         "SPIDER_MIDDLEWARES": json.dumps(
-            {"crawlers.frontier.LeaseAckMiddleware": 0, f"{module}.RecoveringMiddleware": 950}
+            {
+                "crawlers.frontier.scheduler.LeaseAckMiddleware": 0,
+                f"{module}.RecoveringMiddleware": 950,
+            }
         ),
         "TEST_ITEM_SINK_KEY": "items",
         "FRONTIER_IDLE_CLOSE_SECONDS": 1,

@@ -13,7 +13,7 @@ default. crawlers/settings.py applies the result at 'project' priority: ``-s NAM
 a spider's ``custom_settings`` and a site profile's ``[settings]`` override it. Another
 Scrapy project may do the same in its settings.py:
 
-    from crawlers.environment import settings_from_environment
+    from crawlers.runtime.environment import settings_from_environment
     globals().update(settings_from_environment())
 
 Secrets stay ``SecretStr`` (``core.config.secret_value`` unwraps them where used).

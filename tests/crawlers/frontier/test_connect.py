@@ -1,4 +1,4 @@
-"""A worker started while Redis is down waits for it (crawlers.connect), then crawls."""
+"""A worker started while Redis is down waits for it (crawlers.frontier.connect), then crawls."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from scrapy.settings import Settings
 from core.config import OperatorError
 from core.workers import WorkerRegistry
 from crawlers import defaults
-from crawlers.connect import (
+from crawlers.cli.producer import produce
+from crawlers.frontier.connect import (
     ConnectPolicy,
     always_on,
     check_redis,
     failure_reason,
     redis_address,
 )
-from crawlers.producer import produce
 from harness.base import free_port
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisCluster, RedisServer

@@ -10,7 +10,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from crawlers.frontier import JOB_META
+from crawlers.runtime.jobs import JOB_META
 
 
 class JobTagMiddleware:

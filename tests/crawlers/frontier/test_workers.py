@@ -17,7 +17,7 @@ import redis
 from core.drain import drain_state
 from core.jobstats import JobStats
 from core.workers import WorkerRegistry
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer

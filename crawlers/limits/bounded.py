@@ -21,7 +21,7 @@ from typing import Any
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 
-from crawlers.logs import not_configured
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 

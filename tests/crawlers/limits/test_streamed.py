@@ -1,6 +1,6 @@
-"""CSS queries answered from a streamed pass (crawlers.streamed) exactly as from the page's
+"""CSS queries answered from a streamed pass (crawlers.limits.streamed) exactly as from the page's
 tree, kept within their limit; a page's links read within the cap, counted exactly with
-what LinkCap refuses (crawlers.links)."""
+what LinkCap refuses (crawlers.limits.links)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from scrapy import Request, Spider
 from scrapy.http import HtmlResponse, TextResponse, XmlResponse
 from scrapy.utils.test import get_crawler
 
-from crawlers.budget import LinkCap
-from crawlers.links import Links, read_page
-from crawlers.streamed import Query, select
+from crawlers.limits.budget import LinkCap
+from crawlers.limits.links import Links, read_page
+from crawlers.limits.streamed import Query, select
 
 PAGE = b"""<!doctype html><html><head><title>t</title></head><body>
 <p>text<a class="product-link x" href="/p/1">1</a><!-- c --><a href='/p/2' class=product-link>2</a>

@@ -18,7 +18,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 
 from core.keys import REDIS_ERRORS
-from crawlers.ledger import CrawlLedger
+from crawlers.runtime.ledger import CrawlLedger
 
 logger = logging.getLogger(__name__)
 

@@ -1,10 +1,9 @@
-"""Scrapy extensions of the platform.
-
-``FrontierWorker`` makes a crawl process a good citizen of the shared Redis frontier:
-heartbeats in the worker registry, reclaim of dead workers' leases, per-job stats
-pushed as deltas, fast pick-up of new work while idle, re-sending of work kept locally
-during a Redis outage, and closing after real idleness (unless always-on). It works with
-any spider. Disabled (NotConfigured) without the leasing scheduler.
+"""The frontier worker extension: ``FrontierWorker`` makes a crawl process a good citizen
+of the shared Redis frontier: heartbeats in the worker registry, reclaim of dead workers'
+leases, per-job stats pushed as deltas, fast pick-up of new work while idle, re-sending
+of work kept locally during a Redis outage, and closing after real idleness (unless
+always-on). It works with any spider. Disabled (NotConfigured) without the leasing
+scheduler.
 """
 
 from __future__ import annotations
@@ -14,8 +13,7 @@ import time
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DontCloseSpider, NotConfigured
-from scrapy.settings import BaseSettings
+from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task
 
@@ -23,10 +21,9 @@ from core.frontier import RedisFrontier
 from core.jobstats import DeltaTracker, JobStats
 from core.keys import REDIS_ERRORS
 from core.workers import WorkerInfo, WorkerRegistry
-from crawlers.connect import always_on
-from crawlers.fetch.proxies import configured_proxies
-from crawlers.frontier import LeasingScheduler, frontier_enabled, is_leasing_scheduler
-from crawlers.logs import not_configured
+from crawlers.frontier.connect import always_on
+from crawlers.frontier.scheduler import LeasingScheduler, frontier_enabled, is_leasing_scheduler
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
@@ -193,54 +190,3 @@ class FrontierWorker:
         request = scheduler.lease_for_handoff()
         if request is not None:
             engine.crawl(request)
-
-
-class LocalModeSummary:
-    """One INFO line at start naming what local mode leaves out, and how to enable it.
-
-    ``scrapy crawl <site> -O items.jsonl`` with no services is a supported way to debug a
-    spider, not a misconfiguration: the components it switches off say nothing above
-    DEBUG (``crawlers.logs.not_configured``), and this line says it once. Nothing when
-    every service is configured."""
-
-    def __init__(self, line: str) -> None:
-        self.line = line
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> LocalModeSummary:
-        line = local_mode_line(crawler.settings)
-        if line is None:
-            raise NotConfigured()
-        extension = cls(line)
-        crawler.signals.connect(extension.engine_started, signal=signals.engine_started)
-        return extension
-
-    def engine_started(self) -> None:
-        logger.info(self.line)
-
-
-def local_mode_line(settings: BaseSettings) -> str | None:
-    """What a crawl with these settings runs without, as one line (None: nothing)."""
-    redis_url, es_url = settings.get("REDIS_URL"), settings.get("ELASTICSEARCH_URL")
-    proxies = bool(configured_proxies(settings))
-    missing = []
-    if not redis_url:
-        missing.append("no frontier (Scrapy's own scheduler)")
-    if not redis_url and not es_url:
-        missing.append("no dedup")
-    if not es_url:
-        missing.append("no store")
-    if not proxies:
-        missing.append("no proxies (direct connections)")
-    if not missing:
-        return None
-    unset = [
-        name
-        for name, value in (
-            ("REDIS_URL", redis_url),
-            ("ELASTICSEARCH_URL", es_url),
-            ("PROXY_LIST", proxies),
-        )
-        if not value
-    ]
-    return f"local mode: {', '.join(missing)}; set {'/'.join(unset)} to enable"

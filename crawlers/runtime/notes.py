@@ -1,6 +1,6 @@
 """Notes one crawl component leaves for a later one about an item (``item_notes``).
 
-Outside ``crawlers.pipelines`` so that spider middlewares (``crawlers.recrawl``) and the
+Outside ``crawlers.pipelines`` so that spider middlewares (``crawlers.recrawl.context``) and the
 pipelines can both use it without importing each other (``crawlers.pipelines.common``
 re-exports it).
 """

@@ -1,8 +1,8 @@
-"""A page's links read within the link cap, in one streamed pass (``crawlers.streamed``).
+"""A page's links read within the link cap, in one streamed pass (``crawlers.limits.streamed``).
 
 A spider reads the links it follows with ``read_page``: at most
 ``CRAWL_MAX_LINKS_PER_PAGE`` distinct URLs per query are kept, the rest only counted
-(``links/capped``, with what ``crawlers.budget.LinkCap`` refuses), so a page of 100,000
+(``links/capped``, with what ``crawlers.limits.budget.LinkCap`` refuses), so a page of 100,000
 links costs the cap, not the page: neither its lxml tree nor a ``Selector`` per link is
 built. Elements the callback needs besides (listing cards) come in the same pass, kept
 to the cap too.
@@ -17,8 +17,8 @@ from scrapy.crawler import Crawler
 from scrapy.http import TextResponse
 from scrapy.selector import Selector
 
-from crawlers.budget import links_unread
-from crawlers.streamed import Query, select
+from crawlers.limits.budget import links_unread
+from crawlers.limits.streamed import Query, select
 
 
 @dataclass(frozen=True)

@@ -3,95 +3,66 @@
 Installed when ``REDIS_URL`` is set: ``SCHEDULER = LeasingScheduler`` (a
 ``scrapy.core.scheduler.BaseScheduler``), ``SCHEDULER_QUEUE_CLASS = LeasedQueue``,
 ``DUPEFILTER_CLASS = JobDupeFilter`` and the spider middleware ``LeaseAckMiddleware``
-(the outermost), next to the ``crawlers.extensions.FrontierWorker`` extension. From
+(the outermost), next to the ``crawlers.frontier.worker.FrontierWorker`` extension. From
 scrapy-redis it uses the Redis connection factory (``REDIS_URL``, ``REDIS_PARAMS``; with
-``REDIS_CLUSTER`` redis-py's cluster client instead, ``crawlers.connect``) and
+``REDIS_CLUSTER`` redis-py's cluster client instead, ``crawlers.frontier.connect``) and
 the pickle serializer of its queues; the rest is owned here.
 
 A request popped from Redis carries its lease id in ``meta``. The lease is acked when
 the scraper is done with the request's response or failure, callbacks and item
-pipelines included (``crawlers.acks``, driven by public signals and middlewares), or
+pipelines included (``crawlers.frontier.acks``, driven by public signals and middlewares), or
 replaced atomically when a retry/redirect of it is queued. Acks are sent in batches
 (every ``FRONTIER_ACK_BATCH`` acks or poll tick), always after the requests their
 responses found; new requests found in one reactor turn are checked against the job's
 seen-set and queued together, in one round trip. Redis being briefly unreachable loses
 nothing: pushes and acks that fail are kept locally and re-sent, and the worker does not
 close while it still holds them. A worker started while Redis is down waits for it in
-the scheduler's ``open`` (``crawlers.connect``), before anything else touches Redis.
+the scheduler's ``open`` (``crawlers.frontier.connect``), before anything else touches Redis.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import socket
 import time
-import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from itertools import islice
 from typing import Any, Self
 
-import redis
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
-from scrapy.dupefilters import BaseDupeFilter
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import build_from_crawler, load_object
-from scrapy.utils.request import request_from_dict
-from scrapy_redis import picklecompat
 from twisted.internet.defer import Deferred
 
-from core.frontier import Lease, Push, RedisFrontier
-from core.keys import REDIS_ERRORS, SiteKeys
+from core.frontier import RedisFrontier
+from core.keys import REDIS_ERRORS
 from core.redis_client import Client
-from crawlers.acks import LEASE_META, LeaseAcks, unwrap_errback, wrap_errback
 from crawlers.compat import check_private_api
-from crawlers.connect import (
+from crawlers.frontier.acks import LEASE_META, LeaseAcks, unwrap_errback, wrap_errback
+from crawlers.frontier.connect import (
     ConnectPolicy,
     always_on,
     redis_address,
     redis_from_settings,
     wait_for_redis,
 )
-from crawlers.logs import not_configured
+from crawlers.frontier.meta import HANDOFF_META, ITEM_RETRY_META, FrontierConfigError, new_worker_id
+from crawlers.frontier.queue import PUSH_BATCH, SEEN_LOCAL_MAX, JobDupeFilter, LeasedQueue
+from crawlers.runtime.jobs import JOB_META, new_job_id
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
-JOB_META = "job_id"
-# Set on a request that this worker already leased and hands to its own engine.
-HANDOFF_META = "frontier_handoff"
-# How often a request was crawled again because an item of it failed in the pipelines.
-ITEM_RETRY_META = "frontier_item_retries"
-
-# Seen-sets of finished jobs are not needed for long; the jobs index keeps the history.
-SEEN_TTL_SECONDS = 7 * 24 * 3600
-SEEN_LOCAL_MAX = 200_000
-# Requests queued per round trip: those found in one reactor turn go together.
-PUSH_BATCH = 64
 
 # A request to queue, its job's seen-set key and its fingerprint (None: dont_filter).
 _Queued = tuple[Request, str | None, str | None]
-
-
-class FrontierConfigError(RuntimeError):
-    """The leasing scheduler was installed without the pieces it relies on."""
-
-
-def new_job_id(site: str) -> str:
-    """A sortable, unique job id: ``<site>-<UTC timestamp>-<random>``."""
-    return f"{site}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:6]}"
-
-
-def new_worker_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
 def frontier_enabled(settings: BaseSettings) -> bool:
@@ -110,186 +81,6 @@ def is_leasing_scheduler(obj: object) -> bool:
     """
     cls = obj if isinstance(obj, type) else type(obj)
     return LeasingScheduler in cls.__mro__
-
-
-def request_from_entry(spider: Spider, entry: dict[str, Any]) -> Request:
-    """A producer's start entry (JSON) as a request of ``spider``.
-
-    Spiders that know entries (``SiteSpider.make_request_from_entry``: callbacks,
-    rendering, priorities) build it; any other spider gets a plain request to its
-    default callback, tagged with the entry's job.
-    """
-    maker = getattr(spider, "make_request_from_entry", None)
-    if maker is not None:
-        return maker(entry)
-    meta = dict(entry.get("meta") or {})
-    if entry.get("job_id"):
-        meta.setdefault(JOB_META, entry["job_id"])
-    return Request(entry["url"], meta=meta, dont_filter=bool(entry.get("dont_filter", False)))
-
-
-class LeasedQueue:
-    """The site's Redis queue (``core.frontier``) whose pop leases instead of deleting.
-
-    Leases are taken in small batches (``FRONTIER_LEASE_BATCH``) into a local buffer: one
-    round trip per batch instead of per request. Buffered entries are leased, so they are
-    as safe as any in-flight request and go back to the queue if this worker dies.
-    Requests are encoded as scrapy-redis' queues do (``Request.to_dict`` pickled).
-    """
-
-    def __init__(self, server: redis.Redis, spider: Spider, *, worker_id: str, batch: int) -> None:
-        self.spider = spider
-        self.frontier = RedisFrontier(server, spider.name)
-        self.worker_id = worker_id
-        self.batch = max(1, batch)
-        self.buffer: deque[Request] = deque()
-
-    def __len__(self) -> int:
-        return self.frontier.queued() + len(self.buffer)
-
-    def encode(self, request: Request) -> tuple[bytes, str | None]:
-        """The request as queued (without its lease and lease-aware errback), and its lease."""
-        unwrap_errback(request)
-        lease_id = request.meta.pop(LEASE_META, None)
-        try:
-            return picklecompat.dumps(self.request_dict(request)), lease_id
-        finally:
-            if lease_id is not None:
-                request.meta[LEASE_META] = lease_id
-
-    def request_dict(self, request: Request) -> dict[str, Any]:
-        """``request.to_dict(spider=...)``, the same dict, without its per-request scan of
-        every spider method (``inspect.getmembers``) for the callback and errback names."""
-        callback = self._method_name(request.callback)
-        errback = self._method_name(request.errback)
-        if callback is False or errback is False:
-            return request.to_dict(spider=self.spider)  # not the spider's: Scrapy decides
-        d: dict[str, Any] = {
-            "url": request.url,
-            "callback": callback,
-            "errback": errback,
-            "headers": dict(request.headers),
-        }
-        for attr in request.attributes:
-            d.setdefault(attr, getattr(request, attr))
-        if type(request) is not Request:
-            d["_class"] = f"{type(request).__module__}.{type(request).__name__}"
-        return d
-
-    def _method_name(self, func: Any) -> str | bool | None:
-        """The name of the spider method ``func`` (None: no callable); False when ``func``
-        is no method bound to the spider under its own name."""
-        if func is None or isinstance(func, str):
-            return func
-        name = getattr(func, "__name__", None)
-        if getattr(func, "__self__", None) is not self.spider or name is None:
-            return False
-        own = getattr(self.spider, name, None)
-        if getattr(own, "__func__", None) is not getattr(func, "__func__", False):
-            return False
-        return str(name)
-
-    def decode(self, data: bytes) -> Request:
-        return request_from_dict(picklecompat.loads(data), spider=self.spider)
-
-    def entry(
-        self, request: Request, seen_key: str | None = None, fingerprint: str | None = None
-    ) -> Push:
-        """``request`` as one entry of ``push_many`` (unless its fingerprint is seen)."""
-        data, lease_id = self.encode(request)
-        return Push(data, request.priority, lease_id, seen_key, fingerprint)
-
-    def push_many(self, entries: list[Push]) -> list[bool]:
-        """Queue the entries in order, in one round trip; True for each queued."""
-        return self.frontier.push_many(entries, seen_ttl=SEEN_TTL_SECONDS)
-
-    def pop(self) -> Request | None:
-        while not self.buffer:
-            leases = self.frontier.lease(self.worker_id, self.batch) or self.frontier.lease_start(
-                self.worker_id, 1
-            )
-            if not leases:
-                return None
-            self.buffer.extend(
-                request for lease in leases if (request := self._request_from_lease(lease))
-            )
-        return self.buffer.popleft()
-
-    def _request_from_lease(self, lease: Lease) -> Request | None:
-        stats = self.spider.crawler.stats
-        try:
-            if lease.is_start:
-                request = request_from_entry(self.spider, json.loads(lease.data))
-            else:
-                request = self.decode(lease.data)
-        except Exception:
-            # A corrupt entry would be re-leased forever; drop it loudly and counted.
-            logger.exception("dropping undecodable frontier entry (lease %s)", lease.lease_id)
-            stats.inc_value("frontier/undecodable_entries")
-            self.frontier.ack(lease.lease_id)
-            return None
-        if not isinstance(request, Request):
-            logger.error("start entry made no request (lease %s): %r", lease.lease_id, lease.data)
-            stats.inc_value("frontier/undecodable_entries")
-            self.frontier.ack(lease.lease_id)
-            return None
-        request.meta[LEASE_META] = lease.lease_id
-        return request
-
-
-class JobDupeFilter(BaseDupeFilter):
-    """One seen-set per job (``<site>:job:<job>:seen``) of Scrapy request fingerprints.
-
-    A new job recrawls the site; within a job, every URL is fetched once across all
-    workers. The seen-set belongs to the job, not to a worker: closing a worker keeps
-    it (it expires ``SEEN_TTL_SECONDS`` after the job's last write). The leasing
-    scheduler checks and queues in one step (``LeasedQueue.push_many``) with
-    ``seen_key`` and ``fingerprint``; ``request_seen`` serves everyone else.
-    """
-
-    def __init__(self, crawler: Crawler, server: Client | None) -> None:
-        self.crawler = crawler
-        # None (a Redis Cluster, whose client connects as it is built): the leasing
-        # scheduler hands over its client once connected, else it is built on first use.
-        self._server = server
-        self.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = crawler.settings
-        return cls(
-            crawler, None if settings.getbool("REDIS_CLUSTER") else redis_from_settings(settings)
-        )
-
-    @property
-    def server(self) -> Client:
-        if self._server is None:
-            self._server = redis_from_settings(self.crawler.settings)
-        return self._server
-
-    @server.setter
-    def server(self, server: Client) -> None:
-        self._server = server
-
-    def fingerprint(self, request: Request) -> str:
-        return self.crawler.request_fingerprinter.fingerprint(request).hex()
-
-    def seen_key(self, request: Request) -> str:
-        spider = self.crawler.spider
-        job_id = request.meta.get(JOB_META) or getattr(spider, "job_id", None) or "unassigned"
-        return SiteKeys(spider.name if spider else "default").seen(str(job_id))
-
-    def request_seen(self, request: Request) -> bool:
-        key = self.seen_key(request)
-        with self.server.pipeline(transaction=True) as pipe:
-            pipe.sadd(key, self.fingerprint(request))
-            pipe.expire(key, SEEN_TTL_SECONDS)
-            added, _ = pipe.execute()
-        return added == 0
-
-    def log(self, request: Request, spider: Spider) -> None:
-        if self.debug:
-            logger.debug("Filtered duplicate request: %(request)s", {"request": request})
 
 
 class LeasingScheduler(BaseScheduler):
@@ -319,8 +110,8 @@ class LeasingScheduler(BaseScheduler):
         if not spider_mws or load_object(spider_mws[0]) is not LeaseAckMiddleware:
             # Without it no response's lease would ever be acked: the job would not drain.
             raise FrontierConfigError(
-                "the leasing scheduler needs crawlers.frontier.LeaseAckMiddleware as the "
-                f"outermost spider middleware (lowest SPIDER_MIDDLEWARES order), got {spider_mws}"
+                "the leasing scheduler needs crawlers.frontier.scheduler.LeaseAckMiddleware as "
+                "the leasing scheduler needs crawlers.frontier.scheduler.LeaseAckMiddleware "
             )
         self.df: JobDupeFilter = build_from_crawler(dupefilter_cls, crawler)
         self.acks = LeaseAcks(self.ack_lease, call_later, on_failed=self.recrawl_failed)
@@ -351,8 +142,8 @@ class LeasingScheduler(BaseScheduler):
         return scheduler
 
     def open(self, spider: Spider) -> Deferred[None]:
-        """Set up, then wait for Redis (``crawlers.connect``): the engine awaits this before
-        the pipelines, the worker extension or anything else touches Redis."""
+        """Set up, then wait for Redis (``crawlers.frontier.connect``): the engine awaits this
+        before the pipelines, the worker extension or anything else touches Redis."""
         settings = self.crawler.settings
         self.spider = spider
         self.job_id = str(
@@ -593,7 +384,7 @@ class LeasingScheduler(BaseScheduler):
 
 
 class LeaseAckMiddleware:
-    """Tells the leasing scheduler when a response's output is done (``crawlers.acks``).
+    """Tells the leasing scheduler when a response's output is done (``crawlers.frontier.acks``).
 
     It must be the outermost spider middleware (the lowest order; the scheduler checks):
     its ``process_spider_input`` then runs first for every response, and its
