@@ -77,6 +77,7 @@ from core.config import (
     read_proxy_file,
     redacted,
 )
+from core.redis_client import SOCKET_OPTIONS
 from crawlers import defaults
 from crawlers.compat import check_private_api
 from crawlers.fetch.identity import check_identity
@@ -180,11 +181,9 @@ FRONTIER_EXTENSIONS: dict[str, int | None] = {"crawlers.frontier.worker.Frontier
 def redis_params() -> dict[str, Any]:
     """REDIS_PARAMS of the frontier's client (fresh: Retry objects hold state)."""
     return {
-        # Short timeouts + a few quick retries: a hung Redis must not freeze the reactor
-        # for long; longer outages are ridden out by the scheduler's local buffers.
-        "socket_timeout": 5,
-        "socket_connect_timeout": 2,
-        "health_check_interval": 15,
+        # Short timeouts (core.redis_client) + a few quick retries: longer outages are
+        # ridden out by the scheduler's local buffers.
+        **SOCKET_OPTIONS,
         "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
     }

@@ -46,9 +46,8 @@ from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META
 from crawlers.fetch.redact import proxy_id, redact
 from crawlers.frontier.meta import ITEM_RETRY_META
-from crawlers.runtime.clock import SharedClock
 from crawlers.runtime.jobs import JOB_META
-from crawlers.runtime.ledger import CrawlLedger
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -152,8 +151,9 @@ class BlockRetryMiddleware(RetryMiddleware):
         self.backoff_base = settings.getfloat("RETRY_BACKOFF_BASE", 0.5)
         self.backoff_max = settings.getfloat("RETRY_BACKOFF_MAX", 30.0)
         self.not_before_max = settings.getfloat("PART_RETRY_BACKOFF_MAX")
-        self.ledger = CrawlLedger.of(crawler)
-        self.clock = SharedClock.of(crawler)
+        services = CrawlServices.of(crawler)
+        self.ledger = services.ledger
+        self.clock = services.clock
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BlockRetryMiddleware:

@@ -55,7 +55,6 @@ from scrapy.settings import BaseSettings
 from scrapy_playwright.page import PageMethod
 
 from core.blocks import BlockRules, classify
-from core.dedup import connect_async
 from core.keys import REDIS_ERRORS
 from core.sessions import (
     MemorySessionStore,
@@ -83,8 +82,9 @@ from crawlers.fetch.retry import (
     SESSION_REPORT_META,
 )
 from crawlers.runtime.jobs import JOB_META
-from crawlers.runtime.ledger import CrawlLedger, RetriedCalls, RetryPolicy
+from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
 from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -201,7 +201,7 @@ class SessionMiddleware:
         self.store = store
         settings = crawler.settings
         self.classifier = ResponseClassifier.of(crawler)
-        self.ledger = CrawlLedger.of(crawler)
+        self.ledger = CrawlServices.of(crawler).ledger
         self.identity = identity_for(crawler)
         self.proxies = {proxy_id(url): url for url in configured_proxies(settings)}
         self.wait_cap = settings.getfloat("SESSION_WAIT_MAX")
@@ -227,13 +227,7 @@ class SessionMiddleware:
         policy = session_policy(settings)
         store: SessionStore
         if settings.get("REDIS_URL"):
-            server = connect_async(
-                str(settings.get("REDIS_URL")),
-                max_connections=8,
-                params=settings.getdict("REDIS_PARAMS"),
-                cluster=settings.getbool("REDIS_CLUSTER"),
-            )
-            store = RedisSessionStore(server, spider, policy)
+            store = RedisSessionStore(CrawlServices.of(crawler).redis, spider, policy)
         else:
             store = MemorySessionStore(spider, policy)
         middleware = cls(crawler, store)
@@ -241,10 +235,7 @@ class SessionMiddleware:
         return middleware
 
     async def spider_closed(self) -> None:
-        await self.store.close()
-        server = getattr(self.store, "server", None)
-        if server is not None:
-            await server.aclose()
+        await self.store.close()  # its Redis client is the crawl's (CrawlServices)
 
     @property
     def stats(self) -> Any:

@@ -25,8 +25,6 @@ import redis
 from scrapy import Spider
 from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import run_in_thread, sleep
-from scrapy_redis import defaults as scrapy_redis_defaults
-from scrapy_redis.connection import get_redis_from_settings
 
 from core.config import OperatorError
 from core.keys import REDIS_ERRORS
@@ -73,20 +71,6 @@ def refused_credentials(address: str, exc: redis.AuthenticationError) -> str:
 
 def unreachable(address: str, exc: BaseException) -> str:
     return f"Redis at {address} unreachable ({failure_reason(exc)})"
-
-
-def redis_from_settings(settings: BaseSettings) -> Client:
-    """The crawl's sync Redis client (``REDIS_URL``, ``REDIS_PARAMS``): scrapy-redis'
-    factory for one Redis, redis-py's cluster client with ``REDIS_CLUSTER``.
-
-    A single-Redis client connects on first use; a cluster client reads the slot map as
-    it is built, so with no node reachable this raises ``redis.ConnectionError`` (the
-    worker builds it inside ``wait_for_redis``)."""
-    if not settings.getbool("REDIS_CLUSTER"):
-        return get_redis_from_settings(settings)
-    params = {**scrapy_redis_defaults.REDIS_PARAMS, **settings.getdict("REDIS_PARAMS")}
-    params.pop("redis_cls", None)
-    return connect(str(settings["REDIS_URL"]), cluster=True, **params)
 
 
 def ping_checked(server: Client, address: str) -> None:

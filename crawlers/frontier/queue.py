@@ -19,8 +19,8 @@ from core.frontier import Lease, Push, RedisFrontier
 from core.keys import SiteKeys
 from core.redis_client import Client
 from crawlers.frontier.acks import LEASE_META, unwrap_errback
-from crawlers.frontier.connect import redis_from_settings
 from crawlers.runtime.jobs import JOB_META
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -166,29 +166,20 @@ class JobDupeFilter(BaseDupeFilter):
     ``seen_key`` and ``fingerprint``; ``request_seen`` serves everyone else.
     """
 
-    def __init__(self, crawler: Crawler, server: Client | None) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        # None (a Redis Cluster, whose client connects as it is built): the leasing
-        # scheduler hands over its client once connected, else it is built on first use.
-        self._server = server
+        self.services = CrawlServices.of(crawler)
         self.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = crawler.settings
-        return cls(
-            crawler, None if settings.getbool("REDIS_CLUSTER") else redis_from_settings(settings)
-        )
+        return cls(crawler)
 
     @property
     def server(self) -> Client:
-        if self._server is None:
-            self._server = redis_from_settings(self.crawler.settings)
-        return self._server
-
-    @server.setter
-    def server(self, server: Client) -> None:
-        self._server = server
+        """The crawl's sync client (a Redis Cluster's is built by the scheduler's wait for
+        Redis, before the first request is checked)."""
+        return self.services.sync_redis()
 
     def fingerprint(self, request: Request) -> str:
         return self.crawler.request_fingerprinter.fingerprint(request).hex()

@@ -26,7 +26,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from functools import partial
 from itertools import islice
 from typing import Any, Self
 
@@ -50,13 +49,13 @@ from crawlers.frontier.connect import (
     ConnectPolicy,
     always_on,
     redis_address,
-    redis_from_settings,
     wait_for_redis,
 )
 from crawlers.frontier.meta import HANDOFF_META, ITEM_RETRY_META, FrontierConfigError, new_worker_id
 from crawlers.frontier.queue import PUSH_BATCH, SEEN_LOCAL_MAX, JobDupeFilter, LeasedQueue
 from crawlers.runtime.jobs import JOB_META, new_job_id
 from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +110,8 @@ class LeasingScheduler(BaseScheduler):
             # Without it no response's lease would ever be acked: the job would not drain.
             raise FrontierConfigError(
                 "the leasing scheduler needs crawlers.frontier.scheduler.LeaseAckMiddleware as "
-                "the leasing scheduler needs crawlers.frontier.scheduler.LeaseAckMiddleware "
+                "the outermost spider middleware (lowest SPIDER_MIDDLEWARES order), "
+                f"got {spider_mws}"
             )
         self.df: JobDupeFilter = build_from_crawler(dupefilter_cls, crawler)
         self.acks = LeaseAcks(self.ack_lease, call_later, on_failed=self.recrawl_failed)
@@ -132,9 +132,9 @@ class LeasingScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         check_private_api()
-        settings = crawler.settings
-        cluster = settings.getbool("REDIS_CLUSTER")
-        scheduler = cls(crawler, None if cluster else redis_from_settings(settings))
+        services = CrawlServices.of(crawler)
+        # A Redis Cluster's client is built by the wait in ``open``, once a node answers.
+        scheduler = cls(crawler, None if services.cluster else services.sync_redis())
         for signal in (signals.item_scraped, signals.item_dropped):
             crawler.signals.connect(scheduler.acks.item_done, signal=signal)
         crawler.signals.connect(scheduler.acks.item_failed, signal=signals.item_error)
@@ -153,15 +153,15 @@ class LeasingScheduler(BaseScheduler):
         policy = ConnectPolicy.from_settings(
             settings, always_on=always_on(spider, settings.getbool("FRONTIER_ALWAYS_ON"))
         )
-        server = self.server
-        connect: Callable[[], Client]
-        if server is not None:  # one Redis: its client connects on first use
-            self._use(server)
-            connect = lambda: server  # noqa: E731
-        else:  # a Redis Cluster: its client is built by the wait, once a node answers
-            connect = partial(redis_from_settings, settings)
+        if self.server is not None:  # one Redis: its client connects on first use
+            self._use(self.server)
+        # A Redis Cluster: the crawl's client is built by the wait, once a node answers.
         return deferred_from_coro(
-            self._connect(connect, redis_address(settings["REDIS_URL"]), policy)
+            self._connect(
+                CrawlServices.of(self.crawler).sync_redis,
+                redis_address(settings["REDIS_URL"]),
+                policy,
+            )
         )
 
     async def _connect(
@@ -169,7 +169,6 @@ class LeasingScheduler(BaseScheduler):
     ) -> None:
         server = await wait_for_redis(connect, address, policy)
         if self.server is None:
-            self.df.server = server
             self._use(server)
 
     def _use(self, server: Client) -> None:

@@ -39,12 +39,12 @@ from scrapy.utils.defer import deferred_from_coro
 from core.budget import PAGES, TIME, JobBudget
 from crawlers.runtime.jobs import JOB_META
 from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
 CHAIN_META = "budget_chain"  # pages in a row of the request's URL shape before it
 _DIGITS = re.compile(r"\d+")
-_ATTR = "_platform_budget_state"
 # Links past the cap that a page's callback left unread (crawlers.limits.links): counted with
 # the requests LinkCap refuses once the callback's output ends.
 _UNREAD: weakref.WeakKeyDictionary[Response, int] = weakref.WeakKeyDictionary()
@@ -52,7 +52,8 @@ _UNREAD: weakref.WeakKeyDictionary[Response, int] = weakref.WeakKeyDictionary()
 
 class BudgetState:
     """What one crawler's budget components share: the budgets reached (named once in
-    the log) and, once the job's page or time budget ended it, the reason."""
+    the log) and, once the job's page or time budget ended it, the reason. One per crawl:
+    ``CrawlServices.of(crawler).component(BudgetState)``."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -60,12 +61,8 @@ class BudgetState:
         self.job_ended: str | None = None
 
     @classmethod
-    def of(cls, crawler: Crawler) -> BudgetState:
-        state: BudgetState | None = getattr(crawler, _ATTR, None)
-        if state is None:
-            state = cls(crawler)
-            setattr(crawler, _ATTR, state)
-        return state
+    def from_crawler(cls, crawler: Crawler) -> BudgetState:
+        return cls(crawler)
 
     def reach(self, name: str, setting: str, value: object, what: str) -> None:
         """The budget ``name`` reached: counted, and named in one line per crawl."""
@@ -104,7 +101,7 @@ class DepthBudget(DepthMiddleware):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DepthBudget:
         middleware = super().from_crawler(crawler)
-        middleware.budget = BudgetState.of(crawler)  # type: ignore[attr-defined]
+        middleware.budget = CrawlServices.of(crawler).component(BudgetState)  # type: ignore[attr-defined]
         return middleware
 
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
@@ -123,7 +120,7 @@ class ChainBudget(BaseSpiderMiddleware):
     def __init__(self, crawler: Crawler, max_chain: int) -> None:
         super().__init__(crawler)
         self.max_chain = max_chain
-        self.budget = BudgetState.of(crawler)
+        self.budget = CrawlServices.of(crawler).component(BudgetState)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ChainBudget:
@@ -232,7 +229,7 @@ class JobBudgetCheck:
         self.crawler = crawler
         self.max_pages = max_pages
         self.max_seconds = max_seconds
-        self.state = BudgetState.of(crawler)
+        self.state = CrawlServices.of(crawler).component(BudgetState)
         self.pages = 0
         self.redis_url = crawler.settings.get("REDIS_URL")
         self._budget: JobBudget | None = None
@@ -260,9 +257,6 @@ class JobBudgetCheck:
     async def spider_closed(self) -> None:
         if self._clock is not None:
             self._clock.cancel()
-        if self._budget is not None:
-            await self._budget.server.aclose()
-            self._budget = None
 
     def response_received(self, response: Response, request: Request) -> None:
         if self.max_pages <= 0 or request.url.endswith("/robots.txt"):
@@ -280,16 +274,8 @@ class JobBudgetCheck:
     # -- the job's budget in Redis ----------------------------------------------------------
     def _job_budget(self) -> JobBudget:
         if self._budget is None:
-            from core.dedup import connect_async  # Redis only when the frontier is on
-
-            s = self.crawler.settings
-            server = connect_async(
-                str(self.redis_url),
-                max_connections=2,
-                params=s.getdict("REDIS_PARAMS"),
-                cluster=s.getbool("REDIS_CLUSTER"),
-            )
             assert self.crawler.spider is not None
+            server = CrawlServices.of(self.crawler).redis
             self._budget = JobBudget(server, self.crawler.spider.name)
         return self._budget
 

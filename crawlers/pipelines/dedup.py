@@ -36,20 +36,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import redis.asyncio
-from elasticsearch import ApiError, AsyncElasticsearch
+from elasticsearch import ApiError
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
+from core.dedup import ChangeDetector, ChangeState, ItemState
 from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
-from crawlers.pipelines.common import es_client_kwargs, item_notes, refetch, report_auth_refused
+from crawlers.pipelines.common import item_notes, refetch, report_auth_refused
 from crawlers.recrawl.context import ItemSeen
 from crawlers.runtime.jobs import job_of, site_of
 from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
 from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +84,9 @@ class DedupPipeline:
     def __init__(self, crawler: Crawler, retry: RetryPolicy) -> None:
         self.crawler = crawler
         self.retry = retry
-        self.redis_url: str | None = crawler.settings.get("REDIS_URL")
+        self.services = CrawlServices.of(crawler)
         self.notes = item_notes(crawler)
         self.notes.verdicts = True
-        self.server: redis.asyncio.Redis | None = None
-        self.es: AsyncElasticsearch | None = None
         self.state: ChangeState | None = None
         self.retried = RetriedCalls(retry, prefix="dedup", count=self._count, warn=self._warn)
 
@@ -100,25 +98,12 @@ class DedupPipeline:
         return cls(crawler, RetryPolicy.from_settings(s))
 
     async def open_spider(self) -> None:
-        # Clients are created here, inside the running event loop they bind to.
-        if self.redis_url:
-            params = self.crawler.settings.getdict("REDIS_PARAMS")
-            self.server = connect_async(
-                self.redis_url,
-                params=params,
-                cluster=self.crawler.settings.getbool("REDIS_CLUSTER"),
-            )
-            self.state = ChangeDetector(self.server, site_of(self.crawler))
+        # The crawl's clients (CrawlServices), built in the running event loop.
+        if self.services.redis_url:
+            self.state = ChangeDetector(self.services.redis, site_of(self.crawler))
         else:
-            self.es = AsyncElasticsearch(**es_client_kwargs(self.crawler.settings))
-            self.state = DocumentState(self.es, on_count=self._count)
+            self.state = DocumentState(self.services.es, on_count=self._count)
         logger.info("dedup state: %s", self.state.description)
-
-    async def close_spider(self) -> None:
-        if self.server is not None:
-            await self.server.aclose()
-        if self.es is not None:
-            await self.es.close()
 
     async def process_item(self, item: Any) -> Any:
         try:
@@ -130,7 +115,7 @@ class DedupPipeline:
             report_auth_refused(
                 self.crawler,
                 status,
-                es_client_kwargs(self.crawler.settings),
+                self.services.es_kwargs,
                 "items get no verdict: the next run crawls them again",
             )
             self._count("dedup/auth_refused")

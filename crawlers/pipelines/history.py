@@ -30,17 +30,17 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 from scrapy.crawler import Crawler
 
-from core.dedup import CHANGED, NEW, connect_async
+from core.dedup import CHANGED, NEW
 from core.history import Change, HistoryState, diff, values_of
 from core.items_schema import UnknownItemType, schema_for
-from core.redis_client import AsyncClient
 from core.store import StoreAction, StoreSettings
 from core.store.changes import change_action, ensure_changes_index
-from crawlers.pipelines.common import es_client_kwargs, item_notes
+from crawlers.pipelines.common import item_notes
 from crawlers.pipelines.dedup import DedupNote
 from crawlers.runtime.jobs import job_of, site_of
 from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
 from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -57,14 +57,10 @@ class HistoryPipeline:
         s = crawler.settings
         self.crawler = crawler
         self.retry = retry
-        self.redis_url = str(s.get("REDIS_URL"))
-        self.redis_params = s.getdict("REDIS_PARAMS")
-        self.cluster = s.getbool("REDIS_CLUSTER")
-        self.es_kwargs = es_client_kwargs(s)
+        self.services = CrawlServices.of(crawler)
         self.replicas = StoreSettings.from_settings(s).replicas
         self.notes = item_notes(crawler)
         self.extra = item_notes(crawler, STORE_EXTRA)
-        self.server: AsyncClient | None = None
         self.es: AsyncElasticsearch | None = None
         self.state: HistoryState | None = None
         self._index_ready = False
@@ -79,19 +75,10 @@ class HistoryPipeline:
         return cls(crawler, RetryPolicy.from_settings(s))
 
     async def open_spider(self) -> None:
-        # Clients are created here, inside the running event loop they bind to.
-        self.server = connect_async(
-            self.redis_url, max_connections=4, params=self.redis_params, cluster=self.cluster
-        )
-        self.state = HistoryState(self.server, site_of(self.crawler))
-        self.es = AsyncElasticsearch(**self.es_kwargs)
+        # The crawl's clients (CrawlServices), built in the running event loop.
+        self.state = HistoryState(self.services.redis, site_of(self.crawler))
+        self.es = self.services.es
         await self._ensure_index()
-
-    async def close_spider(self) -> None:
-        if self.server is not None:
-            await self.server.aclose()
-        if self.es is not None:
-            await self.es.close()
 
     async def process_item(self, item: Any) -> Any:
         note: DedupNote | None = self.notes.pop(item)

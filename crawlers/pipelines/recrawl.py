@@ -86,8 +86,6 @@ class RecrawlRecordPipeline:
     async def close_spider(self) -> None:
         if self._sender is not None and not self._sender.done():
             await asyncio.shield(self._sender)
-        if self.store is not None:
-            await self.store.server.aclose()
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, ItemSeen):

@@ -44,7 +44,7 @@ from crawlers.limits.bounded import truncate_text_fields
 from crawlers.pipelines.common import carry_notes
 from crawlers.recrawl.context import ItemSeen
 from crawlers.runtime.jobs import job_of, site_of
-from crawlers.runtime.ledger import CrawlLedger
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 class ValidationPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.ledger = CrawlLedger.of(crawler)
+        self.ledger = CrawlServices.of(crawler).ledger
         self.max_chars = crawler.settings.getint("ITEM_FIELD_MAX_CHARS")
 
     @classmethod

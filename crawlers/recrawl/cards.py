@@ -49,18 +49,16 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from core.cards import CardPolicy, CardState, Decision, card_hash
-from core.dedup import connect_async
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
-from core.redis_client import AsyncClient
 from crawlers.profile_schema import Recrawl
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
 from crawlers.runtime.jobs import JOB_META, job_of, site_of
 from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
-_ATTR = "_platform_card_gate"
 CARD_UNCHANGED = "card_unchanged"
 # Whatever a Redis call may raise that says nothing about the card: fail open.
 _ERRORS = (*REDIS_ERRORS, redis.RedisError)
@@ -89,24 +87,21 @@ def card_key(site: str, item_type: type, card: Card) -> str:
 
 
 class CardGate:
-    """The crawl's card decisions (one per crawler, ``CardGate.of``): its Redis client
-    is opened when the spider opens, closed when it closes."""
+    """The crawl's card decisions (one per crawler:
+    ``CrawlServices.of(crawler).component(CardGate)``), on the crawl's Redis client from
+    the spider's opening."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.redis_url: str | None = crawler.settings.get("REDIS_URL")
-        self.server: AsyncClient | None = None
         self.state: CardState | None = None
         self._last_warning = 0.0
 
     @classmethod
-    def of(cls, crawler: Crawler) -> CardGate:
-        gate: CardGate | None = getattr(crawler, _ATTR, None)
-        if gate is None:
-            gate = cls(crawler)
-            setattr(crawler, _ATTR, gate)
-            crawler.signals.connect(gate.spider_opened, signal=signals.spider_opened)
-            crawler.signals.connect(gate.spider_closed, signal=signals.spider_closed)
+    def from_crawler(cls, crawler: Crawler) -> CardGate:
+        gate = cls(crawler)
+        crawler.signals.connect(gate.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(gate.spider_closed, signal=signals.spider_closed)
         return gate
 
     async def spider_opened(self) -> None:
@@ -117,20 +112,12 @@ class CardGate:
         if not self.crawler.settings.getbool("RECRAWL_CARD_SKIP"):
             logger.info("listing cards: RECRAWL_CARD_SKIP is off, fetching every card's page")
             return
-        # Created here, inside the running event loop the client binds to.
-        settings = self.crawler.settings
-        self.server = connect_async(
-            self.redis_url,
-            params=settings.getdict("REDIS_PARAMS"),
-            cluster=settings.getbool("REDIS_CLUSTER"),
-        )
-        self.state = CardState(self.server, str(self.crawler.spider.name))  # type: ignore[union-attr]
+        server = CrawlServices.of(self.crawler).redis
+        self.state = CardState(server, str(self.crawler.spider.name))  # type: ignore[union-attr]
         logger.info("listing cards: skipping unchanged cards of %s", ", ".join(recrawl.card_fields))
 
-    async def spider_closed(self) -> None:
-        if self.server is not None:
-            await self.server.aclose()
-            self.server = self.state = None
+    def spider_closed(self) -> None:
+        self.state = None
 
     async def outputs(
         self,
@@ -216,8 +203,6 @@ class CardsPipeline:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.redis_url: str = crawler.settings["REDIS_URL"]
-        self.server: AsyncClient | None = None
         self.state: CardState | None = None
         self._last_warning = 0.0
         self._queue: list[tuple[str, str, str, asyncio.Future[int]]] = []
@@ -231,17 +216,12 @@ class CardsPipeline:
         return cls(crawler)
 
     async def open_spider(self) -> None:
-        settings = self.crawler.settings
-        self.server = connect_async(
-            self.redis_url,
-            params=settings.getdict("REDIS_PARAMS"),
-            cluster=settings.getbool("REDIS_CLUSTER"),
-        )
-        self.state = CardState(self.server, site_of(self.crawler))
+        self.state = CardState(CrawlServices.of(self.crawler).redis, site_of(self.crawler))
 
     async def close_spider(self) -> None:
-        if self.server is not None:
-            await self.server.aclose()
+        # The records still queued go out before the crawl's Redis client is closed.
+        if self._sender is not None and not self._sender.done():
+            await asyncio.shield(self._sender)
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, ItemSeen):

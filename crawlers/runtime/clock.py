@@ -6,7 +6,7 @@ worker's own clock: a worker an hour behind would send it an hour late, one ahea
 early. ``SharedClock.now()`` is the local clock plus an offset to Redis' clock, sampled
 when the spider opens and again every ``REFRESH_SECONDS`` (one ``TIME`` round trip, the
 round trip's midpoint taken as the local instant). Without ``REDIS_URL`` (a local crawl,
-one process) the offset stays 0.
+one process) the offset stays 0. One per crawl: ``CrawlServices.of(crawler).clock``.
 """
 
 from __future__ import annotations
@@ -14,15 +14,11 @@ from __future__ import annotations
 import logging
 import time
 
-from scrapy import signals
-from scrapy.crawler import Crawler
-
 from core.keys import REDIS_ERRORS
 from crawlers.runtime.ledger import CrawlLedger
 
 logger = logging.getLogger(__name__)
 
-_ATTR = "_platform_shared_clock"
 REFRESH_SECONDS = 60.0
 # An offset this large is worth one line: the host's clock (NTP) needs fixing.
 SKEW_WARNING_SECONDS = 5.0
@@ -34,16 +30,6 @@ class SharedClock:
         self.offset = 0.0
         self._sampled_at: float | None = None  # monotonic
         self._warned = False
-
-    @classmethod
-    def of(cls, crawler: Crawler) -> SharedClock:
-        """The crawler's clock (created on first use, refreshed when the spider opens)."""
-        clock: SharedClock | None = getattr(crawler, _ATTR, None)
-        if clock is None:
-            clock = cls(CrawlLedger.of(crawler))
-            setattr(crawler, _ATTR, clock)
-            crawler.signals.connect(clock.spider_opened, signal=signals.spider_opened)
-        return clock
 
     async def spider_opened(self) -> None:
         await self.refresh()

@@ -3,11 +3,12 @@
 With ``REDIS_URL`` the validation pipeline records the items it drops, the fetch retry
 layer every response it classifies (its verdict kind, and whether a browser rendered it)
 and the session layer what became of its sessions, into the job's ledger, *before* the
-request they belong to can be acked. ``CrawlLedger.of(crawler)`` is shared by those
-components (None without Redis: a local crawl's figures are its own Scrapy stats). A
-write is retried with the dedup pipeline's policy (``DEDUP_RETRY_*``: the same Redis, the
-same outage); when it still fails, ``LedgerUnavailable`` propagates, so the request is not
-acked and is crawled again rather than counted wrong.
+request they belong to can be acked. ``CrawlServices.of(crawler).ledger`` is shared by
+those components, on the crawl's Redis client (None without Redis: a local crawl's
+figures are its own Scrapy stats). A write is retried with the dedup pipeline's policy
+(``DEDUP_RETRY_*``: the same Redis, the same outage); when it still fails,
+``LedgerUnavailable`` propagates, so the request is not acked and is crawled again
+rather than counted wrong.
 
 Response records are written for every page, so the ones made in the same turn of the
 event loop share one round trip (``response``): each caller still waits for its own
@@ -23,18 +24,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import redis.asyncio
-from scrapy import signals
 from scrapy.crawler import Crawler
 
-from core.dedup import connect_async
 from core.keys import REDIS_ERRORS
 from core.ledger import JobLedger
+from core.redis_client import AsyncClient
 from core.store.settings import required
 
 logger = logging.getLogger(__name__)
 
-_ATTR = "_platform_crawl_ledger"
 _T = TypeVar("_T")
 
 
@@ -114,29 +112,15 @@ class _Batch:
 
 
 class CrawlLedger:
-    def __init__(self, crawler: Crawler) -> None:
-        s = crawler.settings
+    def __init__(self, crawler: Crawler, server: Callable[[], AsyncClient]) -> None:
+        """``server``: the crawl's shared asyncio client (``CrawlServices.redis``), asked
+        on first write, inside the running event loop."""
         self.crawler = crawler
-        self.url = str(s.get("REDIS_URL"))
-        self.params = s.getdict("REDIS_PARAMS")
-        self.cluster = s.getbool("REDIS_CLUSTER")
-        self.retry = RetryPolicy.from_settings(s)
-        self._server: redis.asyncio.Redis | None = None
+        self.server = server
+        self.retry = RetryPolicy.from_settings(crawler.settings)
         self._ledger: JobLedger | None = None
         self._batch: _Batch | None = None
         self._flushing: set[asyncio.Future[None]] = set()
-
-    @classmethod
-    def of(cls, crawler: Crawler) -> CrawlLedger | None:
-        """The crawler's ledger (created on first use), None without ``REDIS_URL``."""
-        if not crawler.settings.get("REDIS_URL"):
-            return None
-        ledger: CrawlLedger | None = getattr(crawler, _ATTR, None)
-        if ledger is None:
-            ledger = cls(crawler)
-            setattr(crawler, _ATTR, ledger)
-            crawler.signals.connect(ledger.close, signal=signals.spider_closed)
-        return ledger
 
     async def invalid(self, job_id: str, ref: str, reason: str) -> None:
         await self._write(lambda ledger: ledger.invalid(job_id, ref, reason))
@@ -183,21 +167,16 @@ class CrawlLedger:
         return await self._site_ledger().redis_time()
 
     async def close(self) -> None:
+        """Wait for the writes in flight (the client is the crawl's: closed by it)."""
         if self._flushing:
             await asyncio.gather(*self._flushing, return_exceptions=True)
-        if self._server is not None:
-            await self._server.aclose()
-            self._server = self._ledger = None
 
     def _site_ledger(self) -> JobLedger:
         # Created on first use, inside the running event loop the client binds to.
         if self._ledger is None:
             spider = self.crawler.spider
             assert spider is not None, "the ledger is written while a spider runs"
-            self._server = connect_async(
-                self.url, max_connections=4, params=self.params, cluster=self.cluster
-            )
-            self._ledger = JobLedger(self._server, spider.name)
+            self._ledger = JobLedger(self.server(), spider.name)
         return self._ledger
 
     async def _write(self, write: Callable[[JobLedger], Awaitable[None]]) -> None:

@@ -10,8 +10,8 @@ import redis.asyncio
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 import crawlers.items  # noqa: F401  (registers the item types)
-from core.dedup import connect_async
 from core.items_schema import plain_fields, schema_by_type
+from core.redis_client import connect_async
 from core.store import IndexLayout, StoreAction, StoreSettings, build_action
 from crawlers.addon import project_settings
 from harness.base import free_port

@@ -23,7 +23,7 @@ from core.jobs_index import job_counters
 from core.store import IndexLayout, spill_size
 from crawlers.addon import project_settings
 from crawlers.cli.producer import produce
-from crawlers.pipelines.common import es_client_kwargs
+from crawlers.runtime.services import es_client_kwargs
 from demo_site.catalog import build_catalog
 from harness.base import wait_until
 from harness.demo_site import DemoSite

@@ -19,6 +19,7 @@ from crawlers.pipelines.common import item_notes
 from crawlers.pipelines.dedup import DedupNote, DedupPipeline
 from crawlers.pipelines.history import STORE_EXTRA, HistoryPipeline
 from crawlers.pipelines.validate import ValidationPipeline
+from crawlers.runtime.services import CrawlServices
 from demo_site.catalog import Product, build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
@@ -83,8 +84,7 @@ def run_job(crawler: Crawler, items: list[DemoProduct]) -> dict[str, list[StoreA
                     out[item.sku] = actions
             return out
         finally:
-            await history.close_spider()
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     return asyncio.run(main())
 

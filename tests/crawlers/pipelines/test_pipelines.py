@@ -23,6 +23,7 @@ from crawlers.pipelines.common import item_notes
 from crawlers.pipelines.dedup import DedupPipeline, DedupUnavailable
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
+from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import build_catalog
 from harness.base import free_port
@@ -78,7 +79,8 @@ def test_the_store_needs_dedup_before_it_and_clients_do_not_retry(
     DedupPipeline.from_crawler(crawler)  # ES only: dedup reads the stored documents
     store = StorePipeline.from_crawler(crawler)
     # One retry layer per hop: the writer's; the client's are off.
-    assert (store.es_kwargs["max_retries"], store.es_kwargs["retry_on_timeout"]) == (0, False)
+    es_kwargs = store.services.es_kwargs
+    assert (es_kwargs["max_retries"], es_kwargs["retry_on_timeout"]) == (0, False)
 
 
 def test_dedup_retries_a_bounded_number_of_times_then_fails_the_item_counted() -> None:
@@ -99,7 +101,7 @@ def test_dedup_retries_a_bounded_number_of_times_then_fails_the_item_counted() -
             with pytest.raises(DedupUnavailable, match="after 2 retries"):
                 await dedup.process_item(item)
         finally:
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     asyncio.run(main())
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
@@ -143,7 +145,7 @@ def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
             assert len(notes) == 0  # popped by the store
         finally:
             await store.close_spider()
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     asyncio.run(main())
     es.indices.refresh(index=IndexLayout.read_alias("demo"))
@@ -172,7 +174,7 @@ def test_a_document_elasticsearch_refuses_is_dropped_and_kept(
                 await store.process_item(await dedup.process_item(broken))
         finally:
             await store.close_spider()
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     asyncio.run(main())
     assert redis_server.client().llen("{demo}:store:dead_letters") == 1
@@ -205,7 +207,7 @@ def test_drain_command_moves_a_spill_into_elasticsearch(
     server = redis_server.client()
     server.rpush("{demo}:store:spill", *[a.to_json() for a in actions])
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
-    argv = [sys.executable, "-m", "crawlers.pipelines.store", "drain", "demo"]
+    argv = [sys.executable, "-m", "crawlers.cli.spill", "drain", "demo"]
     argv += ["--redis-url", redis_server.url, "--elasticsearch-url", es_node.url]
     result = subprocess.run(
         argv,

@@ -22,6 +22,7 @@ from crawlers.recrawl.context import (
     RecrawlContext,
     RecrawlContextMiddleware,
 )
+from crawlers.runtime.services import CrawlServices
 from harness.redis_server import RedisServer
 
 SITE = "unit"
@@ -83,6 +84,7 @@ def run(pipeline: RecrawlRecordPipeline, items: list[Any]) -> list[Any]:
             )
         finally:
             await pipeline.close_spider()
+            await CrawlServices.of(pipeline.crawler).aclose()
 
     return asyncio.run(scenario())
 

@@ -16,6 +16,7 @@ from crawlers.items import DemoProduct
 from crawlers.pipelines.common import item_notes
 from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import EXTRA_NOTES, StorePipeline
+from crawlers.runtime.services import CrawlServices
 from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
@@ -78,7 +79,7 @@ def test_extra_actions_are_stored_before_the_item_and_not_counted_as_items(
             await store.process_item(passed)
         finally:
             await store.close_spider()
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     registered = INDEX_PREPARERS.get("changes-")
     INDEX_PREPARERS["changes-"] = prepare

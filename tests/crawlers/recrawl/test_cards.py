@@ -30,10 +30,10 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from core.cards import CardRecord, CardState, refresh_due
-from core.dedup import connect_async
 from core.items_schema import plain_fields, schema_for
 from core.jobs_index import job_counters
 from core.keys import SiteKeys
+from core.redis_client import connect_async
 from crawlers.cli.producer import produce
 from crawlers.items import DemoProduct, MarketplaceListing, Product, PropertyListing
 from crawlers.pipelines.common import carry_notes, item_notes
@@ -41,6 +41,7 @@ from crawlers.profiles import SiteProfile
 from crawlers.recrawl.cards import Card, CardGate, CardsPipeline, card_key
 from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of
 from crawlers.runtime.jobs import JOB_META
+from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
 from crawlers.spiders.facebook_marketplace import extract_search as fb_search
 from crawlers.spiders.hermes import extract_category
@@ -250,14 +251,15 @@ def listing_response(catalog: Catalog, job_id: str) -> HtmlResponse:
 def listing_outputs(crawler: Crawler, response: HtmlResponse) -> list[Any]:
     spider = crawler.spider
     assert isinstance(spider, DemoSpider)
-    gate = CardGate.of(crawler)
+    gate = CrawlServices.of(crawler).component(CardGate)
 
     async def main() -> list[Any]:
         await gate.spider_opened()
         try:
             return [output async for output in spider.parse_listing(response)]
         finally:
-            await gate.spider_closed()
+            gate.spider_closed()
+            await CrawlServices.of(crawler).aclose()
 
     return asyncio.run(main())
 
@@ -364,6 +366,7 @@ def test_the_pipeline_records_complete_items_only_and_leaves_the_context(
             ]
         finally:
             await pipeline.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     assert asyncio.run(main()) == [incomplete, wrong, bare, seen, complete, complete]
     record = CardRecord.decode(server.hget(SiteKeys("demo").card_state, key_of(product.sku)))

@@ -1,4 +1,4 @@
-"""``python -m crawlers.pipelines.store drain <site>``: with a Redis URL it drains the
+"""``python -m crawlers.cli.spill drain <site>``: with a Redis URL it drains the
 site's Redis spill and its spill file, printing what it drained, what is left and the
 dead letters. (Without Redis, after a real crawl: test_local_mode.py.)"""
 
@@ -18,8 +18,8 @@ from elasticsearch import Elasticsearch
 from core.config import ENVIRONMENT, OperatorError
 from core.keys import SiteKeys
 from core.store import FileSpill
+from crawlers.cli.spill import main
 from crawlers.items import DemoProduct
-from crawlers.pipelines.store import main
 from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
@@ -53,7 +53,7 @@ def test_drains_the_redis_spill_and_the_spill_file_once(
     with spill_file.open("a") as out:
         out.write("{not json\n")  # undecodable: a dead letter, not a blocked drain
 
-    argv = [sys.executable, "-m", "crawlers.pipelines.store", "drain", site]
+    argv = [sys.executable, "-m", "crawlers.cli.spill", "drain", site]
     argv += ["--redis-url", redis_server.url, "--elasticsearch-url", es_node.url]
     argv += ["--spill-file", str(spill_file)]
     done = subprocess.run(
