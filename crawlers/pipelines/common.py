@@ -1,6 +1,7 @@
-"""What the pipelines share: notes handed between pipelines, the full fetch of a seen item whose
-state is gone (``refetch``), and Elasticsearch refusing the crawl's credentials
-(``report_auth_refused``)."""
+"""What the pipelines share: the full fetch of a seen item whose state is gone
+(``refetch``), and Elasticsearch refusing the crawl's credentials (``report_auth_refused``).
+What one pipeline leaves for a later one about an item travels on the item
+(``crawlers.runtime.item_context``)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,8 @@ from scrapy.utils.defer import deferred_from_coro
 from core.es_access import AUTH_REASON, AUTH_REFUSED, AUTH_STAT, auth_line
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
 from crawlers.runtime.jobs import JOB_META, job_of
-from crawlers.runtime.notes import ItemNotes, carry_notes, item_notes
 
 __all__ = [
-    "ItemNotes",
-    "carry_notes",
-    "item_notes",
     "refetch",
     "report_auth_refused",
 ]

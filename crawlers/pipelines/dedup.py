@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from elasticsearch import ApiError
@@ -44,8 +43,9 @@ from core.dedup import ChangeDetector, ChangeState, ItemState
 from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
-from crawlers.pipelines.common import item_notes, refetch, report_auth_refused
+from crawlers.pipelines.common import refetch, report_auth_refused
 from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.item_context import DedupNote, item_context
 from crawlers.runtime.jobs import job_of, site_of
 from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
 from crawlers.runtime.logs import not_configured
@@ -54,18 +54,6 @@ from crawlers.runtime.services import CrawlServices
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class DedupNote:
-    """What the store needs from dedup: the verdict/timestamps, the key, the fields
-    (empty for an ``ItemSeen``: the store only refreshes its document). ``unsee``
-    (an ``ItemSeen``'s): takes its ``unchanged`` back when its document is gone."""
-
-    state: ItemState
-    key: str
-    fields: dict[str, Any]
-    unsee: Callable[[], Awaitable[bool]] | None = None
 
 
 class DedupUnavailable(RuntimeError):
@@ -85,8 +73,7 @@ class DedupPipeline:
         self.crawler = crawler
         self.retry = retry
         self.services = CrawlServices.of(crawler)
-        self.notes = item_notes(crawler)
-        self.notes.verdicts = True
+        self.services.verdicts = True
         self.state: ChangeState | None = None
         self.retried = RetriedCalls(retry, prefix="dedup", count=self._count, warn=self._warn)
 
@@ -142,7 +129,7 @@ class DedupPipeline:
             # Local mode's figure; with Redis the job's ledger has the exact one.
             self._count("items/incomplete")
         # The store reuses the fields and key instead of extracting them again.
-        self.notes.attach(item, DedupNote(state, key, fields))
+        item_context(item).verdict = DedupNote(state, key, fields)
         self._count(f"dedup/verdict/{state.verdict}")
         return item
 
@@ -152,7 +139,9 @@ class DedupPipeline:
         if state is None:
             self._count("dedup/verdict/unknown")
             raise refetch(self.crawler, item, "unknown")
-        self.notes.attach(item, DedupNote(state, item.key, {}, self._unsee_of(job_id, item.key)))
+        item_context(item).verdict = DedupNote(
+            state, item.key, {}, self._unsee_of(job_id, item.key)
+        )
         self._count(f"dedup/verdict/{state.verdict}")
         return item
 

@@ -90,7 +90,7 @@ class RecrawlRecordPipeline:
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, ItemSeen):
             return item
-        context = context_of(self.crawler, item)
+        context = context_of(item)
         if context is None or context.url is None:
             return item  # not an item page's item (or its page gave nothing to record)
         try:

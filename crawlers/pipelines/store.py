@@ -15,7 +15,7 @@ document is gone the page is fetched in full instead (``recrawl/refetch/
 document_missing``) and the ``ItemSeen`` dropped.
 
 Extra actions: before an item's own write, the ``StoreAction`` list another component
-left in ``item_notes(crawler, "store_extra")`` for it (change documents) goes through
+left in the item's context (``ItemContext.store_extra``) (change documents) goes through
 the same store; the item's write waits until they are durable.
 
 Credentials: Elasticsearch refusing them (401) mid-crawl is one ERROR line naming the
@@ -72,15 +72,12 @@ from core.store import (
     build_touch,
 )
 from crawlers.frontier.scheduler import frontier_enabled
-from crawlers.pipelines.common import item_notes, refetch, report_auth_refused
-from crawlers.pipelines.dedup import DedupNote
+from crawlers.pipelines.common import refetch, report_auth_refused
 from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.item_context import DedupNote, find_context
 from crawlers.runtime.jobs import job_of, site_of
 from crawlers.runtime.logs import not_configured
 from crawlers.runtime.services import CrawlServices
-
-# Notes of extra store actions per item (``list[StoreAction]``), written before the item.
-EXTRA_NOTES = "store_extra"
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +93,12 @@ def spill_dir(settings: BaseSettings) -> Path:
     return Path(run_dir) / "spill"
 
 
+def verdict_of(item: Any) -> DedupNote | None:
+    """Dedup's verdict, from the item's context."""
+    context = find_context(item)
+    return context.verdict if context is not None else None
+
+
 class StorePipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -103,8 +106,6 @@ class StorePipeline:
         self.services = CrawlServices.of(crawler)
         self.spill_dir = None if self.services.redis_url else spill_dir(s)
         self.settings = StoreSettings.from_settings(s)
-        self.notes = item_notes(crawler)
-        self.extra = item_notes(crawler, EXTRA_NOTES)
         self.store: ItemStore | None = None
         job_doc = s.get("STORE_JOB_DOCUMENT_AT_CLOSE")
         self.job_document_at_close = (
@@ -115,7 +116,7 @@ class StorePipeline:
     def from_crawler(cls, crawler: Crawler) -> StorePipeline:
         if not crawler.settings.get("ELASTICSEARCH_URL"):
             raise not_configured("StorePipeline", "it needs ELASTICSEARCH_URL")
-        if not item_notes(crawler).verdicts:
+        if not CrawlServices.of(crawler).verdicts:
             # Configuration error, not an optional feature: fail the crawl loudly.
             raise RuntimeError(
                 "StorePipeline stores dedup's verdicts: enable "
@@ -170,7 +171,7 @@ class StorePipeline:
     async def _touch(self, item: ItemSeen) -> ItemSeen:
         """The touch of a seen item's document; gone: its page is fetched in full."""
         assert self.store is not None
-        note: DedupNote | None = self.notes.pop(item)
+        note = verdict_of(item)
         if note is None:
             raise RuntimeError(f"no dedup verdict for the ItemSeen of {item.key}")
         action = build_touch(
@@ -195,9 +196,11 @@ class StorePipeline:
     async def _put_extra(self, item: Any) -> None:
         """The actions another component left for ``item``, durable before it is."""
         assert self.store is not None
-        extra: list[StoreAction] | None = self.extra.pop(item)
-        if not extra:
+        context = find_context(item)
+        if context is None or not context.store_extra:
             return
+        # Taken: an item processed again (a retry) does not write them twice.
+        extra, context.store_extra = context.store_extra, []
         outcomes = await asyncio.gather(*(self.store.put(a) for a in extra), return_exceptions=True)
         for outcome in outcomes:
             # A dead letter is kept (and logged, counted) by the writer; the item goes on.
@@ -209,7 +212,7 @@ class StorePipeline:
             schema = schema_for(item)
         except UnknownItemType as exc:
             raise DropItem(f"cannot store: {exc}") from None
-        note: DedupNote | None = self.notes.pop(item)
+        note = verdict_of(item)
         if note is None:
             # Dedup passes every item of a known type on with a note, or fails it.
             raise RuntimeError(f"no dedup verdict for a {schema.item_type} item")

@@ -41,8 +41,8 @@ from core.items_schema import (
     schema_for,
 )
 from crawlers.limits.bounded import truncate_text_fields
-from crawlers.pipelines.common import carry_notes
 from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.item_context import carry_context
 from crawlers.runtime.jobs import job_of, site_of
 from crawlers.runtime.services import CrawlServices
 
@@ -75,8 +75,8 @@ class ValidationPipeline:
         result = schema.validate(item)
         if result.ok:
             self._inc(f"validation/valid/{schema.item_type}")
-            # The re-crawl context noted for the yielded item follows its normalised copy.
-            carry_notes(self.crawler, item, result.item)
+            # The item's context (re-crawl state) follows its normalised copy.
+            carry_context(item, result.item)
             return result.item
         for error in result.errors:
             self._inc(f"validation/invalid/{schema.item_type}/{error.field}/{error.reason}")

@@ -29,9 +29,7 @@ without a record every card is fetched). A Redis error leaves the card unrecorde
 item is fetched in full next run), logged and counted ``recrawl/cards/record_errors``;
 the item goes on. ``recrawl/cards/recorded`` counts records written,
 ``recrawl/cards/key_mismatch`` cards whose key is not the item's (a spider bug: nothing
-recorded). It lives here, not in ``crawlers.pipelines``: ``crawlers.recrawl.context`` imports
-that package's notes, so a pipeline there importing ``crawlers.recrawl.context`` would be an
-import cycle.
+recorded). It lives with the card gate it serves, in the re-crawl feature folder.
 """
 
 from __future__ import annotations
@@ -226,7 +224,7 @@ class CardsPipeline:
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, ItemSeen):
             return item
-        context = peek_context(self.crawler, item)
+        context = peek_context(item)
         if context is None or not context.card_hash or not context.key:
             return item
         try:

@@ -9,12 +9,13 @@ refresh its ``last_seen``, without its page being parsed.
 of an item's page (the item key and card hash it read on a listing), completed by the
 fetch layer (the page's validators). ``RecrawlContextMiddleware`` passes it on to every
 request the response's callback yields without one of its own (the reviews API of a
-product page, say) and notes it against every item yielded, so whatever records the
+product page, say) and puts it in every yielded item's ``ItemContext``, so whatever records the
 item's page state after the item is durable (``context_of``) finds it.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -24,22 +25,19 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from crawlers.runtime.notes import ItemNotes, item_notes
+from crawlers.runtime.item_context import RecrawlContext, find_context, item_context
+from crawlers.runtime.services import CrawlServices
+
+__all__ = [
+    "RECRAWL_META",
+    "ItemSeen",
+    "RecrawlContext",
+    "RecrawlContextMiddleware",
+    "context_of",
+    "peek_context",
+]
 
 RECRAWL_META = "recrawl"
-_CONTEXT_NOTES = "recrawl"
-
-
-@dataclass
-class RecrawlContext:
-    """What the request of an item's page knows of the item (all optional)."""
-
-    key: str | None = None  # the item key, when known before the fetch (a listing card)
-    card_hash: str | None = None  # hash of the listing card's fields the spider read
-    full: bool = False  # the rolling refresh: fetched without validators, parsed in full
-    url: str | None = None  # the item's page: the URL the validators below belong to
-    etag: str | None = None  # the page's validators, as its 200 answer gave them
-    last_modified: str | None = None
 
 
 @dataclass
@@ -62,21 +60,20 @@ class ItemSeen:
     callback: str = "parse"
 
 
-def context_of(crawler: Crawler, item: Any) -> RecrawlContext | None:
-    """The re-crawl context of an item a callback yielded, taken off the item (None: its
-    chain had none). For an item pipeline: the note is dropped with the item's signals
-    (scraped, dropped, error) once the pipelines are done with it."""
-    return _notes(crawler).pop(item)
+def context_of(item: Any) -> RecrawlContext | None:
+    """The re-crawl context of an item a callback yielded, taken off its ``ItemContext``
+    (None: its chain had none)."""
+    context = find_context(item)
+    if context is None:
+        return None
+    recrawl, context.recrawl = context.recrawl, None
+    return recrawl
 
 
-def peek_context(crawler: Crawler, item: Any) -> RecrawlContext | None:
-    """As ``context_of``, but the note stays for the pipeline that pops it later."""
-    context = _notes(crawler).peek(item)
-    return context if isinstance(context, RecrawlContext) else None
-
-
-def _notes(crawler: Crawler) -> ItemNotes:
-    return item_notes(crawler, _CONTEXT_NOTES)
+def peek_context(item: Any) -> RecrawlContext | None:
+    """As ``context_of``, but the context stays for the pipeline that takes it later."""
+    context = find_context(item)
+    return context.recrawl if context is not None else None
 
 
 class RecrawlContextMiddleware:
@@ -84,7 +81,8 @@ class RecrawlContextMiddleware:
     items its callback yields."""
 
     def __init__(self, crawler: Crawler) -> None:
-        self.notes = _notes(crawler)
+        # The services take items' contexts off once they leave the pipelines.
+        CrawlServices.of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RecrawlContextMiddleware:
@@ -96,7 +94,8 @@ class RecrawlContextMiddleware:
         if isinstance(output, Request):
             output.meta.setdefault(RECRAWL_META, context)
         elif is_item(output) and not isinstance(output, ItemSeen):
-            self.notes.attach(output, context)
+            with contextlib.suppress(TypeError):  # a dict item carries none
+                item_context(output).recrawl = context
         return output
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterable[Any]:

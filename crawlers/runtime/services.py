@@ -37,6 +37,7 @@ from core.config import settings_elasticsearch_kwargs
 from core.redis_client import AsyncClient, Client, connect, connect_async
 from core.store.settings import required
 from crawlers.runtime.clock import SharedClock
+from crawlers.runtime.item_context import discard_context
 from crawlers.runtime.ledger import CrawlLedger
 
 logger = logging.getLogger(__name__)
@@ -115,7 +116,12 @@ class CrawlServices:
         self._components: dict[type, Any] = {}
         self._ledger: CrawlLedger | None = None
         self._clock: SharedClock | None = None
+        # Set by the pipeline that leaves verdicts on items (dedup): the store needs one.
+        self.verdicts = False
         crawler.signals.connect(self.aclose, signal=signals.engine_stopped)
+        # An item that left the pipelines leaves its context behind.
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(discard_context, signal=signal)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlServices:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
@@ -19,10 +20,10 @@ from core.dedup import job_changes
 from core.items_schema import plain_fields, schema_by_type
 from core.store import IndexLayout, build_action
 from crawlers.items import DemoProduct
-from crawlers.pipelines.common import item_notes
 from crawlers.pipelines.dedup import DedupPipeline, DedupUnavailable
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
+from crawlers.runtime.item_context import find_context
 from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import build_catalog
@@ -106,7 +107,7 @@ def test_dedup_retries_a_bounded_number_of_times_then_fails_the_item_counted() -
     asyncio.run(main())
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert (stats["dedup/retries"], stats["dedup/failed"]) == (3, 1)
-    assert len(item_notes(crawler)) == 0
+    assert find_context(item) is None  # no verdict left on the failed item
 
 
 def test_validation_drop_names_every_field_and_counts_it() -> None:
@@ -131,7 +132,6 @@ def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)
     store = StorePipeline.from_crawler(crawler)
-    notes = item_notes(crawler)
 
     async def main() -> None:
         await dedup.open_spider()
@@ -140,9 +140,14 @@ def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
             valid = [await validate.process_item(item) for item in products]
             for item in valid:
                 await dedup.process_item(item)
-            assert len(notes) == 30  # the store's input
+            verdicts = [find_context(item) for item in valid]
+            assert sum(c is not None and c.verdict is not None for c in verdicts) == 30
             await asyncio.gather(*(store.process_item(item) for item in valid))
-            assert len(notes) == 0  # popped by the store
+            for item in valid:  # as Scrapy signals each item that left the pipelines
+                await crawler.signals.send_catch_log_async(
+                    signal=signals.item_scraped, item=item, response=None, spider=crawler.spider
+                )
+            assert [find_context(item) for item in valid] == [None] * 30  # nothing left
         finally:
             await store.close_spider()
             await CrawlServices.of(crawler).aclose()

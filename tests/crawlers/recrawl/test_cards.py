@@ -36,10 +36,10 @@ from core.keys import SiteKeys
 from core.redis_client import connect_async
 from crawlers.cli.producer import produce
 from crawlers.items import DemoProduct, MarketplaceListing, Product, PropertyListing
-from crawlers.pipelines.common import carry_notes, item_notes
 from crawlers.profiles import SiteProfile
 from crawlers.recrawl.cards import Card, CardGate, CardsPipeline, card_key
-from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of
+from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of, peek_context
+from crawlers.runtime.item_context import carry_context, find_context, item_context
 from crawlers.runtime.jobs import JOB_META
 from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
@@ -343,7 +343,6 @@ def test_the_pipeline_records_complete_items_only_and_leaves_the_context(
     server.flushdb()
     crawler = demo_crawler(redis_server.url)
     pipeline = CardsPipeline.from_crawler(crawler)
-    notes = item_notes(crawler, "recrawl")
     product = catalog.products[0]
     url = f"{BASE}{product.url}"
 
@@ -352,9 +351,9 @@ def test_the_pipeline_records_complete_items_only_and_leaves_the_context(
 
     complete, incomplete, wrong, bare = item(), item(incomplete=["reviews"]), item(), item()
     context = RecrawlContext(key=key_of(product.sku), card_hash="h", full=True)
-    notes.attach(complete, context)
-    notes.attach(incomplete, context)
-    notes.attach(wrong, RecrawlContext(key=key_of("DM-99999"), card_hash="h"))
+    item_context(complete).recrawl = context
+    item_context(incomplete).recrawl = context
+    item_context(wrong).recrawl = RecrawlContext(key=key_of("DM-99999"), card_hash="h")
     seen = ItemSeen(key_of(product.sku), "demo_product", url, "card_unchanged", "job-a")
 
     async def main() -> list[Any]:
@@ -372,23 +371,23 @@ def test_the_pipeline_records_complete_items_only_and_leaves_the_context(
     record = CardRecord.decode(server.hget(SiteKeys("demo").card_state, key_of(product.sku)))
     assert record is not None and (record.card_hash, record.run) == ("h", 1)
     assert server.hlen(SiteKeys("demo").card_state) == 1
-    assert context_of(crawler, complete) is context  # peeked, left for the pipeline after
+    assert context_of(complete) is context  # peeked, left for the pipeline after
     stats = crawler.stats
     assert stats is not None
     assert stats.get_value("recrawl/cards/recorded") == 1  # the re-delivery wrote nothing
     assert stats.get_value("recrawl/cards/key_mismatch") == 1
 
 
-def test_validation_copies_keep_their_notes() -> None:
-    crawler = get_crawler(DemoSpider)
-    notes, others = item_notes(crawler, "recrawl"), item_notes(crawler)
+def test_validation_copies_keep_their_context() -> None:
     old, new = DemoProduct(sku="A", url=BASE), DemoProduct(sku="A", url=BASE)
-    notes.attach(old, "context")
-    others.attach(old, "verdict")
-    assert notes.peek(old) == "context" and notes.peek(new) is None
-    carry_notes(crawler, old, new)
-    assert (notes.peek(old), notes.pop(new), others.pop(new)) == (None, "context", "verdict")
-    carry_notes(crawler, new, new)  # the same instance: nothing moves
+    context = item_context(old)
+    context.recrawl = RecrawlContext(key="demo:demo_product:A")
+    assert peek_context(old) is context.recrawl and find_context(new) is None
+    carry_context(old, new)
+    assert (find_context(old), find_context(new)) == (None, context)
+    assert peek_context(new) == RecrawlContext(key="demo:demo_product:A")
+    carry_context(new, new)  # the same instance: nothing moves
+    assert find_context(new) is context
 
 
 def test_marketplace_card_keys_are_the_item_pages_keys() -> None:
