@@ -32,10 +32,9 @@ from typing import Any
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 from elasticsearch.helpers import bulk
 
-import crawlers.items  # noqa: F401  (registers the item types)
-from core.items_schema import plain_fields, schema_for
+from core.items_schema import plain_fields
 from core.store import build_action, ensure_item_index
-from crawlers.items import DemoProduct
+from crawlers.items import DemoProduct, schema_for
 from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from indexing.embedders import LocalEmbedder

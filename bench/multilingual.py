@@ -29,11 +29,10 @@ from pathlib import Path
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 from elasticsearch.helpers import bulk
 
-import crawlers.items  # noqa: F401  (registers the item types)
 from bench.multilingual_catalog import LANGUAGES, PRODUCTS, QUERIES
-from core.items_schema import plain_fields, schema_for
+from core.items_schema import plain_fields
 from core.store import build_action, ensure_item_index
-from crawlers.items import DemoProduct
+from crawlers.items import DemoProduct, schema_for
 from harness.es_node import ElasticsearchNode
 from indexing.embedders import Embedder, LocalEmbedder, MultilingualEmbedder
 from indexing.process import process_items

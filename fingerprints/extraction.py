@@ -47,8 +47,8 @@ from scrapy.settings import Settings
 from scrapy.spiderloader import get_spider_loader
 from scrapy.statscollectors import MemoryStatsCollector
 
-import crawlers.items  # noqa: F401 - registers the item types for schema_for
-from core.items_schema import UnknownItemType, schema_for
+from core.items_schema import UnknownItemType
+from crawlers.items import schema_for
 from fingerprints.coverage import CoverageBaseline, is_filled, lost_fields
 from fingerprints.evidence import PageItems, judge_lost, missed, page_evidence
 from fingerprints.sampler import Page

@@ -34,9 +34,8 @@ import openai
 from parsel import Selector
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-import crawlers.items  # noqa: F401 - registers the platform's item types
 from core.config import PlatformSettings, get_settings
-from core.items_schema import schema_by_type
+from crawlers.items import schema_by_type
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.skeleton import skeleton
 

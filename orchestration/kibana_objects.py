@@ -28,8 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import crawlers.items  # noqa: F401  (declares the item types)
-from core.items_schema import schema_by_type
+from crawlers.items import schema_by_type
 from crawlers.profiles import PROFILES_DIR, load_profiles
 
 CORE_MIGRATION_VERSION = "8.8.0"

@@ -53,9 +53,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
 
-import crawlers.items  # noqa: F401  (registers the item types: their mappings)
 from core.es_access import AUTH_REFUSED
-from core.items_schema import UnknownItemType, schema_for
+from core.items_schema import UnknownItemType
 from core.jobs_index import write_job_document
 from core.ledger import JobLedger
 from core.store import (
@@ -72,6 +71,7 @@ from core.store import (
     build_touch,
 )
 from crawlers.frontier.scheduler import frontier_enabled
+from crawlers.items import schema_for
 from crawlers.pipelines.common import refetch, report_auth_refused
 from crawlers.recrawl.context import ItemSeen
 from crawlers.runtime.item_context import DedupNote, find_context

@@ -37,9 +37,8 @@ from core.items_schema import (
     ItemSchema,
     UnknownItemType,
     plain_fields,
-    schema_by_type,
-    schema_for,
 )
+from crawlers.items import schema_by_type, schema_for
 from crawlers.limits.bounded import truncate_text_fields
 from crawlers.recrawl.context import ItemSeen
 from crawlers.runtime.item_context import carry_context

@@ -35,8 +35,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from core.config import REPO_ROOT, OperatorError, fingerprint_sites_dir
-from core.items_schema import registered_types, schema_by_type
-from crawlers import items  # noqa: F401 (registers the item types)
+from crawlers.items import registered_types, schema_by_type
 from crawlers.profile_schema import SITE_NAME
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, shown_path
 from crawlers.runtime.sidecrawl import add_settings_option

@@ -28,7 +28,8 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
-from core.items_schema import UnknownItemType, schema_by_type
+from core.items_schema import UnknownItemType
+from crawlers.items import schema_by_type
 from crawlers.profiles import ProfileError, SiteProfile, generic_callback
 from crawlers.spiders.common import ProductionSpider
 from crawlers.spiders.rules import (

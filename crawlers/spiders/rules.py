@@ -37,8 +37,8 @@ from core.items_schema import (
     LongText,
     Money,
     Url,
-    schema_by_type,
 )
+from crawlers.items import schema_by_type
 from crawlers.profile_schema import FieldRule, MarketTable, PageTable
 from crawlers.spiders.common import (
     absolute,
