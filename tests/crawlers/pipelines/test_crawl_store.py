@@ -28,6 +28,7 @@ from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,
+    module_site,
     reset_store,
     start_store_worker,
     stored_docs,
@@ -45,11 +46,7 @@ class Crawl:
     counters: dict[str, int]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("store-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="store-site") as server:
-        yield server
+site = module_site("store-site", PRODUCTS)
 
 
 @pytest.fixture(scope="module")

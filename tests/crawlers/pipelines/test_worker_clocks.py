@@ -23,7 +23,7 @@ from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
-from tests.crawlers.pipelines.support import reset_store, start_store_worker
+from tests.crawlers.pipelines.support import module_site, reset_store, start_store_worker
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 
 PRODUCTS = 24
@@ -50,11 +50,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("clocks-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="clocks-site") as server:
-        yield server
+site = module_site("clocks-site", PRODUCTS)
 
 
 @pytest.fixture
