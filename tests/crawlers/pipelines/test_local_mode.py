@@ -218,7 +218,7 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
         assert spilled, log_excerpt(log)
         # The close line names the exact command: it works from a shell with no settings.
         (command,) = re.findall(
-            r"`(python -m crawlers\.pipelines\.store drain [^`]+)`", log.read_text()
+            r"`(python -m crawlers\.cli\.spill drain [^`]+)`", log.read_text()
         )
         argv = [sys.executable, *shlex.split(command)[1:]]
         assert argv[-2:] == ["--spill-file", str(spill_file)]
