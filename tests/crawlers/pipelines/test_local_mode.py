@@ -217,9 +217,7 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
         assert len(spilled) == stats["store/spilled"] == stats["store/spill_remaining_at_close"]
         assert spilled, log_excerpt(log)
         # The close line names the exact command: it works from a shell with no settings.
-        (command,) = re.findall(
-            r"`(python -m crawlers\.cli\.spill drain [^`]+)`", log.read_text()
-        )
+        (command,) = re.findall(r"`(python -m crawlers\.cli\.spill drain [^`]+)`", log.read_text())
         argv = [sys.executable, *shlex.split(command)[1:]]
         assert argv[-2:] == ["--spill-file", str(spill_file)]
 
