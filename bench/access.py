@@ -60,8 +60,8 @@ from bench.scaling import ITEM_INDEX
 from bench.stack import SITE, WorkerPool
 from core.frontier import RedisFrontier
 from core.jobs_index import job_counters, job_document
-from crawlers.frontier import new_job_id
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
+from crawlers.runtime.jobs import new_job_id
 from harness.bot_defense import BotDefense
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

@@ -50,9 +50,9 @@ from core.jobs_index import job_counters, job_started_at
 from core.keys import REDIS_ERRORS, SiteKeys
 from core.store import spill_size
 from crawlers.addon import drain_window
-from crawlers.frontier import new_job_id
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from crawlers.profiles import SiteProfile
+from crawlers.runtime.jobs import new_job_id
 from demo_site.behaviours import BLOCKS
 from harness.base import port_open
 

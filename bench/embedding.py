@@ -31,7 +31,6 @@ from typing import Any
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import bulk
 
-import crawlers.items  # noqa: F401  (registers the item types)
 from bench.items import JOB_ID, store_products
 from crawlers.items import DemoProduct
 from demo_site.catalog import build_catalog

@@ -56,8 +56,8 @@ from bench.scaling import ITEM_INDEX, CpuSampler, Sample, catalogue_pages, machi
 from bench.stack import SITE, WorkerPool
 from core.config import REPO_ROOT, get_settings
 from core.frontier import RedisFrontier
-from crawlers.frontier import new_job_id
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
+from crawlers.runtime.jobs import new_job_id
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer

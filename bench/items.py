@@ -11,10 +11,9 @@ from collections.abc import Iterable
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 from elasticsearch.helpers import bulk
 
-import crawlers.items  # noqa: F401  (registers the item types)
-from core.items_schema import plain_fields, schema_for
+from core.items_schema import plain_fields
 from core.store import build_action, ensure_item_index
-from crawlers.items import DemoProduct
+from crawlers.items import DemoProduct, schema_for
 
 JOB_ID = "bench-job"
 

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from elasticsearch import Elasticsearch
 
-import crawlers.items  # noqa: F401  (registers the item types)
 from bench.items import store_products
 from bench.multilingual_catalog import LANGUAGES, PRODUCTS, QUERIES
 from crawlers.items import DemoProduct

@@ -45,9 +45,9 @@ from core.drain import drain_state
 from core.keys import REDIS_ERRORS
 from core.store.spill_redis import spill_size
 from crawlers.addon import drain_window
-from crawlers.frontier import new_job_id
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from crawlers.profiles import SiteProfile
+from crawlers.runtime.jobs import new_job_id
 from demo_site.catalog import Catalog, build_catalog
 
 REQUESTS_GOAL = 0.30

@@ -44,8 +44,8 @@ from bench.stack import SITE, WorkerPool
 from core.config import get_settings
 from core.frontier import RedisFrontier
 from core.jobstats import JobStats
-from crawlers.frontier import new_job_id
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
+from crawlers.runtime.jobs import new_job_id
 from demo_site.catalog import Catalog
 from demo_site.pages import page_count
 from harness import redis_server

@@ -23,10 +23,9 @@ import redis
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan
 
-import crawlers.items  # noqa: F401  (registers the item types: keys of demo products)
-from core.items_schema import schema_by_type
 from core.jobs_index import job_counters, job_document, job_started_at
 from core.store import get_items, items_index, spill_size
+from crawlers.items import schema_by_type
 from demo_site.catalog import Catalog
 
 SITE = "demo"

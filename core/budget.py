@@ -4,7 +4,7 @@ Every worker counts the pages it got into one counter of the job; the first call
 takes it past the budget (or finds the job older than its wall-time budget) records the
 reason and empties the site's frontier, so the job ends the way any job ends: nothing
 queued, in-flight leases acked, workers idle, and the flow's drain poll sees it drained.
-A request yielded after that is refused by the worker (``crawlers.budget``).
+A request yielded after that is refused by the worker (``crawlers.limits.budget``).
 
 Framework-agnostic: no Scrapy here.
 """

@@ -6,7 +6,7 @@ harness starts, or the feature switched off), never a crash at import. Secrets a
 
 ``ENVIRONMENT`` is the one table of every variable the platform reads: what it means and,
 for the crawl, which Scrapy setting it becomes. Flows, the search API and the CLIs read
-``get_settings()``; a crawl reads Scrapy settings, which ``crawlers.environment`` fills
+``get_settings()``; a crawl reads Scrapy settings, which ``crawlers.runtime.environment`` fills
 from the same table and the same parsing (``crawl_values``). docs/configuration.md
 renders the table.
 

@@ -32,19 +32,15 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 import redis.asyncio
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
-from core import redis_client
 from core.jobstats import STATS_TTL_SECONDS
 from core.keys import REDIS_ERRORS, SiteKeys
-from core.redis_client import AsyncClient
+from core.redis_client import AsyncClient, is_cluster
 
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 VERDICTS = (NEW, CHANGED, UNCHANGED)
@@ -226,51 +222,6 @@ def decide(
 _STRENGTH = {UNCHANGED: 0, CHANGED: 1, NEW: 2}
 
 
-# Per-node connection cap of the asyncio cluster client: it does not wait for a free
-# connection (redis-py raises MaxConnectionsError, a ConnectionError callers retry), so it
-# is far above what a worker keeps in flight on the one master of its site.
-CLUSTER_MAX_CONNECTIONS = 128
-
-
-def connect_async(
-    url: str,
-    *,
-    max_connections: int = 16,
-    params: Mapping[str, Any] | None = None,
-    cluster: bool = False,
-) -> AsyncClient:
-    """An asyncio client whose pool makes callers wait for a free connection.
-
-    Hundreds of items in flight would otherwise exceed the default pool (100) and fail
-    with "Too many connections"; a few connections pipelined by Redis are just as fast.
-    ``params``: the crawl's ``REDIS_PARAMS``, of which the socket options apply. The
-    client never retries: its caller is the one retry layer of the hop. ``cluster``: a
-    Redis Cluster client (``core.redis_client``; ``REDIS_CLUSTER``).
-    """
-    options: dict[str, Any] = {
-        "socket_timeout": 5,
-        "socket_connect_timeout": 2,
-        "health_check_interval": 15,
-    }
-    options.update({k: v for k, v in (params or {}).items() if k in options})
-    if cluster:
-        return redis_client.connect_async(
-            url,
-            cluster=True,
-            max_connections=max(max_connections, CLUSTER_MAX_CONNECTIONS),
-            retry=Retry(NoBackoff(), 0),
-            **options,
-        )
-    pool = redis.asyncio.BlockingConnectionPool.from_url(
-        url,
-        max_connections=max_connections,
-        timeout=None,  # wait for a free connection: it is always handed back
-        retry=Retry(NoBackoff(), 0),
-        **options,
-    )
-    return redis.asyncio.Redis(connection_pool=pool)
-
-
 class ChangeState(ABC):
     """Where dedup's knowledge of item keys lives, and the one place verdicts are made.
 
@@ -393,7 +344,7 @@ class ChangeDetector(ChangeState):
         self.server = server
         # A cluster pipeline refuses EVALSHA (redis-py cannot route a script's load):
         # there the script goes as EVAL, which Redis caches by its hash all the same.
-        self._cluster = redis_client.is_cluster(server)
+        self._cluster = is_cluster(server)
         self.site = site
         self.keys = SiteKeys(site)
         self.job_ttl = job_ttl

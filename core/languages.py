@@ -2,7 +2,7 @@
 
 A site's language is the primary subtag of its market (the profile's ``[fetch]
 accept_language``, e.g. ``es-ES,es;q=0.9`` -> ``es``); the orchestration reads the profile
-(``crawlers.site_language``) and hands the language to the LLM step (``indexing.index``).
+(``crawlers.runtime.site_language``) and hands the language to the LLM step (``indexing.index``).
 The analyzers are Elasticsearch's built-in language analyzers (stop words, elision, light
 stemming): ``de`` is a Spanish stop word, ``auriculares`` and ``auricular`` share a stem.
 A language without one here, or none at all, keeps the ``standard`` analyzer.

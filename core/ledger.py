@@ -34,7 +34,7 @@ unchanged``
 job did not get because the site refused them. A block followed by a good answer (a
 challenge passed, a retry through another session) is counted in ``blocks/*`` only.
 
-Framework-agnostic: no Scrapy here (``crawlers.ledger`` is the crawl's glue).
+Framework-agnostic: no Scrapy here (``crawlers.runtime.ledger`` is the crawl's glue).
 """
 
 from __future__ import annotations

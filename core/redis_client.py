@@ -1,10 +1,12 @@
 """Every Redis client of the platform: one Redis, or a Redis Cluster (``REDIS_CLUSTER``).
 
-``connect`` (sync) and ``connect_async`` (asyncio) are the one place a client is built.
-With ``cluster=True`` they build redis-py's cluster client from ``url``, a seed node: it
-discovers the other masters and routes each command by its key's slot. Every key of a
-site carries the hash tag ``{<site>}`` (``core.keys``), so each Lua script, transaction
-and multi-key command of a site touches one slot, on one master, as on a single Redis.
+``connect`` (sync) and ``connect_async`` (asyncio) are the one place a client is built,
+and ``SOCKET_OPTIONS`` the one place its socket timeouts are chosen (a crawl's
+``REDIS_PARAMS`` may override them). With ``cluster=True`` they build redis-py's cluster
+client from ``url``, a seed node: it discovers the other masters and routes each command
+by its key's slot. Every key of a site carries the hash tag ``{<site>}``
+(``core.keys``), so each Lua script, transaction and multi-key command of a site touches
+one slot, on one master, as on a single Redis.
 
 A wrong choice is an operator's mistake, named with its fix (``check_mode``): a single-
 Redis client on a cluster node would get MOVED/CROSSSLOT replies at random; a cluster
@@ -13,12 +15,15 @@ client on a plain Redis cannot start.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisClusterException
 
 from core.config import OperatorError, redacted
@@ -30,6 +35,17 @@ SET_CLUSTER = "set REDIS_CLUSTER=1 (Scrapy setting REDIS_CLUSTER = True) for a R
 UNSET_CLUSTER = (
     "unset REDIS_CLUSTER, or point REDIS_URL at a node of the Redis Cluster (cluster mode)"
 )
+# Short timeouts: a hung Redis must not freeze a worker's reactor for long; its callers
+# ride out longer outages (local buffers, retries with backoff).
+SOCKET_OPTIONS: dict[str, float] = {
+    "socket_timeout": 5,
+    "socket_connect_timeout": 2,
+    "health_check_interval": 15,
+}
+# Per-node connection cap of the asyncio cluster client: it does not wait for a free
+# connection (redis-py raises MaxConnectionsError, a ConnectionError callers retry), so it
+# is far above what a worker keeps in flight on the one master of its site.
+CLUSTER_MAX_CONNECTIONS = 128
 # Keyword arguments of a single-Redis client that a cluster client has no use for.
 _SINGLE_ONLY = ("db", "connection_pool", "single_connection_client")
 
@@ -50,11 +66,49 @@ def connect(url: str, *, cluster: bool = False, **kwargs: Any) -> Client:
         raise cluster_error(url, exc) from exc
 
 
-def connect_async(url: str, *, cluster: bool = False, **kwargs: Any) -> AsyncClient:
-    """An asyncio client (both kinds connect on first command)."""
-    if not cluster:
-        return redis.asyncio.Redis.from_url(url, **kwargs)
-    return _AsyncCluster.from_url(url, **cluster_options(url, kwargs))
+def socket_options(params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``SOCKET_OPTIONS``, with those of ``params`` (a crawl's ``REDIS_PARAMS``) over them."""
+    options: dict[str, Any] = dict(SOCKET_OPTIONS)
+    options.update({k: v for k, v in (params or {}).items() if k in options})
+    return options
+
+
+def connect_async(
+    url: str,
+    *,
+    max_connections: int = 16,
+    params: Mapping[str, Any] | None = None,
+    cluster: bool = False,
+) -> AsyncClient:
+    """An asyncio client whose pool makes callers wait for a free connection (both kinds
+    connect on first command).
+
+    Hundreds of items in flight would otherwise exceed the default pool (100) and fail
+    with "Too many connections"; a few connections pipelined by Redis are just as fast.
+    ``params``: the crawl's ``REDIS_PARAMS``, of which the socket options apply. The
+    client never retries: its caller is the one retry layer of the hop.
+    """
+    options = socket_options(params)
+    if cluster:
+        return _AsyncCluster.from_url(
+            url,
+            **cluster_options(
+                url,
+                {
+                    "max_connections": max(max_connections, CLUSTER_MAX_CONNECTIONS),
+                    "retry": Retry(NoBackoff(), 0),
+                    **options,
+                },
+            ),
+        )
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url,
+        max_connections=max_connections,
+        timeout=None,  # wait for a free connection: it is always handed back
+        retry=Retry(NoBackoff(), 0),
+        **options,
+    )
+    return redis.asyncio.Redis(connection_pool=pool)
 
 
 def is_cluster(client: object) -> bool:

@@ -24,9 +24,9 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   http and https (Chromium starts only when a request is rendered; plain requests go to
   ``crawlers.fetch.impersonate.ImpersonatingHandler``, or to Scrapy's HTTP/1.1 handler
   with ``FETCH_IDENTITY = "crawler"``);
-* the spider middlewares ``crawlers.frontier.LeaseAckMiddleware`` (0, the outermost: acks
+* the spider middlewares ``crawlers.frontier.scheduler.LeaseAckMiddleware`` (0, the outermost: acks
   frontier leases when a response's output and items are done; off without the frontier)
-  and ``crawlers.middlewares.JobTagMiddleware`` (50): every request and item carries its
+  and ``crawlers.runtime.middlewares.JobTagMiddleware`` (50): every request and item carries its
   job id; ``crawlers.fetch.adaptive.AdaptiveRenderMiddleware`` (70, with
   ``RENDER_MODE = "auto"``) compares rendered samples with plain probes;
 * the item pipelines, in this order: validate (100) -> dedup (200) -> change history
@@ -35,12 +35,12 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   Validation always runs; dedup needs REDIS_URL and store needs ELASTICSEARCH_URL, each
   is off (NotConfigured) without its service, so ``scrapy crawl <site> -O items.jsonl``
   works with no services at all;
-* the Elasticsearch client's loggers at ERROR/WARNING (``crawlers.logs``): the store logs
+* the Elasticsearch client's loggers at ERROR/WARNING (``crawlers.runtime.logs``): the store logs
   one line per outage state change, not the client's per-attempt lines and tracebacks;
 * only when REDIS_URL is set: the distributed frontier (scheduler
-  ``crawlers.frontier.LeasingScheduler``, queue ``LeasedQueue``, dupefilter
+  ``crawlers.frontier.scheduler.LeasingScheduler``, queue ``LeasedQueue``, dupefilter
   ``JobDupeFilter``, ``SCHEDULER_PERSIST``, ``REDIS_PARAMS``) and the worker extension
-  ``crawlers.extensions.FrontierWorker`` (100).
+  ``crawlers.frontier.worker.FrontierWorker`` (100).
 
 A component the project already lists (even as ``None``, which disables it) is left as
 the project has it; a whole component dict set by a spider's ``custom_settings`` or
@@ -59,7 +59,10 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
+from scrapy import signals
 from scrapy.addons import AddonManager
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, Settings
 from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.misc import load_object
@@ -74,10 +77,13 @@ from core.config import (
     read_proxy_file,
     redacted,
 )
+from core.redis_client import SOCKET_OPTIONS
 from crawlers import defaults
 from crawlers.compat import check_private_api
 from crawlers.fetch.identity import check_identity
-from crawlers.logs import quiet_client_loggers
+from crawlers.fetch.proxies import configured_proxies
+from crawlers.runtime.logs import quiet_client_loggers
+from crawlers.runtime.moved import rename_moved
 
 logger = logging.getLogger(__name__)
 
@@ -117,22 +123,22 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     "SPIDER_MIDDLEWARES": {
         # The outermost spider middleware: sees every response first and exactly the output
         # that reaches the scraper, to ack frontier leases (NotConfigured without it).
-        "crawlers.frontier.LeaseAckMiddleware": 0,
+        "crawlers.frontier.scheduler.LeaseAckMiddleware": 0,
         # Early in input order, so every request/item a callback yields passes through it.
-        "crawlers.middlewares.JobTagMiddleware": 50,
+        "crawlers.runtime.middlewares.JobTagMiddleware": 50,
         # A response's re-crawl context (item key, card hash, validators) goes on to
-        # the requests and items its callback yields (crawlers.recrawl).
-        "crawlers.recrawl.RecrawlContextMiddleware": 60,
+        # the requests and items its callback yields (crawlers.recrawl.context).
+        "crawlers.recrawl.context.RecrawlContextMiddleware": 60,
         # Next to the spider: sees a callback's own output, to compare a rendered sample
         # with its plain probe (RENDER_MODE=auto; NotConfigured otherwise).
         "crawlers.fetch.adaptive.AdaptiveRenderMiddleware": 70,
-        # Budgets (crawlers.budget); a callback's output passes high -> low: the depth
+        # Budgets (crawlers.limits.budget); a callback's output passes high -> low: the depth
         # limit, Scrapy's, counted (900) -> URL-shape chains and the job's end (850) ->
         # the links of one page capped and handed on in batches (800).
-        "crawlers.budget.LinkCap": 800,
-        "crawlers.budget.ChainBudget": 850,
+        "crawlers.limits.budget.LinkCap": 800,
+        "crawlers.limits.budget.ChainBudget": 850,
         "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
-        "crawlers.budget.DepthBudget": 900,
+        "crawlers.limits.budget.DepthBudget": 900,
     },
     "ITEM_PIPELINES": {
         "crawlers.pipelines.validate.ValidationPipeline": 100,
@@ -140,19 +146,19 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # Change documents of new/changed items, handed to the store (core.history).
         "crawlers.pipelines.history.HistoryPipeline": 250,
         "crawlers.pipelines.store.StorePipeline": 300,
-        "crawlers.cards.CardsPipeline": 390,  # listing cards, once items are durable
+        "crawlers.recrawl.cards.CardsPipeline": 390,  # listing cards, once items are durable
         # After the store: an item reaching it is durable, its page's record may be kept.
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline": 400,
     },
     "EXTENSIONS": {
         # One INFO line naming what local mode leaves out (no services configured).
-        "crawlers.extensions.LocalModeSummary": 0,
+        "crawlers.addon.LocalModeSummary": 0,
         # A site that refuses every page: one ERROR line, closed early, exit status 3.
         "crawlers.fetch.refusal.RefusalCheck": 10,
         # The job's page and wall-time budgets (off when both are 0).
-        "crawlers.budget.JobBudgetCheck": 20,
-        # Log lines cut at LOG_MAX_LINE_CHARS (crawlers.bounded).
-        "crawlers.bounded.LogLineCap": 1,
+        "crawlers.limits.budget.JobBudgetCheck": 20,
+        # Log lines cut at LOG_MAX_LINE_CHARS (crawlers.limits.bounded).
+        "crawlers.limits.bounded.LogLineCap": 1,
     },
 }
 
@@ -163,23 +169,21 @@ DOWNLOAD_HANDLERS = {
 
 # The distributed frontier: scrapy-redis' scheduler with our lease -> ack queue.
 FRONTIER: dict[str, Any] = {
-    "SCHEDULER": "crawlers.frontier.LeasingScheduler",
-    "SCHEDULER_QUEUE_CLASS": "crawlers.frontier.LeasedQueue",
-    "DUPEFILTER_CLASS": "crawlers.frontier.JobDupeFilter",
+    "SCHEDULER": "crawlers.frontier.scheduler.LeasingScheduler",
+    "SCHEDULER_QUEUE_CLASS": "crawlers.frontier.queue.LeasedQueue",
+    "DUPEFILTER_CLASS": "crawlers.frontier.queue.JobDupeFilter",
     # The frontier belongs to the site, not to one worker: never flushed at close.
     "SCHEDULER_PERSIST": True,
 }
-FRONTIER_EXTENSIONS: dict[str, int | None] = {"crawlers.extensions.FrontierWorker": 100}
+FRONTIER_EXTENSIONS: dict[str, int | None] = {"crawlers.frontier.worker.FrontierWorker": 100}
 
 
 def redis_params() -> dict[str, Any]:
     """REDIS_PARAMS of the frontier's client (fresh: Retry objects hold state)."""
     return {
-        # Short timeouts + a few quick retries: a hung Redis must not freeze the reactor
-        # for long; longer outages are ridden out by the scheduler's local buffers.
-        "socket_timeout": 5,
-        "socket_connect_timeout": 2,
-        "health_check_interval": 15,
+        # Short timeouts (core.redis_client) + a few quick retries: longer outages are
+        # ridden out by the scheduler's local buffers.
+        **SOCKET_OPTIONS,
         "retry": Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
         "retry_on_error": [RedisConnectionError, RedisTimeoutError],
     }
@@ -245,6 +249,7 @@ def install(settings: BaseSettings) -> None:
     Idempotent: Scrapy may call it before the crawler exists and again on its settings.
     """
     settings.setmodule(defaults, priority=PRIORITY)
+    rename_moved(settings)  # before the add-on's own: a project's None entry keeps its path
     for name, components in COMPONENTS.items():
         setdefault_components(settings, name, components)
     if project_level(settings, "DOWNLOAD_HANDLERS"):
@@ -335,3 +340,54 @@ def _check(read: Any, name: str, value: object, kind: str, example: str) -> None
         raise ConfigurationError(
             f"{name}={value!r} is not {kind}: set it like `-s {name}={example}`"
         ) from None
+
+
+class LocalModeSummary:
+    """One INFO line at start naming what local mode leaves out, and how to enable it.
+
+    ``scrapy crawl <site> -O items.jsonl`` with no services is a supported way to debug a
+    spider, not a misconfiguration: the components it switches off say nothing above
+    DEBUG (``crawlers.runtime.logs.not_configured``), and this line says it once. Nothing when
+    every service is configured."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LocalModeSummary:
+        line = local_mode_line(crawler.settings)
+        if line is None:
+            raise NotConfigured()
+        extension = cls(line)
+        crawler.signals.connect(extension.engine_started, signal=signals.engine_started)
+        return extension
+
+    def engine_started(self) -> None:
+        logger.info(self.line)
+
+
+def local_mode_line(settings: BaseSettings) -> str | None:
+    """What a crawl with these settings runs without, as one line (None: nothing)."""
+    redis_url, es_url = settings.get("REDIS_URL"), settings.get("ELASTICSEARCH_URL")
+    proxies = bool(configured_proxies(settings))
+    missing = []
+    if not redis_url:
+        missing.append("no frontier (Scrapy's own scheduler)")
+    if not redis_url and not es_url:
+        missing.append("no dedup")
+    if not es_url:
+        missing.append("no store")
+    if not proxies:
+        missing.append("no proxies (direct connections)")
+    if not missing:
+        return None
+    unset = [
+        name
+        for name, value in (
+            ("REDIS_URL", redis_url),
+            ("ELASTICSEARCH_URL", es_url),
+            ("PROXY_LIST", proxies),
+        )
+        if not value
+    ]
+    return f"local mode: {', '.join(missing)}; set {'/'.join(unset)} to enable"

@@ -97,7 +97,7 @@ HTTPCACHE_EXPIRATION_SECS = 0
 HTTPCACHE_POLICY = "crawlers.fetch.cache.BlockAwareCachePolicy"  # never stores block pages
 HTTPCACHE_IGNORE_HTTP_CODES = [401, 403, 407, 429, 451, 500, 502, 503, 504]
 
-# --- the frontier (crawlers/frontier.py, docs/frontier.md); active only with REDIS_URL ---
+# --- the frontier (crawlers/frontier/, docs/frontier.md); active only with REDIS_URL ---
 FRONTIER_HEARTBEAT_INTERVAL = 2.0
 FRONTIER_HEARTBEAT_TTL = 15.0
 FRONTIER_IDLE_POLL_INTERVAL = 0.2
@@ -110,7 +110,7 @@ FRONTIER_ACK_BATCH = 32
 # A request whose items failed in the pipelines (item_error: dedup or the store gave up,
 # the item is not durable) is crawled again this often, then acked with the failure counted.
 FRONTIER_ITEM_RETRY_TIMES = 2
-# A worker started while Redis is down waits for it (crawlers/connect.py): a ping every
+# A worker started while Redis is down waits for it (crawlers/frontier/connect.py): a ping every
 # FRONTIER_CONNECT_BACKOFF s, doubling up to the max. An always-on worker waits as long as
 # it takes; any other crawl gives up after FRONTIER_CONNECT_TIMEOUT s (exit status 2).
 FRONTIER_CONNECT_BACKOFF = 1.0
@@ -151,7 +151,7 @@ RECRAWL_CONDITIONAL_BATCH = 500
 # false too); their validators are still recorded for the next crawl.
 RECRAWL_CONDITIONAL = True
 
-# --- re-crawls: listing cards (crawlers/cards.py, docs/recrawl.md) ---
+# --- re-crawls: listing cards (crawlers/recrawl/cards.py, docs/recrawl.md) ---
 # Skip detail pages whose listing card is as at the item's last full fetch (the profile's
 # [recrawl] card_fields). False: every card's page is fetched (a full crawl; the cards
 # are still recorded), e.g. `-s RECRAWL_CARD_SKIP=false`.
@@ -294,7 +294,7 @@ RENDER_AUTO_RECHECK = 0.02
 # "refused", exit status 3) with one line naming the refusal; 0: never closes early.
 REFUSAL_CLOSE_AFTER = 100
 
-# --- crawl budgets (crawlers/budget.py); a profile's [budget] table overrides them ---
+# --- crawl budgets (crawlers/limits/budget.py); a profile's [budget] table overrides them ---
 # Every spider's crawl stops, whatever the site links to: each budget reached is named in
 # one WARNING line and counted (budget/reached/<name>, budget/refused/<name>).
 DEPTH_LIMIT = 50  # links followed from a start page (Scrapy's DepthMiddleware); 0: none
@@ -307,7 +307,7 @@ CRAWL_MAX_SECONDS = 0.0  # wall time of the job in seconds (then it ends); 0: no
 CRAWL_MAX_LINKS_PER_PAGE = 1000
 CRAWL_LINK_BATCH = 100  # requests handed to the scheduler before the event loop runs again
 
-# --- bounded values (crawlers/bounded.py) ---
+# --- bounded values (crawlers/limits/bounded.py) ---
 # Text fields of an item longer than this are cut and marked " [truncated: N more
 # characters]" by the validation pipeline, counted (items/truncated_fields); 0: no cap.
 ITEM_FIELD_MAX_CHARS = 100_000

@@ -23,12 +23,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from core import items_schema
 from core.items_schema import (
     Count,
     CountryCode,
     Currency,
     GeoPoint,
     IsoDate,
+    ItemSchema,
     Keyword,
     LanguageCode,
     LongText,
@@ -327,3 +329,35 @@ class JobPosting:
     # Parts it was stored without (e.g. ["reviews"]): their requests failed through every
     # retry of the job (``SiteSpider.retry_part``); None when complete.
     incomplete: list[Keyword] | None = None
+
+
+# -- the registry, explicitly -------------------------------------------------------------------
+# Code that looks item types up (validation, the store's mappings, coverage, Kibana
+# objects, repair) asks these lookups, which hold the platform's classes, instead of
+# importing this module for the side effect of their declaration. Types a site profile declares
+# (crawlers.declared_items) join the same registry when their profile is loaded.
+ITEM_CLASSES: tuple[type, ...] = (
+    DemoProduct,
+    Product,
+    PropertyListing,
+    Review,
+    Hotel,
+    MarketplaceListing,
+    JobPosting,
+)
+
+
+def schema_for(item: Any) -> ItemSchema:
+    """The schema of an item instance or class (``UnknownItemType`` if undeclared)."""
+    return items_schema.schema_for(item)
+
+
+def schema_by_type(item_type: str) -> ItemSchema:
+    """The schema of the item type ``item_type`` (``UnknownItemType`` if none)."""
+    return items_schema.schema_by_type(item_type)
+
+
+def registered_types() -> dict[str, ItemSchema]:
+    """Every declared item type by name: the platform's (``ITEM_CLASSES``) and any a
+    loaded profile declared."""
+    return items_schema.registered_types()

@@ -97,7 +97,7 @@ class Fetch(Table):
 
 
 class Budget(Table):
-    """The site's crawl budgets (crawlers/budget.py, docs/configuration.md "Crawl
+    """The site's crawl budgets (crawlers/limits/budget.py, docs/configuration.md "Crawl
     budgets"); unset keys keep the platform's defaults, 0 switches one off."""
 
     depth: Annotated[int, Field(ge=0)] | None = None  # DEPTH_LIMIT

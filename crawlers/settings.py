@@ -11,7 +11,7 @@ only what ``-O`` asks for.
 
 from __future__ import annotations
 
-from crawlers.environment import settings_from_environment
+from crawlers.runtime.environment import settings_from_environment
 
 BOT_NAME = "crawlers"
 SPIDER_MODULES = ["crawlers.spiders"]

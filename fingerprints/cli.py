@@ -31,7 +31,7 @@ from pathlib import Path
 from core.blocks import classify
 from core.config import fingerprint_sites_dir
 from crawlers.profiles import PROFILES_DIR, ProfileError
-from crawlers.sidecrawl import add_settings_option
+from crawlers.runtime.sidecrawl import add_settings_option
 from fingerprints.baseline import (
     BASELINE_FILE,
     SITES_DIR,

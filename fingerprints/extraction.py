@@ -41,7 +41,6 @@ from scrapy.settings import Settings
 from scrapy.spiderloader import get_spider_loader
 from scrapy.statscollectors import MemoryStatsCollector
 
-import crawlers.items  # noqa: F401 - registers the item types for schema_for
 from fingerprints.evidence import page_evidence
 from fingerprints.sampler import Page
 

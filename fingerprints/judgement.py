@@ -18,8 +18,8 @@ from typing import Any
 
 from itemadapter import ItemAdapter
 
-import crawlers.items  # noqa: F401 - registers the item types for schema_for
-from core.items_schema import UnknownItemType, schema_for
+from core.items_schema import UnknownItemType
+from crawlers.items import schema_for
 from fingerprints.coverage import CoverageBaseline, is_filled, lost_fields
 from fingerprints.evidence import PageItems, judge_lost, missed
 from fingerprints.extraction import HARNESS_FIELDS, PageOutput

@@ -32,9 +32,8 @@ import openai
 from parsel import Selector
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-import crawlers.items  # noqa: F401 - registers the platform's item types
 from core.config import PlatformSettings, get_settings
-from core.items_schema import schema_by_type
+from crawlers.items import schema_by_type
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.repair_report import Discarded, Repair, RepairReport, value_text
 from fingerprints.repair_rules import RepairError, Rule, RuleKind

@@ -32,7 +32,7 @@ from scrapy.utils.project import get_project_settings
 
 from core.config import REPO_ROOT
 from crawlers.profiles import PROFILES_DIR, SiteProfile
-from crawlers.sidecrawl import isolate
+from crawlers.runtime.sidecrawl import isolate
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.generic import GenericSpider, generic_spider
 

@@ -16,11 +16,10 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-import crawlers.items  # noqa: F401 - registers the item types read below
 from core.config import PlatformSettings
-from core.items_schema import registered_types
 from core.store.layout import COMMON_PROPERTIES
 from core.store.read import seen_by_job
+from crawlers.items import registered_types
 from fingerprints.coverage import CoverageReport, job_end_coverage
 from orchestration.alerts import Delivery, notify
 from orchestration.report import drop_text

@@ -29,8 +29,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import crawlers.items  # noqa: F401  (declares the item types)
-from core.items_schema import schema_by_type
+from crawlers.items import schema_by_type
 from crawlers.profiles import PROFILES_DIR, load_profiles
 from orchestration.kibana_dashboard import dashboard, saved_object, visualizations
 

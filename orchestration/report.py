@@ -57,7 +57,7 @@ def access_text(document: Mapping[str, Any]) -> str:
     )
 
 
-# Values a page carried that the crawl bounded (crawlers.bounded, crawlers.budget).
+# Values a page carried that the crawl bounded (crawlers.limits.bounded, crawlers.limits.budget).
 BOUNDED_COUNTERS = {
     "links/capped": "links not followed (per-page cap)",
     "items/truncated_fields": "items with fields cut",

@@ -24,9 +24,9 @@ from core.jobs_index import job_counters, job_started_at, write_job_document
 from core.removals import apply_job
 from core.store import spill_size
 from crawlers import addon
+from crawlers.cli.producer import produce
 from crawlers.fetch.refusal import presented
-from crawlers.producer import produce
-from crawlers.site_language import site_language
+from crawlers.runtime.site_language import site_language
 from fingerprints.baseline import dumps
 from fingerprints.gate import verify_site
 from fingerprints.proposed import save_proposed_baseline

@@ -5,7 +5,8 @@ One module per job:
 * ``layout``: index, alias and template names, document ids, the index declaration;
 * ``actions``: one document write (``StoreAction``) and its outcomes;
 * ``bulk``: the hop to Elasticsearch (one bulk, each result classified);
-* ``writer``: ``ItemStore``, buffered durable writes (the one retry layer of the hop);
+* ``writer``: ``ItemStore``, buffered durable writes (the one retry layer of the hop),
+  with ``batch`` (its pending writes) and ``outage`` (Elasticsearch's availability);
 * ``spill`` / ``spill_redis`` / ``spill_file``: where writes wait while ES is away;
 * ``settings``: ``StoreSettings`` from the crawl's ``STORE_*`` settings;
 * ``state``: dedup state read back from the stored documents (local mode, no Redis);
@@ -23,6 +24,7 @@ from core.store.actions import (
     build_action,
     build_touch,
 )
+from core.store.batch import StoreReport
 from core.store.bulk import INDEX_PREPARERS, IndexPreparer
 from core.store.changes import prepare_changes_index
 from core.store.layout import (
@@ -40,7 +42,7 @@ from core.store.spill import SPILL_ERRORS, Spill
 from core.store.spill_file import FileSpill
 from core.store.spill_redis import RedisSpill, dead_letters, spill_size
 from core.store.state import DocumentState
-from core.store.writer import ItemStore, StoreReport
+from core.store.writer import ItemStore
 
 # Indices the store writes besides items: declared before their first bulk write.
 INDEX_PREPARERS.setdefault("changes-", prepare_changes_index)

@@ -162,7 +162,7 @@ async def ensure_item_index(
             return
         raise UnknownItemType(
             f"{write_alias} does not exist and item type {item_type!r} is not declared here "
-            "(import crawlers.items)"
+            "(crawlers.items declares the platform's)"
         )
     await es.cluster.put_component_template(
         name=layout.common_component,

@@ -33,15 +33,24 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from core.keys import REDIS_ERRORS
 from core.store.actions import DeadLettered, Outcome, StoreAction, StoreUnavailable
+from core.store.batch import (
+    ACCEPTED,
+    Pending,
+    RecordStored,
+    StoreReport,
+    chunks,
+    doc_key,
+    group_by_doc,
+    job_keys,
+    resolve,
+)
 from core.store.bulk import (
     FORBIDDEN,
     BulkSender,
@@ -49,33 +58,11 @@ from core.store.bulk import (
     PropertiesFor,
     schema_properties,
 )
+from core.store.outage import Outage
 from core.store.settings import StoreSettings
 from core.store.spill import SPILL_ERRORS, Spill
 
 logger = logging.getLogger(__name__)
-
-_E = TypeVar("_E")
-
-# Records ``(job id, item key)`` pairs Elasticsearch accepted (``core.ledger.JobLedger.
-# stored``); raising a Redis error means "not recorded".
-RecordStored = Callable[[Iterable[tuple[str, str]]], Awaitable[None]]
-
-
-@dataclass
-class StoreReport:
-    """What a store did, for logs and the worker's close."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    spill_remaining: int | None = None
-    unsaved: int = 0  # items neither stored nor spilled (both services down at close)
-
-
-@dataclass(eq=False)
-class _Pending:
-    action: StoreAction
-    future: asyncio.Future[Outcome]
-    enqueued: float
-    next_try: float
 
 
 class ItemStore:
@@ -103,26 +90,28 @@ class ItemStore:
         self._on_count = on_count
         self._on_stored = on_stored
         self.counts: dict[str, int] = {}
+        self.outage = Outage(
+            settings,
+            count=self._count,
+            spill=lambda: self.spill.description if self.spill is not None else None,
+        )
         self.bulk = BulkSender(
             es,
             settings,
             properties_for=properties_for or schema_properties,
             count=self._count,
-            on_down=self._mark_down,
+            on_down=self.outage.mark_down,
             on_up=self._mark_up,
             preparers=preparers,
             on_auth=on_auth,
         )
-        self._buffer: list[_Pending] = []
+        self._buffer: list[Pending] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._close_deadline = 0.0
-        self._down_since: float | None = None
-        self._last_probe = 0.0
         self._last_spill_check = 0.0
         self._spill_dirty = False
-        self._spill_warned = 0.0
         self._forbidden: set[str] = set()  # indices whose 403 was logged
 
     async def __aenter__(self) -> ItemStore:
@@ -144,20 +133,20 @@ class ItemStore:
             raise RuntimeError("the store is closing")
         now = time.monotonic()
         if self.spill is not None and (
-            len(self._buffer) >= self.settings.max_buffer or self._down_for(now) is not None
+            len(self._buffer) >= self.settings.max_buffer or self.outage.down_for(now) is not None
         ):
             # Elasticsearch has been down past spill_after (or the buffer is full):
             # make the item durable now rather than hold the crawl.
             try:
                 await self.spill.push([action])
             except SPILL_ERRORS as exc:
-                self._warn_spill(exc)
+                self.outage.warn_spill(exc)
             else:
                 self._count("store/spilled")
                 self._spill_dirty = True
                 return Outcome.SPILLED
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._buffer.append(_Pending(action, future, now, now))
+        self._buffer.append(Pending(action, future, now, now))
         if len(self._buffer) == 1 or len(self._buffer) >= self.settings.bulk_size:
             self._wake.set()
         return await asyncio.shield(future)
@@ -165,7 +154,7 @@ class ItemStore:
     async def flush(self) -> None:
         """Send everything buffered now, ignoring the time window (tests, benchmarks)."""
         pending = [p for p in self._buffer if not p.future.done()]
-        for chunk in _chunks(pending, self.settings.bulk_size):
+        for chunk in chunks(pending, self.settings.bulk_size):
             await self._send(chunk)
 
     async def drain_spill(self, *, max_batches: int | None = None) -> int:
@@ -192,7 +181,7 @@ class ItemStore:
             await self._task
         report = StoreReport()
         if self.spill is not None:
-            if self._down_since is None:
+            if self.outage.since is None:
                 with contextlib.suppress(*REDIS_ERRORS, OSError, TransportError):
                     await self.drain_spill()
             with contextlib.suppress(*REDIS_ERRORS, OSError):
@@ -203,7 +192,7 @@ class ItemStore:
 
     @property
     def healthy(self) -> bool:
-        return self._down_since is None
+        return self.outage.since is None
 
     # -- the loop ---------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -231,8 +220,8 @@ class ItemStore:
                     for p in self._buffer
                 )
             )
-        if self._down_since is not None:
-            deadlines.append(self._last_probe + s.probe_interval)
+        if self.outage.since is not None:
+            deadlines.append(self.outage.last_probe + s.probe_interval)
         if self._closing:
             deadlines.append(self._close_deadline)
         return max(0.0, min(deadlines) - now)
@@ -247,21 +236,21 @@ class ItemStore:
             or any(p.action.attempts or now - p.enqueued >= s.flush_interval for p in ready)
         )
         if due:
-            for chunk in _chunks(ready, s.bulk_size):
+            for chunk in chunks(ready, s.bulk_size):
                 await self._send(chunk)
         await self._spill_overdue(time.monotonic())
         now = time.monotonic()
         if (
-            self._down_since is not None
+            self.outage.since is not None
             and not self._buffer
-            and now - self._last_probe >= s.probe_interval
+            and now - self.outage.last_probe >= s.probe_interval
         ):
-            self._last_probe = now
+            self.outage.last_probe = now
             if await self._ping():
                 self._mark_up()
         if (
             self.spill is not None
-            and self._down_since is None
+            and self.outage.since is None
             and not self._closing
             and (self._spill_dirty or now - self._last_spill_check >= s.spill_check_interval)
         ):
@@ -270,7 +259,7 @@ class ItemStore:
                 # A few batches per tick, so live items are not held up by a big spill.
                 await self.drain_spill(max_batches=4)
             except SPILL_ERRORS as exc:
-                self._warn_spill(exc)
+                self.outage.warn_spill(exc)
             self._spill_dirty = bool(await self._spill_size())
 
     async def _spill_size(self) -> int:
@@ -288,14 +277,14 @@ class ItemStore:
             return False
 
     # -- sending ------------------------------------------------------------------------------
-    async def _send(self, chunk: Sequence[_Pending]) -> None:
-        groups = _group_by_doc(chunk, lambda p: p.action)
+    async def _send(self, chunk: Sequence[Pending]) -> None:
+        groups = group_by_doc(chunk, lambda p: p.action)
         reps = [max(group, key=lambda p: p.action.version) for group in groups.values()]
         results = await self.bulk.send([p.action for p in reps])
         now = time.monotonic()
-        accepted: list[tuple[_Pending, Outcome]] = []
+        accepted: list[tuple[Pending, Outcome]] = []
         for rep, (outcome, error) in zip(reps, results, strict=True):
-            group = groups[_doc_key(rep.action)]
+            group = groups[doc_key(rep.action)]
             if outcome in ACCEPTED:
                 self._count(f"store/{outcome}")
                 self._count("store/superseded", len(group) - 1)
@@ -303,7 +292,7 @@ class ItemStore:
             elif outcome == Outcome.MISSING:
                 self._count("store/touch_missing", len(group))
                 for p in group:
-                    _resolve(p, Outcome.MISSING)
+                    resolve(p, Outcome.MISSING)
             elif outcome == Outcome.DEAD_LETTER:
                 await self._dead_letter(rep.action, error or "")
                 for p in group:
@@ -313,18 +302,18 @@ class ItemStore:
                 self._retry_later(group, error, now)
         # An item counts as stored once the job's ledger says so: until then its put()
         # does not return, so its request is not acked (re-sending it is idempotent).
-        stored = [p for rep, _ in accepted for p in groups[_doc_key(rep.action)]]
+        stored = [p for rep, _ in accepted for p in groups[doc_key(rep.action)]]
         recorded = await self._record_stored([p.action for p in stored])
         for rep, outcome in accepted:
-            group = groups[_doc_key(rep.action)]
+            group = groups[doc_key(rep.action)]
             if recorded:
                 for p in group:
-                    _resolve(p, outcome if p is rep else Outcome.SUPERSEDED)
+                    resolve(p, outcome if p is rep else Outcome.SUPERSEDED)
             else:
                 self._retry_later(group, "stored, not yet recorded in the job's ledger", now)
         self._buffer = [p for p in self._buffer if not p.future.done()]
 
-    def _retry_later(self, group: Sequence[_Pending], error: str | None, now: float) -> None:
+    def _retry_later(self, group: Sequence[Pending], error: str | None, now: float) -> None:
         self._count("store/retried", len(group))
         for p in group:
             p.action.attempts += 1
@@ -335,7 +324,7 @@ class ItemStore:
         if self._on_stored is None or not actions:
             return True
         try:
-            await self._on_stored(_job_keys(actions))
+            await self._on_stored(job_keys(actions))
         except REDIS_ERRORS as exc:
             self._count("store/ledger_errors")
             logger.warning("job ledger unreachable (%s); stored items retried", type(exc).__name__)
@@ -343,7 +332,7 @@ class ItemStore:
         return True
 
     async def _send_spilled(self, actions: list[StoreAction]) -> list[StoreAction]:
-        groups = _group_by_doc(actions, lambda a: a)
+        groups = group_by_doc(actions, lambda a: a)
         reps = [max(group, key=lambda a: a.version) for group in groups.values()]
         results = await self.bulk.send(reps)
         keep: list[StoreAction] = []
@@ -351,10 +340,10 @@ class ItemStore:
         for rep, (outcome, error) in zip(reps, results, strict=True):
             if outcome in ACCEPTED:
                 self._count(f"store/{outcome}")
-                self._count("store/superseded", len(groups[_doc_key(rep)]) - 1)
-                stored += groups[_doc_key(rep)]
+                self._count("store/superseded", len(groups[doc_key(rep)]) - 1)
+                stored += groups[doc_key(rep)]
             elif outcome == Outcome.MISSING:
-                self._count("store/touch_missing", len(groups[_doc_key(rep)]))
+                self._count("store/touch_missing", len(groups[doc_key(rep)]))
                 logger.warning(
                     "spilled touch of %s dropped: its document is gone (the item's next "
                     "crawl fetches it in full)",
@@ -371,7 +360,7 @@ class ItemStore:
                     keep.append(rep)
         if self._on_stored is not None and stored:
             # Raises while Redis is away: the drain stops before trimming, the entries stay.
-            await self._on_stored(_job_keys(stored))
+            await self._on_stored(job_keys(stored))
         return keep
 
     # -- failure handling ---------------------------------------------------------------------
@@ -396,7 +385,7 @@ class ItemStore:
             try:
                 await self.spill.push([p.action for p in overdue])
             except SPILL_ERRORS as exc:
-                self._warn_spill(exc)
+                self.outage.warn_spill(exc)
             else:
                 self._count("store/spilled", len(overdue))
                 self._spill_dirty = True
@@ -408,7 +397,7 @@ class ItemStore:
                     overdue[-1].action.error,
                 )
                 for p in overdue:
-                    _resolve(p, Outcome.SPILLED)
+                    resolve(p, Outcome.SPILLED)
         if final:
             # Nowhere durable to put them: fail loudly rather than pretend.
             unsaved = [p for p in overdue if not p.future.done()]
@@ -442,47 +431,9 @@ class ItemStore:
             except SPILL_ERRORS as exc:
                 logger.error("could not record the dead letter of %s: %s", action.key, exc)
 
-    def _down_for(self, now: float) -> float | None:
-        """Seconds Elasticsearch has been down, if longer than ``spill_after``."""
-        if self._down_since is None:
-            return None
-        down = now - self._down_since
-        return down if down >= self.settings.spill_after else None
-
-    def _mark_down(self, exc: BaseException) -> None:
-        if self._down_since is None:
-            self._down_since = time.monotonic()
-            self._last_probe = self._down_since
-            self._count("store/outages")
-            # One line per outage (the client's own per-attempt lines are quiet in crawls:
-            # crawlers.logs); the next is "reachable again".
-            refused = isinstance(exc, ApiError)  # 401: answered, but not for us
-            logger.warning(
-                "Elasticsearch %s (%s: %s); retrying every %gs, items wait up to "
-                "%gs, then go to the spill (%s)",
-                "refuses the credentials" if refused else "unreachable",
-                type(exc).__name__,
-                str(exc).splitlines()[0][:200],
-                self.settings.probe_interval,
-                self.settings.spill_after,
-                self.spill.description if self.spill is not None else "none: kept in memory",
-            )
-
     def _mark_up(self) -> None:
-        if self._down_since is not None:
-            logger.info(
-                "Elasticsearch reachable again after %.1fs", time.monotonic() - self._down_since
-            )
-            self._down_since = None
+        if self.outage.mark_up():
             self._spill_dirty = True
-
-    def _warn_spill(self, exc: BaseException) -> None:
-        now = time.monotonic()
-        if now - self._spill_warned > 10:
-            self._spill_warned = now
-            logger.error(
-                "spill unavailable (%s: %s); keeping items in memory", type(exc).__name__, exc
-            )
 
     def _count(self, name: str, n: int = 1) -> None:
         if n <= 0:
@@ -490,42 +441,3 @@ class ItemStore:
         self.counts[name] = self.counts.get(name, 0) + n
         if self._on_count is not None:
             self._on_count(name, n)
-
-
-# What ``put()`` counts as stored (recorded in the job's ledger for item writes).
-ACCEPTED = (Outcome.INDEXED, Outcome.TOUCHED, Outcome.SUPERSEDED)
-
-
-def _job_keys(actions: Iterable[StoreAction]) -> list[tuple[str, str]]:
-    """The ledger's records of item writes (another index's documents are not items)."""
-    return [
-        (str(a.document["job_id"]), a.key)
-        for a in actions
-        if a.is_item and a.document.get("job_id") is not None
-    ]
-
-
-def _resolve(pending: _Pending, outcome: Outcome) -> None:
-    if not pending.future.done():
-        pending.future.set_result(outcome)
-
-
-def _doc_key(action: StoreAction) -> tuple[str, str, str]:
-    """Writes that collapse into one: of one document, by one kind of operation (a touch
-    never stands in for the full write of its document, nor the reverse)."""
-    return action.index, action.doc_id, action.op
-
-
-def _group_by_doc(
-    entries: Sequence[_E], action_of: Callable[[_E], StoreAction]
-) -> dict[tuple[str, str, str], list[_E]]:
-    """Writes of one document in one batch collapse into one (the newest version)."""
-    groups: dict[tuple[str, str, str], list[_E]] = {}
-    for entry in entries:
-        groups.setdefault(_doc_key(action_of(entry)), []).append(entry)
-    return groups
-
-
-def _chunks(entries: Sequence[_E], size: int) -> Iterator[list[_E]]:
-    for start in range(0, len(entries), size):
-        yield list(entries[start : start + size])

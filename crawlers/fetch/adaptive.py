@@ -37,15 +37,14 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from itemadapter import ItemAdapter, is_item
-from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 
-from core.dedup import connect_async
 from core.render_choice import Choice, ChoiceStore, MemoryChoiceStore, Mode, RedisChoiceStore
 from crawlers.fetch.retry import CHALLENGE_META, LEDGER_SUFFIX_META
-from crawlers.logs import not_configured
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -149,23 +148,11 @@ class AdaptiveRendering:
             sample = settings.getint("RENDER_AUTO_SAMPLE")
             store: ChoiceStore
             if settings.get("REDIS_URL"):
-                server = connect_async(
-                    str(settings.get("REDIS_URL")),
-                    max_connections=4,
-                    params=settings.getdict("REDIS_PARAMS"),
-                    cluster=settings.getbool("REDIS_CLUSTER"),
-                )
-                store = RedisChoiceStore(server, site, sample)
+                store = RedisChoiceStore(CrawlServices.of(crawler).redis, site, sample)
             else:
                 store = MemoryChoiceStore(site, sample)
             instance = _INSTANCES[crawler] = cls(crawler, store)
-            crawler.signals.connect(instance.close, signal=signals.spider_closed)
         return instance
-
-    async def close(self) -> None:
-        server = getattr(self.store, "server", None)
-        if server is not None:
-            await server.aclose()
 
     def mode(self, callback: str) -> Mode:
         self._maybe_refresh()

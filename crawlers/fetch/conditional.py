@@ -13,7 +13,7 @@ Per site, Redis remembers the validators of every item page's last complete, dur
   (``reason="not_modified"``): the pipelines count the item unchanged and refresh its
   ``last_seen``, its page is never parsed;
 - a 200 of an item request: its validators go into the request's ``RecrawlContext``
-  (created if absent), which ``crawlers.recrawl.RecrawlContextMiddleware`` carries to the
+  (created if absent), which ``crawlers.recrawl.context.RecrawlContextMiddleware`` carries to the
   item, for the record pipeline.
 
 Lookups of the requests in flight are coalesced: one ``HMGET`` per batch, so hundreds of
@@ -37,15 +37,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from core.dedup import connect_async
 from core.keys import REDIS_ERRORS, SiteKeys
-from crawlers.frontier import JOB_META
-from crawlers.logs import not_configured
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.runtime.jobs import JOB_META
+from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -130,15 +130,9 @@ class ValidatorStore:
 
 
 def validator_store(crawler: Crawler, site: str) -> ValidatorStore:
-    """A store on a client of its own (created in the running loop, closed by the caller)."""
-    s = crawler.settings
-    server = connect_async(
-        str(s.get("REDIS_URL")),
-        max_connections=4,
-        params=s.getdict("REDIS_PARAMS"),
-        cluster=s.getbool("REDIS_CLUSTER"),
-    )
-    return ValidatorStore(server, site, s.getint("RECRAWL_CONDITIONAL_BATCH"))
+    """A store on the crawl's Redis client (``CrawlServices``: closed by it)."""
+    server = CrawlServices.of(crawler).redis
+    return ValidatorStore(server, site, crawler.settings.getint("RECRAWL_CONDITIONAL_BATCH"))
 
 
 def callback_name(request: Request) -> str | None:
@@ -195,13 +189,7 @@ class ConditionalRequests:
                 "ConditionalRequests", "no [recrawl] item_callbacks, or conditional off"
             )
         middleware = cls(crawler, frozenset(recrawl.item_callbacks))
-        crawler.signals.connect(middleware.close, signal=signals.spider_closed)
         return middleware
-
-    async def close(self) -> None:
-        if self._store is not None:
-            await self._store.server.aclose()
-            self._store = None
 
     @property
     def store(self) -> ValidatorStore:

@@ -57,7 +57,7 @@ from crawlers.fetch.identity import SESSION_META
 from crawlers.fetch.redact import install_redaction, normalize_proxy, proxy_id
 from crawlers.fetch.rendering import BrowserCrashedError, RenderFailedError
 from crawlers.fetch.retry import CHALLENGE_META, PROXY_EXCLUDE_META, ROTATED_PROXY_META
-from crawlers.logs import not_configured
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from core.refusal import Presented, refusal
 from crawlers.fetch.proxies import configured_proxies
-from crawlers.logs import not_configured
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 

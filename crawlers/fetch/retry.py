@@ -19,7 +19,7 @@ whether a browser rendered it) before it is retried, given up on or handed on: t
 report's page, render and block figures count those records, exact after worker kills.
 
 A request may carry ``not_before`` in its meta (epoch seconds on the shared clock,
-``crawlers.clock``): it waits until then before it is sent (a part re-queued across the
+``crawlers.runtime.clock``): it waits until then before it is sent (a part re-queued across the
 job with backoff, ``SiteSpider.retry_part``), whichever worker set it.
 
 Stats: ``fetch/retry/<kind>``, ``fetch/gave_up/<kind>`` (kind: blocked, captcha,
@@ -42,12 +42,12 @@ from scrapy.utils.asyncio import sleep
 
 from core.blocks import Verdict
 from core.ledger import RENDERED, ROBOTS_SUFFIX
-from crawlers.clock import SharedClock
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META
 from crawlers.fetch.redact import proxy_id, redact
-from crawlers.frontier import ITEM_RETRY_META, JOB_META
-from crawlers.ledger import CrawlLedger
+from crawlers.frontier.meta import ITEM_RETRY_META
+from crawlers.runtime.jobs import JOB_META
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -155,8 +155,9 @@ class BlockRetryMiddleware(RetryMiddleware):
         self.backoff_base = settings.getfloat("RETRY_BACKOFF_BASE")
         self.backoff_max = settings.getfloat("RETRY_BACKOFF_MAX")
         self.not_before_max = settings.getfloat("PART_RETRY_BACKOFF_MAX")
-        self.ledger = CrawlLedger.of(crawler)
-        self.clock = SharedClock.of(crawler)
+        services = CrawlServices.of(crawler)
+        self.ledger = services.ledger
+        self.clock = services.clock
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BlockRetryMiddleware:

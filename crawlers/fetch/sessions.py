@@ -24,7 +24,7 @@ The answer decides the session's fate, by the response's verdict (``core.blocks`
   cleared session. A browser that does not get past it retires the session.
 - a network error counts against the session's error score.
 
-With the frontier every event is recorded in the job's ledger (``crawlers.ledger``:
+With the frontier every event is recorded in the job's ledger (``crawlers.runtime.ledger``:
 sessions created, challenges passed, sessions retired and why), so the report's figures
 are exact after worker kills. Stats: ``sessions/created``, ``sessions/retired/<reason>``,
 ``sessions/challenges``, ``sessions/challenges_passed``, ``sessions/challenge_failed``,
@@ -52,7 +52,6 @@ from scrapy.settings import BaseSettings
 from scrapy_playwright.page import PageMethod
 
 from core.blocks import BlockRules, classify
-from core.dedup import connect_async
 from core.keys import REDIS_ERRORS
 from core.sessions import (
     MemorySessionStore,
@@ -80,9 +79,10 @@ from crawlers.fetch.retry import (
     SESSION_PROXY_META,
     SESSION_REPORT_META,
 )
-from crawlers.frontier import JOB_META
-from crawlers.ledger import CrawlLedger, RetriedCalls, RetryPolicy
-from crawlers.logs import not_configured
+from crawlers.runtime.jobs import JOB_META
+from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
+from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -145,7 +145,7 @@ class SessionMiddleware:
         self.store = store
         settings = crawler.settings
         self.classifier = ResponseClassifier.of(crawler)
-        self.ledger = CrawlLedger.of(crawler)
+        self.ledger = CrawlServices.of(crawler).ledger
         self.identity = identity_for(crawler)
         self.proxies = {proxy_id(url): url for url in configured_proxies(settings)}
         self.wait_cap = settings.getfloat("SESSION_WAIT_MAX")
@@ -171,13 +171,7 @@ class SessionMiddleware:
         policy = session_policy(settings)
         store: SessionStore
         if settings.get("REDIS_URL"):
-            server = connect_async(
-                str(settings.get("REDIS_URL")),
-                max_connections=8,
-                params=settings.getdict("REDIS_PARAMS"),
-                cluster=settings.getbool("REDIS_CLUSTER"),
-            )
-            store = RedisSessionStore(server, spider, policy)
+            store = RedisSessionStore(CrawlServices.of(crawler).redis, spider, policy)
         else:
             store = MemorySessionStore(spider, policy)
         middleware = cls(crawler, store)
@@ -185,10 +179,7 @@ class SessionMiddleware:
         return middleware
 
     async def spider_closed(self) -> None:
-        await self.store.close()
-        server = getattr(self.store, "server", None)
-        if server is not None:
-            await server.aclose()
+        await self.store.close()  # its Redis client is the crawl's (CrawlServices)
 
     @property
     def stats(self) -> Any:

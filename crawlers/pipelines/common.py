@@ -1,7 +1,7 @@
-"""What the pipelines share: the site/job of an item, service clients' arguments from the
-crawl's settings, notes handed between pipelines, the full fetch of a seen item whose
-state is gone (``refetch``), and Elasticsearch refusing the crawl's credentials
-(``report_auth_refused``)."""
+"""What the pipelines share: the full fetch of a seen item whose state is gone
+(``refetch``), and Elasticsearch refusing the crawl's credentials (``report_auth_refused``).
+What one pipeline leaves for a later one about an item travels on the item
+(``crawlers.runtime.item_context``)."""
 
 from __future__ import annotations
 
@@ -12,60 +12,18 @@ from typing import Any
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
-from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
-from core.config import settings_elasticsearch_kwargs
 from core.es_access import AUTH_REASON, AUTH_REFUSED, AUTH_STAT, auth_line
-from core.store.settings import required
-from crawlers.frontier import JOB_META
-from crawlers.notes import ItemNotes, carry_notes, item_notes
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.runtime.jobs import JOB_META, job_of
 
 __all__ = [
-    "ItemNotes",
-    "carry_notes",
-    "es_client_kwargs",
-    "item_notes",
-    "job_of",
     "refetch",
     "report_auth_refused",
-    "site_of",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def site_of(crawler: Crawler) -> str:
-    spider = crawler.spider
-    if spider is None:
-        raise RuntimeError("the pipelines need an open spider")
-    return str(spider.name)
-
-
-def job_of(fields: dict[str, Any], crawler: Crawler) -> str | None:
-    """The item's job (JobTagMiddleware sets it), else the spider's."""
-    job_id = fields.get("job_id") or getattr(crawler.spider, "job_id", None)
-    return str(job_id) if job_id else None
-
-
-def es_client_kwargs(settings: BaseSettings) -> dict[str, Any]:
-    """Arguments of the pipelines' Elasticsearch clients, from ``ELASTICSEARCH_*``.
-
-    The client does not retry a request (no status, no timeout): each pipeline is the one
-    retry layer of its hop (the store's writer, dedup's bounded retries). Only with several
-    hosts (ELASTICSEARCH_URL listing a cluster's nodes) a failed connection, a node that
-    is down, is tried once on each other node, so one node's loss does not stall the hop.
-    """
-    kwargs = settings_elasticsearch_kwargs(settings)
-    hosts = kwargs["hosts"]
-    return {
-        **kwargs,
-        "request_timeout": float(required(settings, "STORE_REQUEST_TIMEOUT")),
-        "max_retries": len(hosts) - 1 if isinstance(hosts, list) else 0,
-        "retry_on_status": (),
-        "retry_on_timeout": False,
-    }
 
 
 def refetch(crawler: Crawler, seen: ItemSeen, why: str) -> DropItem:

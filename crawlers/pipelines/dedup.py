@@ -9,7 +9,7 @@ stats). Off without either. The verdict and the timestamps the stored document m
 are handed to the store pipeline as an item note. Scrapy stats ``dedup/verdict/<verdict>``
 count this worker's classifications (re-deliveries included), for diagnostics.
 
-An ``ItemSeen`` (``crawlers.recrawl``: an item seen unchanged without its page being
+An ``ItemSeen`` (``crawlers.recrawl.context``: an item seen unchanged without its page being
 parsed) goes through ``ChangeState.seen``: counted ``unchanged`` exactly once per key
 per job (a stronger verdict earlier in the job is kept), with the timestamps of the
 stored item. A key dedup does not know (its state is gone) is not counted: its page is
@@ -33,45 +33,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import redis.asyncio
-from elasticsearch import ApiError, AsyncElasticsearch
+from elasticsearch import ApiError
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from core.dedup import ChangeDetector, ChangeState, ItemState, connect_async
+from core.dedup import ChangeDetector, ChangeState, ItemState
 from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState
-from crawlers.ledger import RetriedCalls, RetryPolicy
-from crawlers.logs import not_configured
-from crawlers.pipelines.common import (
-    es_client_kwargs,
-    item_notes,
-    job_of,
-    refetch,
-    report_auth_refused,
-    site_of,
-)
-from crawlers.recrawl import ItemSeen
+from crawlers.pipelines.common import refetch, report_auth_refused
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.item_context import DedupNote, item_context
+from crawlers.runtime.jobs import job_of, site_of
+from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
+from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class DedupNote:
-    """What the store needs from dedup: the verdict/timestamps, the key, the fields
-    (empty for an ``ItemSeen``: the store only refreshes its document). ``unsee``
-    (an ``ItemSeen``'s): takes its ``unchanged`` back when its document is gone."""
-
-    state: ItemState
-    key: str
-    fields: dict[str, Any]
-    unsee: Callable[[], Awaitable[bool]] | None = None
 
 
 class DedupUnavailable(RuntimeError):
@@ -90,11 +72,8 @@ class DedupPipeline:
     def __init__(self, crawler: Crawler, retry: RetryPolicy) -> None:
         self.crawler = crawler
         self.retry = retry
-        self.redis_url: str | None = crawler.settings.get("REDIS_URL")
-        self.notes = item_notes(crawler)
-        self.notes.verdicts = True
-        self.server: redis.asyncio.Redis | None = None
-        self.es: AsyncElasticsearch | None = None
+        self.services = CrawlServices.of(crawler)
+        self.services.verdicts = True
         self.state: ChangeState | None = None
         self.retried = RetriedCalls(retry, prefix="dedup", count=self._count, warn=self._warn)
 
@@ -106,25 +85,12 @@ class DedupPipeline:
         return cls(crawler, RetryPolicy.from_settings(s))
 
     async def open_spider(self) -> None:
-        # Clients are created here, inside the running event loop they bind to.
-        if self.redis_url:
-            params = self.crawler.settings.getdict("REDIS_PARAMS")
-            self.server = connect_async(
-                self.redis_url,
-                params=params,
-                cluster=self.crawler.settings.getbool("REDIS_CLUSTER"),
-            )
-            self.state = ChangeDetector(self.server, site_of(self.crawler))
+        # The crawl's clients (CrawlServices), built in the running event loop.
+        if self.services.redis_url:
+            self.state = ChangeDetector(self.services.redis, site_of(self.crawler))
         else:
-            self.es = AsyncElasticsearch(**es_client_kwargs(self.crawler.settings))
-            self.state = DocumentState(self.es, on_count=self._count)
+            self.state = DocumentState(self.services.es, on_count=self._count)
         logger.info("dedup state: %s", self.state.description)
-
-    async def close_spider(self) -> None:
-        if self.server is not None:
-            await self.server.aclose()
-        if self.es is not None:
-            await self.es.close()
 
     async def process_item(self, item: Any) -> Any:
         try:
@@ -136,7 +102,7 @@ class DedupPipeline:
             report_auth_refused(
                 self.crawler,
                 status,
-                es_client_kwargs(self.crawler.settings),
+                self.services.es_kwargs,
                 "items get no verdict: the next run crawls them again",
             )
             self._count("dedup/auth_refused")
@@ -163,7 +129,7 @@ class DedupPipeline:
             # Local mode's figure; with Redis the job's ledger has the exact one.
             self._count("items/incomplete")
         # The store reuses the fields and key instead of extracting them again.
-        self.notes.attach(item, DedupNote(state, key, fields))
+        item_context(item).verdict = DedupNote(state, key, fields)
         self._count(f"dedup/verdict/{state.verdict}")
         return item
 
@@ -173,7 +139,9 @@ class DedupPipeline:
         if state is None:
             self._count("dedup/verdict/unknown")
             raise refetch(self.crawler, item, "unknown")
-        self.notes.attach(item, DedupNote(state, item.key, {}, self._unsee_of(job_id, item.key)))
+        item_context(item).verdict = DedupNote(
+            state, item.key, {}, self._unsee_of(job_id, item.key)
+        )
         self._count(f"dedup/verdict/{state.verdict}")
         return item
 

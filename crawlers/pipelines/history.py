@@ -7,7 +7,7 @@ stores their values in Redis and gets back the values they replace
 field that changed becomes a change document (``core.store.changes.change_action``).
 
 The documents are not written here: they are handed to the store as the item's note
-``store_extra`` (``item_notes(crawler, "store_extra")``: a list of ``StoreAction``), and
+``store_extra`` (``ItemContext.store_extra``: a list of ``StoreAction``), and
 the store puts them through its durable ``ItemStore`` before the item itself, so an
 item acked as stored has its changes stored or spilled too. Dedup's note is read and left
 in place for the store.
@@ -30,20 +30,19 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 from scrapy.crawler import Crawler
 
-from core.dedup import CHANGED, NEW, connect_async
+from core.dedup import CHANGED, NEW
 from core.history import Change, HistoryState, diff, values_of
 from core.items_schema import UnknownItemType, schema_for
-from core.redis_client import AsyncClient
 from core.store import StoreAction, StoreSettings
 from core.store.changes import change_action, ensure_changes_index
-from crawlers.ledger import RetriedCalls, RetryPolicy
-from crawlers.logs import not_configured
-from crawlers.pipelines.common import es_client_kwargs, item_notes, job_of, site_of
-from crawlers.pipelines.dedup import DedupNote
+from crawlers.runtime.item_context import DedupNote, find_context
+from crawlers.runtime.jobs import job_of, site_of
+from crawlers.runtime.ledger import RetriedCalls, RetryPolicy
+from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
-STORE_EXTRA = "store_extra"  # the notes the store puts through before the item
 ENSURE_RETRY_SECONDS = 5.0  # between attempts to declare the changes index while ES is away
 
 
@@ -56,14 +55,8 @@ class HistoryPipeline:
         s = crawler.settings
         self.crawler = crawler
         self.retry = retry
-        self.redis_url = str(s.get("REDIS_URL"))
-        self.redis_params = s.getdict("REDIS_PARAMS")
-        self.cluster = s.getbool("REDIS_CLUSTER")
-        self.es_kwargs = es_client_kwargs(s)
+        self.services = CrawlServices.of(crawler)
         self.replicas = StoreSettings.from_settings(s).replicas
-        self.notes = item_notes(crawler)
-        self.extra = item_notes(crawler, STORE_EXTRA)
-        self.server: AsyncClient | None = None
         self.es: AsyncElasticsearch | None = None
         self.state: HistoryState | None = None
         self._index_ready = False
@@ -78,25 +71,16 @@ class HistoryPipeline:
         return cls(crawler, RetryPolicy.from_settings(s))
 
     async def open_spider(self) -> None:
-        # Clients are created here, inside the running event loop they bind to.
-        self.server = connect_async(
-            self.redis_url, max_connections=4, params=self.redis_params, cluster=self.cluster
-        )
-        self.state = HistoryState(self.server, site_of(self.crawler))
-        self.es = AsyncElasticsearch(**self.es_kwargs)
+        # The crawl's clients (CrawlServices), built in the running event loop.
+        self.state = HistoryState(self.services.redis, site_of(self.crawler))
+        self.es = self.services.es
         await self._ensure_index()
 
-    async def close_spider(self) -> None:
-        if self.server is not None:
-            await self.server.aclose()
-        if self.es is not None:
-            await self.es.close()
-
     async def process_item(self, item: Any) -> Any:
-        note: DedupNote | None = self.notes.pop(item)
-        if note is None:
+        context = find_context(item)
+        note = context.verdict if context is not None else None
+        if context is None or note is None:
             return item  # dedup did not classify it (unknown type, dedup off)
-        self.notes.attach(item, note)  # the store's: left as dedup wrote it
         if note.state.verdict not in (NEW, CHANGED):
             return item
         try:
@@ -114,7 +98,7 @@ class HistoryPipeline:
         if not self._index_ready:
             await self._ensure_index()
         actions = self.actions(schema.item_type, note, job_id, changes)
-        self.extra.attach(item, [*(self.extra.pop(item) or []), *actions])
+        context.store_extra.extend(actions)
         for change in changes:
             self._count("history/changes")
             self._count(f"history/changes/{change.kind}")

@@ -1,7 +1,7 @@
 """Re-crawl records: what the next crawl of an item's page may skip, written once the item
 is durable (priority 400, after the store: an item reaching it is stored or spilled).
 
-``RecrawlRecordPipeline`` takes the item's ``RecrawlContext`` (``crawlers.recrawl``) off
+``RecrawlRecordPipeline`` takes the item's ``RecrawlContext`` (``crawlers.recrawl.context``) off
 the item and records, per item page URL, the validators of its 200 answer with the
 item's key and type (``crawlers.fetch.conditional.PageValidators``): the next crawl sends
 them as If-None-Match / If-Modified-Since. Only a COMPLETE item earns a record: an item
@@ -33,10 +33,10 @@ from scrapy.crawler import Crawler
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
 from crawlers.fetch.conditional import PageValidators, ValidatorStore, validator_store
-from crawlers.ledger import RetryPolicy
-from crawlers.logs import not_configured
-from crawlers.pipelines.common import site_of
-from crawlers.recrawl import ItemSeen, RecrawlContext, context_of
+from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of
+from crawlers.runtime.jobs import site_of
+from crawlers.runtime.ledger import RetryPolicy
+from crawlers.runtime.logs import not_configured
 
 logger = logging.getLogger(__name__)
 
@@ -86,13 +86,11 @@ class RecrawlRecordPipeline:
     async def close_spider(self) -> None:
         if self._sender is not None and not self._sender.done():
             await asyncio.shield(self._sender)
-        if self.store is not None:
-            await self.store.server.aclose()
 
     async def process_item(self, item: Any) -> Any:
         if isinstance(item, ItemSeen):
             return item
-        context = context_of(self.crawler, item)
+        context = context_of(item)
         if context is None or context.url is None:
             return item  # not an item page's item (or its page gave nothing to record)
         try:

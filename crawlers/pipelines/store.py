@@ -8,14 +8,14 @@ under ``STORE_SPILL_DIR``, by default ``PLATFORM_RUN_DIR/spill``). That is the f
 contract: a request's lease is acked only after its items went through the pipelines, so
 a worker killed at any moment loses nothing.
 
-An ``ItemSeen`` (``crawlers.recrawl``: seen unchanged without its page being parsed) is
+An ``ItemSeen`` (``crawlers.recrawl.context``: seen unchanged without its page being parsed) is
 stored as a touch (``core.store.build_touch``): its document's ``last_seen`` and
 ``job_id`` move forward, nothing else; a touch never creates a document. When the
 document is gone the page is fetched in full instead (``recrawl/refetch/
 document_missing``) and the ``ItemSeen`` dropped.
 
 Extra actions: before an item's own write, the ``StoreAction`` list another component
-left in ``item_notes(crawler, "store_extra")`` for it (change documents) goes through
+left in the item's context (``ItemContext.store_extra``) (change documents) goes through
 the same store; the item's write waits until they are durable.
 
 Credentials: Elasticsearch refusing them (401) mid-crawl is one ERROR line naming the
@@ -32,57 +32,32 @@ Local mode (no leasing frontier): at spider close this pipeline also writes the 
 document into the ``jobs`` index from the crawl's Scrapy stats. With the frontier, the
 orchestration flow writes it after the drain, from the counters of all workers.
 
-    python -m crawlers.pipelines.store drain <site> [--redis-url URL] [--elasticsearch-url URL]
-        [--spill-file PATH]
-
-moves a site's spill into ES: its Redis list (with a Redis URL) and its spill file, if
-there is one (default ``<STORE_SPILL_DIR or PLATFORM_RUN_DIR/spill>/<site>.jsonl``). It
-prints per spill what it drained, what is left and the dead letters, and exits 0 when
-nothing is left, 1 otherwise (Elasticsearch still unreachable: one line, nothing
-touched). URLs default to the project's ``REDIS_URL`` and ``ELASTICSEARCH_URL`` settings.
-A site that is none of the project's and has nothing spilled under its name (a misspelt
-name) is one line naming the known sites, exit 2.
-A crawl that closes with items in its spill logs this command with its own connections
-and spill file.
+A crawl that closes with items in its spill logs the drain command
+(``crawlers.cli.spill``) with its own connections and spill file.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import logging
 import shlex
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import redis.asyncio
 from elastic_transport import TransportError
-from elasticsearch import ApiError, AsyncElasticsearch, Elasticsearch
+from elasticsearch import ApiError, Elasticsearch
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
-from scrapy.spiderloader import get_spider_loader
 
-import crawlers.items  # noqa: F401  (registers the item types: their mappings)
-from core.config import (
-    ConfigurationError,
-    check_elasticsearch_url,
-    check_redis_url,
-    redacted,
-)
-from core.dedup import connect_async
 from core.es_access import AUTH_REFUSED
-from core.items_schema import UnknownItemType, schema_for
+from core.items_schema import UnknownItemType
 from core.jobs_index import write_job_document
-from core.keys import REDIS_ERRORS, SiteKeys
 from core.ledger import JobLedger
 from core.store import (
-    SPILL_ERRORS,
     DeadLettered,
     FileSpill,
     ItemStore,
@@ -94,25 +69,15 @@ from core.store import (
     StoreSettings,
     build_action,
     build_touch,
-    drain_site_spill,
 )
-from crawlers.addon import project_settings
-from crawlers.commands import check_site
-from crawlers.frontier import frontier_enabled
-from crawlers.logs import not_configured
-from crawlers.pipelines.common import (
-    es_client_kwargs,
-    item_notes,
-    job_of,
-    refetch,
-    report_auth_refused,
-    site_of,
-)
-from crawlers.pipelines.dedup import DedupNote
-from crawlers.recrawl import ItemSeen
-
-# Notes of extra store actions per item (``list[StoreAction]``), written before the item.
-EXTRA_NOTES = "store_extra"
+from crawlers.frontier.scheduler import frontier_enabled
+from crawlers.items import schema_for
+from crawlers.pipelines.common import refetch, report_auth_refused
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.item_context import DedupNote, find_context
+from crawlers.runtime.jobs import job_of, site_of
+from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -128,20 +93,19 @@ def spill_dir(settings: BaseSettings) -> Path:
     return Path(run_dir) / "spill"
 
 
+def verdict_of(item: Any) -> DedupNote | None:
+    """Dedup's verdict, from the item's context."""
+    context = find_context(item)
+    return context.verdict if context is not None else None
+
+
 class StorePipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         s = crawler.settings
-        self.es_kwargs = es_client_kwargs(s)
-        self.redis_url: str | None = s.get("REDIS_URL")
-        self.redis_params = s.getdict("REDIS_PARAMS")
-        self.cluster = s.getbool("REDIS_CLUSTER")
-        self.spill_dir = None if self.redis_url else spill_dir(s)
+        self.services = CrawlServices.of(crawler)
+        self.spill_dir = None if self.services.redis_url else spill_dir(s)
         self.settings = StoreSettings.from_settings(s)
-        self.notes = item_notes(crawler)
-        self.extra = item_notes(crawler, EXTRA_NOTES)
-        self.es: AsyncElasticsearch | None = None
-        self.server: redis.asyncio.Redis | None = None
         self.store: ItemStore | None = None
         job_doc = s.get("STORE_JOB_DOCUMENT_AT_CLOSE")
         self.job_document_at_close = (
@@ -152,7 +116,7 @@ class StorePipeline:
     def from_crawler(cls, crawler: Crawler) -> StorePipeline:
         if not crawler.settings.get("ELASTICSEARCH_URL"):
             raise not_configured("StorePipeline", "it needs ELASTICSEARCH_URL")
-        if not item_notes(crawler).verdicts:
+        if not CrawlServices.of(crawler).verdicts:
             # Configuration error, not an optional feature: fail the crawl loudly.
             raise RuntimeError(
                 "StorePipeline stores dedup's verdicts: enable "
@@ -164,24 +128,18 @@ class StorePipeline:
 
     async def open_spider(self) -> None:
         site = site_of(self.crawler)
-        # Created here, inside the running event loop the asyncio clients bind to.
-        self.es = AsyncElasticsearch(**self.es_kwargs)
+        # The crawl's clients (CrawlServices), built in the running event loop.
         spill: Spill
         on_stored = None
-        if self.redis_url:
-            self.server = connect_async(
-                self.redis_url,
-                max_connections=4,
-                params=self.redis_params,
-                cluster=self.cluster,
-            )
-            spill = RedisSpill(self.server, site, lock_timeout=self.settings.spill_lock_seconds)
-            on_stored = JobLedger(self.server, site).stored
+        if self.services.redis_url:
+            server = self.services.redis
+            spill = RedisSpill(server, site, lock_timeout=self.settings.spill_lock_seconds)
+            on_stored = JobLedger(server, site).stored
         else:
             assert self.spill_dir is not None
             spill = FileSpill(self.spill_dir / f"{site}.jsonl")
         self.store = ItemStore(
-            self.es,
+            self.services.es,
             spill,
             settings=self.settings,
             on_count=self._count,
@@ -213,7 +171,7 @@ class StorePipeline:
     async def _touch(self, item: ItemSeen) -> ItemSeen:
         """The touch of a seen item's document; gone: its page is fetched in full."""
         assert self.store is not None
-        note: DedupNote | None = self.notes.pop(item)
+        note = verdict_of(item)
         if note is None:
             raise RuntimeError(f"no dedup verdict for the ItemSeen of {item.key}")
         action = build_touch(
@@ -238,9 +196,11 @@ class StorePipeline:
     async def _put_extra(self, item: Any) -> None:
         """The actions another component left for ``item``, durable before it is."""
         assert self.store is not None
-        extra: list[StoreAction] | None = self.extra.pop(item)
-        if not extra:
+        context = find_context(item)
+        if context is None or not context.store_extra:
             return
+        # Taken: an item processed again (a retry) does not write them twice.
+        extra, context.store_extra = context.store_extra, []
         outcomes = await asyncio.gather(*(self.store.put(a) for a in extra), return_exceptions=True)
         for outcome in outcomes:
             # A dead letter is kept (and logged, counted) by the writer; the item goes on.
@@ -252,7 +212,7 @@ class StorePipeline:
             schema = schema_for(item)
         except UnknownItemType as exc:
             raise DropItem(f"cannot store: {exc}") from None
-        note: DedupNote | None = self.notes.pop(item)
+        note = verdict_of(item)
         if note is None:
             # Dedup passes every item of a known type on with a note, or fails it.
             raise RuntimeError(f"no dedup verdict for a {schema.item_type} item")
@@ -285,10 +245,6 @@ class StorePipeline:
             stats = self.crawler.stats
             if report.spill_remaining is not None and stats is not None:
                 stats.set_value("store/spill_remaining_at_close", report.spill_remaining)
-        if self.es is not None:
-            await self.es.close()
-        if self.server is not None:
-            await self.server.aclose()
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if not self.job_document_at_close or self.crawler.stats is None:
@@ -302,7 +258,7 @@ class StorePipeline:
         started = stats.get("start_time")
         # The same words as the orchestration flow's report step.
         status = "completed" if reason == "finished" else "failed"
-        es = Elasticsearch(**self.es_kwargs)
+        es = Elasticsearch(**self.services.es_kwargs)
         try:
             write_job_document(
                 es,
@@ -333,14 +289,12 @@ class StorePipeline:
             if status == AUTH_REFUSED
             else "its writes go to the dead letters"
         )
-        report_auth_refused(self.crawler, status, self.es_kwargs, consequence)
+        report_auth_refused(self.crawler, status, self.services.es_kwargs, consequence)
 
     def _count(self, name: str, n: int) -> None:
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value(name, n)
 
-
-# -- the drain command ------------------------------------------------------------------
 
 URL_OPTIONS = (("--redis-url", "REDIS_URL"), ("--elasticsearch-url", "ELASTICSEARCH_URL"))
 
@@ -352,7 +306,7 @@ def drain_command(site: str, settings: BaseSettings, spill_file: Path | None = N
     ``-s`` options), except a URL that carries a password: that one is a secret, read
     from the environment as the crawl did. ``spill_file``: the file spill (no Redis).
     """
-    argv = ["python", "-m", "crawlers.pipelines.store", "drain", site]
+    argv = ["python", "-m", "crawlers.cli.spill", "drain", site]
     for option, name in URL_OPTIONS:
         url = settings.get(name)
         if url and urlsplit(str(url)).password is None:
@@ -360,172 +314,3 @@ def drain_command(site: str, settings: BaseSettings, spill_file: Path | None = N
     if spill_file is not None:
         argv += ["--spill-file", str(spill_file)]
     return shlex.join(argv)
-
-
-@dataclass
-class SpillState:
-    """One spill of a site as the drain command found and left it."""
-
-    description: str
-    dead_description: str
-    file_spill: FileSpill | None = None  # None: the site's Redis list
-    left: int = 0
-    drained: int = 0
-    dead: int = 0
-    error: str | None = None  # its backend could not be read or written
-
-    def line(self, site: str) -> str:
-        if self.error is not None:
-            return f"{site}: {self.description}: not drained ({self.error})"
-        return (
-            f"{site}: {self.description}: drained {self.drained}, {self.left} left; "
-            f"{self.dead} dead letters ({self.dead_description})"
-        )
-
-
-async def drain_spills(
-    site: str,
-    settings: BaseSettings,
-    spill_file: Path,
-    *,
-    out: Callable[[str], None] = print,
-    on_unknown: Callable[[], None] | None = None,
-) -> bool:
-    """Drain ``site``'s Redis spill (with ``REDIS_URL``) and its spill file (if there is
-    one) into Elasticsearch, printing a line per spill; True when nothing is left.
-
-    Elasticsearch unreachable: one line naming what is left, and nothing is touched (an
-    attempt would count against the entries' dead-letter budget). ``on_unknown``: called
-    (to raise) when nothing at all is spilled under ``site``, a site the caller does not
-    know.
-    """
-    es = AsyncElasticsearch(**es_client_kwargs(settings))
-    store_settings = StoreSettings.from_settings(settings)
-    redis_url = settings.get("REDIS_URL")
-    server = (
-        connect_async(
-            redis_url,
-            max_connections=2,
-            params=settings.getdict("REDIS_PARAMS"),
-            cluster=settings.getbool("REDIS_CLUSTER"),
-        )
-        if redis_url
-        else None
-    )
-    try:
-        states: list[SpillState] = []
-        if server is not None:
-            states.append(await _redis_state(server, site))
-        if spill_file.exists():
-            states.append(await _file_state(FileSpill(spill_file)))
-        if on_unknown is not None and not any(
-            state.left or state.dead or state.file_spill for state in states
-        ):
-            # Not one of the project's sites and nothing under its name: a misspelt site,
-            # which "nothing to drain" would report as success. (A retired site's
-            # leftover spill is still drained.)
-            on_unknown()
-        if not states:
-            out(f"{site}: nothing to drain (no REDIS_URL, no spill file {spill_file})")
-            return True
-        waiting = [state for state in states if state.error is None and state.left]
-        if waiting and not await es.ping():
-            left = ", ".join(f"{state.left} in {state.description}" for state in waiting)
-            url = redacted(str(settings.get("ELASTICSEARCH_URL")))
-            out(f"{site}: Elasticsearch unreachable at {url}: nothing drained, {left} left")
-            return False
-        for state in waiting:
-            await _drain(state, es, server, site, store_settings)
-        for state in states:
-            out(state.line(site))
-        return all(state.error is None and state.left == 0 for state in states)
-    finally:
-        await es.close()
-        if server is not None:
-            await server.aclose()
-
-
-async def _redis_state(server: redis.asyncio.Redis, site: str) -> SpillState:
-    keys = SiteKeys(site)
-    state = SpillState(f"redis list {keys.store_spill}", keys.store_dead_letters)
-    try:
-        state.left = int(await server.llen(keys.store_spill))
-        state.dead = int(await server.llen(keys.store_dead_letters))
-    except REDIS_ERRORS as exc:
-        state.error = f"Redis unreachable: {type(exc).__name__}"
-    return state
-
-
-async def _file_state(spill: FileSpill) -> SpillState:
-    state = SpillState(spill.description, str(spill.dead_path), spill)
-    try:
-        state.left, state.dead = await spill.size(), await spill.dead_size()
-    except OSError as exc:
-        state.error = f"cannot read it: {type(exc).__name__}: {exc}"
-    return state
-
-
-async def _drain(
-    state: SpillState,
-    es: AsyncElasticsearch,
-    server: redis.asyncio.Redis | None,
-    site: str,
-    settings: StoreSettings,
-) -> None:
-    spill = state.file_spill
-    try:
-        if spill is not None:
-            state.drained = await ItemStore(es, spill, settings=settings).drain_spill()
-            state.left, state.dead = await spill.size(), await spill.dead_size()
-        elif server is not None:
-            state.drained, state.left = await drain_site_spill(es, server, site, settings=settings)
-            state.dead = int(await server.llen(SiteKeys(site).store_dead_letters))
-    except SPILL_ERRORS as exc:
-        state.error = f"spill unavailable: {type(exc).__name__}: {exc}"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m crawlers.pipelines.store",
-        description="Drain a site's store spill (its Redis list with REDIS_URL, and its "
-        "spill file if there is one) into Elasticsearch. Exit 0 when nothing is left, "
-        "1 otherwise.",
-    )
-    parser.add_argument("command", choices=["drain"])
-    parser.add_argument("site")
-    parser.add_argument("--redis-url", help="default: the project's REDIS_URL setting")
-    parser.add_argument(
-        "--elasticsearch-url", help="default: the project's ELASTICSEARCH_URL setting"
-    )
-    parser.add_argument(
-        "--spill-file",
-        type=Path,
-        help="default: <STORE_SPILL_DIR, else PLATFORM_RUN_DIR/spill>/<site>.jsonl",
-    )
-    args = parser.parse_args(argv)
-    settings = project_settings()
-    if args.redis_url:
-        settings.set("REDIS_URL", args.redis_url, priority="cmdline")
-    if args.elasticsearch_url:
-        settings.set("ELASTICSEARCH_URL", args.elasticsearch_url, priority="cmdline")
-    check_redis_url(settings.get("REDIS_URL"))
-    check_elasticsearch_url(settings.get("ELASTICSEARCH_URL"))
-    if not settings.get("ELASTICSEARCH_URL"):
-        raise ConfigurationError(
-            "ELASTICSEARCH_URL is not set: pass --elasticsearch-url http://HOST:9200 or set it"
-        )
-    spill_file = args.spill_file or spill_dir(settings) / f"{args.site}.jsonl"
-    loader = get_spider_loader(settings)
-    known = args.site in loader.list()
-
-    def unknown() -> None:
-        check_site(loader, args.site)  # raises OperatorError naming the known sites
-
-    drained = asyncio.run(
-        drain_spills(args.site, settings, spill_file, on_unknown=None if known else unknown)
-    )
-    return 0 if drained else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -12,12 +12,12 @@ With ``REDIS_URL`` each dropped item is also recorded in the job's ledger
 report's ``items_invalid`` counts that record, exact after any worker kill.
 
 An ``ItemSeen`` (an item seen unchanged without its page being parsed,
-``crawlers.recrawl``) has no schema fields: it is passed on when its key and item type
+``crawlers.recrawl.context``) has no schema fields: it is passed on when its key and item type
 are set and the type is declared, counted ``recrawl/seen/<reason>``; otherwise dropped,
 counted ``validation/dropped/_seen``.
 
 A text field longer than ``ITEM_FIELD_MAX_CHARS`` (a 20 MB description) is cut first and
-marked (``crawlers.bounded.TRUNCATED_MARK``), counted ``items/truncated_fields`` and
+marked (``crawlers.limits.bounded.TRUNCATED_MARK``), counted ``items/truncated_fields`` and
 ``items/truncated/<type>/<field>``, one WARNING line per item.
 
 The item passed on is pydantic's normalised copy (e.g. an int in a float field becomes a
@@ -37,13 +37,13 @@ from core.items_schema import (
     ItemSchema,
     UnknownItemType,
     plain_fields,
-    schema_by_type,
-    schema_for,
 )
-from crawlers.bounded import truncate_text_fields
-from crawlers.ledger import CrawlLedger
-from crawlers.pipelines.common import carry_notes, job_of, site_of
-from crawlers.recrawl import ItemSeen
+from crawlers.items import schema_by_type, schema_for
+from crawlers.limits.bounded import truncate_text_fields
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.item_context import carry_context
+from crawlers.runtime.jobs import job_of, site_of
+from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 class ValidationPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.ledger = CrawlLedger.of(crawler)
+        self.ledger = CrawlServices.of(crawler).ledger
         self.max_chars = crawler.settings.getint("ITEM_FIELD_MAX_CHARS")
 
     @classmethod
@@ -74,8 +74,8 @@ class ValidationPipeline:
         result = schema.validate(item)
         if result.ok:
             self._inc(f"validation/valid/{schema.item_type}")
-            # The re-crawl context noted for the yielded item follows its normalised copy.
-            carry_notes(self.crawler, item, result.item)
+            # The item's context (re-crawl state) follows its normalised copy.
+            carry_context(item, result.item)
             return result.item
         for error in result.errors:
             self._inc(f"validation/invalid/{schema.item_type}/{error.field}/{error.reason}")

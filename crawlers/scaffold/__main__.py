@@ -36,16 +36,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from core.config import REPO_ROOT, OperatorError, fingerprint_sites_dir
-from core.items_schema import registered_types, schema_by_type
-from crawlers import items  # noqa: F401 (registers the item types)
+from crawlers.items import registered_types, schema_by_type
 from crawlers.profile_schema import SITE_NAME
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, shown_path
+from crawlers.runtime.sidecrawl import add_settings_option
 from crawlers.scaffold.classify import Classification, classify
 from crawlers.scaffold.plain import PlainProposal, PlainRefusal, plain_proposal
 from crawlers.scaffold.profile import profile_text, propose
 from crawlers.scaffold.sample import Sample, SampleError, sample_site
 from crawlers.scaffold.verify import report, verify
-from crawlers.sidecrawl import add_settings_option
 from crawlers.spiders.rules import field_kinds
 
 SITES_DIR = fingerprint_sites_dir(REPO_ROOT / "fingerprints" / "sites")

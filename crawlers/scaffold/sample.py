@@ -39,8 +39,8 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
 from core.blocks import classify as block_verdict
 from core.config import REPO_ROOT
+from crawlers.runtime.sidecrawl import isolate
 from crawlers.scaffold.classify import Page, generalise
-from crawlers.sidecrawl import isolate
 from crawlers.spiders.common import is_loopback
 from crawlers.spiders.generic import read_sitemap
 

@@ -22,12 +22,13 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from core.config import ConfigurationError
-from crawlers.cards import Card, CardGate
-from crawlers.clock import SharedClock
 from crawlers.fetch.retry import NOT_BEFORE_META, PART_RETRY_META, backoff_delay
-from crawlers.frontier import JOB_META, frontier_enabled, new_job_id
+from crawlers.frontier.scheduler import frontier_enabled
 from crawlers.profiles import PageSelectors, ProfileError, SiteProfile
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.cards import Card, CardGate
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.jobs import JOB_META, new_job_id
+from crawlers.runtime.services import CrawlServices
 
 
 class SiteSpider(Spider):
@@ -87,7 +88,8 @@ class SiteSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         if not spider.job_id:
             spider.job_id = crawler.settings.get("JOB_ID") or new_job_id(spider.name)
-        CardGate.of(crawler)  # opens its Redis client with the spider (crawlers.cards)
+        # Built now: it takes the crawl's Redis client when the spider opens.
+        CrawlServices.of(crawler).component(CardGate)
         return spider
 
     # -- start -----------------------------------------------------------------------
@@ -130,9 +132,9 @@ class SiteSpider(Spider):
     ) -> list[Request | ItemSeen]:
         """Per listing card, its detail request to yield, or the ``ItemSeen`` standing
         for its item when the card is as at the item's last full fetch (the profile's
-        ``[recrawl] card_fields``; ``crawlers.cards``). ``item_type``: the item class
+        ``[recrawl] card_fields``; ``crawlers.recrawl.cards``). ``item_type``: the item class
         the detail callback yields, whose schema keys it."""
-        gate = CardGate.of(self.crawler)
+        gate = CrawlServices.of(self.crawler).component(CardGate)
         return await gate.outputs(
             response, cards, item_type, self.profile.recrawl, self.name, self.job_id
         )
@@ -181,7 +183,7 @@ class SiteSpider(Spider):
         )
         retry = request.replace(dont_filter=True)
         retry.meta[PART_RETRY_META] = rounds + 1
-        retry.meta[NOT_BEFORE_META] = SharedClock.of(self.crawler).now() + delay
+        retry.meta[NOT_BEFORE_META] = CrawlServices.of(self.crawler).clock.now() + delay
         retry.meta.pop("retry_times", None)  # a new round of the fetch layer's retries
         stats.inc_value(f"parts/requeued/{part}")
         self.logger.warning(

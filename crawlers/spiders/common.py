@@ -29,7 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.bounded import loads
+from crawlers.limits.bounded import loads
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.currency import NO_MARKET, Market, currency_code, printed_sign, resolve
 

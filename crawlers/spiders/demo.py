@@ -22,12 +22,12 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.bounded import response_json
-from crawlers.cards import Card
 from crawlers.items import DemoProduct
-from crawlers.links import Links, Page, read_page
+from crawlers.limits.bounded import response_json
+from crawlers.limits.links import Links, Page, read_page
 from crawlers.profiles import PageSelectors
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.cards import Card
+from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.base import SiteSpider, page_selectors
 from crawlers.spiders.common import (
     css_text,
@@ -112,7 +112,7 @@ class DemoSpider(SiteSpider):
         """A category page: its products (a product whose card is as at its last full
         fetch is seen, not fetched: ``cards_to_fetch``) and the other pages of the
         category. One streamed pass reads links and cards, within the link cap
-        (``crawlers.links``)."""
+        (``crawlers.limits.links``)."""
         listing = self.selectors("listing")
         page = self._read(response, listing_links(listing), {m.card: m.card for m in CARD_MARKUPS})
         products = page.links.get("products", [])

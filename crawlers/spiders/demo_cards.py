@@ -83,7 +83,7 @@ def extract_cards(
     """The product cards of a listing page: each product's URL (absolute), SKU and
     ``CARD_FIELDS``, valued as its product page gives them (price a float, currency the
     ISO code, availability the schema.org name). [] when no known card markup is found.
-    ``nodes``: each markup's card elements as already read (``crawlers.links``), by its
+    ``nodes``: each markup's card elements as already read (``crawlers.limits.links``), by its
     CSS query; else they are queried on the page. ``selectors``: the profile's
     ``listing`` selectors (default: the shipped profile's)."""
     listing = page_selectors("demo", "listing", selectors)

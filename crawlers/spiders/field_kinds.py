@@ -25,8 +25,8 @@ from core.items_schema import (
     LongText,
     Money,
     Url,
-    schema_by_type,
 )
+from crawlers.items import schema_by_type
 from crawlers.spiders.common import absolute, long_text, money, schema_name, text, to_float
 from crawlers.spiders.currency import Market
 from crawlers.spiders.printed import printed_date, printed_number

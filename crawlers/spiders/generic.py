@@ -28,7 +28,8 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
-from core.items_schema import UnknownItemType, schema_by_type
+from core.items_schema import UnknownItemType
+from crawlers.items import schema_by_type
 from crawlers.profiles import ProfileError, SiteProfile, generic_callback
 from crawlers.spiders.common import ProductionSpider
 from crawlers.spiders.rules import (
@@ -174,7 +175,7 @@ def generic_spider(profile: SiteProfile) -> type[GenericSpider]:
     if profile.recrawl.card_fields:
         raise ProfileError(
             f"{source}: recrawl.card_fields: listing cards need a spider module that reads "
-            f"them (crawlers.cards); a profile-only site uses conditional requests only"
+            f"them (crawlers.recrawl.cards); a profile-only site uses conditional requests only"
         )
     attrs: dict[str, Any] = {
         "name": profile.site,

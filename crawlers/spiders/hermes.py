@@ -44,10 +44,10 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.cards import Card
 from crawlers.items import Product
 from crawlers.profiles import PageSelectors
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.cards import Card
+from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.base import page_selectors
 from crawlers.spiders.common import (
     ProductionSpider,

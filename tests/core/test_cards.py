@@ -28,9 +28,8 @@ from core.cards import (
     key_slot,
     refresh_due,
 )
-from core.dedup import connect_async
 from core.keys import SiteKeys
-from core.redis_client import connect
+from core.redis_client import connect, connect_async
 from tests.core.redis_target import Target
 
 T = TypeVar("T")

@@ -107,8 +107,8 @@ def test_a_malformed_variable_ends_a_cli_with_one_line() -> None:
 
 ENTRY_POINTS = {
     "scrapy crawl": ["-m", "scrapy", "crawl", "demo"],
-    "producer": ["-m", "crawlers.producer", "demo"],
-    "store drain": ["-m", "crawlers.pipelines.store", "drain", "demo"],
+    "producer": ["-m", "crawlers.cli.producer", "demo"],
+    "store drain": ["-m", "crawlers.cli.spill", "drain", "demo"],
     "search CLI": ["-m", "search", "torch"],
     "search API": ["-m", "search.api"],
     "indexing CLI": ["-m", "indexing", "process", "--site", "demo", "--job", "j"],

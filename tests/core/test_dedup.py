@@ -11,18 +11,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from core.dedup import (
-    ChangeDetector,
-    ItemState,
-    Known,
-    connect_async,
-    decide,
-    job_changes,
-    stored_state,
-)
+from core.dedup import ChangeDetector, ItemState, Known, decide, job_changes, stored_state
 from core.jobstats import JobStats
 from core.keys import SiteKeys
-from core.redis_client import connect
+from core.redis_client import connect, connect_async
 from tests.core.redis_target import Target
 
 

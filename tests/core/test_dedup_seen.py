@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from core.dedup import ChangeDetector, ItemState, connect_async, job_changes, stored_state
+from core.dedup import ChangeDetector, ItemState, job_changes, stored_state
 from core.keys import SiteKeys
-from core.redis_client import connect
+from core.redis_client import connect, connect_async
 from tests.core.redis_target import Target
 
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-import crawlers.items  # noqa: F401  (registers the item types)
 from core.history import Change, change_kind, decode, diff, encode, notable_text, values_of
-from core.items_schema import item_schema, schema_by_type
+from core.items_schema import item_schema
 from core.store.changes import change_action, change_doc_id
+from crawlers.items import schema_by_type
 
 PRODUCT = ("price", "currency", "availability", "rating", "review_count")
 

@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 import redis
 
-from core.dedup import connect_async
 from core.history import HistoryState, diff
 from core.keys import SiteKeys
-from core.redis_client import connect
+from core.redis_client import connect, connect_async
 from tests.core.redis_target import Target
 
 FIELDS = ("price", "availability")

@@ -80,7 +80,7 @@ def test_an_unreachable_cluster_is_a_connection_error_and_db_must_be_0() -> None
         connect(closed, cluster=True, socket_connect_timeout=1)
 
     async def first_command() -> None:
-        client = connect_async(closed, cluster=True, socket_connect_timeout=1)
+        client = connect_async(closed, cluster=True, params={"socket_connect_timeout": 1})
         try:
             await client.ping()
         finally:

@@ -11,14 +11,14 @@ from collections.abc import Iterator, Sequence
 import pytest
 import redis.cluster
 
-from core.dedup import ChangeDetector, connect_async, job_changes, stored_state
+from core.dedup import ChangeDetector, job_changes, stored_state
 from core.drain import drain_state
 from core.frontier import RedisFrontier
 from core.jobs_index import job_counters
 from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.ledger import JobLedger, job_figures
-from core.redis_client import connect, is_cluster
+from core.redis_client import connect, connect_async, is_cluster
 from core.store import RedisSpill, StoreAction, spill_size
 from core.workers import WorkerInfo, WorkerRegistry, check_consumers
 from harness.redis_server import RedisCluster

@@ -15,11 +15,11 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from core.dedup import ChangeDetector, connect_async, job_changes
+from core.dedup import ChangeDetector, job_changes
 from core.jobs_index import job_counters, job_document
 from core.jobstats import JobStats
 from core.keys import SiteKeys
-from core.redis_client import connect
+from core.redis_client import connect, connect_async
 from core.removals import (
     RemovalReport,
     apply_job,

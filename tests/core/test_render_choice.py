@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from core.dedup import connect_async
+from core.redis_client import connect_async
 from core.render_choice import Choice, MemoryChoiceStore, RedisChoiceStore, next_choice
 from tests.core.redis_target import Target
 

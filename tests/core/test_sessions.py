@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from core.dedup import connect_async
 from core.keys import SiteKeys
+from core.redis_client import connect_async
 from core.sessions import (
     MemorySessionStore,
     Retired,

@@ -173,8 +173,9 @@ def final_stats(log: Path) -> dict[str, Any]:
 def run_producer(
     site: str, *, job_id: str, base_url: str, redis_url: str, cwd: Path = REPO_ROOT
 ) -> str:
-    """``python -m crawlers.producer`` in the Scrapy project at ``cwd``; its output line."""
-    argv = [sys.executable, "-m", "crawlers.producer", site, "--job-id", job_id]
+    """``python -m crawlers.cli.producer`` in the Scrapy project at ``cwd``; its output
+    line."""
+    argv = [sys.executable, "-m", "crawlers.cli.producer", site, "--job-id", job_id]
     argv += ["--base-url", base_url, "--redis-url", redis_url]
     result = subprocess.run(argv, cwd=cwd, env=crawl_env(), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -8,7 +8,7 @@ from importlib.metadata import version
 import pytest
 from scrapy.utils.test import get_crawler
 
-import crawlers.frontier
+import crawlers.frontier.scheduler
 from crawlers.compat import (
     PRIVATE_USES,
     PrivateApiMissing,
@@ -58,10 +58,12 @@ def test_a_missing_module_or_class_counts_as_missing() -> None:
 def test_the_scheduler_runs_the_guard_at_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """Until the add-on calls it, the leasing scheduler's from_crawler does."""
     gone = PrivateUse("Scrapy", "scrapy:Spider", "_gone", "a synthetic use")
-    monkeypatch.setattr(crawlers.frontier, "check_private_api", lambda: check_private_api((gone,)))
+    monkeypatch.setattr(
+        crawlers.frontier.scheduler, "check_private_api", lambda: check_private_api((gone,))
+    )
     crawler = get_crawler(settings_dict={"REDIS_URL": "redis://127.0.0.1:1/0"})
     with pytest.raises(PrivateApiMissing, match="_gone"):
-        crawlers.frontier.LeasingScheduler.from_crawler(crawler)
+        crawlers.frontier.scheduler.LeasingScheduler.from_crawler(crawler)
 
 
 # -- the platform's source against the declaration ------------------------------------------

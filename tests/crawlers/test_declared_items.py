@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import crawlers.items  # noqa: F401 - the platform's own types, which a profile never replaces
-from core.items_schema import schema_by_type
+from crawlers.items import (
+    schema_by_type,  # the platform's own types, which a profile never replaces
+)
 from crawlers.profiles import ProfileError, SiteProfile
 from crawlers.spiders.rules import field_kinds
 

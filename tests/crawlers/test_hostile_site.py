@@ -152,7 +152,7 @@ def test_a_page_of_100000_links_follows_the_cap_with_memory_bounded(
     assert stats.get("log_count/ERROR", 0) == 0
     growth = (stats["memusage/max"] - stats["memusage/startup"]) / 1e6
     # Issue 30's bound. Measured: ~42 MB, the links read in one streamed pass within the
-    # cap (crawlers.links); reading them from the page's tree took ~157 MB (~90 MB the
+    # cap (crawlers.limits.links); reading them from the page's tree took ~157 MB (~90 MB the
     # tree of the 6 MB page, ~50 MB a Selector per link), unbounded it was ~370 MB+.
     assert growth < 100, f"peak RSS grew {growth:.0f} MB"
 

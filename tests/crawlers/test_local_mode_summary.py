@@ -7,7 +7,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from crawlers.extensions import LocalModeSummary, local_mode_line
+from crawlers.addon import LocalModeSummary, local_mode_line
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import redis
 from scrapy.utils.project import get_project_settings
 
 from core.config import ConfigurationError
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from crawlers.profiles import profile_sites
 from tests.crawlers.support import crawl_env
 

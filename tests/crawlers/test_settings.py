@@ -1,6 +1,6 @@
 """Scrapy settings are the crawl's one interface: the environment table, precedence, errors.
 
-Unit tests of ``core.config.ENVIRONMENT`` -> ``crawlers.environment`` -> the add-on, and
+Unit tests of ``core.config.ENVIRONMENT`` -> ``crawlers.runtime.environment`` -> the add-on, and
 two real ``scrapy crawl`` runs: an operator's mistake is one line, and a crawl configured
 only by ``-s REDIS_URL=... -s ELASTICSEARCH_URL=...`` (no platform environment at all)
 runs the frontier and stores every product.
@@ -32,8 +32,8 @@ from core.config import (
 )
 from crawlers import defaults
 from crawlers.addon import check_settings
-from crawlers.environment import settings_from_environment
 from crawlers.profiles import SiteProfile
+from crawlers.runtime.environment import settings_from_environment
 from crawlers.spiders.demo import DemoSpider
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
@@ -49,7 +49,7 @@ from tests.crawlers.support import (
 )
 
 CRAWLERS = REPO_ROOT / "crawlers"
-MAPPING_MODULE = CRAWLERS / "environment.py"
+MAPPING_MODULE = CRAWLERS / "runtime" / "environment.py"
 PLATFORM_ADDON = {"crawlers.addon.ScrapingPlatform": 0}
 PRODUCTS = 40
 SECRET = "s3cr3t-never-logged"
@@ -83,7 +83,9 @@ def test_no_crawl_module_but_the_mapping_reads_the_environment() -> None:
         for path in sorted(CRAWLERS.rglob("*.py"))
         if path != MAPPING_MODULE and (reads := environment_reads(path.read_text()))
     }
-    assert offenders == {}, "read crawler.settings (crawlers/environment.py maps the environment)"
+    assert offenders == {}, (
+        "read crawler.settings (crawlers/runtime/environment.py maps the environment)"
+    )
     # The mapping module itself is what the scan would catch elsewhere.
     assert environment_reads(MAPPING_MODULE.read_text()) != []
 
@@ -222,14 +224,14 @@ def test_the_add_on_defaults_apply_without_environment() -> None:
     assert settings.getfloat("STORE_FLUSH_INTERVAL") == defaults.STORE_FLUSH_INTERVAL
     assert settings["DEMO_SITE_URL"] == defaults.DEMO_SITE_URL
     assert settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"  # no frontier
-    assert "crawlers.extensions.FrontierWorker" not in settings.getdict("EXTENSIONS")
+    assert "crawlers.frontier.worker.FrontierWorker" not in settings.getdict("EXTENSIONS")
     pipelines = settings.getdict("ITEM_PIPELINES")
     assert sorted(pipelines, key=pipelines.__getitem__) == [
         "crawlers.pipelines.validate.ValidationPipeline",
         "crawlers.pipelines.dedup.DedupPipeline",
         "crawlers.pipelines.history.HistoryPipeline",
         "crawlers.pipelines.store.StorePipeline",
-        "crawlers.cards.CardsPipeline",
+        "crawlers.recrawl.cards.CardsPipeline",
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline",
     ]
     middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
@@ -245,12 +247,12 @@ def test_the_add_on_defaults_apply_without_environment() -> None:
 def test_environment_sets_and_redis_url_switches_the_frontier_on() -> None:
     settings = crawl_settings(environ={"REDIS_URL": "redis://env:6379/0"})
     assert settings["REDIS_URL"] == "redis://env:6379/0"
-    assert settings["SCHEDULER"] == "crawlers.frontier.LeasingScheduler"
-    assert settings["SCHEDULER_QUEUE_CLASS"] == "crawlers.frontier.LeasedQueue"
-    assert settings["DUPEFILTER_CLASS"] == "crawlers.frontier.JobDupeFilter"
+    assert settings["SCHEDULER"] == "crawlers.frontier.scheduler.LeasingScheduler"
+    assert settings["SCHEDULER_QUEUE_CLASS"] == "crawlers.frontier.queue.LeasedQueue"
+    assert settings["DUPEFILTER_CLASS"] == "crawlers.frontier.queue.JobDupeFilter"
     assert settings.getbool("SCHEDULER_PERSIST") is True
     assert settings.getdict("REDIS_PARAMS")["socket_timeout"] == 5
-    assert settings.getdict("EXTENSIONS")["crawlers.extensions.FrontierWorker"] == 100
+    assert settings.getdict("EXTENSIONS")["crawlers.frontier.worker.FrontierWorker"] == 100
 
 
 def test_command_line_beats_environment() -> None:
@@ -284,9 +286,30 @@ def test_a_project_keeps_the_components_it_lists() -> None:
         "crawlers.pipelines.validate.ValidationPipeline": 100,
         "crawlers.pipelines.dedup.DedupPipeline": 200,
         "crawlers.pipelines.history.HistoryPipeline": 250,
-        "crawlers.cards.CardsPipeline": 390,
+        "crawlers.recrawl.cards.CardsPipeline": 390,
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline": 400,
     }
+
+
+def test_old_component_paths_of_a_project_or_the_command_line_still_name_their_component(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = crawl_settings(
+        project={"ITEM_PIPELINES": {"crawlers.cards.CardsPipeline": None}},
+        cmdline={
+            "SPIDER_MIDDLEWARES": {"crawlers.budget.LinkCap": 700},
+            "SCHEDULER": "crawlers.frontier.LeasingScheduler",
+        },
+    )
+    pipelines = settings.getdict("ITEM_PIPELINES")
+    # The project's None still switches the card pipeline off, under its new path.
+    assert pipelines["crawlers.recrawl.cards.CardsPipeline"] is None
+    assert "crawlers.cards.CardsPipeline" not in pipelines
+    assert settings.getdict("SPIDER_MIDDLEWARES") == {"crawlers.limits.budget.LinkCap": 700}
+    assert settings["SCHEDULER"] == "crawlers.frontier.scheduler.LeasingScheduler"
+    assert "crawlers.budget.LinkCap, which moved: use crawlers.limits.budget.LinkCap" in (
+        caplog.text
+    )
 
 
 class NoPipelinesSpider(DemoSpider):
@@ -424,6 +447,6 @@ def test_settings_alone_run_the_frontier_into_elasticsearch(
     assert wait_all([worker], timeout=240) == [0], log_excerpt(log)
     text = log.read_text()
     assert f"scraping platform: frontier on {redis_server.url}" in text
-    assert "crawlers.extensions.FrontierWorker" in text
+    assert "crawlers.frontier.worker.FrontierWorker" in text
     assert_stored_once(es, log, job_id, PRODUCTS)
     assert clean.llen("{demo}:start_urls") == 0 and clean.zcard("{demo}:requests") == 0

@@ -26,11 +26,10 @@ import pytest
 import redis
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-import crawlers.items  # noqa: F401  (declares the item types)
-from core.items_schema import schema_by_type
 from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import ensure_item_index
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
+from crawlers.items import schema_by_type
 from crawlers.profiles import profile_sites
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

@@ -22,6 +22,7 @@ from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
+from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import Product
 from indexing.embedders import Embedder, LocalEmbedder
@@ -65,7 +66,7 @@ async def _push(
 
     await asyncio.gather(*(one(item) for item in items))
     await store.close_spider()
-    await dedup.close_spider()
+    await CrawlServices.of(crawler).aclose()
     return dict(crawler.stats.get_stats())
 
 

@@ -6,7 +6,7 @@ from elasticsearch import Elasticsearch
 
 from bench.multilingual import SETUPS, measure, store_catalogue
 from core.languages import language_of, text_analyzer
-from crawlers.site_language import site_language
+from crawlers.runtime.site_language import site_language
 from harness.es_node import ElasticsearchNode
 from indexing.embedders import MultilingualEmbedder
 from indexing.index import chunks_index

@@ -20,10 +20,9 @@ import pytest
 from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.project import get_project_settings
 
-import crawlers.items  # registers the item types
 import crawlers.settings
 from core.config import get_settings
-from core.items_schema import schema_by_type
+from crawlers.items import schema_by_type
 from crawlers.profiles import SiteProfile, profile_sites
 from fingerprints.baseline import FIXTURES_DIR, FingerprintConfig, fixture_pages
 from fingerprints.baseline import SITES_DIR as DEFAULT_SITES_DIR

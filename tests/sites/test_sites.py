@@ -9,8 +9,7 @@ import pytest
 from scrapy.spiderloader import SpiderLoader
 from scrapy.utils.project import get_project_settings
 
-import crawlers.items  # noqa: F401 - registers the item types
-from core.items_schema import schema_by_type
+from crawlers.items import schema_by_type
 from crawlers.profiles import SiteProfile
 from crawlers.spiders.base import SiteSpider
 from fingerprints.baseline import FingerprintConfig, load_baseline

@@ -14,9 +14,9 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.cards import Card
 from crawlers.items import MarketplaceListing
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.cards import Card
+from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.common import ProductionSpider
 from crawlers.spiders.facebook_marketplace.pages import (
     extract_item,

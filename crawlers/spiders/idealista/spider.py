@@ -10,9 +10,9 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.cards import Card
 from crawlers.items import PropertyListing
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.cards import Card
+from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.common import ProductionSpider, unique
 from crawlers.spiders.idealista.pages import extract_listing, extract_search_cards, next_page_url
 

@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 import redis.asyncio
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-import crawlers.items  # noqa: F401  (registers the item types)
-from core.dedup import connect_async
-from core.items_schema import plain_fields, schema_by_type
+from core.items_schema import plain_fields
+from core.redis_client import connect_async
 from core.store import IndexLayout, StoreAction, StoreSettings, build_action
 from crawlers.addon import project_settings
+from crawlers.items import schema_by_type
 from harness.base import free_port
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer

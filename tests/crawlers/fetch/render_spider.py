@@ -17,7 +17,7 @@ from scrapy.http import Response, TextResponse
 from scrapy_playwright.page import PageMethod
 
 from crawlers.items import DemoProduct
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.demo import DemoSpider, extract_product
 
 # Done when the reviews are in, or at once on a page without a reviews box (a block

@@ -10,7 +10,7 @@ from crawlers.fetch.adaptive import (
     plain_loses_nothing,
     summarize,
 )
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.context import ItemSeen
 
 
 class Spider:

@@ -30,15 +30,16 @@ from scrapy.utils.test import get_crawler
 from core.blocks import classify
 from core.jobs_index import job_counters
 from core.keys import SiteKeys
+from crawlers.cli.producer import produce
 from crawlers.fetch.conditional import (
     CONDITIONAL_META,
     ConditionalRequests,
     PageValidators,
     yield_seen,
 )
-from crawlers.producer import produce
 from crawlers.profile_schema import Recrawl
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.runtime.services import CrawlServices
 from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
@@ -112,7 +113,7 @@ def crawl(
         log_path=log,
         redis_url=redis_server.url,
         es_url=es_node.url,
-        # Conditional GETs alone: the listing-card skip (tests/crawlers/test_cards.py) would
+        # Conditional GETs alone: the listing-card skip (tests/crawlers/recrawl/test_cards.py) would
         # leave no product page to ask.
         settings={"RECRAWL_CARD_SKIP": False, **(settings or {})},
     )
@@ -303,7 +304,7 @@ def test_validators_go_out_and_a_304_comes_back_as_item_seen(redis_server: Redis
         ):
             await middleware.process_request(untouched)
             assert b"If-None-Match" not in untouched.headers, untouched.meta
-        await middleware.close()
+        await CrawlServices.of(crawler).aclose()
 
     asyncio.run(scenario())
     assert stats_of(crawler) == {
@@ -366,7 +367,7 @@ def test_lookups_of_requests_in_flight_are_coalesced(redis_server: RedisServer) 
         store.server.hmget = counted  # type: ignore[method-assign]
         requests = [Request(url, callback=spider.parse_item) for url in urls]
         await asyncio.gather(*(middleware.process_request(r) for r in requests))
-        await middleware.close()
+        await CrawlServices.of(crawler).aclose()
         return requests
 
     requests = asyncio.run(scenario())
@@ -384,7 +385,7 @@ def test_redis_down_sends_the_request_unconditionally(redis_server: RedisServer)
 
     async def scenario() -> None:
         await middleware.process_request(request)
-        await middleware.close()
+        await CrawlServices.of(crawler).aclose()
 
     asyncio.run(scenario())
     assert b"If-None-Match" not in request.headers and CONDITIONAL_META not in request.meta

@@ -18,7 +18,7 @@ from core.drain import drain_state
 from core.jobstats import JobStats
 from core.keys import SiteKeys
 from core.workers import WorkerRegistry
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from harness.bot_defense import BotDefense
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer

@@ -4,17 +4,40 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from elasticsearch import Elasticsearch
 
 from core.store import IndexLayout
 from demo_site.catalog import build_catalog
+from harness.demo_site import DemoSite
 from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv
 
 SITE = "demo"
+# What a test of the store leaves in Elasticsearch: the demo's items and the jobs index.
+STORE_INDICES = ("items-demo-*", "platform-jobs-*")
+
+
+def module_site(name: str, products: int) -> Callable[..., Iterator[DemoSite]]:
+    """A module-scoped fixture: a demo shop of ``products`` products of its own (``name``:
+    its run directory and log), for the crawls of one test module."""
+
+    @pytest.fixture(scope="module")
+    def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
+        run_dir = tmp_path_factory.mktemp(name)
+        with DemoSite(run_dir=run_dir, products=products, name=name) as server:
+            yield server
+
+    return site
+
+
+def clean_store_indices(es: Elasticsearch) -> None:
+    for pattern in STORE_INDICES:
+        es.indices.delete(index=pattern, ignore_unavailable=True, allow_no_indices=True)
 
 
 def start_store_worker(

@@ -21,7 +21,7 @@ from core.drain import drain_state
 from core.jobs_index import job_counters, job_document
 from core.store import spill_size
 from core.workers import WorkerRegistry
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
@@ -29,6 +29,7 @@ from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,
+    module_site,
     reset_store,
     start_store_worker,
     stored_docs,
@@ -39,11 +40,7 @@ PRODUCTS = 240
 ES_SETTINGS = {"action.destructive_requires_name": "false"}
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("failure-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="failure-site") as server:
-        yield server
+site = module_site("failure-site", PRODUCTS)
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,8 @@ Elasticsearch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from elasticsearch import Elasticsearch
 
 from core.history import job_change_counts, notable_text
@@ -21,17 +19,13 @@ from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
-from tests.crawlers.pipelines.support import key_of, reset_store
+from tests.crawlers.pipelines.support import key_of, module_site, reset_store
 from tests.crawlers.pipelines.test_crawl_store import crawl
 
 PRODUCTS = 240
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("history-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="history-site") as server:
-        yield server
+site = module_site("history-site", PRODUCTS)
 
 
 def reset(es: Elasticsearch, redis_server: RedisServer) -> None:

@@ -16,12 +16,18 @@ from elasticsearch import Elasticsearch
 
 from core.jobs_index import job_counters, job_document
 from core.ledger import incomplete_items
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
-from tests.crawlers.pipelines.support import key_of, reset_store, start_store_worker, stored_docs
+from tests.crawlers.pipelines.support import (
+    key_of,
+    module_site,
+    reset_store,
+    start_store_worker,
+    stored_docs,
+)
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 
 PRODUCTS = 24
@@ -34,11 +40,7 @@ FAST_PARTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("parts-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="parts-site") as server:
-        yield server
+site = module_site("parts-site", PRODUCTS)
 
 
 @pytest.fixture

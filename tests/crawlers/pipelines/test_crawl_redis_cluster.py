@@ -23,7 +23,7 @@ from core.keys import SiteKeys
 from core.redis_client import connect
 from core.store import spill_size
 from core.workers import WorkerRegistry
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
@@ -31,6 +31,7 @@ from harness.redis_server import RedisCluster
 from tests.crawlers.pipelines.support import (
     SITE,
     key_of,
+    module_site,
     reset_store,
     start_store_worker,
     stored_docs,
@@ -40,11 +41,7 @@ from tests.crawlers.support import final_stats, log_excerpt, wait_all, wait_for
 PRODUCTS = 120
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("cluster-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="cluster-site") as server:
-        yield server
+site = module_site("cluster-site", PRODUCTS)
 
 
 @pytest.fixture

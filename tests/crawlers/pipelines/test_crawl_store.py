@@ -20,7 +20,7 @@ from elasticsearch import Elasticsearch
 from core.dedup import JobChanges, job_changes
 from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import epoch_ms, spill_size
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
@@ -28,6 +28,7 @@ from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,
+    module_site,
     reset_store,
     start_store_worker,
     stored_docs,
@@ -45,11 +46,7 @@ class Crawl:
     counters: dict[str, int]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("store-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="store-site") as server:
-        yield server
+site = module_site("store-site", PRODUCTS)
 
 
 @pytest.fixture(scope="module")

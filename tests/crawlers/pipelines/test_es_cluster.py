@@ -12,18 +12,17 @@ rejoins with its copy: green.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from elasticsearch import Elasticsearch
 
 from core.config import elasticsearch_client_kwargs
 from core.jobs_index import job_counters
 from core.store import IndexLayout, spill_size
 from crawlers.addon import project_settings
-from crawlers.pipelines.common import es_client_kwargs
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
+from crawlers.runtime.services import es_client_kwargs
 from demo_site.catalog import build_catalog
 from harness.base import wait_until
 from harness.demo_site import DemoSite
@@ -32,6 +31,7 @@ from harness.redis_server import RedisServer
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,
+    module_site,
     reset_store,
     start_store_worker,
     stored_docs,
@@ -49,11 +49,7 @@ SLOW_MS_WITHOUT_NODE = 100
 CONCURRENCY = 4
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("es-cluster-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="es-cluster-site") as server:
-        yield server
+site = module_site("es-cluster-site", PRODUCTS)
 
 
 def test_pipeline_clients_try_a_refused_connection_on_the_other_listed_nodes() -> None:

@@ -14,40 +14,30 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from core.store import spill_size
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from harness.demo_site import DemoSite
 from harness.es_auth_gate import EsAuthGate
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
-from tests.crawlers.pipelines.support import count_docs, reset_store, start_store_worker
+from tests.crawlers.pipelines.support import (
+    count_docs,
+    module_site,
+    reset_store,
+    start_store_worker,
+)
 from tests.crawlers.support import log_excerpt, wait_all
 
 PRODUCTS = 40
 USER, PASSWORD = "platform_writer", "right-secret"
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("auth-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="auth-site") as server:
-        yield server
+site = module_site("auth-site", PRODUCTS)
 
 
 @pytest.fixture(scope="module")
 def gate(es_node: ElasticsearchNode, run_dir: Path) -> Iterator[EsAuthGate]:
     with EsAuthGate(es_node.url, user=USER, password=PASSWORD, run_dir=run_dir) as server:
         yield server
-
-
-@pytest.fixture
-def clean_es(es: Elasticsearch) -> Iterator[Elasticsearch]:
-    def clean() -> None:
-        for pattern in ("items-demo-*", "platform-jobs-*"):
-            es.indices.delete(index=pattern, ignore_unavailable=True, allow_no_indices=True)
-
-    clean()
-    yield es
-    clean()
 
 
 def crawl(

@@ -15,10 +15,11 @@ from scrapy.exceptions import NotConfigured
 from core.store import ItemStore, StoreAction
 from core.store.changes import changes_alias
 from crawlers.items import DemoProduct
-from crawlers.pipelines.common import item_notes
-from crawlers.pipelines.dedup import DedupNote, DedupPipeline
-from crawlers.pipelines.history import STORE_EXTRA, HistoryPipeline
+from crawlers.pipelines.dedup import DedupPipeline
+from crawlers.pipelines.history import HistoryPipeline
 from crawlers.pipelines.validate import ValidationPipeline
+from crawlers.runtime.item_context import DedupNote, find_context
+from crawlers.runtime.services import CrawlServices
 from demo_site.catalog import Product, build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
@@ -64,27 +65,27 @@ def run_job(crawler: Crawler, items: list[DemoProduct]) -> dict[str, list[StoreA
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)
     history = HistoryPipeline.from_crawler(crawler)
-    notes, extra = item_notes(crawler), item_notes(crawler, STORE_EXTRA)
 
     async def main() -> dict[str, list[StoreAction]]:
         await dedup.open_spider()
         await history.open_spider()
         try:
-            # Validation hands on a normalised copy: the notes are the copy's.
+            # Validation hands on a normalised copy: the context is the copy's.
             passed = []
             for item in items:
                 valid = await validate.process_item(item)
                 passed.append(await history.process_item(await dedup.process_item(valid)))
             out = {}
             for item in passed:
-                assert isinstance(notes.pop(item), DedupNote)  # still there for the store
-                actions = extra.pop(item)
+                context = find_context(item)
+                assert context is not None
+                assert isinstance(context.verdict, DedupNote)  # still there for the store
+                actions = context.store_extra
                 if actions:
                     out[item.sku] = actions
             return out
         finally:
-            await history.close_spider()
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     return asyncio.run(main())
 

@@ -12,10 +12,8 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from elasticsearch import Elasticsearch
 
 from core.jobs_index import JOBS_ALIAS
@@ -23,7 +21,13 @@ from core.store import epoch_ms
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
-from tests.crawlers.pipelines.support import count_docs, key_of, start_store_worker, stored_docs
+from tests.crawlers.pipelines.support import (
+    count_docs,
+    key_of,
+    module_site,
+    start_store_worker,
+    stored_docs,
+)
 from tests.crawlers.support import (
     REPO_ROOT,
     crawl_env,
@@ -36,22 +40,7 @@ from tests.crawlers.support import (
 PRODUCTS = 240
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("local-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="local-site") as server:
-        yield server
-
-
-@pytest.fixture
-def clean_es(es: Elasticsearch) -> Iterator[Elasticsearch]:
-    def clean() -> None:
-        for pattern in ("items-demo-*", "platform-jobs-*"):
-            es.indices.delete(index=pattern, ignore_unavailable=True, allow_no_indices=True)
-
-    clean()
-    yield es
-    clean()
+site = module_site("local-site", PRODUCTS)
 
 
 def test_crawl_without_any_service_still_writes_the_feed(site: DemoSite, tmp_path: Path) -> None:
@@ -228,9 +217,7 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
         assert len(spilled) == stats["store/spilled"] == stats["store/spill_remaining_at_close"]
         assert spilled, log_excerpt(log)
         # The close line names the exact command: it works from a shell with no settings.
-        (command,) = re.findall(
-            r"`(python -m crawlers\.pipelines\.store drain [^`]+)`", log.read_text()
-        )
+        (command,) = re.findall(r"`(python -m crawlers\.cli\.spill drain [^`]+)`", log.read_text())
         argv = [sys.executable, *shlex.split(command)[1:]]
         assert argv[-2:] == ["--spill-file", str(spill_file)]
 

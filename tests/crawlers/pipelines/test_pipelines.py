@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import Elasticsearch
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
@@ -19,10 +20,11 @@ from core.dedup import job_changes
 from core.items_schema import plain_fields, schema_by_type
 from core.store import IndexLayout, build_action
 from crawlers.items import DemoProduct
-from crawlers.pipelines.common import item_notes
 from crawlers.pipelines.dedup import DedupPipeline, DedupUnavailable
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
+from crawlers.runtime.item_context import find_context
+from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import build_catalog
 from harness.base import free_port
@@ -78,7 +80,8 @@ def test_the_store_needs_dedup_before_it_and_clients_do_not_retry(
     DedupPipeline.from_crawler(crawler)  # ES only: dedup reads the stored documents
     store = StorePipeline.from_crawler(crawler)
     # One retry layer per hop: the writer's; the client's are off.
-    assert (store.es_kwargs["max_retries"], store.es_kwargs["retry_on_timeout"]) == (0, False)
+    es_kwargs = store.services.es_kwargs
+    assert (es_kwargs["max_retries"], es_kwargs["retry_on_timeout"]) == (0, False)
 
 
 def test_dedup_retries_a_bounded_number_of_times_then_fails_the_item_counted() -> None:
@@ -99,12 +102,12 @@ def test_dedup_retries_a_bounded_number_of_times_then_fails_the_item_counted() -
             with pytest.raises(DedupUnavailable, match="after 2 retries"):
                 await dedup.process_item(item)
         finally:
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     asyncio.run(main())
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert (stats["dedup/retries"], stats["dedup/failed"]) == (3, 1)
-    assert len(item_notes(crawler)) == 0
+    assert find_context(item) is None  # no verdict left on the failed item
 
 
 def test_validation_drop_names_every_field_and_counts_it() -> None:
@@ -129,7 +132,6 @@ def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
     validate = ValidationPipeline.from_crawler(crawler)
     dedup = DedupPipeline.from_crawler(crawler)
     store = StorePipeline.from_crawler(crawler)
-    notes = item_notes(crawler)
 
     async def main() -> None:
         await dedup.open_spider()
@@ -138,12 +140,17 @@ def test_chain_hands_the_verdict_to_the_store_and_forgets_it(
             valid = [await validate.process_item(item) for item in products]
             for item in valid:
                 await dedup.process_item(item)
-            assert len(notes) == 30  # the store's input
+            verdicts = [find_context(item) for item in valid]
+            assert sum(c is not None and c.verdict is not None for c in verdicts) == 30
             await asyncio.gather(*(store.process_item(item) for item in valid))
-            assert len(notes) == 0  # popped by the store
+            for item in valid:  # as Scrapy signals each item that left the pipelines
+                await crawler.signals.send_catch_log_async(
+                    signal=signals.item_scraped, item=item, response=None, spider=crawler.spider
+                )
+            assert [find_context(item) for item in valid] == [None] * 30  # nothing left
         finally:
             await store.close_spider()
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     asyncio.run(main())
     es.indices.refresh(index=IndexLayout.read_alias("demo"))
@@ -172,7 +179,7 @@ def test_a_document_elasticsearch_refuses_is_dropped_and_kept(
                 await store.process_item(await dedup.process_item(broken))
         finally:
             await store.close_spider()
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     asyncio.run(main())
     assert redis_server.client().llen("{demo}:store:dead_letters") == 1
@@ -205,7 +212,7 @@ def test_drain_command_moves_a_spill_into_elasticsearch(
     server = redis_server.client()
     server.rpush("{demo}:store:spill", *[a.to_json() for a in actions])
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ELASTICSEARCH_URL")}
-    argv = [sys.executable, "-m", "crawlers.pipelines.store", "drain", "demo"]
+    argv = [sys.executable, "-m", "crawlers.cli.spill", "drain", "demo"]
     argv += ["--redis-url", redis_server.url, "--elasticsearch-url", es_node.url]
     result = subprocess.run(
         argv,

@@ -16,7 +16,13 @@ from scrapy.utils.test import get_crawler
 from core.keys import SiteKeys
 from crawlers.items import DemoProduct
 from crawlers.pipelines.recrawl import RecordUnavailable, RecrawlRecordPipeline
-from crawlers.recrawl import RECRAWL_META, ItemSeen, RecrawlContext, RecrawlContextMiddleware
+from crawlers.recrawl.context import (
+    RECRAWL_META,
+    ItemSeen,
+    RecrawlContext,
+    RecrawlContextMiddleware,
+)
+from crawlers.runtime.services import CrawlServices
 from harness.redis_server import RedisServer
 
 SITE = "unit"
@@ -78,6 +84,7 @@ def run(pipeline: RecrawlRecordPipeline, items: list[Any]) -> list[Any]:
             )
         finally:
             await pipeline.close_spider()
+            await CrawlServices.of(pipeline.crawler).aclose()
 
     return asyncio.run(scenario())
 

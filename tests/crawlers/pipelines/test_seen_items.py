@@ -17,13 +17,15 @@ import redis
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 from scrapy.utils.test import get_crawler
 
-from core.dedup import connect_async, job_changes
+from core.dedup import job_changes
 from core.ledger import job_figures
+from core.redis_client import connect_async
 from core.store import IndexLayout, drain_site_spill, epoch_ms, spill_size
 from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.context import ItemSeen
+from crawlers.runtime.services import CrawlServices
 from harness.base import free_port
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
@@ -205,7 +207,7 @@ def pipelines(job_id: str, **settings: Any) -> tuple[Any, ...]:
 
 
 async def through(chain: tuple[Any, ...], items: list[Any]) -> list[Any]:
-    _, validate, dedup, store = chain
+    crawler, validate, dedup, store = chain
     await dedup.open_spider()
     await store.open_spider()
     try:
@@ -219,7 +221,7 @@ async def through(chain: tuple[Any, ...], items: list[Any]) -> list[Any]:
         return out
     finally:
         await store.close_spider()
-        await dedup.close_spider()
+        await CrawlServices.of(crawler).aclose()
 
 
 def test_elasticsearch_down_spills_the_touch_and_the_drain_applies_it(

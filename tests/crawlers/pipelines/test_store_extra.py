@@ -1,5 +1,5 @@
 """Extra store actions: what another component leaves for an item in
-``item_notes(crawler, "store_extra")`` (change documents of ``changes-<site>``) goes
+``ItemContext.store_extra`` (change documents of ``changes-<site>``) goes
 through the store before the item, durable when the item is."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from elasticsearch import Elasticsearch
 
 from core.store import INDEX_PREPARERS, IndexLayout, StoreAction
 from crawlers.items import DemoProduct
-from crawlers.pipelines.common import item_notes
 from crawlers.pipelines.dedup import DedupPipeline
-from crawlers.pipelines.store import EXTRA_NOTES, StorePipeline
+from crawlers.pipelines.store import StorePipeline
+from crawlers.runtime.item_context import item_context
+from crawlers.runtime.services import CrawlServices
 from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
@@ -56,6 +57,7 @@ def test_extra_actions_are_stored_before_the_item_and_not_counted_as_items(
         document={"item_key": key, "job_id": "job-1", "field": "price", "old": 1.0, "new": 2.0},
     )
     order: list[str] = []
+    passing: list[Any] = []
 
     async def prepare(client: Any, index: str) -> None:
         order.append(f"prepare {index}")
@@ -74,11 +76,12 @@ def test_extra_actions_are_stored_before_the_item_and_not_counted_as_items(
         store.store.put = recorded  # type: ignore[method-assign]
         try:
             passed = await dedup.process_item(item)
-            item_notes(crawler, EXTRA_NOTES).attach(passed, [change])
+            item_context(passed).store_extra.append(change)
+            passing.append(passed)
             await store.process_item(passed)
         finally:
             await store.close_spider()
-            await dedup.close_spider()
+            await CrawlServices.of(crawler).aclose()
 
     registered = INDEX_PREPARERS.get("changes-")
     INDEX_PREPARERS["changes-"] = prepare
@@ -98,4 +101,5 @@ def test_extra_actions_are_stored_before_the_item_and_not_counted_as_items(
     assert es.get(index=CHANGES, id=change.doc_id)["_source"]["new"] == 2.0
     # Only the item is in the job's ledger of stored items.
     assert redis_server.client().smembers("{demo}:job:job-1:stored") == {key.encode()}
-    assert len(item_notes(crawler, EXTRA_NOTES)) == 0
+    # Taken by the store: a retry of the item would not write them twice.
+    assert [item_context(one).store_extra for one in passing] == [[]]

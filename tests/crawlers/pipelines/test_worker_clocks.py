@@ -3,7 +3,7 @@
 Nothing that decides anything may come from a worker's clock: the store's external
 version (last_seen) and first_seen/last_changed come from Redis' ``TIME`` in dedup's Lua
 call; a part queued again across the job carries ``not_before`` on the shared clock
-(``crawlers.clock``); liveness deadlines are Redis-side. So the late worker's writes are
+(``crawlers.runtime.clock``); liveness deadlines are Redis-side. So the late worker's writes are
 neither refused as stale nor win over fresher ones, and the timestamps stay right.
 """
 
@@ -18,12 +18,12 @@ import redis
 from elasticsearch import Elasticsearch
 
 from core.store.layout import epoch_ms
-from crawlers.producer import produce
+from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
-from tests.crawlers.pipelines.support import reset_store, start_store_worker
+from tests.crawlers.pipelines.support import module_site, reset_store, start_store_worker
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 
 PRODUCTS = 24
@@ -50,11 +50,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
-    run_dir = tmp_path_factory.mktemp("clocks-site")
-    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="clocks-site") as server:
-        yield server
+site = module_site("clocks-site", PRODUCTS)
 
 
 @pytest.fixture

@@ -209,7 +209,7 @@ def test_cards_of_every_layout_read_as_the_product_pages_give_them(
 def test_a_listing_read_in_one_streamed_pass_reads_as_its_tree(
     catalog: Catalog, layout: str
 ) -> None:
-    """The listing's links and cards read by crawlers.links (no tree) are those the
+    """The listing's links and cards read by crawlers.limits.links (no tree) are those the
     page's tree gives."""
     spider = _spider()
     category = catalog.categories[0].slug

@@ -28,7 +28,7 @@ from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
 import crawlers.spiderloader
-from crawlers import producer
+from crawlers.cli import producer
 from crawlers.items import Product
 from crawlers.profiles import ProfileError, SiteProfile
 from crawlers.spiderloader import ProfileSpiderLoader
@@ -144,7 +144,7 @@ def test_a_request_failed_for_good_is_counted_once(tmp_path: Path) -> None:
         (
             SHOP + '[recrawl]\ncard_fields = ["price"]\n',
             "recrawl.card_fields: listing cards need a spider module that reads them"
-            " (crawlers.cards); a profile-only site uses conditional requests only",
+            " (crawlers.recrawl.cards); a profile-only site uses conditional requests only",
         ),
     ],
 )
@@ -441,7 +441,7 @@ def test_a_profile_only_site_runs_on_the_frontier_from_the_producer(
     env = {**crawl_env(), "SITE_PROFILES_DIR": str(maps)}
     job_id = "maps-frontier-test"
     produced = subprocess.run(
-        [sys.executable, "-m", "crawlers.producer", "maps", "--job-id", job_id,
+        [sys.executable, "-m", "crawlers.cli.producer", "maps", "--job-id", job_id,
          "--redis-url", redis_server.url],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from scrapy.http import HtmlResponse
 
-import crawlers.items  # noqa: F401 - registers the item types the rules convert to
 from crawlers.profile_schema import PageTable
 from crawlers.spiders.rules import (
     extract_fields,

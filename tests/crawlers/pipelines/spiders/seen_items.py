@@ -16,7 +16,7 @@ from typing import Any
 import scrapy
 from scrapy.http import Response
 
-from crawlers.recrawl import ItemSeen
+from crawlers.recrawl.context import ItemSeen
 from tests.crawlers.pipelines.spiders.bad_items import product
 
 SITE = "seen_shop"

@@ -1,0 +1,291 @@
+"""Listing cards on the spider side: which detail pages a listing callback requests.
+
+A listing callback builds, per card, the detail ``Request`` it would yield and the card's
+fields (the item's id field and what the card shows, normalised as the detail page gives
+them: prices as floats, availability as schema.org names), and hands them to
+``SiteSpider.cards_to_fetch``. Per card that returns either the request, with
+``meta["recrawl"] = RecrawlContext(key, card_hash, full)`` (recorded as the item's last
+full fetch once the item is stored complete: ``CardsPipeline`` below), or an
+``ItemSeen(reason="card_unchanged")`` standing for the item (``core.cards`` has the rule).
+
+Off (every card fetched, no Redis call) without ``REDIS_URL``, with the profile's
+``[recrawl] card_fields`` empty, with ``RECRAWL_CARD_SKIP`` false, or outside a running
+crawl (the structure gate calls callbacks on sample pages: there every card is a
+request, as before). A Redis error fetches the page's cards (a full crawl, never a
+skip) and is counted.
+
+Stats: ``recrawl/cards/skipped``, ``recrawl/cards/fetched/<reason>`` (``new``,
+``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``, ``unread``: a card showing
+none of the fields), ``recrawl/cards/errors``.
+
+Recording (``CardsPipeline``, an item pipeline at 390: after the store at 300, which
+returns only when the item is accepted by Elasticsearch or spilled): an item whose
+request carried a card (``RecrawlContext.card_hash``) and that is COMPLETE
+(``incomplete`` empty) has its card recorded (``core.cards.CardState.record``): from then
+on the same card may stand for the item. The context is read without taking it
+(``peek_context``): the re-crawl pipeline after this one pops it. It needs ``REDIS_URL``
+and ``ELASTICSEARCH_URL`` (off otherwise: without the store nothing is durable, and
+without a record every card is fetched). A Redis error leaves the card unrecorded (the
+item is fetched in full next run), logged and counted ``recrawl/cards/record_errors``;
+the item goes on. ``recrawl/cards/recorded`` counts records written,
+``recrawl/cards/key_mismatch`` cards whose key is not the item's (a spider bug: nothing
+recorded). It lives with the card gate it serves, in the re-crawl feature folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+
+from core.cards import CardPolicy, CardState, Decision, card_hash
+from core.items_schema import UnknownItemType, plain_fields, schema_for
+from core.keys import REDIS_ERRORS
+from crawlers.profile_schema import Recrawl
+from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
+from crawlers.runtime.jobs import JOB_META, job_of, site_of
+from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
+
+logger = logging.getLogger(__name__)
+
+CARD_UNCHANGED = "card_unchanged"
+# Whatever a Redis call may raise that says nothing about the card: fail open.
+_ERRORS = (*REDIS_ERRORS, redis.RedisError)
+# What a failed call of the asyncio cluster client can raise besides Redis errors: when a
+# connection of a node errs, redis-py closes that node's connections under the calls in
+# flight (AttributeError / TypeError from the closed transport). Cards are a saving,
+# never a reason to fail a page or an item: any of these fails open (fetch, not record).
+_CLIENT_ERRORS = (*_ERRORS, AttributeError, TypeError)
+# Card records of the items in flight go to Redis in one call per job and batch.
+RECORD_BATCH = 200
+
+
+@dataclass(frozen=True)
+class Card:
+    """A listing card: the detail request the callback would yield, and its fields (the
+    item's id field and what the card shows, as the detail page would give them)."""
+
+    request: Request
+    fields: Mapping[str, Any]
+
+
+def card_key(site: str, item_type: type, card: Card) -> str:
+    """The item key, exactly as the pipelines compute it for the detail page's item."""
+    schema = schema_for(item_type)
+    return schema.key(site, {schema.url_field: card.request.url, **card.fields})
+
+
+class CardGate:
+    """The crawl's card decisions (one per crawler:
+    ``CrawlServices.of(crawler).component(CardGate)``), on the crawl's Redis client from
+    the spider's opening."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.redis_url: str | None = crawler.settings.get("REDIS_URL")
+        self.state: CardState | None = None
+        self._last_warning = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CardGate:
+        gate = cls(crawler)
+        crawler.signals.connect(gate.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(gate.spider_closed, signal=signals.spider_closed)
+        return gate
+
+    async def spider_opened(self) -> None:
+        profile = getattr(self.crawler.spider, "profile", None)
+        recrawl: Recrawl | None = getattr(profile, "recrawl", None)
+        if not self.redis_url or recrawl is None or not recrawl.card_fields:
+            return
+        if not self.crawler.settings.getbool("RECRAWL_CARD_SKIP"):
+            logger.info("listing cards: RECRAWL_CARD_SKIP is off, fetching every card's page")
+            return
+        server = CrawlServices.of(self.crawler).redis
+        self.state = CardState(server, str(self.crawler.spider.name))  # type: ignore[union-attr]
+        logger.info("listing cards: skipping unchanged cards of %s", ", ".join(recrawl.card_fields))
+
+    def spider_closed(self) -> None:
+        self.state = None
+
+    async def outputs(
+        self,
+        response: Response,
+        cards: Sequence[Card],
+        item_type: type,
+        recrawl: Recrawl,
+        site: str,
+        default_job: str | None,
+    ) -> list[Request | ItemSeen]:
+        """Per card, its detail request (with the re-crawl context) or an ``ItemSeen``."""
+        if self.state is None or not recrawl.card_fields or not cards:
+            return [card.request for card in cards]
+        # A card that shows none of the fields (markup this spider no longer reads) is
+        # no evidence about its item: fetched, never recorded or skipped by a blank hash.
+        unread = [c for c in cards if all(c.fields.get(n) is None for n in recrawl.card_fields)]
+        if unread:
+            self._count("recrawl/cards/fetched/unread", len(unread))
+            cards = [card for card in cards if card not in unread]
+        outputs: list[Request | ItemSeen] = [card.request for card in unread]
+        if not cards:
+            return outputs
+        job_id = str(response.meta.get(JOB_META) or default_job or "unassigned")
+        entries = [
+            (
+                card_key(site, item_type, card),
+                card_hash({name: card.fields.get(name) for name in recrawl.card_fields}),
+            )
+            for card in cards
+        ]
+        policy = CardPolicy(recrawl.max_age_days, recrawl.refresh_runs)
+        try:
+            decisions = await self.state.decide(job_id, entries, policy)
+        except _CLIENT_ERRORS as exc:
+            self._count("recrawl/cards/errors")
+            self._count("recrawl/cards/fetched/error", len(cards))
+            self._warn(exc)
+            return outputs + [card.request for card in cards]
+        type_name = schema_for(item_type).item_type
+        return outputs + [
+            self._output(card, decision, type_name, job_id)
+            for card, decision in zip(cards, decisions, strict=True)
+        ]
+
+    def _output(
+        self, card: Card, decision: Decision, item_type: str, job_id: str
+    ) -> Request | ItemSeen:
+        request = card.request
+        if decision.fetch:
+            self._count(f"recrawl/cards/fetched/{decision.reason}")
+            context = RecrawlContext(
+                key=decision.key, card_hash=decision.card_hash, full=decision.full
+            )
+            request.meta[RECRAWL_META] = context
+            return request
+        self._count("recrawl/cards/skipped")
+        return ItemSeen(
+            key=decision.key,
+            item_type=item_type,
+            url=request.url,
+            reason=CARD_UNCHANGED,
+            job_id=job_id,
+            # The callback that would have parsed the page (a full fetch if state is gone).
+            callback=getattr(request.callback, "__name__", None) or "parse",
+        )
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(name, n)
+
+    def _warn(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if now - self._last_warning > 10:
+            self._last_warning = now
+            logger.warning(
+                "listing cards: Redis unreachable (%s); fetching every card's page",
+                type(exc).__name__,
+            )
+
+
+class CardsPipeline:
+    """Item pipeline (390): records a complete, durable item's listing card."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.state: CardState | None = None
+        self._last_warning = 0.0
+        self._queue: list[tuple[str, str, str, asyncio.Future[int]]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CardsPipeline:
+        s = crawler.settings
+        if not s.get("REDIS_URL") or not s.get("ELASTICSEARCH_URL"):
+            raise not_configured("CardsPipeline", "it needs REDIS_URL and ELASTICSEARCH_URL")
+        return cls(crawler)
+
+    async def open_spider(self) -> None:
+        self.state = CardState(CrawlServices.of(self.crawler).redis, site_of(self.crawler))
+
+    async def close_spider(self) -> None:
+        # The records still queued go out before the crawl's Redis client is closed.
+        if self._sender is not None and not self._sender.done():
+            await asyncio.shield(self._sender)
+
+    async def process_item(self, item: Any) -> Any:
+        if isinstance(item, ItemSeen):
+            return item
+        context = peek_context(item)
+        if context is None or not context.card_hash or not context.key:
+            return item
+        try:
+            schema = schema_for(item)
+        except UnknownItemType:
+            return item
+        fields = plain_fields(item)
+        if fields.get("incomplete"):
+            return item  # a part is missing: the next run fetches it in full again
+        key = schema.key(site_of(self.crawler), fields)
+        if key != context.key:
+            self._count("recrawl/cards/key_mismatch")
+            logger.error("card key %s is not its item's key %s: not recorded", context.key, key)
+            return item
+        job_id = job_of(fields, self.crawler) or "unassigned"
+        try:
+            written = await self._record(job_id, key, context.card_hash)
+        except _CLIENT_ERRORS as exc:
+            self._count("recrawl/cards/record_errors")
+            now = time.monotonic()
+            if now - self._last_warning > 10:
+                self._last_warning = now
+                logger.warning(
+                    "listing cards: not recorded (Redis: %s); their items are fetched in "
+                    "full next run",
+                    type(exc).__name__,
+                )
+            return item
+        self._count("recrawl/cards/recorded", written)
+        return item
+
+    async def _record(self, job_id: str, key: str, digest: str) -> int:
+        """Queue one card record; the items in flight share a Redis call per job (items
+        are released together when a store bulk lands: hundreds of calls at once would
+        exceed a cluster client's connections)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        self._queue.append((job_id, key, digest, future))
+        if self._sender is None or self._sender.done():
+            self._sender = loop.create_task(self._send_queued())
+        return await future
+
+    async def _send_queued(self) -> None:
+        assert self.state is not None, "open_spider() creates the state"
+        while self._queue:
+            batch, self._queue = self._queue[:RECORD_BATCH], self._queue[RECORD_BATCH:]
+            by_job: dict[str, list[tuple[str, str, asyncio.Future[int]]]] = {}
+            for job_id, key, digest, future in batch:
+                by_job.setdefault(job_id, []).append((key, digest, future))
+            for job_id, entries in by_job.items():
+                try:
+                    written = await self.state.record(job_id, [(k, h) for k, h, _ in entries])
+                except Exception as exc:  # handed to each waiting item, which decides
+                    for _, _, future in entries:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for n, (_, _, future) in enumerate(entries):
+                    if not future.done():
+                        future.set_result(written if n == 0 else 0)  # counted once
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.crawler.stats is not None and n:
+            self.crawler.stats.inc_value(name, n)

@@ -1,0 +1,295 @@
+"""Real ``scrapy crawl`` workers on the real Redis frontier against the demo site."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from core.drain import drain_state
+from core.jobstats import JobStats
+from core.workers import WorkerRegistry
+from crawlers.cli.producer import produce
+from demo_site.catalog import build_catalog
+from harness.demo_site import DemoSite
+from harness.redis_server import RedisServer
+from tests.crawlers.support import (
+    log_excerpt,
+    start_worker,
+    sunk_items,
+    wait_all,
+    wait_for,
+)
+
+PRODUCTS = 240
+PAGE_PREFIXES = ("/product/", "/api/products/", "/category/")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoSite]:
+    run_dir = tmp_path_factory.mktemp("frontier-site")
+    with DemoSite(run_dir=run_dir, products=PRODUCTS, name="frontier-site") as server:
+        yield server
+
+
+@pytest.fixture
+def fresh(site: DemoSite, redis_server: RedisServer) -> Iterator[redis.Redis]:
+    site.reset()
+    client = redis_server.client()
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+@pytest.fixture(scope="module")
+def all_skus() -> set[str]:
+    return {product.sku for product in build_catalog(n_products=PRODUCTS).products}
+
+
+def page_hits(site: DemoSite) -> Counter[str]:
+    return Counter(
+        entry["path"] for entry in site.access_log() if entry["path"].startswith(PAGE_PREFIXES)
+    )
+
+
+def test_two_workers_share_the_frontier_and_fetch_each_page_once(
+    site: DemoSite,
+    fresh: redis.Redis,
+    redis_server: RedisServer,
+    all_skus: set[str],
+    tmp_path: Path,
+) -> None:
+    job = produce(fresh, "demo", base_url=site.url)
+    logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
+    workers = [
+        start_worker(
+            redis_url=redis_server.url,
+            job_id=job.job_id,
+            base_url=site.url,
+            sink_key="items",
+            log_path=log,
+        )
+        for log in logs
+    ]
+    assert wait_all(workers, timeout=180) == [0, 0], log_excerpt(logs[0])
+
+    items = sunk_items(fresh, "items")
+    assert Counter(item["sku"] for item in items) == Counter(all_skus)
+    assert {item["job_id"] for item in items} == {job.job_id}
+    hits = page_hits(site)
+    assert [path for path, n in hits.items() if n > 1] == []
+    assert sum(1 for path in hits if path.startswith("/product/")) == PRODUCTS
+    stats = JobStats(fresh, "demo").get(job.job_id)
+    assert stats["item_scraped_count"] == PRODUCTS
+    assert stats["frontier/acked"] == sum(hits.values()) + 1  # + the home page
+    # Both workers took part.
+    per_worker = [re.findall(r"'item_scraped_count': (\d+)", log.read_text()) for log in logs]
+    assert all(found and int(found[-1]) > 0 for found in per_worker), per_worker
+    final = drain_state(fresh, "demo", job.job_id)
+    assert (final.queued, final.leased, final.workers) == (0, 0, [])
+
+
+@pytest.mark.parametrize("retry_times", [2, 0])
+def test_an_item_that_failed_in_the_pipelines_is_crawled_again_not_acked(
+    site: DemoSite,
+    fresh: redis.Redis,
+    redis_server: RedisServer,
+    all_skus: set[str],
+    tmp_path: Path,
+    retry_times: int,
+) -> None:
+    job = produce(fresh, "demo", base_url=site.url)
+    log = tmp_path / "worker.log"
+    pipelines = {
+        "tests.crawlers.support.FailOncePipeline": 50,
+        "tests.crawlers.support.RedisItemSink": 100,
+    }
+    worker = start_worker(
+        redis_url=redis_server.url,
+        job_id=job.job_id,
+        base_url=site.url,
+        sink_key="items",
+        log_path=log,
+        settings={"ITEM_PIPELINES": pipelines, "FRONTIER_ITEM_RETRY_TIMES": retry_times},
+    )
+    assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
+    stats = JobStats(fresh, "demo").get(job.job_id)
+    hits = page_hits(site)
+    # The item comes from the reviews API response: that request alone is crawled again.
+    api_hits = [n for path, n in hits.items() if path.startswith("/api/products/")]
+    assert {n for path, n in hits.items() if path.startswith("/product/")} == {1}
+    items = sunk_items(fresh, "items")
+    if retry_times:
+        # Every product failed once: each request was queued again in place of its lease
+        # (never acked with its item lost), and the second crawl stored it.
+        assert Counter(item["sku"] for item in items) == Counter(all_skus)
+        assert stats["frontier/item_error_recrawled"] == PRODUCTS
+        assert stats.get("frontier/item_error_gave_up", 0) == 0
+        assert (len(api_hits), set(api_hits)) == (PRODUCTS, {2})
+    else:
+        # No retries allowed: each failure is given up on, counted, and the job drains.
+        assert items == []
+        assert stats["frontier/item_error_gave_up"] == PRODUCTS
+        assert stats.get("frontier/item_error_recrawled", 0) == 0
+        assert (len(api_hits), set(api_hits)) == (PRODUCTS, {1})
+    final = drain_state(fresh, "demo", job.job_id)
+    assert (final.queued, final.leased, final.workers) == (0, 0, [])
+
+
+def test_sigkilled_worker_loses_no_page(
+    site: DemoSite,
+    fresh: redis.Redis,
+    redis_server: RedisServer,
+    all_skus: set[str],
+    tmp_path: Path,
+) -> None:
+    # Slow product pages keep requests in flight, so the victim dies holding leases.
+    site.control(slow={"rate": 1.0, "ms": 150, "paths": ["/product/"]})
+    job = produce(fresh, "demo", base_url=site.url)
+    logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
+    workers = [
+        start_worker(
+            redis_url=redis_server.url,
+            job_id=job.job_id,
+            base_url=site.url,
+            sink_key="items",
+            log_path=log,
+        )
+        for log in logs
+    ]
+    registry = WorkerRegistry(fresh, "demo")
+
+    def victim_holds_leases() -> bool:
+        return (
+            any(w.pid == workers[0].pid and w.in_flight >= 4 for w in registry.live())
+            and fresh.llen("items") >= 20
+        )
+
+    wait_for(victim_holds_leases, timeout=60, what="worker 1 to hold leases mid-crawl")
+    held = next(w.in_flight for w in registry.live() if w.pid == workers[0].pid)
+    os.kill(workers[0].pid, signal.SIGKILL)
+    workers[0].wait(timeout=10)
+
+    assert wait_all(workers[1:], timeout=240) == [0], log_excerpt(logs[1])
+    items = sunk_items(fresh, "items")
+    # Nothing lost. (An item stored just before the kill may come again: its request
+    # was not acked yet, so it was re-crawled; the store's deterministic ids absorb that.)
+    assert {item["sku"] for item in items} == all_skus
+    stats = JobStats(fresh, "demo").get(job.job_id)
+    assert stats.get("frontier/reclaimed_leases", 0) >= 1, (held, stats)
+    state = drain_state(fresh, "demo", job.job_id)
+    assert (state.queued, state.leased) == (0, 0)
+
+
+def test_drain_is_reported_only_after_the_last_in_flight_request(
+    site: DemoSite,
+    fresh: redis.Redis,
+    redis_server: RedisServer,
+    all_skus: set[str],
+    tmp_path: Path,
+) -> None:
+    last_sku = sorted(all_skus)[-1]
+    # One product page is very slow: the crawl's tail is a single in-flight request.
+    site.control(slow={"rate": 1.0, "ms": 4000, "paths": [f"/product/{last_sku}"]})
+    job = produce(fresh, "demo", base_url=site.url)
+    log = tmp_path / "worker.log"
+    worker = start_worker(
+        redis_url=redis_server.url,
+        job_id=job.job_id,
+        base_url=site.url,
+        sink_key="items",
+        log_path=log,
+        settings={"FRONTIER_IDLE_CLOSE_SECONDS": 30},
+    )
+    saw_in_flight_tail = False
+    drained_at_items: int | None = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        state = drain_state(fresh, "demo", job.job_id, stable_window=1.0)
+        if state.queued == 0 and state.leased >= 1 and fresh.llen("items") >= PRODUCTS - 1:
+            saw_in_flight_tail = True
+        if state.drained:
+            drained_at_items = fresh.llen("items")
+            assert state.workers and all(w.idle for w in state.workers)
+            break
+        time.sleep(0.2)
+    assert saw_in_flight_tail, "never observed the slow request in flight at the tail"
+    assert drained_at_items == PRODUCTS, log_excerpt(log)
+    # The worker runs on: drained is not "closed". It closes after its idle time.
+    assert worker.poll() is None
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+
+
+def test_idle_worker_closes_after_idle_time_and_always_on_does_not(
+    site: DemoSite, fresh: redis.Redis, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    job_id = f"idle-{uuid.uuid4().hex[:6]}"
+    common = {
+        "redis_url": redis_server.url,
+        "job_id": job_id,
+        "base_url": site.url,
+        "sink_key": "items",
+    }
+    closing = start_worker(**common, log_path=tmp_path / "closing.log")
+    always_on = start_worker(
+        **common, log_path=tmp_path / "always-on.log", arguments={"always_on": "true"}
+    )
+    started = time.monotonic()
+    assert closing.wait(timeout=60) == 0
+    idle_for = time.monotonic() - started
+    # 2 s idle limit; Scrapy checks idleness on its 5 s heartbeat, start-up adds a few.
+    assert 2 <= idle_for < 20, idle_for
+    assert "closing: idle for" in (tmp_path / "closing.log").read_text()
+    time.sleep(6)
+    assert always_on.poll() is None, "an always-on worker must not close when idle"
+    always_on.send_signal(signal.SIGTERM)
+    assert always_on.wait(timeout=60) == 0
+
+
+def test_workers_ride_out_a_redis_restart(
+    site: DemoSite, all_skus: set[str], tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "redis-data"
+    store = RedisServer(run_dir=tmp_path, persistent=True, data_dir=data_dir).start()
+    port = store.port
+    try:
+        site.reset()
+        site.control(slow={"rate": 1.0, "ms": 100, "paths": ["/product/"]})
+        client = store.client()
+        job = produce(client, "demo", base_url=site.url)
+        logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
+        workers = [
+            start_worker(
+                redis_url=store.url,
+                job_id=job.job_id,
+                base_url=site.url,
+                sink_key="items",
+                log_path=log,
+                settings={"FRONTIER_IDLE_CLOSE_SECONDS": 5},
+            )
+            for log in logs
+        ]
+        wait_for(lambda: client.llen("items") >= 40, timeout=60, what="the crawl to get going")
+        before_outage = client.llen("items")
+        store.stop()  # a graceful restart: AOF flushed, as `docker compose restart redis`
+        time.sleep(3)
+        store = RedisServer(run_dir=tmp_path, port=port, persistent=True, data_dir=data_dir).start()
+        client = store.client()
+        assert wait_all(workers, timeout=240) == [0, 0], log_excerpt(logs[0])
+        assert {item["sku"] for item in sunk_items(client, "items")} == all_skus
+        # The outage really hit a running crawl: it was far from done, the workers lived on.
+        assert before_outage < PRODUCTS
+        assert all(worker.returncode == 0 for worker in workers)
+        state = drain_state(client, "demo", job.job_id)
+        assert (state.queued, state.leased) == (0, 0)
+    finally:
+        store.stop()
