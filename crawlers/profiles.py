@@ -31,8 +31,6 @@ from pydantic import Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from core.config import site_profiles_dir
-from crawlers.profile_messages import describe, shown
-from crawlers.profile_pages import ItemField, MarketTable, PageTable
 from crawlers.profile_schema import (
     Budget,
     Fetch,
@@ -42,7 +40,9 @@ from crawlers.profile_schema import (
     Recrawl,
     Timeouts,
 )
-from crawlers.profile_values import (
+from crawlers.profile_schema.messages import describe, shown
+from crawlers.profile_schema.pages import ItemField, MarketTable, PageTable
+from crawlers.profile_schema.values import (
     Cron,
     HttpUrl,
     PageTypeName,

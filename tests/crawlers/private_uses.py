@@ -5,7 +5,8 @@ Two kinds (``Use.kind``):
 - ``attribute``: ``obj._name`` (and ``getattr/hasattr/delattr(obj, "_name")``, and
   ``from library import _name``) where ``_name`` is not ours. A name is ours when our
   own source binds it (``def``/``class``, an assignment, ``self._name = ...``,
-  ``setattr(obj, "_name", ...)``, ``__slots__``). Inside a class with a library base,
+  ``setattr(obj, "_name", ...)``, ``object.__setattr__(obj, "_name", ...)``,
+  ``__slots__``). Inside a class with a library base,
   ``self._name``/``cls._name`` must be bound by that class or one of our bases: a name of
   the same spelling elsewhere in our code does not make a library's private attribute ours.
 - ``meta key``: a ``request.meta`` key starting with ``_`` (``meta["_x"]``,
@@ -117,6 +118,8 @@ class _Scan:
                 found.add(node.asname)
             elif isinstance(node, ast.Call) and _called(node) == "setattr" and node.args[1:]:
                 found |= self.names(node.args[1])
+            elif isinstance(node, ast.Call) and _sets_through_object(node):
+                found |= self.names(node.args[1])  # object.__setattr__(item, "_x", ...)
             elif isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets
             ):
@@ -220,6 +223,18 @@ def _string(node: ast.AST | None) -> bool:
 
 def _called(node: ast.Call) -> str:
     return node.func.id if isinstance(node.func, ast.Name) else ""
+
+
+def _sets_through_object(node: ast.Call) -> bool:
+    """``object.__setattr__(obj, name, value)``: how frozen dataclasses get an attribute."""
+    func = node.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "__setattr__"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "object"
+        and len(node.args) >= 2
+    )
 
 
 def _base_name(node: ast.expr) -> str:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from crawlers.profile_values import Table
+from crawlers.profile_schema.values import Table
 
 _EXPECTED = {
     "int_type": "an integer",

@@ -1,9 +1,9 @@
 """The schema of site profiles: the tables of a site's crawl and of its structure gate.
 
 ``crawlers.profiles.SiteProfile`` is the top table; the tables here are its parts, with
-the value types in ``crawlers.profile_values``, the ``[pages]`` tables of a
-profile-driven site in ``crawlers.profile_pages`` and the one-line messages in
-``crawlers.profile_messages``.
+the value types in ``crawlers.profile_schema.values``, the ``[pages]`` tables of a
+profile-driven site in ``crawlers.profile_schema.pages`` and the one-line messages in
+``crawlers.profile_schema.messages``.
 Validation is strict, as TOML is typed: ``"300"`` is no integer, ``"no"`` no boolean and
 ``"/home"`` no list of paths; an unknown key is an error. ``describe`` turns pydantic's
 report into one line: ``politeness.concurrency_per_domain: expected an integer, got
@@ -16,9 +16,9 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
-from crawlers.profile_messages import describe, shown
-from crawlers.profile_pages import FieldRule, FollowRule, ItemField, MarketTable, PageTable
-from crawlers.profile_values import (
+from crawlers.profile_schema.messages import describe, shown
+from crawlers.profile_schema.pages import FieldRule, FollowRule, ItemField, MarketTable, PageTable
+from crawlers.profile_schema.values import (
     SITE_NAME,
     FetchIdentity,
     GateSelector,
@@ -32,7 +32,7 @@ from crawlers.profile_values import (
 )
 
 # What the rest of the platform imports from here: the tables, and the names and
-# messages of crawlers.profile_values / profile_pages / profile_messages.
+# messages of crawlers.profile_schema.values / .pages / .messages.
 __all__ = [
     "SITE_NAME",
     "Budget",

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from crawlers.profile_values import (
+from crawlers.profile_schema.values import (
     Css,
     GateSelector,
     PageTypeName,
