@@ -29,6 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
+from crawlers import defaults
 from crawlers.limits.bounded import loads
 from crawlers.spiders.base import SiteSpider
 from crawlers.spiders.currency import NO_MARKET, Market, currency_code, printed_sign, resolve
@@ -72,7 +73,8 @@ class ProductionSpider(SiteSpider):
     @property
     def max_pages(self) -> int:
         """Listing pages followed per start entry (the profile's ``MAX_LISTING_PAGES``)."""
-        return int(self.settings.getint("MAX_LISTING_PAGES", 10))
+        # The add-on's default, also for a crawler built without the add-on (unit tests).
+        return int(self.settings.getint("MAX_LISTING_PAGES", defaults.MAX_LISTING_PAGES))
 
     def count(self, key: str, n: int = 1) -> None:
         if self.crawler.stats is not None:

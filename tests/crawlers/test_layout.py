@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 
 from tests.crawlers.support import REPO_ROOT
@@ -34,30 +33,4 @@ def test_item_types_are_looked_up_through_the_explicit_registry() -> None:
         for path in (REPO_ROOT / folder).rglob("*.py")
         if side_effect.search(path.read_text())
     ]
-    assert found == []
-
-
-SETTING_READS = {"get", "getint", "getfloat", "getbool", "getlist", "getdict"}
-NO_FALLBACKS = ("frontier", "recrawl", "limits", "runtime", "pipelines", "cli", "commands")
-
-
-def test_settings_are_read_without_fallbacks_that_repeat_the_defaults() -> None:
-    """A crawl setting's default is written once, in crawlers/defaults.py: the components
-    of these folders read ``settings.getint("NAME")``, never ``getint("NAME", 30)``."""
-    found = []
-    paths = [CRAWLERS / "addon.py"]
-    paths += [path for folder in NO_FALLBACKS for path in (CRAWLERS / folder).rglob("*.py")]
-    for path in paths:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-                continue
-            name = node.args[0] if node.args else None
-            if (
-                node.func.attr in SETTING_READS
-                and isinstance(name, ast.Constant)
-                and isinstance(name.value, str)
-                and name.value.isupper()
-                and (len(node.args) > 1 or node.keywords)
-            ):
-                found.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno} {name.value}")
     assert found == []
