@@ -119,7 +119,7 @@ def test_scaffold_the_demo_shop(shop: DemoSite, tmp_path: Path) -> None:
         line = next(line for line in report.splitlines() if line.strip().startswith(name + " "))
         found, total = line.split()[1].split("/")
         assert found == total, line
-    assert "could not find: breadcrumbs, color, material, attributes" in report
+    assert "could not find: breadcrumbs, color, material, variants, attributes" in report
     assert "check by hand: nothing flagged" in report
     # Fixtures of every page type's sample paths, and the baseline computed from them.
     site_dir = tmp_path / "sites" / "shop"
