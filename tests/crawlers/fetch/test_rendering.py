@@ -37,6 +37,10 @@ from tests.crawlers.fetch.support import (
     start_crawl,
 )
 
+# Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
+# mid-crawl): `make test-e2e`.
+pytestmark = pytest.mark.e2e
+
 SPIDER = REPO_ROOT / "tests" / "crawlers" / "fetch" / "render_spider.py"
 SECRET = "br0wser-s3cret"
 RENDERING = {"RENDER_MODE": "per_request", "RETRY_BACKOFF_BASE": 0.05, "RETRY_BACKOFF_MAX": 0.5}

@@ -25,6 +25,10 @@ from harness.redis_server import RedisServer
 from tests.crawlers.fetch.support import run_crawl
 from tests.crawlers.support import log_excerpt, start_worker, sunk_items, wait_all, wait_for
 
+# Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
+# mid-crawl): `make test-e2e`.
+pytestmark = pytest.mark.e2e
+
 PRODUCTS = 40
 HUMAN = ("challenge", "captcha", "headers", "tls")
 

@@ -29,6 +29,10 @@ from tests.crawlers.support import (
     wait_for,
 )
 
+# Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
+# mid-crawl): `make test-e2e`.
+pytestmark = pytest.mark.e2e
+
 PRODUCTS = 240
 PAGE_PREFIXES = ("/product/", "/api/products/", "/category/")
 

@@ -36,6 +36,10 @@ from tests.crawlers.pipelines.support import (
 )
 from tests.crawlers.support import log_excerpt, wait_all, wait_for
 
+# Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
+# mid-crawl): `make test-e2e`.
+pytestmark = pytest.mark.e2e
+
 PRODUCTS = 240
 ES_SETTINGS = {"action.destructive_requires_name": "false"}
 

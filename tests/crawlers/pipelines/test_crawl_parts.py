@@ -30,6 +30,10 @@ from tests.crawlers.pipelines.support import (
 )
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 
+# Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
+# mid-crawl): `make test-e2e`.
+pytestmark = pytest.mark.e2e
+
 PRODUCTS = 24
 # Fast rounds for the test: the fetch layer's retries, then the part's rounds.
 FAST_PARTS = {

@@ -27,6 +27,10 @@ from tests.crawlers.pipelines.support import (
 )
 from tests.crawlers.support import log_excerpt, wait_all
 
+# Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
+# mid-crawl): `make test-e2e`.
+pytestmark = pytest.mark.e2e
+
 PRODUCTS = 40
 USER, PASSWORD = "platform_writer", "right-secret"
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from elasticsearch import Elasticsearch
 
 from core.jobs_index import JOBS_ALIAS
@@ -36,6 +37,10 @@ from tests.crawlers.support import (
     wait_all,
     wait_for,
 )
+
+# Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
+# mid-crawl): `make test-e2e`.
+pytestmark = pytest.mark.e2e
 
 PRODUCTS = 240
 

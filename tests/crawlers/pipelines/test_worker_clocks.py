@@ -45,9 +45,14 @@ FAST_PARTS = {
     "RECRAWL_CONDITIONAL": False,
 }
 
-pytestmark = pytest.mark.skipif(
-    not LIBFAKETIME.is_file(), reason="libfaketime missing: `apt-get install libfaketime`"
-)
+# Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
+# mid-crawl): `make test-e2e`.
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not LIBFAKETIME.is_file(), reason="libfaketime missing: `apt-get install libfaketime`"
+    ),
+]
 
 
 site = module_site("clocks-site", PRODUCTS)
