@@ -31,7 +31,9 @@ PLAN = FaultPlan(
     slow_rate=0.5,
     slow_ms=1000,
     dead_parts=3,
-    takeover_limit=15.0,
+    # The test holds the takeover to a loose bound (a loaded machine running the e2e tier
+    # on parallel workers once took 28.5 s); `python -m bench.chaos` keeps 15 s.
+    takeover_limit=60.0,
     takeover_timeout=180.0,
     drain_timeout=300.0,
 )

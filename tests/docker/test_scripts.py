@@ -237,5 +237,5 @@ def test_es_setup_fails_loudly(recorder: Recorder) -> None:
     unsafe = _setup(recorder.url, PLATFORM_ES_PASSWORD='has"quote')
     assert unsafe.returncode == 2 and "PLATFORM_ES_PASSWORD may only contain" in unsafe.stderr
     recorder.default_status = 401  # wrong ELASTIC_PASSWORD: never ready
-    waiting = _setup(recorder.url, SETUP_WAIT_SECONDS="3")
+    waiting = _setup(recorder.url, SETUP_WAIT_SECONDS="1")
     assert waiting.returncode == 1 and "not ready" in waiting.stderr
