@@ -20,13 +20,12 @@ demo: bootstrap
 
 ## Tests run on TEST_WORKERS pytest-xdist workers (each starts its own Redis, ES node,
 ## Prefect server on free loopback ports); a test file stays on one worker (its module
-## fixtures are built once; tests/conftest.py groups them). TEST_WORKERS=0 runs in this
-## process (pdb, -x).
+## fixtures are built once). TEST_WORKERS=0 runs in this process (pdb, -x).
 TEST_WORKERS ?= 4
 # Bytecode caches halve the import time of every worker and subprocess (some shells set
 # PYTHONDONTWRITEBYTECODE; __pycache__ is ignored by git).
 unexport PYTHONDONTWRITEBYTECODE
-XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 ## The suite but the long end-to-end cases: unit tests and the integration tests on real
 ## Redis, ES node, Chromium, proxies and sites; ~8 min on 2 cores.

@@ -52,9 +52,6 @@ SERVICE_FIXTURES |= {"redis_cluster", "es_cluster"}
 # Services of the long end-to-end cases: flow runs on a Prefect server, the clusters.
 E2E_FIXTURES = frozenset({"prefect_server", "redis_cluster", "es_cluster"})
 E2E_DIRS = (REPO_ROOT / "tests" / "bench",)  # the benchmarks' tiny runs: whole stacks
-# Packages whose package-scoped fixtures are costly (tests/search indexes the demo catalog
-# with two embedding models): their files share one xdist worker, not one index each.
-SHARED_FIXTURE_PACKAGES = (REPO_ROOT / "tests" / "search",)
 
 
 # -- the tiers ---------------------------------------------------------------------------------
@@ -116,22 +113,11 @@ def _is_e2e(item: pytest.Function) -> bool:
     return any(item.path.is_relative_to(directory) for directory in E2E_DIRS)
 
 
-def _worker_group(item: pytest.Item) -> str:
-    """The xdist group of ``item`` (``--dist loadgroup``): its file, so module fixtures are
-    built once, or its package for SHARED_FIXTURE_PACKAGES."""
-    for package in SHARED_FIXTURE_PACKAGES:
-        if item.path.is_relative_to(package):
-            return package.relative_to(REPO_ROOT).as_posix()
-    return item.path.as_posix()
-
-
-@pytest.hookimpl(tryfirst=True)  # before -m deselects on the marks, and before xdist's hook
+@pytest.hookimpl(tryfirst=True)  # before -m deselects on the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not isinstance(item, pytest.Function):
             continue
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
         if not item.get_closest_marker(E2E) and _is_e2e(item):
             item.add_marker(pytest.mark.e2e)
         if item.get_closest_marker(E2E) and not item.get_closest_marker(INTEGRATION):
