@@ -170,6 +170,15 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def local_embedder(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The offline model (tests/indexing, tests/search), one per process; its vectors
+    shared by the run's workers."""
+    from tests.indexing.support import run_shared_dir, shared_local_embedder
+
+    return shared_local_embedder(run_shared_dir(tmp_path_factory))
+
+
+@pytest.fixture(scope="session")
 def redis_server(run_dir: Path) -> Iterator[RedisServer]:
     with RedisServer(run_dir=run_dir) as server:
         yield server

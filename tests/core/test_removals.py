@@ -36,7 +36,7 @@ from harness.redis_server import RedisServer
 from indexing.index import chunks_index
 from indexing.process import job_item_keys, process_job
 from tests.core.redis_target import Target
-from tests.indexing.support import product_item, shared_local_embedder, store_job
+from tests.indexing.support import RecordingEmbedder, product_item, store_job
 
 K = 2
 
@@ -94,9 +94,9 @@ def shop(es_node: ElasticsearchNode, redis_server: RedisServer) -> Iterator[Shop
 
 
 def test_k_complete_jobs_without_an_item_remove_it_once_and_seeing_it_restores_it(
-    shop: Shop,
+    shop: Shop, local_embedder: RecordingEmbedder
 ) -> None:
-    embedder = shared_local_embedder()
+    embedder = local_embedder
     gone, *rest = shop.products
     shop.crawl("job-1", shop.products)
     first = shop.apply("job-1")

@@ -10,11 +10,19 @@ new/changed keys in Redis exactly as after a crawl, without the HTTP part of the
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
+import hashlib
+import os
+import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
+from pathlib import Path
 from typing import Any
 
+import pytest
 from itemadapter import ItemAdapter
 from scrapy.utils.test import get_crawler
 
@@ -70,12 +78,61 @@ async def _push(
     return dict(crawler.stats.get_stats())
 
 
+class SharedVectors:
+    """Vectors one model computed, shared by the xdist workers of one test run.
+
+    The search and indexing fixtures embed the same demo catalog on several workers; the
+    first worker to need a text embeds it while holding a file lock, the others wait and
+    read it. One SQLite file per model under the run's shared temporary directory, so
+    nothing outlives the run and a changed embedder is never served stale vectors.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock_path = path.with_suffix(".lock")
+        with closing(sqlite3.connect(path, timeout=60)) as db, db:
+            db.execute("CREATE TABLE IF NOT EXISTS vectors (text_hash TEXT PRIMARY KEY, v BLOB)")
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with open(self._lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def get(self, texts: Sequence[str]) -> dict[str, list[float]]:
+        by_hash = {_text_hash(t): t for t in texts}
+        found: dict[str, list[float]] = {}
+        with closing(sqlite3.connect(self.path, timeout=60)) as db:
+            hashes = list(by_hash)
+            for start in range(0, len(hashes), 500):  # SQLite's bound-parameter limit
+                part = hashes[start : start + 500]
+                marks = ",".join("?" * len(part))
+                query = f"SELECT text_hash, v FROM vectors WHERE text_hash IN ({marks})"
+                for text_hash, blob in db.execute(query, part):
+                    found[by_hash[text_hash]] = array("d", blob).tolist()
+        return found
+
+    def put(self, vectors: dict[str, list[float]]) -> None:
+        rows = [(_text_hash(t), array("d", v).tobytes()) for t, v in vectors.items()]
+        with closing(sqlite3.connect(self.path, timeout=60)) as db, db:
+            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class RecordingEmbedder:
     """Wraps a real embedder: counts the texts it is asked for, and serves repeats of a
-    text from memory so the suite embeds the demo catalog once, not once per site."""
+    text from memory (and from ``shared``, the other workers' vectors) so the suite embeds
+    the demo catalog once per model, not once per site or per worker."""
 
-    def __init__(self, inner: Embedder) -> None:
+    def __init__(self, inner: Embedder, shared: SharedVectors | None = None) -> None:
         self.inner = inner
+        self.shared = shared
         self.calls = 0
         self.texts = 0
         self._memory: dict[str, list[float]] = {}
@@ -95,13 +152,43 @@ class RecordingEmbedder:
             self.texts += len(texts)
             missing = sorted({t for t in texts if t not in self._memory})
         if missing:
-            vectors = self.inner.embed(missing)
+            vectors = self._compute(missing)
             with self._lock:
-                self._memory.update(zip(missing, vectors, strict=True))
+                self._memory.update(vectors)
         return [self._memory[t] for t in texts]
+
+    def _compute(self, texts: list[str]) -> dict[str, list[float]]:
+        if self.shared is None:
+            return dict(zip(texts, self.inner.embed(texts), strict=True))
+        with self.shared.held():
+            found = self.shared.get(texts)
+            missing = [t for t in texts if t not in found]
+            if missing:
+                made = dict(zip(missing, self.inner.embed(missing), strict=True))
+                self.shared.put(made)
+                found.update(made)
+        return found
+
+
+def shared_vectors(directory: Path | None, model: str) -> SharedVectors | None:
+    """The run's shared vectors of ``model`` under ``directory`` (None: not shared)."""
+    if directory is None:
+        return None
+    digest = hashlib.sha256(model.encode()).hexdigest()[:16]
+    return SharedVectors(directory / f"vectors-{digest}.sqlite")
+
+
+def run_shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """A directory every xdist worker of this run shares: the run's temporary root, which
+    holds each worker's base directory (None outside xdist: nothing to share)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return None
+    return tmp_path_factory.getbasetemp().parent
 
 
 @functools.cache
-def shared_local_embedder() -> RecordingEmbedder:
-    """One offline model per test session, shared by tests/indexing and tests/search."""
-    return RecordingEmbedder(LocalEmbedder())
+def shared_local_embedder(directory: Path | None = None) -> RecordingEmbedder:
+    """One offline model per test process, shared by tests/indexing and tests/search (and
+    its vectors by the run's workers through ``directory``)."""
+    inner = LocalEmbedder()
+    return RecordingEmbedder(inner, shared_vectors(directory, inner.name))

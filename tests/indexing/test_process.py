@@ -18,7 +18,7 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from core.dedup import job_changes
-from demo_site.catalog import Catalog, build_catalog
+from demo_site.catalog import Product, build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 from indexing.chunking import Chunker, chunk_id
@@ -35,8 +35,9 @@ from indexing.text import render_item
 from tests.indexing.support import RecordingEmbedder, product_item, store_job
 
 SITE = "llmdemo"
-# A 300-product demo catalog: every case holds at any size, and the offline model embeds
-# its ~1,000 chunks in a fifth of the full catalog's time.
+# The demo catalog's first 300 products: every case holds at any size, the offline model
+# embeds their ~1,000 chunks in a fifth of the full catalog's time, and tests/search's
+# whole-catalog fixtures embed the same texts (the run's workers share vectors).
 PRODUCTS = 300
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +47,7 @@ class DemoJob:
     es: Elasticsearch
     redis_server: RedisServer
     node: ElasticsearchNode
-    catalog: Catalog
+    products: tuple[Product, ...]
     report: ProcessReport
     stored: dict[str, Any]
 
@@ -56,11 +57,11 @@ def demo_job(
     es_node: ElasticsearchNode, redis_server: RedisServer, local_embedder: RecordingEmbedder
 ) -> Iterator[DemoJob]:
     es = Elasticsearch(es_node.url, request_timeout=120)
-    catalog = build_catalog(n_products=PRODUCTS)
-    items = [product_item(p, "job-1") for p in catalog.products]
+    products = build_catalog().products[:PRODUCTS]
+    items = [product_item(p, "job-1") for p in products]
     stored = store_job(es_node.url, redis_server.url, SITE, "job-1", items)
     report = process_job(es, redis_server.client(), SITE, "job-1", local_embedder)
-    yield DemoJob(es, redis_server, es_node, catalog, report, stored)
+    yield DemoJob(es, redis_server, es_node, products, report, stored)
     es.indices.delete(index=f"items-{SITE}-*,{chunks_index(SITE)}", ignore_unavailable=True)
     es.close()
 
@@ -89,7 +90,7 @@ def test_every_product_of_the_job_has_chunks(demo_job: DemoJob) -> None:
     by_item: dict[str, list[dict[str, Any]]] = {}
     for chunk in chunks.values():
         by_item.setdefault(chunk["item_key"], []).append(chunk)
-    assert set(by_item) == {f"{SITE}:demo_product:{p.sku}" for p in demo_job.catalog.products}
+    assert set(by_item) == {f"{SITE}:demo_product:{p.sku}" for p in demo_job.products}
     for key, item_chunks in by_item.items():
         positions = sorted(c["position"] for c in item_chunks)
         assert positions == list(range(item_chunks[0]["n_chunks"])), key
@@ -98,7 +99,7 @@ def test_every_product_of_the_job_has_chunks(demo_job: DemoJob) -> None:
             assert (c["site"], c["item_type"], c["job_id"]) == (SITE, "demo_product", "job-1")
             assert c["url"] == f"http://demo.example/product/{key.rsplit(':', 1)[1]}"
     # The prose of a product is in its first chunk; later chunks are headed by its name.
-    product = demo_job.catalog.products[0]
+    product = demo_job.products[0]
     first = by_item[f"{SITE}:demo_product:{product.sku}"]
     first.sort(key=lambda c: c["position"])
     assert product.description in first[0]["text"]
@@ -157,9 +158,9 @@ def test_backfill_and_the_cli_see_everything_up_to_date(
 def test_changed_product_replaces_exactly_its_chunks(
     demo_job: DemoJob, local_embedder: RecordingEmbedder
 ) -> None:
-    es, catalog = demo_job.es, demo_job.catalog
+    es, products = demo_job.es, demo_job.products
     before = all_chunks(es)
-    target = next(p for p in catalog.products if len(p.reviews) >= 7)
+    target = next(p for p in products if len(p.reviews) >= 7)
     key = f"{SITE}:demo_product:{target.sku}"
     old_ids = sorted(i for i, c in before.items() if c["item_key"] == key)
     assert len(old_ids) >= 3
@@ -168,7 +169,7 @@ def test_changed_product_replaces_exactly_its_chunks(
         product_item(p, "job-2", description=new_description, reviews=[], review_count=0)
         if p is target
         else product_item(p, "job-2")
-        for p in catalog.products
+        for p in products
     ]
     store_job(demo_job.node.url, demo_job.redis_server.url, SITE, "job-2", items)
     assert job_changes(demo_job.redis_server.client(), SITE, "job-2").new_or_changed == {key}
@@ -195,7 +196,7 @@ def test_changed_product_replaces_exactly_its_chunks(
         demo_job.redis_server.url,
         SITE,
         "job-3",
-        [product_item(p, "job-3") for p in catalog.products],
+        [product_item(p, "job-3") for p in products],
     )
     report = process_job(es, demo_job.redis_server.client(), SITE, "job-3", local_embedder)
     assert (report.processed, report.chunks_written, report.chunks_deleted) == (

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -13,14 +12,15 @@ from harness.redis_server import RedisServer
 from indexing.index import chunks_index
 from indexing.multilingual import MultilingualEmbedder
 from indexing.process import ProcessReport, process_job
-from tests.indexing.support import RecordingEmbedder, product_item, shared_local_embedder, store_job
+from tests.indexing.support import (
+    RecordingEmbedder,
+    product_item,
+    run_shared_dir,
+    shared_vectors,
+    store_job,
+)
 
 SITE = "searchdemo"
-
-
-@pytest.fixture(scope="session")
-def local_embedder() -> RecordingEmbedder:
-    return shared_local_embedder()
 
 
 @dataclass
@@ -49,15 +49,16 @@ def searchable_demo(
 MULTILINGUAL_SITE = "searchdemo_ml"
 
 
-@functools.cache
-def shared_multilingual_embedder() -> RecordingEmbedder:
-    """One multilingual offline model per test session."""
-    return RecordingEmbedder(MultilingualEmbedder())
+@pytest.fixture(scope="session")
+def multilingual_embedder(tmp_path_factory: pytest.TempPathFactory) -> RecordingEmbedder:
+    """The multilingual offline model, its vectors shared by the run's workers."""
+    inner = MultilingualEmbedder()
+    return RecordingEmbedder(inner, shared_vectors(run_shared_dir(tmp_path_factory), inner.name))
 
 
 @pytest.fixture(scope="package")
 def multilingual_demo(
-    es_node: ElasticsearchNode, redis_server: RedisServer
+    es_node: ElasticsearchNode, redis_server: RedisServer, multilingual_embedder: RecordingEmbedder
 ) -> Iterator[SearchableDemo]:
     """The demo catalog (English) indexed with the multilingual offline model, the
     default one: what a shopper's query in another language is matched against."""
@@ -66,7 +67,7 @@ def multilingual_demo(
     items = [product_item(p, "job-1") for p in catalog.products]
     store_job(es_node.url, redis_server.url, MULTILINGUAL_SITE, "job-1", items)
     report = process_job(
-        es, redis_server.client(), MULTILINGUAL_SITE, "job-1", shared_multilingual_embedder()
+        es, redis_server.client(), MULTILINGUAL_SITE, "job-1", multilingual_embedder
     )
     yield SearchableDemo(MULTILINGUAL_SITE, es, catalog, report)
     es.indices.delete(

@@ -13,11 +13,8 @@ another language got before. (Same-language search, a Spanish query on a Spanish
 from __future__ import annotations
 
 from search.core import HybridSearch
-from tests.search.conftest import (
-    SearchableDemo,
-    shared_local_embedder,
-    shared_multilingual_embedder,
-)
+from tests.indexing.support import RecordingEmbedder
+from tests.search.conftest import SearchableDemo
 from tests.search.queries import QUERIES
 from tests.search.queries_multilingual import TRANSLATED
 
@@ -47,14 +44,14 @@ def test_every_translated_query_names_a_product_of_the_english_set() -> None:
 
 
 def test_queries_in_other_languages_find_their_products(
-    multilingual_demo: SearchableDemo, searchable_demo: SearchableDemo
+    multilingual_demo: SearchableDemo,
+    searchable_demo: SearchableDemo,
+    local_embedder: RecordingEmbedder,
+    multilingual_embedder: RecordingEmbedder,
 ) -> None:
     searchers = {
-        "before": (searchable_demo, HybridSearch(searchable_demo.es, shared_local_embedder())),
-        "after": (
-            multilingual_demo,
-            HybridSearch(multilingual_demo.es, shared_multilingual_embedder()),
-        ),
+        "before": (searchable_demo, HybridSearch(searchable_demo.es, local_embedder)),
+        "after": (multilingual_demo, HybridSearch(multilingual_demo.es, multilingual_embedder)),
     }
     figures = {
         (language, label, mode): recall(demo, searcher, queries, mode)
