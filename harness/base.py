@@ -23,6 +23,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from abc import ABC, abstractmethod
@@ -359,9 +360,43 @@ class ManagedProcess(SupervisedProcess):
 
 
 class LocalSite(ManagedProcess):
-    """A site of this repository served on loopback (``python -m <package>``): the demo
-    shop, the jobs board. Its ``/__control`` API answers JSON; ``access_log`` and
-    ``clear_access_log`` read and reset the requests it served."""
+    """A site of this repository served on loopback (``python -m <module>``): the demo
+    shop, the jobs board, the plain sites. Its ``/__control`` API answers JSON;
+    ``access_log`` and ``clear_access_log`` read and reset the requests it served.
+
+    A subclass names its ``module`` and adds its own options in ``site_arguments``; the
+    host, port, generator seed and access-log file are passed the same way to every site.
+    """
+
+    module: str
+    start_timeout = 30.0
+    stop_timeout = 10.0
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        access_log: Path | None = None,
+        port: int | None = None,
+        run_dir: Path | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(port=port, run_dir=run_dir)
+        if name is not None:
+            self.name = name  # several sites in one run dir need their own log/PID files
+        self.seed = seed
+        self.access_log_path = access_log
+
+    def site_arguments(self) -> list[str]:
+        """The site's own command-line arguments (placed before the common options)."""
+        return []
+
+    def command(self) -> Sequence[str]:
+        argv = [sys.executable, "-m", self.module, *self.site_arguments()]
+        argv += ["--host", self.host, "--port", str(self.port), "--seed", str(self.seed)]
+        if self.access_log_path is not None:
+            argv += ["--access-log", str(self.access_log_path)]
+        return argv
 
     def environment(self) -> Mapping[str, str]:
         # `python -m <package>` must import from this checkout whatever the caller's cwd.

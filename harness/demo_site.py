@@ -6,10 +6,9 @@ stdlib HTTP calls, so tests and benchmarks need no HTTP client of their own.
 
 from __future__ import annotations
 
-import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ from harness.base import LocalSite
 
 class DemoSite(LocalSite):
     name = "demo-site"
-    start_timeout = 30.0
-    stop_timeout = 10.0
+    module = "demo_site"
 
     def __init__(
         self,
@@ -34,26 +32,13 @@ class DemoSite(LocalSite):
         run_dir: Path | None = None,
         name: str | None = None,
     ) -> None:
-        super().__init__(port=port, run_dir=run_dir)
-        if name is not None:
-            self.name = name  # several sites in one run dir need their own log/PID files
-        self.seed = seed
+        super().__init__(seed=seed, access_log=access_log, port=port, run_dir=run_dir, name=name)
         self.products = products
         self.revision = revision
         self.layout = layout
-        self.access_log_path = access_log
 
-    def command(self) -> Sequence[str]:
-        argv = [
-            sys.executable,
-            "-m",
-            "demo_site",
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            "--seed",
-            str(self.seed),
+    def site_arguments(self) -> list[str]:
+        return [
             "--products",
             str(self.products),
             "--revision",
@@ -61,9 +46,6 @@ class DemoSite(LocalSite):
             "--layout",
             self.layout,
         ]
-        if self.access_log_path is not None:
-            argv += ["--access-log", str(self.access_log_path)]
-        return argv
 
     # -- control API ------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

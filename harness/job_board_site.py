@@ -6,8 +6,6 @@ with stdlib HTTP calls, so tests need no HTTP client of their own.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from harness.base import LocalSite
@@ -16,8 +14,7 @@ from job_board_site.board import Board, build_board
 
 class JobBoardSite(LocalSite):
     name = "job-board-site"
-    start_timeout = 30.0
-    stop_timeout = 10.0
+    module = "job_board_site"
 
     def __init__(
         self,
@@ -29,30 +26,11 @@ class JobBoardSite(LocalSite):
         run_dir: Path | None = None,
         name: str | None = None,
     ) -> None:
-        super().__init__(port=port, run_dir=run_dir)
-        if name is not None:
-            self.name = name  # several sites in one run dir need their own log/PID files
-        self.seed = seed
+        super().__init__(seed=seed, access_log=access_log, port=port, run_dir=run_dir, name=name)
         self.jobs = jobs
-        self.access_log_path = access_log
 
-    def command(self) -> Sequence[str]:
-        argv = [
-            sys.executable,
-            "-m",
-            "job_board_site",
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            "--seed",
-            str(self.seed),
-            "--jobs",
-            str(self.jobs),
-        ]
-        if self.access_log_path is not None:
-            argv += ["--access-log", str(self.access_log_path)]
-        return argv
+    def site_arguments(self) -> list[str]:
+        return ["--jobs", str(self.jobs)]
 
     def board(self) -> Board:
         """The generator's data for what this site serves."""
