@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from scrapy.crawler import Crawler
 
 from core.config import ENVIRONMENT
 from core.redis_client import connect
+from core.workers import WorkerRegistry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
@@ -134,6 +136,39 @@ def start_worker(
         argv += ["-a", f"{name}={value}"]
     argv += settings_argv(merged)
     return subprocess.Popen(argv, cwd=REPO_ROOT, env=crawl_env())
+
+
+def start_workers(
+    count: int, log_dir: Path, **options: Any
+) -> tuple[list[subprocess.Popen[bytes]], list[Path]]:
+    """``count`` workers of one job (``start_worker``'s options), logging to
+    ``log_dir/worker-<n>.log``; the processes and their log files."""
+    logs = [log_dir / f"worker-{n}.log" for n in range(1, count + 1)]
+    return [start_worker(log_path=log, **options) for log in logs], logs
+
+
+def kill_holding_leases(
+    server: redis.Redis,
+    site: str,
+    victim: subprocess.Popen[bytes],
+    *,
+    leases: int,
+    also: Callable[[], bool],
+    timeout: float,
+) -> int:
+    """SIGKILL ``victim`` once the worker registry shows it holding at least ``leases``
+    requests and ``also()`` holds (``also`` may assert the crawl is still mid-way); the
+    number of leases it held."""
+    registry = WorkerRegistry(server, site)
+
+    def held() -> int:
+        return max((w.in_flight for w in registry.live() if w.pid == victim.pid), default=0)
+
+    wait_for(lambda: also() and held() >= leases, timeout, f"worker {victim.pid} to hold leases")
+    count = held()
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait(timeout=10)
+    return count
 
 
 def wait_all(workers: Sequence[subprocess.Popen[bytes]], timeout: float) -> list[int]:

@@ -1,9 +1,17 @@
 """Running the ``scrape-<site>`` deployments of profile-only sites on the test stack
-(Prefect server and worker, ES node) and reading what they stored."""
+(Prefect server and worker, ES node) and reading what they stored.
+
+A module fixture makes ``fresh_profile_dirs`` (its own profiles and fingerprint sites,
+the sites' Redis keys and indices gone), writes the sites' profiles there, then runs its
+flows inside ``flow_worker`` (the deployments registered, a Prefect worker with the OpenAI
+stub).
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,10 +19,73 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from harness.es_node import ElasticsearchNode
-from harness.prefect_server import PrefectServer
-from tests.orchestration.prefect_api import api
+from harness.prefect_server import PrefectServer, PrefectWorker
+from harness.redis_server import RedisServer
+from tests.indexing.openai_stub import OpenAIStub
+from tests.orchestration.prefect_api import api, register_deployments
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class ProfileDirs:
+    run_dir: Path
+    profiles: Path  # SITE_PROFILES_DIR
+    sites: Path  # FINGERPRINT_SITES_DIR
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"SITE_PROFILES_DIR": str(self.profiles), "FINGERPRINT_SITES_DIR": str(self.sites)}
+
+
+def fresh_profile_dirs(
+    run_dir: Path, redis_server: RedisServer, es_node: ElasticsearchNode, sites: Iterable[str]
+) -> ProfileDirs:
+    """Empty profile and fingerprint directories under ``run_dir``; Redis flushed and the
+    ``sites``' item and chunk indices deleted."""
+    dirs = ProfileDirs(run_dir, run_dir / "profiles", run_dir / "sites")
+    dirs.profiles.mkdir()
+    dirs.sites.mkdir()
+    redis_server.client().flushdb()
+    Elasticsearch(es_node.url).indices.delete(
+        index=",".join(f"items-{s}*,chunks-{s}*" for s in sites), ignore_unavailable=True
+    )
+    return dirs
+
+
+@contextmanager
+def flow_worker(
+    dirs: ProfileDirs,
+    prefect_server: PrefectServer,
+    redis_server: RedisServer,
+    es_node: ElasticsearchNode,
+) -> Iterator[FlowStack]:
+    """The deployments of ``dirs``' profiles registered and a Prefect worker running them on
+    the test services (embeddings from the OpenAI stub)."""
+    openai = OpenAIStub(dims=16)
+    openai.start()
+    try:
+        register_deployments(prefect_server, dirs.env)
+        worker_env = {
+            **dirs.env,
+            "REDIS_URL": redis_server.url,
+            "ELASTICSEARCH_URL": es_node.url,
+            "OPENAI_BASE_URL": openai.base_url,
+            "OPENAI_API_KEY": openai.api_key,
+            "EMBEDDING_MODEL": "stub-embedding",
+            "PLATFORM_RUN_DIR": str(dirs.run_dir),
+        }
+        with PrefectWorker(
+            prefect_server,
+            pool="scraping",
+            run_dir=dirs.run_dir,
+            extra_env=worker_env,
+            cwd=REPO_ROOT,
+        ):
+            yield FlowStack(prefect_server, es_node, dirs.profiles, dirs.sites)
+    finally:
+        openai.stop()
 
 
 @dataclass

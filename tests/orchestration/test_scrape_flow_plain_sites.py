@@ -27,19 +27,21 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from elasticsearch import Elasticsearch
 
 from core.items_schema import schema_by_type
 from crawlers.profiles import SiteProfile
 from harness.es_node import ElasticsearchNode
 from harness.plain_site import PlainSite
-from harness.prefect_server import PrefectServer, PrefectWorker
+from harness.prefect_server import PrefectServer
 from harness.redis_server import RedisServer
 from orchestration import kibana_objects
 from plain_sites import data, pages
-from tests.indexing.openai_stub import OpenAIStub
-from tests.orchestration.prefect_api import register_deployments
-from tests.orchestration.profile_flows import FlowStack, chunked_items
+from tests.orchestration.profile_flows import (
+    FlowStack,
+    chunked_items,
+    flow_worker,
+    fresh_profile_dirs,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SEED = 11  # the seed the shipped fixtures and baselines were taken from
@@ -77,45 +79,16 @@ def plain_stack(
     redis_server: RedisServer,
     es_node: ElasticsearchNode,
 ) -> Iterator[PlainStack]:
-    run_dir = tmp_path_factory.mktemp("plain-sites")
-    profiles, sites = run_dir / "profiles", run_dir / "sites"
-    profiles.mkdir()
-    sites.mkdir()
-    redis_server.client().flushdb()
-    Elasticsearch(es_node.url).indices.delete(
-        index=",".join(f"items-{s}*,chunks-{s}*" for s in SITES), ignore_unavailable=True
-    )
-    dirs = {"SITE_PROFILES_DIR": str(profiles), "FINGERPRINT_SITES_DIR": str(sites)}
-    openai = OpenAIStub(dims=16)
-    openai.start()
-    try:
-        with (
-            PlainSite("werkstatt", seed=SEED, items=PRODUCTS, run_dir=run_dir) as shop,
-            PlainSite("sayings", seed=SEED, items=QUOTES, run_dir=run_dir) as board,
-        ):
-            urls = {"werkstatt": shop.url, "sayings": board.url}
-            for site, url in urls.items():
-                ship(site, url, profiles, sites)
-            register_deployments(prefect_server, dirs)
-            worker_env = {
-                **dirs,
-                "REDIS_URL": redis_server.url,
-                "ELASTICSEARCH_URL": es_node.url,
-                "OPENAI_BASE_URL": openai.base_url,
-                "OPENAI_API_KEY": openai.api_key,
-                "EMBEDDING_MODEL": "stub-embedding",
-                "PLATFORM_RUN_DIR": str(run_dir),
-            }
-            with PrefectWorker(
-                prefect_server,
-                pool="scraping",
-                run_dir=run_dir,
-                extra_env=worker_env,
-                cwd=REPO_ROOT,
-            ):
-                yield PlainStack(FlowStack(prefect_server, es_node, profiles, sites), urls)
-    finally:
-        openai.stop()
+    dirs = fresh_profile_dirs(tmp_path_factory.mktemp("plain-sites"), redis_server, es_node, SITES)
+    with (
+        PlainSite("werkstatt", seed=SEED, items=PRODUCTS, run_dir=dirs.run_dir) as shop,
+        PlainSite("sayings", seed=SEED, items=QUOTES, run_dir=dirs.run_dir) as board,
+    ):
+        urls = {"werkstatt": shop.url, "sayings": board.url}
+        for site, url in urls.items():
+            ship(site, url, dirs.profiles, dirs.sites)
+        with flow_worker(dirs, prefect_server, redis_server, es_node) as flows:
+            yield PlainStack(flows, urls)
 
 
 def report_figures(report: str) -> dict[str, str]:

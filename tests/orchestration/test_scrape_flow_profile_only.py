@@ -19,19 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from elasticsearch import Elasticsearch
 
 from crawlers.profiles import SiteProfile
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.job_board_site import JobBoardSite
-from harness.prefect_server import PrefectServer, PrefectWorker
+from harness.prefect_server import PrefectServer
 from harness.redis_server import RedisServer
 from job_board_site.board import build_board
-from tests.indexing.openai_stub import OpenAIStub
-from tests.orchestration.prefect_api import register_deployments
-from tests.orchestration.profile_flows import FlowStack, chunked_items, stored
+from tests.orchestration.profile_flows import (
+    FlowStack,
+    chunked_items,
+    flow_worker,
+    fresh_profile_dirs,
+    stored,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PRODUCTS = 120
@@ -71,39 +74,21 @@ def onboarded(
     redis_server: RedisServer,
     es_node: ElasticsearchNode,
 ) -> Iterator[Onboarding]:
-    run_dir = tmp_path_factory.mktemp("profile-only")
-    profiles, sites = run_dir / "profiles", run_dir / "sites"
-    profiles.mkdir()
-    sites.mkdir()
-    redis_server.client().flushdb()
-    Elasticsearch(es_node.url).indices.delete(
-        index="items-shop*,chunks-shop*,items-jobs*,chunks-jobs*", ignore_unavailable=True
+    dirs = fresh_profile_dirs(
+        tmp_path_factory.mktemp("profile-only"), redis_server, es_node, ("shop", "jobs")
     )
-    dirs = {"SITE_PROFILES_DIR": str(profiles), "FINGERPRINT_SITES_DIR": str(sites)}
-    openai = OpenAIStub(dims=16)
-    openai.start()
+    run_dir = dirs.run_dir
     with (
         DemoSite(run_dir=run_dir, products=PRODUCTS, name="profile-only-shop") as shop,
         JobBoardSite(run_dir=run_dir, jobs=JOBS, name="profile-only-jobs") as jobs,
     ):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-        env.update(dirs, PLATFORM_RUN_DIR=str(run_dir))
+        env.update(dirs.env, PLATFORM_RUN_DIR=str(run_dir))
         output = {"shop": scaffold("shop", shop.url, env), "jobs": scaffold("jobs", jobs.url, env)}
-        register_deployments(prefect_server, dirs)
-        worker_env = {
-            **dirs,
-            "REDIS_URL": redis_server.url,
-            "ELASTICSEARCH_URL": es_node.url,
-            "OPENAI_BASE_URL": openai.base_url,
-            "OPENAI_API_KEY": openai.api_key,
-            "EMBEDDING_MODEL": "stub-embedding",
-            "PLATFORM_RUN_DIR": str(run_dir),
-        }
-        with PrefectWorker(
-            prefect_server, pool="scraping", run_dir=run_dir, extra_env=worker_env, cwd=REPO_ROOT
-        ):
-            yield Onboarding(prefect_server, es_node, profiles, sites, shop, jobs, output)
-    openai.stop()
+        with flow_worker(dirs, prefect_server, redis_server, es_node) as flows:
+            yield Onboarding(
+                prefect_server, es_node, flows.profiles, flows.sites, shop, jobs, output
+            )
 
 
 def test_the_scaffolded_shop_runs_end_to_end(onboarded: Onboarding) -> None:

@@ -5,8 +5,6 @@ CAPTCHA retiring its session, and sessions shared by two workers through Redis."
 from __future__ import annotations
 
 import json
-import os
-import signal
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,13 +15,18 @@ import pytest
 from core.drain import drain_state
 from core.jobstats import JobStats
 from core.keys import SiteKeys
-from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
 from harness.bot_defense import BotDefense
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
 from tests.crawlers.fetch.support import run_crawl
-from tests.crawlers.support import log_excerpt, start_worker, sunk_items, wait_all, wait_for
+from tests.crawlers.support import (
+    kill_holding_leases,
+    log_excerpt,
+    start_workers,
+    sunk_items,
+    wait_all,
+)
 
 # Long end-to-end cases (whole crawls in subprocesses, most with a fault injected
 # mid-crawl): `make test-e2e`.
@@ -146,24 +149,21 @@ def test_two_workers_share_sessions_through_redis(
     client.flushdb()
     with defended(shop, tmp_path, 3) as defense:
         job = produce(client, "demo", base_url=defense.url)
-        logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
-        workers = [
-            start_worker(
-                redis_url=redis_server.url,
-                job_id=job.job_id,
-                base_url=defense.url,
-                sink_key="items",
-                log_path=log,
-                settings={
-                    "SESSIONS_ENABLED": True,
-                    "SESSION_POOL_SIZE": 1,
-                    "SESSION_MAX_RATE": 20,
-                    # Idle while the other passes the challenge of the job's first page.
-                    "FRONTIER_IDLE_CLOSE_SECONDS": 15,
-                },
-            )
-            for log in logs
-        ]
+        workers, logs = start_workers(
+            2,
+            tmp_path,
+            redis_url=redis_server.url,
+            job_id=job.job_id,
+            base_url=defense.url,
+            sink_key="items",
+            settings={
+                "SESSIONS_ENABLED": True,
+                "SESSION_POOL_SIZE": 1,
+                "SESSION_MAX_RATE": 20,
+                # Idle while the other passes the challenge of the job's first page.
+                "FRONTIER_IDLE_CLOSE_SECONDS": 15,
+            },
+        )
         codes = wait_all(workers, timeout=300)
         records = defense.log_records()
     texts = [log.read_text(errors="replace") for log in logs]
@@ -207,36 +207,27 @@ def test_a_worker_sigkilled_at_the_challenge_level_loses_nothing(
         # mid-way (at 150 ms, CI once saw it end before a heartbeat showed the leases).
         shop.control(slow={"rate": 1.0, "ms": 400, "paths": ["/product/"]})
         job = produce(client, "demo", base_url=defense.url)
-        logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
-        workers = [
-            start_worker(
-                redis_url=redis_server.url,
-                job_id=job.job_id,
-                base_url=defense.url,
-                sink_key="items",
-                log_path=log,
-                settings={
-                    "SESSIONS_ENABLED": True,
-                    "SESSION_POOL_SIZE": 4,
-                    "SESSION_MAX_RATE": 20,
-                    "FRONTIER_IDLE_CLOSE_SECONDS": 15,
-                },
-            )
-            for log in logs
-        ]
-        registry = WorkerRegistry(client, "demo")
+        workers, logs = start_workers(
+            2,
+            tmp_path,
+            redis_url=redis_server.url,
+            job_id=job.job_id,
+            base_url=defense.url,
+            sink_key="items",
+            settings={
+                "SESSIONS_ENABLED": True,
+                "SESSION_POOL_SIZE": 4,
+                "SESSION_MAX_RATE": 20,
+                "FRONTIER_IDLE_CLOSE_SECONDS": 15,
+            },
+        )
 
-        def victim_holds_leases() -> bool:
+        def mid_crawl() -> bool:
             assert workers[0].poll() is None, log_excerpt(logs[0])
             assert client.llen("items") < PRODUCTS, "the crawl ended before the kill"
-            return (
-                any(w.pid == workers[0].pid and w.in_flight >= 1 for w in registry.live())
-                and client.llen("items") >= 3
-            )
+            return client.llen("items") >= 3
 
-        wait_for(victim_holds_leases, timeout=120, what="worker 1 to hold leases mid-crawl")
-        os.kill(workers[0].pid, signal.SIGKILL)
-        workers[0].wait(timeout=10)
+        kill_holding_leases(client, "demo", workers[0], leases=1, also=mid_crawl, timeout=120)
         assert wait_all(workers[1:], timeout=300) == [0], log_excerpt(logs[1])
         records = defense.log_records()
     items = sunk_items(client, "items")

@@ -122,27 +122,34 @@ def test_a_crawl_that_is_not_always_on_gives_up_with_one_line_and_exit_2(tmp_pat
     assert "Crawled 0 pages" not in text and "Spider closed" not in text
 
 
-def test_a_worker_started_before_redis_waits_then_registers_and_crawls(
-    site: DemoSite, tmp_path: Path
-) -> None:
+def crawl_through_a_late_store(
+    site: DemoSite,
+    store: RedisServer | RedisCluster,
+    log: Path,
+    *,
+    sink_key: str,
+    settings: dict[str, object],
+    retries: int,
+) -> str:
+    """A worker started before ``store`` runs: once it logged ``retries`` retry lines,
+    ``store`` starts, a job is produced, the worker registers and crawls every product,
+    then stops on SIGTERM with exit 0. The worker's log text."""
     site.reset()
-    store = RedisServer(run_dir=tmp_path)  # its port is chosen; Redis is not running yet
-    log = tmp_path / "worker.log"
     job_id = f"connect-{uuid.uuid4().hex[:6]}"
     worker = start_worker(
         redis_url=store.url,
         job_id=job_id,
         base_url=site.url,
-        sink_key="items",
+        sink_key=sink_key,
         log_path=log,
-        settings=FAST,
+        settings={**FAST, **settings},
         arguments={"always_on": "true"},
     )
     try:
         wait_for(
-            lambda: log.exists() and len(RETRY_LINE.findall(log.read_text())) >= 3,
+            lambda: log.exists() and len(RETRY_LINE.findall(log.read_text())) >= retries,
             timeout=90,
-            what="three retry lines",
+            what=f"{retries} retry lines",
         )
         assert worker.poll() is None, log_excerpt(log)
         store.start()
@@ -154,7 +161,7 @@ def test_a_worker_started_before_redis_waits_then_registers_and_crawls(
             timeout=60,
             what="the worker's heartbeat",
         )
-        wait_for(lambda: client.llen("items") >= PRODUCTS, timeout=120, what="the crawl")
+        wait_for(lambda: client.llen(sink_key) >= PRODUCTS, timeout=120, what="the crawl")
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=60) == 0, log_excerpt(log)
     finally:
@@ -163,6 +170,16 @@ def test_a_worker_started_before_redis_waits_then_registers_and_crawls(
         store.stop()
     text = log.read_text()
     assert "Traceback" not in text and " ERROR: " not in text, log_excerpt(log, 80)
+    return text
+
+
+def test_a_worker_started_before_redis_waits_then_registers_and_crawls(
+    site: DemoSite, tmp_path: Path
+) -> None:
+    store = RedisServer(run_dir=tmp_path)  # its port is chosen; Redis is not running yet
+    text = crawl_through_a_late_store(
+        site, store, tmp_path / "worker.log", sink_key="items", settings={}, retries=3
+    )
     retries = RETRY_LINE.findall(text)
     assert {(address, reason) for address, reason, _, _ in retries} == {
         (f"redis://127.0.0.1:{store.port}", "ConnectionRefusedError")
@@ -237,38 +254,15 @@ def test_a_worker_whose_redis_cluster_setting_does_not_match_exits_2_with_one_li
 def test_a_worker_started_before_the_redis_cluster_waits_then_crawls(
     site: DemoSite, tmp_path: Path
 ) -> None:
-    site.reset()
     cluster = RedisCluster(run_dir=tmp_path)  # ports chosen; no node runs yet
-    log = tmp_path / "worker.log"
-    job_id = f"connect-{uuid.uuid4().hex[:6]}"
-    worker = start_worker(
-        redis_url=cluster.url,
-        job_id=job_id,
-        base_url=site.url,
+    text = crawl_through_a_late_store(
+        site,
+        cluster,
+        tmp_path / "worker.log",
         sink_key="{demo}:items",
-        log_path=log,
-        settings={**FAST, "REDIS_CLUSTER": True},
-        arguments={"always_on": "true"},
+        settings={"REDIS_CLUSTER": True},
+        retries=2,
     )
-    try:
-        wait_for(
-            lambda: log.exists() and len(RETRY_LINE.findall(log.read_text())) >= 2,
-            timeout=90,
-            what="two retry lines",
-        )
-        assert worker.poll() is None, log_excerpt(log)
-        cluster.start()
-        client = cluster.client()
-        produce(client, "demo", job_id=job_id, base_url=site.url)
-        wait_for(lambda: client.llen("{demo}:items") >= PRODUCTS, timeout=120, what="the crawl")
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(timeout=60) == 0, log_excerpt(log)
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-        cluster.stop()
-    text = log.read_text()
-    assert "Traceback" not in text and " ERROR: " not in text, log_excerpt(log, 80)
     assert {address for address, *_ in RETRY_LINE.findall(text)} == {
         f"redis://127.0.0.1:{cluster.nodes[0].port}"
     }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import time
@@ -16,14 +15,15 @@ import redis
 
 from core.drain import drain_state
 from core.jobstats import JobStats
-from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
 from tests.crawlers.support import (
+    kill_holding_leases,
     log_excerpt,
     start_worker,
+    start_workers,
     sunk_items,
     wait_all,
     wait_for,
@@ -72,17 +72,14 @@ def test_two_workers_share_the_frontier_and_fetch_each_page_once(
     tmp_path: Path,
 ) -> None:
     job = produce(fresh, "demo", base_url=site.url)
-    logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
-    workers = [
-        start_worker(
-            redis_url=redis_server.url,
-            job_id=job.job_id,
-            base_url=site.url,
-            sink_key="items",
-            log_path=log,
-        )
-        for log in logs
-    ]
+    workers, logs = start_workers(
+        2,
+        tmp_path,
+        redis_url=redis_server.url,
+        job_id=job.job_id,
+        base_url=site.url,
+        sink_key="items",
+    )
     assert wait_all(workers, timeout=180) == [0, 0], log_excerpt(logs[0])
 
     items = sunk_items(fresh, "items")
@@ -158,29 +155,17 @@ def test_sigkilled_worker_loses_no_page(
     # Slow product pages keep requests in flight, so the victim dies holding leases.
     site.control(slow={"rate": 1.0, "ms": 150, "paths": ["/product/"]})
     job = produce(fresh, "demo", base_url=site.url)
-    logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
-    workers = [
-        start_worker(
-            redis_url=redis_server.url,
-            job_id=job.job_id,
-            base_url=site.url,
-            sink_key="items",
-            log_path=log,
-        )
-        for log in logs
-    ]
-    registry = WorkerRegistry(fresh, "demo")
-
-    def victim_holds_leases() -> bool:
-        return (
-            any(w.pid == workers[0].pid and w.in_flight >= 4 for w in registry.live())
-            and fresh.llen("items") >= 20
-        )
-
-    wait_for(victim_holds_leases, timeout=60, what="worker 1 to hold leases mid-crawl")
-    held = next(w.in_flight for w in registry.live() if w.pid == workers[0].pid)
-    os.kill(workers[0].pid, signal.SIGKILL)
-    workers[0].wait(timeout=10)
+    workers, logs = start_workers(
+        2,
+        tmp_path,
+        redis_url=redis_server.url,
+        job_id=job.job_id,
+        base_url=site.url,
+        sink_key="items",
+    )
+    held = kill_holding_leases(
+        fresh, "demo", workers[0], leases=4, also=lambda: fresh.llen("items") >= 20, timeout=60
+    )
 
     assert wait_all(workers[1:], timeout=240) == [0], log_excerpt(logs[1])
     items = sunk_items(fresh, "items")
@@ -270,18 +255,15 @@ def test_workers_ride_out_a_redis_restart(
         site.control(slow={"rate": 1.0, "ms": 100, "paths": ["/product/"]})
         client = store.client()
         job = produce(client, "demo", base_url=site.url)
-        logs = [tmp_path / f"worker-{n}.log" for n in (1, 2)]
-        workers = [
-            start_worker(
-                redis_url=store.url,
-                job_id=job.job_id,
-                base_url=site.url,
-                sink_key="items",
-                log_path=log,
-                settings={"FRONTIER_IDLE_CLOSE_SECONDS": 5},
-            )
-            for log in logs
-        ]
+        workers, logs = start_workers(
+            2,
+            tmp_path,
+            redis_url=store.url,
+            job_id=job.job_id,
+            base_url=site.url,
+            sink_key="items",
+            settings={"FRONTIER_IDLE_CLOSE_SECONDS": 5},
+        )
         wait_for(lambda: client.llen("items") >= 40, timeout=60, what="the crawl to get going")
         before_outage = client.llen("items")
         store.stop()  # a graceful restart: AOF flushed, as `docker compose restart redis`
