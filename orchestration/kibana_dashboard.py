@@ -164,35 +164,59 @@ def xy(
     }
 
 
+def over_time(
+    object_id: str,
+    title: str,
+    description: str,
+    data_view_id: str,
+    *,
+    time: dict[str, Any],
+    value: tuple[str, dict[str, Any]],
+    split: tuple[str, str, str],
+    series: str = "bar_stacked",
+) -> dict[str, Any]:
+    """The dashboard's usual panel: one value over time (column ``day``), one series per
+    value of a keyword field (its 10 largest by that value)."""
+    value_id, value_column = value
+    split_id, split_field, split_label = split
+    columns = {
+        "day": time,
+        value_id: value_column,
+        split_id: terms(split_field, split_label, 10, by_column(value_id)),
+    }
+    return lens(
+        object_id,
+        title,
+        description,
+        data_view_id,
+        columns,
+        "lnsXY",
+        xy(series, "day", [value_id], split_id),
+    )
+
+
 def visualizations() -> list[dict[str, Any]]:
     jobs = "platform-jobs"
     per_day = "1d"
+    by_site = ("site", "site", "Site")
     return [
-        lens(
+        over_time(
             "platform-lens-items-per-site-day",
             "Items scraped per site per day",
             "Sum of each job's items_scraped, by the day the job finished.",
             jobs,
-            {
-                "day": date_histogram("finished_at", "Day", per_day),
-                "items": metric("sum", "items_scraped", "Items scraped"),
-                "site": terms("site", "Site", 10, by_column("items")),
-            },
-            "lnsXY",
-            xy("bar_stacked", "day", ["items"], "site"),
+            time=date_histogram("finished_at", "Day", per_day),
+            value=("items", metric("sum", "items_scraped", "Items scraped")),
+            split=by_site,
         ),
-        lens(
+        over_time(
             "platform-lens-items-stored-per-site-day",
             "Items in the store per site, by last seen",
             "Item documents (items-*) by the day they were last crawled.",
             "platform-items",
-            {
-                "day": date_histogram("last_seen", "Day last seen", per_day),
-                "items": metric("count", "", "Items"),
-                "site": terms("site", "Site", 10, by_column("items")),
-            },
-            "lnsXY",
-            xy("bar_stacked", "day", ["items"], "site"),
+            time=date_histogram("last_seen", "Day last seen", per_day),
+            value=("items", metric("count", "", "Items")),
+            split=by_site,
         ),
         lens(
             "platform-lens-new-changed-per-job",
@@ -218,57 +242,43 @@ def visualizations() -> list[dict[str, Any]]:
                 "sorting": {"columnId": "finished", "direction": "desc"},
             },
         ),
-        lens(
+        over_time(
             "platform-lens-block-rate",
             "Block rate per site over time",
             "Average of each job's block_rate (blocked responses / responses).",
             jobs,
-            {
-                "day": date_histogram("finished_at", "Job finished"),
-                "rate": metric("average", "block_rate", "Block rate"),
-                "site": terms("site", "Site", 10, by_column("rate")),
-            },
-            "lnsXY",
-            xy("line", "day", ["rate"], "site"),
+            time=date_histogram("finished_at", "Job finished"),
+            value=("rate", metric("average", "block_rate", "Block rate")),
+            split=by_site,
+            series="line",
         ),
-        lens(
+        over_time(
             "platform-lens-job-durations",
             "Job durations per site",
             "Longest job duration (seconds) per site and time bucket.",
             jobs,
-            {
-                "day": date_histogram("finished_at", "Job finished"),
-                "duration": metric("max", "duration_seconds", "Duration (s)"),
-                "site": terms("site", "Site", 10, by_column("duration")),
-            },
-            "lnsXY",
-            xy("bar", "day", ["duration"], "site"),
+            time=date_histogram("finished_at", "Job finished"),
+            value=("duration", metric("max", "duration_seconds", "Duration (s)")),
+            split=by_site,
+            series="bar",
         ),
-        lens(
+        over_time(
             "platform-lens-job-statuses",
             "Job statuses",
             "Jobs by final status (completed, failed, ...).",
             jobs,
-            {
-                "day": date_histogram("finished_at", "Job finished"),
-                "jobs": metric("count", "", "Jobs"),
-                "status": terms("status", "Status", 10, by_column("jobs")),
-            },
-            "lnsXY",
-            xy("bar_stacked", "day", ["jobs"], "status"),
+            time=date_histogram("finished_at", "Job finished"),
+            value=("jobs", metric("count", "", "Jobs")),
+            split=("status", "status", "Status"),
         ),
-        lens(
+        over_time(
             "platform-lens-chunks-per-site-day",
             "Chunks indexed per site per day",
             "Chunks written by the LLM step (chunks-*), by the day they were indexed.",
             "platform-chunks",
-            {
-                "day": date_histogram("indexed_at", "Day", per_day),
-                "chunks": metric("count", "", "Chunks"),
-                "site": terms("site", "Site", 10, by_column("chunks")),
-            },
-            "lnsXY",
-            xy("bar_stacked", "day", ["chunks"], "site"),
+            time=date_histogram("indexed_at", "Day", per_day),
+            value=("chunks", metric("count", "", "Chunks")),
+            split=by_site,
         ),
         lens(
             "platform-lens-price-history",
@@ -285,18 +295,14 @@ def visualizations() -> list[dict[str, Any]]:
             xy("line", "time", ["price"], "item"),
             query='field : "price"',
         ),
-        lens(
+        over_time(
             "platform-lens-changes-per-kind",
             "Changes per kind per day",
             "Change documents (changes-*) by kind: price drops, back in stock, ...",
             "platform-changes",
-            {
-                "day": date_histogram("time", "Day", per_day),
-                "changes": metric("count", "", "Changes"),
-                "kind": terms("kind", "Kind", 10, by_column("changes")),
-            },
-            "lnsXY",
-            xy("bar_stacked", "day", ["changes"], "kind"),
+            time=date_histogram("time", "Day", per_day),
+            value=("changes", metric("count", "", "Changes")),
+            split=("kind", "kind", "Kind"),
         ),
     ]
 
