@@ -54,7 +54,7 @@ lint: bootstrap
 	$(PY) -m orchestration.wiring --check
 
 ## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
-BENCH ?= frontier pipelines embedding rendering reclaim scaling recrawl access
+BENCH ?= frontier pipelines embedding rendering reclaim scaling recrawl access blocks
 bench: bootstrap
 	for name in $(BENCH); do $(PY) -m bench.$$name || exit 1; done
 

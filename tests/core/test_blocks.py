@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -251,16 +250,13 @@ def test_datadome_text_without_its_script_is_a_challenge_on_a_thin_page_only() -
 
 
 @needs_real_pages
-def test_real_pages_are_ok_and_classified_fast() -> None:
+def test_real_pages_are_ok() -> None:
     """g2 carries a DataDome tag and Cloudflare's challenge-platform script, idealista a
     contact-form CAPTCHA, trustpilot a reCAPTCHA textarea: all real pages."""
     pages = [p for p in sorted(REAL_PAGES.glob("*/*.html")) if "block" not in p.name]
     assert len(pages) >= 12
     for path in pages:
         body = path.read_bytes()
-        started = time.perf_counter()
         verdict = classify(200, {"Content-Type": "text/html; charset=utf-8"}, body)
-        elapsed = time.perf_counter() - started
         assert verdict.ok, f"{path.relative_to(REAL_PAGES)}: {verdict}"
-        # Runs on every response in the downloader middleware: keep it cheap.
-        assert elapsed < 0.25, f"{path.name}: {elapsed:.3f}s"
+    # What classifying costs per response is measured by `python -m bench.blocks`.
