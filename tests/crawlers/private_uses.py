@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import ast
 import builtins
-import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.source import parsed
 
 REPO = Path(__file__).resolve().parents[2]
 PLATFORM = ("core", "crawlers", "fingerprints", "orchestration", "indexing", "search")
@@ -58,15 +59,9 @@ def platform_sources() -> dict[str, str]:
 
 def find_private_uses(sources: Mapping[str, str]) -> list[Use]:
     """Every private name of a library that ``sources`` (path -> text) use."""
-    trees = {path: _parsed(path, text) for path, text in sources.items()}
+    trees = {path: parsed(text, path) for path, text in sources.items()}
     scan = _Scan(trees)
     return sorted(use for path, tree in trees.items() for use in scan.uses(path, tree))
-
-
-@functools.cache
-def _parsed(path: str, text: str) -> ast.Module:
-    # The platform's files are parsed once per session, however many scans read them.
-    return ast.parse(text, path)
 
 
 class _Scan:

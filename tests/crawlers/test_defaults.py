@@ -18,6 +18,7 @@ from scrapy.utils.test import get_crawler
 
 import crawlers
 from crawlers import defaults
+from tests.source import parsed
 
 CRAWLERS = Path(crawlers.__file__).resolve().parent
 REPO = CRAWLERS.parent
@@ -63,7 +64,7 @@ def setting_read(node: ast.AST) -> tuple[str, ast.expr | None] | None:
 def fallbacks(source: str, path: str) -> list[str]:
     """``path:line: NAME`` of every read of a default with a literal fallback."""
     found = []
-    for node in ast.walk(ast.parse(source, path)):
+    for node in ast.walk(parsed(source, path)):
         read = setting_read(node)
         if read and read[1] is not None and literal(read[1]):
             found.append(f"{path}:{node.lineno}: {read[0]}")

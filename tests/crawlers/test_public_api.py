@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import crawlers
+from tests.source import parsed
 
 LIBRARIES = ("scrapy", "scrapy_playwright", "scrapy_redis", "rotating_proxies", "twisted")
 GUARDED = "crawlers.compat"
@@ -54,7 +55,7 @@ def private_overrides(module_name: str) -> list[str]:
 
 def private_reads(source: str, filename: str) -> list[str]:
     found = []
-    for node in ast.walk(ast.parse(source, filename)):
+    for node in ast.walk(parsed(source, filename)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(LIBRARIES):
             found += [f"{filename}: import {a.name}" for a in node.names if private(a.name)]
         elif isinstance(node, ast.Attribute) and private(node.attr):

@@ -47,6 +47,7 @@ from tests.crawlers.support import (
     settings_argv,
     wait_all,
 )
+from tests.source import parsed
 
 CRAWLERS = REPO_ROOT / "crawlers"
 MAPPING_MODULE = CRAWLERS / "runtime" / "environment.py"
@@ -62,7 +63,7 @@ ENV_READERS = {"get_settings", "PlatformSettings", "CrawlEnvironment", "crawl_en
 def environment_reads(source: str) -> list[str]:
     """Where ``source`` reads the environment or the platform settings object, by line."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsed(source)):
         where = f"line {getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
             found.append(f"{where}: os.{node.attr}")

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from core.config import PlatformSettings
+from tests.source import parsed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO_ROOT / "docker"
@@ -241,7 +242,7 @@ def code_environment_reads() -> dict[str, list[str]]:
     reads: dict[str, list[str]] = {}
     for directory in CODE_DIRS:
         for path in sorted((REPO_ROOT / directory).rglob("*.py")):
-            tree = ast.parse(path.read_text(), filename=str(path))
+            tree = parsed(path.read_text(), str(path))
             for name in _environ_reads(tree):
                 reads.setdefault(name, []).append(str(path.relative_to(REPO_ROOT)))
     return reads
