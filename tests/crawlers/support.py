@@ -20,6 +20,7 @@ from redis.retry import Retry
 from scrapy.crawler import Crawler
 
 from core.config import ENVIRONMENT
+from core.keys import SiteKeys
 from core.redis_client import connect
 from core.workers import WorkerRegistry
 
@@ -156,19 +157,33 @@ def kill_holding_leases(
     also: Callable[[], bool],
     timeout: float,
 ) -> int:
-    """SIGKILL ``victim`` once the worker registry shows it holding at least ``leases``
-    requests and ``also()`` holds (``also`` may assert the crawl is still mid-way); the
-    number of leases it held."""
+    """SIGKILL ``victim`` while it holds at least ``leases`` leases in Redis and ``also()``
+    holds (``also`` may assert the crawl is still mid-way); the number of leases it held.
+
+    The victim is frozen (SIGSTOP) before its lease set is read, so it cannot ack them
+    between the count and the kill: a heartbeat's ``in_flight`` is older than that."""
     registry = WorkerRegistry(server, site)
+    keys = SiteKeys(site)
+    held = 0
 
-    def held() -> int:
-        return max((w.in_flight for w in registry.live() if w.pid == victim.pid), default=0)
+    def frozen_holding() -> bool:
+        nonlocal held
+        if not also():
+            return False
+        ids = [w.worker_id for w in registry.live() if w.pid == victim.pid]
+        if not ids:
+            return False
+        os.kill(victim.pid, signal.SIGSTOP)
+        held = int(server.scard(keys.worker_leases(ids[0])))
+        if held >= leases:
+            return True
+        os.kill(victim.pid, signal.SIGCONT)
+        return False
 
-    wait_for(lambda: also() and held() >= leases, timeout, f"worker {victim.pid} to hold leases")
-    count = held()
+    wait_for(frozen_holding, timeout, f"worker {victim.pid} to hold {leases} lease(s)")
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait(timeout=10)
-    return count
+    return held
 
 
 def wait_all(workers: Sequence[subprocess.Popen[bytes]], timeout: float) -> list[int]:
