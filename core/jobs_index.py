@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import redis
-from elasticsearch import BadRequestError, ConflictError, Elasticsearch
+from elasticsearch import AsyncElasticsearch, BadRequestError, ConflictError, Elasticsearch
 
 from core.budget import reached_text
 from core.items_schema import DATE, KEYWORD
@@ -28,7 +28,7 @@ from core.keys import SiteKeys
 from core.ledger import job_figures
 from core.refusal import KINDS, Presented, refusal
 from core.removals import removal_figures
-from core.store.layout import cluster_replicas_sync
+from core.store.layout import cluster_replicas, cluster_replicas_sync
 
 JOBS_ALIAS = "jobs"
 JOBS_INDEX = "platform-jobs-v1"
@@ -90,28 +90,51 @@ JOBS_PROPERTIES: dict[str, Any] = {
 When = dt.datetime | float | int | str | None
 
 
+def _jobs_template(replicas: int) -> dict[str, Any]:
+    """``put_index_template``'s arguments for the jobs template."""
+    return {
+        "name": JOBS_TEMPLATE,
+        "index_patterns": ["platform-jobs-v*"],
+        "priority": 200,
+        "template": {
+            "settings": {"number_of_shards": 1, "number_of_replicas": replicas},
+            "mappings": {"dynamic": "strict", "properties": JOBS_PROPERTIES},
+        },
+        "meta": {"managed_by": "core.jobs_index"},
+    }
+
+
+_JOBS_CREATE: dict[str, Any] = {
+    "index": JOBS_INDEX,
+    "aliases": {JOBS_ALIAS: {"is_write_index": True}},
+}
+
+
+def _already_exists(exc: BadRequestError) -> bool:
+    return exc.error == "resource_already_exists_exception"
+
+
 def ensure_jobs_index(es: Elasticsearch, *, replicas: int | None = None) -> None:
     """The jobs template, index and alias; idempotent. ``replicas`` None: one when the
     cluster has two or more data nodes, else none (so the ledger survives a node's loss)."""
-    es.indices.put_index_template(
-        name=JOBS_TEMPLATE,
-        index_patterns=["platform-jobs-v*"],
-        priority=200,
-        template={
-            "settings": {
-                "number_of_shards": 1,
-                "number_of_replicas": cluster_replicas_sync(es, replicas),
-            },
-            "mappings": {"dynamic": "strict", "properties": JOBS_PROPERTIES},
-        },
-        meta={"managed_by": "core.jobs_index"},
-    )
+    es.indices.put_index_template(**_jobs_template(cluster_replicas_sync(es, replicas)))
     try:
-        es.indices.create(index=JOBS_INDEX, aliases={JOBS_ALIAS: {"is_write_index": True}})
+        es.indices.create(**_JOBS_CREATE)
     except BadRequestError as exc:
-        if exc.error != "resource_already_exists_exception":
+        if not _already_exists(exc):
             raise
         es.indices.put_mapping(index=JOBS_INDEX, properties=JOBS_PROPERTIES)
+
+
+async def ensure_jobs_index_async(es: AsyncElasticsearch, *, replicas: int | None = None) -> None:
+    """``ensure_jobs_index`` on a crawl's own asynchronous client."""
+    await es.indices.put_index_template(**_jobs_template(await cluster_replicas(es, replicas)))
+    try:
+        await es.indices.create(**_JOBS_CREATE)
+    except BadRequestError as exc:
+        if not _already_exists(exc):
+            raise
+        await es.indices.put_mapping(index=JOBS_INDEX, properties=JOBS_PROPERTIES)
 
 
 def block_count(counters: Mapping[str, Any]) -> int:
@@ -238,14 +261,46 @@ def write_job_document(
         extra=extra,
         presented=presented,
     )
-    es.index(
-        index=JOBS_ALIAS,
-        id=f"{site}:{job_id}",
-        document=document,
-        require_alias=True,
-        refresh="wait_for" if refresh else None,
-    )
+    es.index(**_index_request(document, refresh))
     return document
+
+
+async def write_job_document_async(
+    es: AsyncElasticsearch,
+    site: str,
+    job_id: str,
+    status: str,
+    started_at: When,
+    finished_at: When,
+    counters: Mapping[str, Any],
+    *,
+    spill_remaining: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``write_job_document`` on a crawl's own asynchronous client (a local crawl's close)."""
+    await ensure_jobs_index_async(es)
+    document = job_document(
+        site,
+        job_id,
+        status,
+        started_at,
+        finished_at,
+        counters,
+        spill_remaining=spill_remaining,
+        extra=extra,
+    )
+    await es.index(**_index_request(document, refresh=False))
+    return document
+
+
+def _index_request(document: Mapping[str, Any], refresh: bool) -> dict[str, Any]:
+    return {
+        "index": JOBS_ALIAS,
+        "id": f"{document['site']}:{document['job_id']}",
+        "document": document,
+        "require_alias": True,
+        "refresh": "wait_for" if refresh else None,
+    }
 
 
 def add_failed_alert(es: Elasticsearch, site: str, job_id: str, template: str) -> None:

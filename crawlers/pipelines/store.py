@@ -47,7 +47,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from elastic_transport import TransportError
-from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import ApiError
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
@@ -55,7 +55,7 @@ from scrapy.settings import BaseSettings
 
 from core.es_access import AUTH_REFUSED
 from core.items_schema import UnknownItemType
-from core.jobs_index import write_job_document
+from core.jobs_index import write_job_document_async
 from core.ledger import JobLedger
 from core.store import (
     DeadLettered,
@@ -246,7 +246,7 @@ class StorePipeline:
             if report.spill_remaining is not None and stats is not None:
                 stats.set_value("store/spill_remaining_at_close", report.spill_remaining)
 
-    def spider_closed(self, spider: Spider, reason: str) -> None:
+    async def spider_closed(self, spider: Spider, reason: str) -> None:
         if not self.job_document_at_close or self.crawler.stats is None:
             return
         stats = self.crawler.stats.get_stats()
@@ -258,10 +258,11 @@ class StorePipeline:
         started = stats.get("start_time")
         # The same words as the orchestration flow's report step.
         status = "completed" if reason == "finished" else "failed"
-        es = Elasticsearch(**self.services.es_kwargs)
         try:
-            write_job_document(
-                es,
+            # The crawl's one client: the services close it when the engine stops, after
+            # this signal.
+            await write_job_document_async(
+                self.services.es,
                 spider.name,
                 str(getattr(spider, "job_id", "unassigned")),
                 status,
@@ -277,8 +278,6 @@ class StorePipeline:
             logger.error("could not write the job document (%s: %s)", type(exc).__name__, exc)
         except Exception:
             logger.exception("could not write the job document")
-        finally:
-            es.close()
 
     def _auth_refused(self, exc: ApiError) -> None:
         """Elasticsearch's security refused a write: one line per crawl; a 401 closes the
