@@ -71,6 +71,7 @@ class RedisFrontier:
         self._push_and_ack = server.register_script(scripts.PUSH_AND_ACK)
         self._push_many = server.register_script(scripts.PUSH_MANY)
         self._reclaim = server.register_script(scripts.RECLAIM)
+        self._release = server.register_script(scripts.RELEASE)
         self._start_job = server.register_script(scripts.START_JOB)
 
     # -- queue ---------------------------------------------------------------------
@@ -224,6 +225,23 @@ class RedisFrontier:
             done_rounds += 1
             if not int(released_more) and (not int(dead_more) or done_rounds >= rounds):
                 return total
+
+    def leases_of(self, worker_id: str) -> set[str]:
+        """The lease ids Redis holds for ``worker_id``."""
+        return {_text(i) for i in self.server.smembers(self.keys.worker_leases(worker_id))}
+
+    def release(self, worker_id: str, *lease_ids: str) -> int:
+        """Re-queue these leases of ``worker_id`` (ids it no longer owns are skipped);
+        returns how many entries went back to the queue or start list."""
+        if not lease_ids:
+            return 0
+        k = self.keys
+        return int(
+            self._release(
+                keys=[k.queue, k.leases, k.lease_scores, k.lease_owners, k.start_urls],
+                args=[k.worker_leases_prefix, START_MARKER, worker_id, *lease_ids],
+            )
+        )
 
     # -- inspection ------------------------------------------------------------------
     def queued(self) -> int:

@@ -140,6 +140,28 @@ return out
 """
 )
 
+# Puts one lease's entry back where it came from (the queue at its old score, or the
+# start list) and deletes the lease; an id not owned by ``worker`` (acked, or re-queued
+# already) is left alone. Returns 1 when an entry went back, else 0.
+# Needs KEYS[1..5]: queue, leases, scores, owners, start_list.
+REQUEUE_FUNCTION = """
+local function requeue_lease(id, worker, marker)
+  if redis.call('HGET', KEYS[4], id) ~= worker then return 0 end
+  local data = redis.call('HGET', KEYS[2], id)
+  local score = redis.call('HGET', KEYS[3], id)
+  redis.call('HDEL', KEYS[2], id)
+  redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[4], id)
+  if not data then return 0 end
+  if score == marker then
+    redis.call('RPUSH', KEYS[5], data)
+  else
+    redis.call('ZADD', KEYS[1], score, data)
+  end
+  return 1
+end
+"""
+
 # Dead workers are the members of the deadlines set due by Redis' clock; each call
 # re-queues at most ``batch`` of their leases, popped from their lease sets, so its cost
 # does not depend on how many leases live workers hold. A dead worker whose set is empty
@@ -154,6 +176,7 @@ return out
 #       batch, dead workers per call, heartbeat key prefix
 RECLAIM = (
     NOW
+    + REQUEUE_FUNCTION
     + """
 local prefix, marker = ARGV[1], ARGV[2]
 local budget = tonumber(ARGV[4])
@@ -181,22 +204,7 @@ local function requeue(worker)
     local ids = redis.call('SPOP', set, budget)
     budget = budget - #ids
     for _, id in ipairs(ids) do
-      -- An id whose lease was acked by a client without lease sets is skipped.
-      if redis.call('HGET', KEYS[4], id) == worker then
-        local data = redis.call('HGET', KEYS[2], id)
-        local score = redis.call('HGET', KEYS[3], id)
-        if data then
-          if score == marker then
-            redis.call('RPUSH', KEYS[5], data)
-          else
-            redis.call('ZADD', KEYS[1], score, data)
-          end
-          requeued = requeued + 1
-        end
-        redis.call('HDEL', KEYS[2], id)
-        redis.call('HDEL', KEYS[3], id)
-        redis.call('HDEL', KEYS[4], id)
-      end
+      requeued = requeued + requeue_lease(id, worker, marker)
     end
   end
   return redis.call('EXISTS', set) == 0
@@ -218,5 +226,21 @@ for _, worker in ipairs(dead) do
   end
 end
 return {requeued, dead_more, released_more}
+"""
+)
+
+# Re-queues leases a worker holds in Redis without knowing it: granted by a lease call
+# whose reply was lost (the connection broke or timed out mid-call).
+# KEYS: queue, leases, scores, owners, start_list
+# ARGV: worker_leases prefix, start marker, worker, lease ids...
+RELEASE = (
+    REQUEUE_FUNCTION
+    + """
+local requeued = 0
+for i = 4, #ARGV do
+  requeued = requeued + requeue_lease(ARGV[i], ARGV[3], ARGV[2])
+  redis.call('SREM', ARGV[1] .. ARGV[3], ARGV[i])
+end
+return requeued
 """
 )

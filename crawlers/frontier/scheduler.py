@@ -309,6 +309,30 @@ class LeasingScheduler(BaseScheduler):
         return len(self.in_flight) + len(self.queue.buffer) + len(self._acks)
 
     # -- leases ----------------------------------------------------------------------
+    def release_orphans(self) -> int:
+        """Re-queue leases Redis granted this worker by a lease call whose reply never
+        arrived (the connection broke or timed out mid-call): held in Redis, unknown here,
+        they would never be acked, and the site's frontier would never drain. Raises
+        REDIS_ERRORS.
+
+        Exact: lease calls run on this thread only, so between two of them the leases
+        this worker knows are all it legitimately holds.
+        """
+        known = self.in_flight | self._acks
+        known.update(request.meta[LEASE_META] for request in self.queue.buffer)
+        orphans = self.frontier.leases_of(self.worker_id) - known
+        if not orphans:
+            return 0
+        released = self.frontier.release(self.worker_id, *sorted(orphans))
+        if released:
+            self.stats.inc_value("frontier/orphan_leases_released", released)
+            logger.warning(
+                "re-queued %d leases Redis granted this worker by calls whose reply was "
+                "lost (the connection broke mid-call)",
+                released,
+            )
+        return released
+
     def lease_for_handoff(self) -> Request | None:
         """Lease one request for this worker's own engine (see FrontierWorker's poll).
 

@@ -1,9 +1,9 @@
 """The frontier worker extension: ``FrontierWorker`` makes a crawl process a good citizen
 of the shared Redis frontier: heartbeats in the worker registry, reclaim of dead workers'
-leases, per-job stats pushed as deltas, fast pick-up of new work while idle, re-sending
-of work kept locally during a Redis outage, and closing after real idleness (unless
-always-on). It works with any spider. Disabled (NotConfigured) without the leasing
-scheduler.
+leases and of its own orphaned ones (granted by a lease call whose reply was lost),
+per-job stats pushed as deltas, fast pick-up of new work while idle, re-sending of work
+kept locally during a Redis outage, and closing after real idleness (unless always-on).
+It works with any spider. Disabled (NotConfigured) without the leasing scheduler.
 """
 
 from __future__ import annotations
@@ -172,6 +172,7 @@ class FrontierWorker:
         if reclaimed:
             self.crawler.stats.inc_value("frontier/reclaimed_leases", reclaimed)
             logger.warning("reclaimed %d leases of dead workers", reclaimed)
+        scheduler.release_orphans()
 
     def _push_stats(self, force: bool = False) -> None:
         job_id = self.scheduler.job_id

@@ -107,6 +107,31 @@ def test_start_entries_are_leased_and_reclaimed_to_the_start_list(
     ]
 
 
+def test_release_requeues_only_the_named_leases_the_worker_still_owns(
+    server: redis.Redis, site: str
+) -> None:
+    """What a worker does with leases Redis granted it by a call whose reply was lost."""
+    frontier = RedisFrontier(server, site)
+    for i in range(4):
+        frontier.push(f"r{i}".encode(), priority=i)
+    frontier.push_start(['{"url": "http://s/"}'])
+    beat(server, site, "w1")
+    known = frontier.lease("w1", 2)  # r3, r2: the reply arrived
+    lost = frontier.lease("w1", 1) + frontier.lease_start("w1", 1)  # r1, start: reply lost
+    other = frontier.lease("w2", 1)  # r0, another worker's
+    held = frontier.leases_of("w1")
+    assert held == {lease.lease_id for lease in known + lost}
+    orphans = held - {lease.lease_id for lease in known}
+    assert frontier.release("w1", *orphans, other[0].lease_id) == 2
+    assert frontier.leases_of("w1") == {lease.lease_id for lease in known}
+    assert frontier.leased_by() == {"w1": 2, "w2": 1}
+    # Back where they came from: the queue at their old score, the start list.
+    assert [entry.data for entry in frontier.lease("w3", 5)] == [b"r1"]
+    assert server.lrange(frontier.keys.start_urls, 0, -1) == [b'{"url": "http://s/"}']
+    assert frontier.release("w1", *orphans) == 0  # idempotent
+    assert frontier.release("w1") == 0
+
+
 def test_worker_registry_prunes_expired_heartbeats(server: redis.Redis, site: str) -> None:
     registry = WorkerRegistry(server, site, ttl=0.3)
     registry.heartbeat(WorkerInfo(worker_id="w1", site=site, in_flight=3))

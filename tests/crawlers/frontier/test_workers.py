@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 import signal
 import time
@@ -9,12 +10,15 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redis
 
 from core.drain import drain_state
+from core.frontier import RedisFrontier
 from core.jobstats import JobStats
+from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
@@ -64,7 +68,7 @@ def page_hits(site: DemoSite) -> Counter[str]:
     )
 
 
-def test_two_workers_share_the_frontier_and_fetch_each_page_once(
+def test_two_workers_share_the_frontier_and_fetch_each_page_once_lost_lease_replies_included(
     site: DemoSite,
     fresh: redis.Redis,
     redis_server: RedisServer,
@@ -80,6 +84,20 @@ def test_two_workers_share_the_frontier_and_fetch_each_page_once(
         base_url=site.url,
         sink_key="items",
     )
+    # Leases Redis grants a worker by a call whose reply is lost (the connection broke
+    # mid-call): held in Redis, unknown to the worker. It must put them back, or the
+    # frontier never drains and no worker ever closes.
+    frontier = RedisFrontier(fresh, "demo")
+    registry = WorkerRegistry(fresh, "demo", ttl=3)
+    # A worker that has sent its heartbeat (before it, another worker may take it for
+    # dead and reclaim its leases), while the queue still holds work.
+    wait_for(
+        lambda: bool(registry.live()) and frontier.queued() >= 3,
+        timeout=60,
+        what="a live worker and a full queue",
+    )
+    lost = frontier.lease(registry.live()[0].worker_id, 3)
+    lost_paths = {urlsplit(pickle.loads(lease.data)["url"]).path for lease in lost}
     assert wait_all(workers, timeout=180) == [0, 0], log_excerpt(logs[0])
 
     items = sunk_items(fresh, "items")
@@ -88,9 +106,11 @@ def test_two_workers_share_the_frontier_and_fetch_each_page_once(
     hits = page_hits(site)
     assert [path for path, n in hits.items() if n > 1] == []
     assert sum(1 for path in hits if path.startswith("/product/")) == PRODUCTS
+    assert all(hits[path] == 1 for path in lost_paths), lost_paths
     stats = JobStats(fresh, "demo").get(job.job_id)
     assert stats["item_scraped_count"] == PRODUCTS
     assert stats["frontier/acked"] == sum(hits.values()) + 1  # + the home page
+    assert stats["frontier/orphan_leases_released"] == len(lost) == 3
     # Both workers took part.
     per_worker = [re.findall(r"'item_scraped_count': (\d+)", log.read_text()) for log in logs]
     assert all(found and int(found[-1]) > 0 for found in per_worker), per_worker
