@@ -36,6 +36,7 @@ from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchCluster, ElasticsearchNode
 from harness.prefect_server import PrefectServer
 from harness.redis_server import RedisCluster, RedisServer
+from tests.scheduling import make_scheduler
 
 # Tests never reach a configured production service by accident.
 for _var in ("REDIS_URL", "ELASTICSEARCH_URL", "PREFECT_API_URL", "SLACK_WEBHOOK_URL"):
@@ -235,3 +236,8 @@ def demo_site(demo_site_server: DemoSite) -> DemoSite:
     """The shared demo shop, reset: no behaviours, empty access log, layout as started."""
     demo_site_server.reset()
     return demo_site_server
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: unknown when xdist is not loaded
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return make_scheduler(config, log)
