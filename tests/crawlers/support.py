@@ -28,6 +28,27 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
 
 
+# Crawl processes the helpers started: one a failed test leaves running would take the
+# next test's work from the same Redis (tests/crawlers/conftest.py stops them).
+_STARTED: list[subprocess.Popen[bytes]] = []
+
+
+def tracked(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """``process``, stopped after its test if it is still running then."""
+    _STARTED.append(process)
+    return process
+
+
+def stop_leftover_workers() -> list[int]:
+    """SIGKILL the tracked processes still running (a frozen one too); their pids."""
+    left = [process for process in _STARTED if process.poll() is None]
+    for process in left:
+        process.kill()
+        process.wait(timeout=10)
+    _STARTED.clear()
+    return [process.pid for process in left]
+
+
 # Set by Scrapy in this process once anything read the project's settings: a crawl
 # subprocess must find its own project from its cwd's scrapy.cfg instead.
 SCRAPY_PROJECT_VARIABLES = {"SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT"}
@@ -136,7 +157,7 @@ def start_worker(
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
     argv += settings_argv(merged)
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env=crawl_env())
+    return tracked(subprocess.Popen(argv, cwd=REPO_ROOT, env=crawl_env()))
 
 
 def start_workers(

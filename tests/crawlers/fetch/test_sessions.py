@@ -23,6 +23,7 @@ from tests.crawlers.fetch.support import run_crawl
 from tests.crawlers.support import (
     kill_holding_leases,
     log_excerpt,
+    start_worker,
     start_workers,
     sunk_items,
     wait_all,
@@ -196,39 +197,40 @@ def test_two_workers_share_sessions_through_redis(
 def test_a_worker_sigkilled_at_the_challenge_level_loses_nothing(
     shop: DemoSite, tmp_path: Path, redis_server: RedisServer
 ) -> None:
-    """Two workers behind the JavaScript challenge; one is SIGKILLed holding leases (and
-    perhaps a session's probe or challenge): its leases come back, the other worker gets
-    every product, through sessions passed in the browser."""
+    """A worker behind the JavaScript challenge is SIGKILLed holding leases (and perhaps a
+    session's probe or challenge): its leases come back, and a second worker gets every
+    product, through sessions passed in the browser."""
     client = redis_server.client()
     client.flushdb()
     with defended(shop, tmp_path, 3) as defense:
         # Slow product pages keep requests in flight: the victim dies holding leases.
-        # 400 ms each: under a loaded machine the crawl still lasts long enough to be caught
-        # mid-way (at 150 ms, CI once saw it end before a heartbeat showed the leases).
         shop.control(slow={"rate": 1.0, "ms": 400, "paths": ["/product/"]})
         job = produce(client, "demo", base_url=defense.url)
-        workers, logs = start_workers(
-            2,
-            tmp_path,
-            redis_url=redis_server.url,
-            job_id=job.job_id,
-            base_url=defense.url,
-            sink_key="items",
-            settings={
+        common: dict[str, Any] = {
+            "redis_url": redis_server.url,
+            "job_id": job.job_id,
+            "base_url": defense.url,
+            "sink_key": "items",
+            "settings": {
                 "SESSIONS_ENABLED": True,
                 "SESSION_POOL_SIZE": 4,
                 "SESSION_MAX_RATE": 20,
                 "FRONTIER_IDLE_CLOSE_SECONDS": 15,
             },
-        )
+        }
+        # The victim crawls alone until it is killed: started together, the other worker
+        # could finish the 40 products before the victim held a lease (CI saw it).
+        victim_log, survivor_log = tmp_path / "worker-1.log", tmp_path / "worker-2.log"
+        victim = start_worker(log_path=victim_log, **common)
 
         def mid_crawl() -> bool:
-            assert workers[0].poll() is None, log_excerpt(logs[0])
+            assert victim.poll() is None, log_excerpt(victim_log)
             assert client.llen("items") < PRODUCTS, "the crawl ended before the kill"
             return client.llen("items") >= 3
 
-        kill_holding_leases(client, "demo", workers[0], leases=1, also=mid_crawl, timeout=120)
-        assert wait_all(workers[1:], timeout=300) == [0], log_excerpt(logs[1])
+        kill_holding_leases(client, "demo", victim, leases=1, also=mid_crawl, timeout=120)
+        survivor = start_worker(log_path=survivor_log, **common)
+        assert wait_all([survivor], timeout=300) == [0], log_excerpt(survivor_log)
         records = defense.log_records()
     items = sunk_items(client, "items")
     assert {item["sku"] for item in items} == {p.sku for p in shop.catalog().products}

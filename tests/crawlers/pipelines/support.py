@@ -15,7 +15,7 @@ from elasticsearch import Elasticsearch
 from core.store import IndexLayout
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
-from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv
+from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv, tracked
 
 SITE = "demo"
 # What a test of the store leaves in Elasticsearch: the demo's items and the jobs index.
@@ -77,7 +77,9 @@ def start_store_worker(
     for name, value in (arguments or {}).items():
         argv += ["-a", f"{name}={value}"]
     argv += settings_argv(merged)
-    return subprocess.Popen(argv, cwd=REPO_ROOT, env={**crawl_env(), **(env or {})}, stderr=stderr)
+    return tracked(
+        subprocess.Popen(argv, cwd=REPO_ROOT, env={**crawl_env(), **(env or {})}, stderr=stderr)
+    )
 
 
 def stored_docs(es: Elasticsearch, site: str = SITE) -> list[dict[str, Any]]:

@@ -253,7 +253,9 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
         assert not spill_file.exists()
         docs = stored_docs(es)
         ids = [doc["_id"] for doc in docs]
-        assert len(ids) == len(set(ids)) == stats["store/indexed"] + len(spilled)
+        # A bulk the node applied just before its kill, its reply lost, was spilled too (the
+        # drain writes the same ids again): the worker may have indexed none itself.
+        assert len(ids) == len(set(ids)) == stats.get("store/indexed", 0) + len(spilled)
         assert {entry["key"] for entry in spilled} <= set(ids)
         assert len(ids) == stats["dedup/verdict/new"]  # every classified item, once
         assert {doc["job_id"] for doc in docs} == {"local-spill"}
