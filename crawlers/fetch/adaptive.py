@@ -32,7 +32,6 @@ import json
 import logging
 import random
 import time
-import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -63,7 +62,6 @@ _ATTEMPT_META_PREFIXES = (
     "ledger", "render", "conditional", "redirect", "challenge", "dont_", "handle_httpstatus",
 )  # fmt: skip
 _ATTEMPT_METAS = frozenset({"depth", "identity", "not_before", "part_retries"})
-_INSTANCES: weakref.WeakKeyDictionary[Crawler, AdaptiveRendering] = weakref.WeakKeyDictionary()
 
 
 def callback_name(request: Request) -> str:
@@ -141,18 +139,20 @@ class AdaptiveRendering:
 
     @classmethod
     def of(cls, crawler: Crawler) -> AdaptiveRendering:
-        instance = _INSTANCES.get(crawler)
-        if instance is None:
-            settings = crawler.settings
-            site = crawler.spidercls.name
-            sample = settings.getint("RENDER_AUTO_SAMPLE")
-            store: ChoiceStore
-            if settings.get("REDIS_URL"):
-                store = RedisChoiceStore(CrawlServices.of(crawler).redis, site, sample)
-            else:
-                store = MemoryChoiceStore(site, sample)
-            instance = _INSTANCES[crawler] = cls(crawler, store)
-        return instance
+        """The crawl's one instance (a component of its services)."""
+        return CrawlServices.of(crawler).component(cls)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> AdaptiveRendering:
+        settings = crawler.settings
+        site = crawler.spidercls.name
+        sample = settings.getint("RENDER_AUTO_SAMPLE")
+        store: ChoiceStore
+        if settings.get("REDIS_URL"):
+            store = RedisChoiceStore(CrawlServices.of(crawler).redis, site, sample)
+        else:
+            store = MemoryChoiceStore(site, sample)
+        return cls(crawler, store)
 
     def mode(self, callback: str) -> Mode:
         self._maybe_refresh()

@@ -31,10 +31,10 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
 from core.blocks import BlockRules, Verdict, classify
+from crawlers.runtime.services import CrawlServices
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 _SCOPE_SUFFIX = re.compile(r" (?:in <title>|on a thin page)$")
-_INSTANCES: weakref.WeakKeyDictionary[Crawler, ResponseClassifier] = weakref.WeakKeyDictionary()
 
 
 def rules_from_settings(settings: BaseSettings) -> BlockRules:
@@ -74,10 +74,13 @@ class ResponseClassifier:
 
     @classmethod
     def of(cls, crawler: Crawler) -> ResponseClassifier:
-        instance = _INSTANCES.get(crawler)
-        if instance is None:
-            instance = _INSTANCES[crawler] = cls(crawler)
-        return instance
+        """The crawl's one classifier (a component of its services): every middleware
+        that asks sees each response classified and counted once."""
+        return CrawlServices.of(crawler).component(cls)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ResponseClassifier:
+        return cls(crawler)
 
     def verdict(self, request: Request, response: Response) -> Verdict:
         """The response's verdict; classified and counted on the first call only."""

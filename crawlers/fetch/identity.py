@@ -33,7 +33,6 @@ import functools
 import re
 import subprocess
 import typing
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +44,7 @@ from scrapy.settings import BaseSettings, default_settings
 
 from core.config import ConfigurationError
 from crawlers.fetch.headers import FETCH_DEST_META, browser_headers, request_pairs
+from crawlers.runtime.services import CrawlServices
 
 IDENTITY_META = "identity"
 SESSION_META = "fetch_session"
@@ -108,6 +108,11 @@ class BrowserIdentity:
     brands: tuple[tuple[str, str], ...]
     accept_language: str
     impersonate: str  # the curl_cffi target of the plain-request handler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BrowserIdentity:
+        """The crawl's identity (``crawl_identity`` of its settings)."""
+        return crawl_identity(crawler.settings)
 
     @classmethod
     def chromium(
@@ -271,15 +276,11 @@ def identity_of(request: Request, default: BrowserIdentity) -> BrowserIdentity:
 
 # -- the middleware -----------------------------------------------------------------------------
 
-_IDENTITIES: weakref.WeakKeyDictionary[Crawler, BrowserIdentity] = weakref.WeakKeyDictionary()
-
 
 def identity_for(crawler: Crawler) -> BrowserIdentity:
-    """The crawl's identity, derived once per crawler (the middleware and the handlers)."""
-    identity = _IDENTITIES.get(crawler)
-    if identity is None:
-        identity = _IDENTITIES[crawler] = crawl_identity(crawler.settings)
-    return identity
+    """The crawl's identity, derived once per crawler (the middleware and the handlers):
+    a component of its services."""
+    return CrawlServices.of(crawler).component(BrowserIdentity)
 
 
 class IdentityMiddleware:
