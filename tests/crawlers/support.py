@@ -208,6 +208,8 @@ def kill_holding_leases(
 
 
 def wait_all(workers: Sequence[subprocess.Popen[bytes]], timeout: float) -> list[int]:
+    """The workers' exit codes; all killed, and the first one still running named with
+    its log's last lines, when they are not done within ``timeout``."""
     deadline = time.monotonic() + timeout
     codes = []
     for worker in workers:
@@ -216,8 +218,21 @@ def wait_all(workers: Sequence[subprocess.Popen[bytes]], timeout: float) -> list
         except subprocess.TimeoutExpired:
             for other in workers:
                 other.kill()
-            raise
+            log = _log_file(worker)
+            excerpt = log_excerpt(log) if log is not None else "<no LOG_FILE>"
+            raise AssertionError(
+                f"worker {worker.pid} still running after {timeout}s (killed); "
+                f"its log {log}:\n{excerpt}"
+            ) from None
     return codes
+
+
+def _log_file(worker: subprocess.Popen[bytes]) -> Path | None:
+    """The ``LOG_FILE`` a crawl process was started with (``-s LOG_FILE=...``)."""
+    for arg in worker.args if isinstance(worker.args, list | tuple) else []:
+        if str(arg).startswith("LOG_FILE="):
+            return Path(str(arg).removeprefix("LOG_FILE="))
+    return None
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
