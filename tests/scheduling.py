@@ -3,8 +3,9 @@
 xdist's file scopes, with one change: each package in ``ONE_WORKER_PACKAGES`` is one
 scope. Their package-scoped fixtures (a catalog stored, embedded and indexed) take
 minutes, and xdist builds a package fixture once per worker that runs any file of the
-package; as one scope the package builds them once, and, being large, is handed out
-first (xdist orders scopes by test count), so it does not end the run alone.
+package; as one scope the package builds them once. Being large, it is handed out
+among the first scopes (xdist orders scopes by test count); its fixtures' setup is still
+the run's longest chain.
 """
 
 from __future__ import annotations
