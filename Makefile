@@ -8,7 +8,7 @@ HAVE_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 FLOW ?= scrape-site
 PROFILE ?= demo
 
-.PHONY: bootstrap demo test test-e2e test-fast lint bench demo-site job-board-site scaffold \
+.PHONY: bootstrap demo test test-e2e test-fast test-vectors lint bench demo-site job-board-site scaffold \
 	prefect-up prefect-down prefect-flow prefect-ui prefect-build prefect-logs
 
 bootstrap:
@@ -39,6 +39,11 @@ test: lint
 ## runs, fault-injection crawls (tests/conftest.py marks them e2e); ~17 min on 2 cores (goal 15).
 test-e2e: lint
 	$(PY) -m pytest -m e2e $(if $(filter 0,$(E2E_WORKERS)),,-n $(E2E_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+
+## Rewrite the demo catalog's vectors kept for the tests (tests/indexing/vectors) after a change
+## of the demo catalog, the item text or an offline model: the search package embeds live.
+test-vectors: bootstrap
+	WRITE_STORED_VECTORS=1 $(PY) -m pytest tests/search -q -p no:cacheprovider $(PYTEST_ARGS)
 
 ## Pure unit tests: no services, no subprocesses (tests/conftest.py sorts them); 50-57 s (goal 45).
 test-fast: lint

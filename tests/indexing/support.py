@@ -34,6 +34,8 @@ from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import Product
 from indexing.embedders import Embedder, LocalEmbedder
+from tests.indexing import stored_vectors
+from tests.indexing.stored_vectors import StoredVectors
 
 BASE_URL = "http://demo.example"
 PLATFORM = {"crawlers.addon.ScrapingPlatform": 0}
@@ -127,14 +129,23 @@ def _text_hash(text: str) -> str:
 
 class RecordingEmbedder:
     """Wraps a real embedder: counts the texts it is asked for, and serves repeats of a
-    text from memory (and from ``shared``, the other workers' vectors) so the suite embeds
-    the demo catalog once per model, not once per site or per worker."""
+    text from memory, from ``stored`` (the demo catalog's vectors kept in the repository:
+    ``tests.indexing.stored_vectors``) and from ``shared`` (the other workers' vectors),
+    so the suite embeds a text once per model, not once per site, worker or run.
+    ``computed`` counts the texts the model itself embedded in this process."""
 
-    def __init__(self, inner: Embedder, shared: SharedVectors | None = None) -> None:
+    def __init__(
+        self,
+        inner: Embedder,
+        shared: SharedVectors | None = None,
+        stored: StoredVectors | None = None,
+    ) -> None:
         self.inner = inner
         self.shared = shared
+        self.stored = stored
         self.calls = 0
         self.texts = 0
+        self.computed = 0
         self._memory: dict[str, list[float]] = {}
         self._lock = threading.Lock()
 
@@ -146,28 +157,50 @@ class RecordingEmbedder:
     def dims(self) -> int:
         return self.inner.dims
 
+    @property
+    def memory(self) -> dict[str, list[float]]:
+        """Every vector this process has served, by text."""
+        with self._lock:
+            return dict(self._memory)
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         with self._lock:
             self.calls += 1
             self.texts += len(texts)
             missing = sorted({t for t in texts if t not in self._memory})
         if missing:
-            vectors = self._compute(missing)
+            vectors = self.stored.get(missing) if self.stored is not None else {}
+            rest = [t for t in missing if t not in vectors]
+            if rest:
+                vectors.update(self._compute(rest))
             with self._lock:
                 self._memory.update(vectors)
         return [self._memory[t] for t in texts]
 
     def _compute(self, texts: list[str]) -> dict[str, list[float]]:
         if self.shared is None:
-            return dict(zip(texts, self.inner.embed(texts), strict=True))
+            return self._embed(texts)
         with self.shared.held():
             found = self.shared.get(texts)
             missing = [t for t in texts if t not in found]
             if missing:
-                made = dict(zip(missing, self.inner.embed(missing), strict=True))
+                made = self._embed(missing)
                 self.shared.put(made)
                 found.update(made)
         return found
+
+    def _embed(self, texts: list[str]) -> dict[str, list[float]]:
+        vectors = dict(zip(texts, self.inner.embed(texts), strict=True))
+        with self._lock:
+            self.computed += len(texts)
+        return vectors
+
+
+def recording(inner: Embedder, shared_dir: Path | None) -> RecordingEmbedder:
+    """``inner`` behind the run's shared vectors and, unless they are being rewritten
+    (``make test-vectors``), the vectors kept in the repository."""
+    stored = None if stored_vectors.writing() else StoredVectors.load(inner.name)
+    return RecordingEmbedder(inner, shared_vectors(shared_dir, inner.name), stored)
 
 
 def shared_vectors(directory: Path | None, model: str) -> SharedVectors | None:
@@ -192,5 +225,4 @@ def shared_local_embedder(directory: Path | None = None) -> RecordingEmbedder:
     its vectors by the run's workers through ``directory``). One inference thread: the
     run's workers already fill the cores, and a second thread costs 10% more CPU for the
     same vectors (measured on 100 chunks: 8.2 vs 9.0 CPU s)."""
-    inner = LocalEmbedder(threads=1)
-    return RecordingEmbedder(inner, shared_vectors(directory, inner.name))
+    return recording(LocalEmbedder(threads=1), directory)

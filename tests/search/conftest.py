@@ -12,11 +12,12 @@ from harness.redis_server import RedisServer
 from indexing.index import chunks_index
 from indexing.multilingual import MultilingualEmbedder
 from indexing.process import ProcessReport, process_job
+from tests.indexing import stored_vectors
 from tests.indexing.support import (
     RecordingEmbedder,
     product_item,
+    recording,
     run_shared_dir,
-    shared_vectors,
     store_job,
 )
 
@@ -29,6 +30,8 @@ class SearchableDemo:
     es: Elasticsearch
     catalog: Catalog
     report: ProcessReport
+    # Catalog texts the model embedded live: 0 unless the kept vectors are stale.
+    embedded_live: int
 
 
 @pytest.fixture(scope="package")
@@ -40,8 +43,10 @@ def searchable_demo(
     catalog = build_catalog()
     items = [product_item(p, "job-1") for p in catalog.products]
     store_job(es_node.url, redis_server.url, SITE, "job-1", items)
+    before = local_embedder.computed
     report = process_job(es, redis_server.client(), SITE, "job-1", local_embedder)
-    yield SearchableDemo(SITE, es, catalog, report)
+    yield SearchableDemo(SITE, es, catalog, report, local_embedder.computed - before)
+    _write_if_asked(local_embedder)
     es.indices.delete(index=f"items-{SITE}-*,{chunks_index(SITE)}", ignore_unavailable=True)
     es.close()
 
@@ -52,8 +57,7 @@ MULTILINGUAL_SITE = "searchdemo_ml"
 @pytest.fixture(scope="session")
 def multilingual_embedder(tmp_path_factory: pytest.TempPathFactory) -> RecordingEmbedder:
     """The multilingual offline model, its vectors shared by the run's workers."""
-    inner = MultilingualEmbedder()
-    return RecordingEmbedder(inner, shared_vectors(run_shared_dir(tmp_path_factory), inner.name))
+    return recording(MultilingualEmbedder(), run_shared_dir(tmp_path_factory))
 
 
 @pytest.fixture(scope="package")
@@ -66,12 +70,23 @@ def multilingual_demo(
     catalog = build_catalog()
     items = [product_item(p, "job-1") for p in catalog.products]
     store_job(es_node.url, redis_server.url, MULTILINGUAL_SITE, "job-1", items)
+    before = multilingual_embedder.computed
     report = process_job(
         es, redis_server.client(), MULTILINGUAL_SITE, "job-1", multilingual_embedder
     )
-    yield SearchableDemo(MULTILINGUAL_SITE, es, catalog, report)
+    embedded_live = multilingual_embedder.computed - before
+    yield SearchableDemo(MULTILINGUAL_SITE, es, catalog, report, embedded_live)
+    _write_if_asked(multilingual_embedder)
     es.indices.delete(
         index=f"items-{MULTILINGUAL_SITE}-*,{chunks_index(MULTILINGUAL_SITE)}",
         ignore_unavailable=True,
     )
     es.close()
+
+
+def _write_if_asked(embedder: RecordingEmbedder) -> None:
+    """Under ``make test-vectors``: keep what this process embedded with the model (the
+    catalog's chunks and the queries the package searched for)."""
+    if stored_vectors.writing():
+        path = stored_vectors.StoredVectors.write(embedder.name, embedder.memory)
+        print(f"\nwrote {len(embedder.memory)} vectors of {embedder.name} to {path}")
