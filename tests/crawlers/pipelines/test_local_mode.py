@@ -12,6 +12,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -187,8 +188,11 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
     log = tmp_path / "local-spill.log"
     worker: subprocess.Popen[bytes] | None = None
     try:
-        # Items trickle in (slow reviews API) and wait 3 s in the store's buffer: the
-        # node stops with a buffer full of items that dedup classified, which spill.
+        # Items trickle in (slow reviews API) and wait 10 s in the store's buffer: the node
+        # is killed a second after ten products' reviews were served, long before the first
+        # flush, so it stops with a buffer of items dedup classified, which spill. (Killed
+        # after a first flush, it could find the buffer just emptied and every later item
+        # failing at dedup: nothing to spill.)
         site.control(slow={"rate": 1.0, "ms": 500, "paths": ["/api/products/"]})
         worker = start_store_worker(
             job_id="local-spill",
@@ -198,14 +202,15 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
             es_url=node.url,
             settings={
                 "PLATFORM_RUN_DIR": tmp_path / "run",
-                "STORE_FLUSH_INTERVAL": 3.0,
+                "STORE_FLUSH_INTERVAL": 10.0,
                 "STORE_BULK_SIZE": 1000,
                 "STORE_SPILL_AFTER": 1.0,
                 "STORE_CLOSE_TIMEOUT": 5.0,
                 "DEDUP_RETRY_TIMES": 0,  # items classified after the stop fail at once
             },
         )
-        wait_for(lambda: count_docs(es) >= 1, timeout=90, what="the first stored items")
+        wait_for(lambda: reviews_served(site) >= 10, timeout=90, what="ten products' reviews")
+        time.sleep(1.0)  # their items classified (dedup reads the node: ms) and buffered
         # Killed, not stopped: a node shutting down gracefully may still take the next
         # bulk, which leaves nothing to spill (seen once on a loaded CI machine).
         node.kill()
@@ -262,3 +267,13 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
     finally:
         es.close()
         node.stop()
+
+
+def reviews_served(site: DemoSite) -> int:
+    """Reviews API responses the shop has sent: each is one product's item about to be
+    classified."""
+    return sum(
+        1
+        for entry in site.access_log()
+        if entry["path"].startswith("/api/products/") and entry["status"] == 200
+    )
