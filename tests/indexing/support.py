@@ -196,6 +196,21 @@ class RecordingEmbedder:
         return vectors
 
 
+class CountingModel:
+    """A deterministic stand-in model that records what it was asked to embed (its values
+    are exact in float16, as the kept vectors store them)."""
+
+    dims = 3
+
+    def __init__(self, name: str = "counting") -> None:
+        self.name = name
+        self.asked: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.asked += texts
+        return [[float(len(t)), float(sum(map(ord, t))), 0.5] for t in texts]
+
+
 def recording(inner: Embedder, shared_dir: Path | None) -> RecordingEmbedder:
     """``inner`` behind the run's shared vectors and, unless they are being rewritten
     (``make test-vectors``), the vectors kept in the repository."""

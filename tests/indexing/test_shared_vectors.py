@@ -3,24 +3,14 @@ once between them, and each still gets exactly the vectors its model makes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-from tests.indexing.support import RecordingEmbedder, SharedVectors, shared_vectors
-
-
-class CountingModel:
-    """A deterministic stand-in model that records what it was asked to embed."""
-
-    name = "counting"
-    dims = 3
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.asked += texts
-        return [[float(len(t)), float(sum(map(ord, t))), 0.1] for t in texts]
+from tests.indexing.support import (
+    CountingModel,
+    RecordingEmbedder,
+    SharedVectors,
+    shared_vectors,
+)
 
 
 def test_a_text_embedded_by_one_worker_is_read_by_the_other(tmp_path: Path) -> None:

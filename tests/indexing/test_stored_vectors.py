@@ -4,7 +4,7 @@ served instead of the model, and still exactly what the installed models make.""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,32 +13,19 @@ import pytest
 from indexing.embedders import Embedder, LocalEmbedder
 from indexing.multilingual import MultilingualEmbedder
 from tests.indexing.stored_vectors import DIRECTORY, StoredVectors, path_of
-from tests.indexing.support import RecordingEmbedder
-
-
-class CountingModel:
-    """A deterministic stand-in model that records what it was asked to embed."""
-
-    name = "local:counting-v1"
-    dims = 3
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        self.asked += texts
-        return [[float(len(t)), float(len(t.split())), 0.5] for t in texts]
+from tests.indexing.support import CountingModel, RecordingEmbedder
 
 
 def test_kept_texts_are_served_without_the_model_and_the_rest_are_embedded(
     tmp_path: Path,
 ) -> None:
-    kept = {"a knife": [7.0, 2.0, 0.5], "a kettle": [8.0, 2.0, 0.5]}
-    path = StoredVectors.write(CountingModel.name, kept, tmp_path)
-    assert path == path_of(CountingModel.name, tmp_path) and path.name == "local-counting-v1.npz"
-    stored = StoredVectors.load(CountingModel.name, tmp_path)
+    model = CountingModel("local:counting-v1")
+    kept_texts = ["a knife", "a kettle"]
+    kept = dict(zip(kept_texts, CountingModel().embed(kept_texts), strict=True))
+    path = StoredVectors.write(model.name, kept, tmp_path)
+    assert path == path_of(model.name, tmp_path) and path.name == "local-counting-v1.npz"
+    stored = StoredVectors.load(model.name, tmp_path)
     assert stored is not None and len(stored) == 2 and "a knife" in stored
-    model = CountingModel()
     embedder = RecordingEmbedder(model, stored=stored)
     texts = ["a kettle", "ein Messer", "a knife", "ein Messer"]
     assert embedder.embed(texts) == CountingModel().embed(texts)
@@ -68,7 +55,8 @@ def test_kept_vectors_are_what_the_installed_model_makes(model: str) -> None:
     )
     assert len(stored) > 2000  # the demo catalog's chunks at least
     sample = random.Random(len(stored)).sample(stored.texts, 6)
-    kept = np.array([stored.get([t])[t] for t in sample])
+    found = stored.get(sample)
+    kept = np.array([found[t] for t in sample])
     live = np.array(embedder.embed(sample))
     cosine = (kept * live).sum(axis=1) / (
         np.linalg.norm(kept, axis=1) * np.linalg.norm(live, axis=1)
