@@ -23,6 +23,7 @@ from pathlib import Path
 
 import lxml.html
 
+from bench import smoke
 from core.blocks import classify
 
 REAL_PAGES = Path(__file__).resolve().parents[2] / "shared" / "real-pages"
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=15, help="calls per round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per page (median)")
     parser.add_argument("--pages", type=Path, default=REAL_PAGES, help="folder of site folders")
-    args = parser.parse_args(argv)
+    args = smoke.parse_args(parser, argv, repeat=2, rounds=1)
     pages = sorted(args.pages.glob("*/*.html"))
     if not pages:
         print(f"no saved pages under {args.pages}: pass --pages DIR")

@@ -37,6 +37,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
+from bench import smoke
 from bench.stack import SITE, ChaosStack, WorkerPool
 from bench.truth import item_key
 from core.config import get_settings
@@ -311,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="crawls after the revision's first (default: refresh_runs + 1)",
     )
     parser.add_argument("--run-dir", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = smoke.parse_args(parser, argv, products=48, workers=1)
     run_root = get_settings().platform_run_dir
     run_root.mkdir(parents=True, exist_ok=True)
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="recrawl-", dir=run_root))

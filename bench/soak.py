@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from bench import smoke
 from bench.chaos import FaultPlan, run_chaos
 from core.config import get_settings
 
@@ -106,7 +107,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--keep-data", action="store_true", help="keep the ES and Redis data after the run"
     )
-    args = parser.parse_args(argv)
+    args = smoke.parse_args(
+        parser,
+        argv,
+        products=120,
+        workers=2,
+        kill_every=[4.0, 6.0],
+        es_down_seconds=4.0,
+        slow_ms=200,
+        dead_parts=2,
+        no_recrawl=True,
+    )
     if args.products < 1 or args.workers < 1:
         parser.error("--products and --workers must be positive")
     run_root = get_settings().platform_run_dir
