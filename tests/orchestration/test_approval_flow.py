@@ -23,10 +23,10 @@ from fingerprints.baseline import SITES_DIR
 from fingerprints.versions import baseline_history
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
+from harness.openai_stub import OpenAIStub
 from harness.prefect_server import PrefectServer, PrefectWorker
 from harness.redis_server import RedisServer
 from harness.slack_receiver import SlackReceiver
-from tests.indexing.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api, register_deployments
 from tests.orchestration.test_scrape_flow import FINAL, PRODUCTS, Stack, job_id_of, slack_texts
 
