@@ -58,10 +58,12 @@ lint: bootstrap
 	$(PY) -m crawlers.profiles check
 	$(PY) -m orchestration.wiring --check
 
-## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
-BENCH ?= frontier pipelines embedding rendering reclaim scaling recrawl access blocks
+## Benchmarks: medians and same-run ratios (see bench/), each run's table written into
+## docs/benchmarks.md with its date, machine and load (bench.results); `make bench
+## BENCH=rendering` for one. Exit status 1 when one missed a goal or failed.
+BENCH ?= frontier pipelines embedding search multilingual rendering reclaim scaling recrawl access blocks
 bench: bootstrap
-	for name in $(BENCH); do $(PY) -m bench.$$name || exit 1; done
+	$(PY) -m bench.results $(BENCH)
 
 ## Serve the demo shop on http://127.0.0.1:8000 in the foreground.
 demo-site: bootstrap

@@ -80,13 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"(goal <= {GOAL_RATIO}); worst {max(ratios):.2f}; slowest page {slowest:.1f} ms "
         f"(goal <= {GOAL_PAGE_MS:.0f})"
     )
+    missed = []
     if median_ratio > GOAL_RATIO:
-        failures.append(f"median ratio {median_ratio:.2f} > {GOAL_RATIO}")
+        missed.append(f"median ratio {median_ratio:.2f} > {GOAL_RATIO}")
     if slowest > GOAL_PAGE_MS:
-        failures.append(f"slowest page {slowest:.1f} ms > {GOAL_PAGE_MS:.0f}")
-    for failure in failures:
+        missed.append(f"slowest page {slowest:.1f} ms > {GOAL_PAGE_MS:.0f}")
+    for failure in failures + missed:
         print(f"FAIL: {failure}")
-    return 1 if failures else 0
+    # A verdict that changes is wrong at any size; speed is judged on a full run.
+    return 1 if failures else smoke.goals_status(args, not missed)
 
 
 if __name__ == "__main__":
