@@ -42,8 +42,10 @@ def _shown(value: Any) -> str:
 
 
 def goals_status(args: argparse.Namespace, met: bool) -> int:
-    """The exit status of a run judged on speed goals: 1 when one was missed, but 0 for a
-    smoke run (its sizes are too small for its figures to mean anything; it says so)."""
+    """The exit status of a run judged on goals that depend on its size (speed, shares): 1
+    when one was missed, but 0 for a smoke run (its sizes are too small for its figures to
+    mean anything; it says so). Goals of correctness are never waived: a benchmark fails
+    on those itself."""
     if getattr(args, "smoke", False):
         if not met:
             print("smoke run: goals are judged on a full run, not at these sizes")

@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.soak [--products 5000] [--workers 3] [--seed 7]
         [--kill-every 6 10] [--es-down-seconds 35] [--burst-seconds 1.5]
         [--parts-burst-seconds 5] [--slow-rate 0.5] [--slow-ms 1500] [--captcha-rate 0.01]
-        [--dead-parts 4] [--no-recrawl] [--takeover-limit 15] [--run-dir DIR] [--keep-data]
+        [--dead-parts 4] [--no-drainer-kill] [--no-recrawl] [--takeover-limit 15]
+        [--run-dir DIR] [--keep-data]
 
 Starts its own demo shop, persistent Redis and ES node (``bench.stack``), crawls with
 always-on workers while ``bench.chaos`` kills workers, restarts Redis, stops ES, bursts
@@ -50,6 +51,7 @@ def plan_from(args: argparse.Namespace) -> FaultPlan:
         slow_ms=args.slow_ms,
         captcha_rate=args.captcha_rate,
         dead_parts=args.dead_parts,
+        drainer_kill=not args.no_drainer_kill,
         recrawl=not args.no_recrawl,
         takeover_limit=args.takeover_limit,
         drain_timeout=args.drain_timeout,
@@ -92,6 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="products whose reviews API answers 503 for the whole job",
     )
     parser.add_argument(
+        "--no-drainer-kill",
+        action="store_true",
+        help="no SIGKILL of the spill drainer (a crawl too small to spill may never start one)",
+    )
+    parser.add_argument(
         "--no-recrawl",
         action="store_true",
         help="skip the second, fault-free job (everything complete, figures exact)",
@@ -110,12 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = smoke.parse_args(
         parser,
         argv,
-        products=120,
+        products=80,
         workers=2,
         kill_every=[4.0, 6.0],
         es_down_seconds=4.0,
         slow_ms=200,
         dead_parts=2,
+        no_drainer_kill=True,
         no_recrawl=True,
     )
     if args.products < 1 or args.workers < 1:

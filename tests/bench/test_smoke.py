@@ -75,7 +75,7 @@ SMOKE: dict[str, Smoke] = {
         timeout=420.0,
     ),
     "results": Smoke(table=("bench.reclaim", "wrote")),
-    "scaling": Smoke(table=("workers", "goal:")),
+    "scaling": Smoke(table=("workers  pages/s", "run time")),
     "search": Smoke(table=("mode", "hybrid", "bm25", "knn", "recall@5", "goal: hybrid p50")),
     "soak": Smoke(table=("stored docs vs expected", "faults injected"), timeout=420.0),
 }
