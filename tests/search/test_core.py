@@ -6,12 +6,12 @@ indexed demo catalog."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
 from elastic_transport import Urllib3HttpNode
-from elasticsearch import Elasticsearch
+from elasticsearch import BadRequestError, Elasticsearch
 
 from indexing.index import chunks_index, ensure_chunks_index
 from search.core import HybridSearch, UnknownSite
@@ -100,3 +100,22 @@ def test_each_result_says_where_its_time_went(
     assert sum(hybrid.timings_ms.values()) <= hybrid.took_ms + 0.5  # rounded to 0.1 ms each
     bm25 = search.search(QUERY, site="searchdemo", k=5, mode="bm25")
     assert set(bm25.timings_ms) == {"lists", "items"}  # nothing embedded
+
+
+def test_a_failed_list_is_raised_as_the_client_raises_elasticsearchs_errors(
+    counted: Elasticsearch, local_embedder: RecordingEmbedder
+) -> None:
+    class WrongLength:
+        """The index's embedder by name, but a vector the index cannot take."""
+
+        name, dims = local_embedder.name, local_embedder.dims
+
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[0.5, 0.5, 0.5] for _ in texts]
+
+    search = HybridSearch(counted, WrongLength())
+    with pytest.raises(BadRequestError) as failed:
+        search.search(QUERY, site="searchdemo", k=5)
+    assert failed.value.meta.status == 400 and "exception" in failed.value.message
+    # BM25 alone still answers: the failure was the kNN list's.
+    assert len(search.search(QUERY, site="searchdemo", k=5, mode="bm25").hits) == 5
