@@ -299,9 +299,9 @@ class ImpersonatingHandler(BaseDownloadHandler):
             # bytes of a body of unknown length passed the cap before their decoding did.
             declared = "Maximum file size exceeded" in str(exc)
             message = (
-                f"{'Expected to receive' if declared else 'Received'} more bytes than the "
+                f"{'Expected to receive' if declared else 'Received'} a body larger than "
                 f"download max size ({body.maxsize}) in request {request}"
-                + (": its Content-Length said so, the body was not read." if declared else ".")
+                + (" (its Content-Length said so: the body was not read)." if declared else ".")
             )
             logger.warning(message)
             raise DownloadCancelledError(message) from None

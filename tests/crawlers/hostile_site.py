@@ -19,7 +19,9 @@ per path prefix, so ``scrapy crawl demo -a base_url=<url>/<case>`` meets exactly
 * ``hugeheader``: a product page with one 300 KB header (over Chromium's 256 KB);
 * ``declared``: a product page whose Content-Length (3 MB) is over the crawl's cap, its
   body never sent (the server waits for the crawler to give up, and notes when it did);
-* ``links404``: a listing of 1,200 product links that all answer 404.
+* ``links404``: a listing of 1,200 product links that all answer 404;
+* ``tlsproduct``: a listing linking its product over https to this plain-HTTP server, so
+  every handshake fails the same way.
 
 Every other product is a complete, valid one, so a case's lines are its own.
 """
@@ -37,6 +39,7 @@ from typing import Any
 CASES = (
     "endless", "links", "bigdesc", "brokenld", "deepjson", "badutf8", "oversize", "streamed",
     "charsetlie", "surrogate", "cookies", "bigcookie", "hugeheader", "declared", "links404",
+    "tlsproduct",
 )  # fmt: skip
 # Cases whose listing links two products (a line said once for both is the point).
 TWO_PRODUCTS = ("charsetlie", "surrogate", "cookies")
@@ -153,6 +156,13 @@ class HostileSite(http.server.ThreadingHTTPServer):
                 for n in range(LINKS_404)
             )
             return 200, "text/html", _html(missing)
+        if case == "tlsproduct":
+            https = self.url.replace("http://", "https://")
+            return (
+                200,
+                "text/html",
+                _html(f'<a class="product-link" href="{https}/{case}/product/p1">p</a>'),
+            )
         if case in TWO_PRODUCTS:
             two = "".join(
                 f'<a class="product-link" href="/{case}/product/p{n}">p</a>' for n in (1, 2)

@@ -297,3 +297,15 @@ def test_1000_identical_404s_make_three_lines_and_one_count(
     assert summary.count("/links404/missing/") == 3  # a few examples
     assert stats["log_count/ERROR"] == 1000  # every failure is still counted, once
     assert stats["log/repeats_held"] == 997
+
+
+@pytest.mark.parametrize("identity", ["browser", "crawler"])
+def test_a_tls_failure_that_repeats_is_given_up_after_one_retry(
+    hostile: HostileSite, tmp_path: Path, identity: str
+) -> None:
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/tlsproduct", {"FETCH_IDENTITY": identity})
+    assert stats["retry/count"] == 1 and stats["fetch/gave_up/deterministic"] == 1
+    (line,) = lines(log, "not retrying")
+    assert "(the same TLS failure twice)" in line
+    (failed,) = lines(log, "ERROR: request failed:")
+    assert "SSL" in failed or "TLS" in failed, failed
