@@ -16,8 +16,9 @@ declaration only when the body is in it:
    but valid cp1252 (the common legacy page labelled UTF-8).
 
 ``EncodingRepairMiddleware`` re-decodes a response whose encoding changes this way:
-counted (``responses/encoding_repaired``) and named in one WARNING per host and lying
-declaration (not per page).
+counted (``responses/encoding_repaired``) when a declaration was refused, and named in one
+WARNING per host and lying declaration (not per page). A page that declares nothing is
+left to Scrapy's own detection (w3lib's: UTF-8, else cp1252, alike).
 """
 
 from __future__ import annotations
@@ -141,8 +142,10 @@ class EncodingRepairMiddleware:
         if not isinstance(response, TextResponse) or "playwright" in response.flags:
             return response  # a browser already decoded the page its own way
         decision = browser_encoding(response.body, header_charset(response))
-        if decision.source == "bom" or decision.encoding == _codec(response.encoding):
-            return response  # Scrapy reads the byte order mark first as well
+        if decision.source == "bom" or (decision.source == "detected" and not decision.refused):
+            return response  # a byte order mark, or nothing declared: Scrapy decides alike
+        if decision.encoding == _codec(response.encoding):
+            return response
         if decision.refused:
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("responses/encoding_repaired")
