@@ -4,7 +4,10 @@ then every report figure against the truth in Elasticsearch (``bench.truth``).
 ``run_chaos(plan, run_dir)`` starts the stack (``bench.stack``), produces a job, runs
 ``plan.workers`` always-on workers and, while they crawl:
 
-* SIGKILLs a random worker and starts a replacement every ``kill_every`` seconds;
+* SIGKILLs a random worker and starts a replacement every ``kill_every`` seconds, each
+  kill once every worker sends heartbeats (a worker still starting holds no lease: on a
+  loaded machine, where a start takes longer than ``kill_every``, killing it would test
+  nothing and leave the crawl no worker to make progress with);
 * restarts Redis once (SIGTERM, same port and append-only file), at ``redis_restart_at``
   of the crawl (the fraction of expected products scraped);
 * stops the ES node at ``es_stop_at`` for ``es_down_seconds`` (same data on restart);
@@ -52,6 +55,7 @@ from core.frontier import RedisFrontier
 from core.jobs_index import job_counters, job_started_at
 from core.keys import REDIS_ERRORS, SiteKeys
 from core.store import spill_size
+from core.workers import WorkerRegistry
 from crawlers.addon import drain_window
 from crawlers.cli.producer import produce
 from crawlers.profiles import SiteProfile
@@ -258,6 +262,12 @@ class ChaosRun:
         )
         return scraped / self.plan.products
 
+    def workers_up(self) -> bool:
+        """Every worker of the pool sends heartbeats (none is still starting)."""
+        pids = set(self.pool.pids)
+        registry = WorkerRegistry(self.server, SITE)
+        return bool(pids) and self._safe(lambda: pids <= {w.pid for w in registry.live()}, False)
+
     def frontier_empty(self) -> bool:
         frontier = RedisFrontier(self.server, SITE)
         return bool(self._safe(lambda: frontier.queued() == 0 and frontier.leased() == 0, False))
@@ -332,11 +342,13 @@ class ChaosRun:
                 es_due = False
                 self._spawn(self.es_outage)
             if next_kill is not None and self.now() >= next_kill and plan.kill_every:
-                if not empty and not self._kills_paused.is_set():
+                if empty or self._kills_paused.is_set():
+                    next_kill = self.now() + self.rng.uniform(*plan.kill_every)
+                elif self.workers_up():
                     pid = self.pool.kill_random(self.rng)
                     self.injected["worker kills"] = True
                     self.event(f"SIGKILL worker pid {pid}; replacement started")
-                next_kill = self.now() + self.rng.uniform(*plan.kill_every)
+                    next_kill = self.now() + self.rng.uniform(*plan.kill_every)
             busy = any(thread.is_alive() for thread in self._threads)
             if empty and not (pending_bursts or burst_ends or redis_due or es_due or busy):
                 self.event("frontier empty, every fault injected")
