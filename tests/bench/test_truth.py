@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bench.chaos import ChaosResult, FaultPlan
+from bench.chaos import ChaosResult, FaultPlan, Takeover, takeover_checks
 from bench.soak import main
 from bench.truth import Check, Truth, checks, expected_products, item_key, tally
 from demo_site.catalog import build_catalog
@@ -126,6 +126,23 @@ def test_info_rows_never_fail_the_run(tmp_path: Path) -> None:
     table = result.table()
     assert table.splitlines()[-1] == "RESULT: FAIL (1 checks failed)"
     assert "read from Elasticsearch's jobs index" in table
+
+
+def test_the_takeover_is_enforced_and_the_drain_s_pace_shown() -> None:
+    """Another worker draining (the spill shrinks) is the takeover; the spill's emptying
+    grows with its size and ES's pace: shown, with that pace."""
+    takeover = Takeover(True, "1:x", [1], 3000, shrink_seconds=9.5, empty_seconds=39.5)
+    taken, empty = takeover_checks(takeover, 15.0)
+    assert (taken.name, taken.ok, taken.enforced) == (
+        "spill taken over s after drainer kill",
+        True,
+        True,
+    )
+    assert not empty.enforced and empty.verdict == "info" and empty.note == "3000 items, 100/s"
+    late = takeover_checks(Takeover(True, "1:x", [1], 10, shrink_seconds=16.0), 15.0)[0]
+    assert late.failed and late.verdict == "FAIL"
+    never = takeover_checks(None, 15.0)[0]  # no kill measured: an enforced figure missing
+    assert never.failed
 
 
 def test_every_report_figure_is_checked(expected: dict[str, dict[str, Any]]) -> None:
