@@ -10,10 +10,12 @@ Starts its own demo shop, persistent Redis and ES node (``bench.stack``), crawls
 always-on workers while ``bench.chaos`` kills workers, restarts Redis, stops ES, bursts
 503s, keeps the reviews API of a few products down, serves slow pages and kills the
 spill drainer. Then it prints items expected / stored / duplicates / incomplete /
-complete-without-parts, each figure of the job's report (the jobs document) against the
-truth in Elasticsearch, the time to drain and the spill's takeover after the drainer
-kill. A second, fault-free job follows: the next run must fetch what the faults kept
-out, and its figures must be exact too. Exit code 1 if any enforced check fails. Logs
+complete-without-parts, each figure of the job's report against the truth in
+Elasticsearch (the report as the flow writes it into the jobs index, read back from
+there), the time to drain and the spill's takeover after the drainer kill (killed once ES
+is ready again; enforced: another worker drains within ``--takeover-limit``). A second,
+fault-free job follows: the next run must fetch what the faults kept out, and its figures
+must be exact too. Exit code 1 if any enforced check fails (info rows never count). Logs
 of every service and worker stay in the run directory.
 """
 
@@ -107,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--takeover-limit",
         type=float,
         default=default.takeover_limit,
-        help="seconds from the drainer kill to an empty spill",
+        help="seconds from the drainer kill until another worker drains the spill",
     )
     parser.add_argument("--drain-timeout", type=float, help="default: the demo profile's")
     parser.add_argument("--run-dir", type=Path, help="default: a new directory under the run dir")

@@ -159,6 +159,10 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.limits.budget.JobBudgetCheck": 20,
         # Log lines cut at LOG_MAX_LINE_CHARS (crawlers.limits.bounded).
         "crawlers.limits.bounded.LogLineCap": 1,
+        # Lines repeated but for their URLs said once with a count (crawlers.limits.log_repeats).
+        "crawlers.limits.log_repeats.LogRepeats": 2,
+        # Response header lines as long as a browser reads (crawlers.fetch.header_limit).
+        "crawlers.fetch.header_limit.HeaderLimit": 3,
     },
 }
 

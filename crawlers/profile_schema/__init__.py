@@ -73,7 +73,7 @@ class Fetch(Table):
     accept_language: Text | None = None  # the site's market, e.g. "es-ES,es;q=0.9"
     sessions: bool | None = None  # visitors with their own cookies, proxy and budget
     session_pool: Annotated[int, Field(ge=1)] | None = None  # sessions at once
-    session_rate: Annotated[float, Field(gt=0)] | None = None  # requests/s per session
+    session_rate: Annotated[float, Field(ge=0)] | None = None  # requests/s per session; 0: none
     session_max_uses: Annotated[int, Field(ge=0)] | None = None  # 0: no limit
     session_max_age: Annotated[float, Field(ge=0)] | None = None  # seconds; 0: no limit
     challenges: bool | None = None  # pass JavaScript challenges in Chromium

@@ -81,6 +81,15 @@ def test_negative_delays_and_timeouts_are_refused(tmp_path: Path) -> None:
     assert error == "politeness.download_delay: expected a finite number, got inf"
 
 
+def test_a_session_rate_of_0_is_no_budget_and_a_negative_one_is_refused(tmp_path: Path) -> None:
+    # docs/fetching.md: "0: no budget" (a loopback replay's sessions are not paced).
+    (tmp_path / "shop.toml").write_text(SHOP + "[fetch]\nsessions = true\nsession_rate = 0\n")
+    profile = SiteProfile.load("shop", tmp_path)
+    assert profile.fetch.scrapy_settings()["SESSION_MAX_RATE"] == 0
+    error = load_error(tmp_path, SHOP + "[fetch]\nsession_rate = -1\n")
+    assert error == "fetch.session_rate: expected a value >= 0, got -1"
+
+
 def test_an_unknown_render_mode_is_refused(tmp_path: Path) -> None:
     error = load_error(tmp_path, SHOP + 'render = "browser"\n')
     assert error == (
