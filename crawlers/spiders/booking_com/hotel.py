@@ -72,7 +72,7 @@ _HOTEL_SOURCES: dict[str, tuple[str, ...]] = {
     "review_score": ("store", "ld", "shown", "old"),
     "review_count": ("store", "ld", "shown", "old"),
     "description": ("store", "shown", "ld", "old"),
-    "amenities": ("shown",),
+    "amenities": ("shown", "old"),
 }
 
 
@@ -269,6 +269,10 @@ def _old_layout(response: TextResponse) -> dict[str, Any]:
         "review_score": to_float(css_text(score_box, ".js--hp-scorecard-scoreval::text")),
         "review_count": to_int(count.group(1)) if count else None,
         "description": long_text(css_text(response, "#summary p ::text")),
+        # The facilities checklist, by section ("Outdoors: Terrace", ...): each item.
+        "amenities": unique(
+            text(t) for t in response.css(".facilitiesChecklistSection li ::text").getall()
+        ),
         "images": [
             absolute(response, url)
             for url in response.css(
