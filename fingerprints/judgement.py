@@ -21,7 +21,7 @@ from typing import Any
 from core.items_schema import UnknownItemType
 from crawlers.items import schema_for
 from fingerprints.coverage import CoverageBaseline
-from fingerprints.evidence import PageEvidence, Tally, tallies
+from fingerprints.evidence import PageEvidence, Tally, tallies, tally
 from fingerprints.extraction import HARNESS_FIELDS, PageOutput
 from fingerprints.fields import (
     CARDS,
@@ -294,10 +294,11 @@ def _judge_type(
         if not output.errors and not output.unfetched and empty:
             what = "nothing" if not output.requests else "only its own pagination"
             errors.append(f"{output.url}: the callback yielded {what}")
-        for item in output.items:
-            problems = _item_errors(item)
-            if problems:
-                invalid.append({"url": output.url, "errors": problems})
+        for items, evidence in output.item_groups():
+            for item in items:
+                problems = [e for e in _item_errors(item) if not _absent(item, evidence, e)]
+                if problems:
+                    invalid.append({"url": output.url, "errors": problems})
     groups = _layers(judged)
     found: list[FieldFall] = []
     for layer in LAYERS:
@@ -337,6 +338,13 @@ def _visible_notes(outputs: Sequence[PageOutput], baseline: Baselines) -> tuple[
     if cards and not seen:
         return (f"no card read from the visible page ({cards} from the embedded data only)",)
     return ()
+
+
+def _absent(item: Any, evidence: PageEvidence, error: str) -> bool:
+    """A required field missing where the page says it lacks it (a price "on request"):
+    the item is what the page offers, not a reading error."""
+    name = error.split(":", 1)[0].split(".", 1)[0]
+    return evidence.ruled(name) and tally([item], evidence, name).expected == 0
 
 
 def _item_errors(item: Any) -> list[str]:
