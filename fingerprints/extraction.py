@@ -102,11 +102,19 @@ class PageOutput:
 # -- the harness (builds the spider, calls callbacks; fetches only through ``fetch``) ------
 
 
+class NoSpider(LookupError):
+    """The project has no spider of the site's name (a site kept outside the repository,
+    fetched by the sampler's plain spider): there are no callbacks to run."""
+
+
 def site_spider(site: str, base_url: str | None = None) -> Spider:
     """The site's spider with its profile's settings, ready for callbacks, never crawling."""
     settings = Settings()
     settings.setmodule(SETTINGS_MODULE, priority="project")
-    spider_class = get_spider_loader(settings).load(site)
+    try:
+        spider_class = get_spider_loader(settings).load(site)
+    except KeyError:
+        raise NoSpider(f"no spider named {site!r} in this project") from None
     crawler = Crawler(spider_class, settings)
     crawler.stats = MemoryStatsCollector(crawler)  # the spiders count what they see
     kwargs: dict[str, Any] = {"job_id": f"fingerprint-{site}"}

@@ -56,7 +56,7 @@ from fingerprints.baseline import (
 )
 from fingerprints.coverage import CoverageBaseline, fill_rates, load_coverage_baseline
 from fingerprints.evidence import EvidenceRules
-from fingerprints.extraction import Fetch, PageOutput, run_callbacks, site_spider
+from fingerprints.extraction import Fetch, NoSpider, PageOutput, run_callbacks, site_spider
 from fingerprints.fields import DEFAULT_FLOOR, FieldPolicy
 from fingerprints.judgement import judge_extraction, page_type_baselines
 from fingerprints.results import (
@@ -177,9 +177,10 @@ def judge_sample(
         coverage = None
     try:
         spider = site_spider(result.site, base_url)
-    except (NotConfigured, ConfigurationError) as exc:
-        # A setting the crawl needs and this process lacks (a session secret): the crawl
-        # itself refuses to start, saying so; a matching structure is all there is to judge.
+    except (NotConfigured, ConfigurationError, NoSpider) as exc:
+        # A setting the crawl needs and this process lacks (a session secret), or no spider
+        # here to call (a site kept outside the repository): the crawl itself refuses to
+        # start, saying so; a matching structure is all there is to judge.
         note = f"extraction could not run ({type(exc).__name__}: {exc})"
         if changed:
             return decide(result, None, strict=config.strict, proposed=proposed, note=note)

@@ -341,3 +341,26 @@ def test_the_card_defect_is_caught_by_the_subset_too() -> None:
 def test_tallies_sum_pages() -> None:
     found = tallies([([{"a": 1}, {"a": None}], PageEvidence()), ([{"a": 2}], PageEvidence())])
     assert (found["a"].expected, found["a"].filled) == (3, 2)
+
+
+def test_a_field_the_item_type_lacks_is_named_when_the_gate_reads_the_profile(
+    tmp_path: Path,
+) -> None:
+    from crawlers.profiles import PROFILES_DIR
+    from fingerprints.baseline import BaselineError
+
+    text = (PROFILES_DIR / "trustpilot.toml").read_text()
+    for old, new, key in (
+        ('required = ["subject"', 'required = ["subjct"', "required"),
+        ("experienced_at = [\n", "experienced_on = [\n", "page_types.company_reviews.shows"),
+    ):
+        (tmp_path / "trustpilot.toml").write_text(text.replace(old, new, 1))
+        with pytest.raises(BaselineError) as raised:
+            FingerprintConfig.for_site("trustpilot", tmp_path)
+        message = str(raised.value)
+        assert (
+            f"[fingerprint] {key} names" in message and "no field of item type 'review'" in message
+        )
+        assert "\n" not in message
+        result = check_site("trustpilot", profiles_dir=tmp_path)
+        assert (result.verdict, result.passed) == ("no_baseline", False)
