@@ -62,6 +62,7 @@ class PageTypeConfig:
     # Field -> where a page shows it / what says it lacks it (fingerprints.evidence).
     shows: Mapping[str, tuple[Shown, ...]] = field(default_factory=dict)
     absent: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)
+    empty: tuple[Evidence, ...] = ()  # evidence a page has no record at all
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class FingerprintConfig:
                 pt.callback,
                 dict(pt.shows),
                 dict(pt.absent),
+                tuple(pt.empty),
             )
             for name, pt in table.page_types.items()
         }

@@ -47,6 +47,7 @@ class PageEvidence:
     lacking: Mapping[str, int] = field(default_factory=dict)  # field -> records lacking it
     # field -> ((other field, values), ...): a record holding one of the values lacks it.
     when: Mapping[str, tuple[tuple[str, tuple[Any, ...]], ...]] = field(default_factory=dict)
+    empty: bool = False  # the page says it has no record at all
 
     def ruled(self, name: str) -> bool:
         """Whether any evidence speaks about this field on this page."""
@@ -97,10 +98,12 @@ def page_evidence(
     body: bytes,
     shows: Mapping[str, Sequence[Shown]] | None = None,
     absent: Mapping[str, Sequence[Evidence]] | None = None,
+    empty: Sequence[Evidence] = (),
 ) -> PageEvidence:
-    """What the page shows and lacks, for each field with declared rules."""
+    """What the page shows and lacks, for each field with declared rules, and whether it
+    says it has no record at all (``empty``)."""
     shows, absent = shows or {}, absent or {}
-    if not shows and not absent:
+    if not shows and not absent and not empty:
         return NO_EVIDENCE
     source = body.decode("utf-8", errors="replace")
     try:
@@ -124,7 +127,11 @@ def page_evidence(
                 lacking[name] = lacking.get(name, 0) + len(_nodes(selector, rule.each))
             elif rule.field is not None:
                 when[name] = (*when.get(name, ()), (rule.field, tuple(rule.equals)))
-    return PageEvidence(shown, frozenset(lacks), lacking, when)
+    nothing = any(
+        (rule.page and _nodes(selector, rule.page)) or (rule.re and re.search(rule.re, source))
+        for rule in empty
+    )
+    return PageEvidence(shown, frozenset(lacks), lacking, when, bool(nothing))
 
 
 def value_of(record: Any, name: str) -> Any:
@@ -203,9 +210,10 @@ class EvidenceRules:
 
     shows: Mapping[str, Sequence[Shown]] = field(default_factory=dict)
     absent: Mapping[str, Sequence[Evidence]] = field(default_factory=dict)
+    empty: Sequence[Evidence] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.shows or self.absent)
+        return bool(self.shows or self.absent or self.empty)
 
     def read(self, body: bytes) -> PageEvidence:
-        return page_evidence(body, self.shows, self.absent)
+        return page_evidence(body, self.shows, self.absent, self.empty)

@@ -101,9 +101,9 @@ def fixture_outputs(
     config = FingerprintConfig.for_site(site, profiles_dir)
     callbacks = config.callbacks
     rules = {
-        name: EvidenceRules(pt.shows, pt.absent)
+        name: EvidenceRules(pt.shows, pt.absent, pt.empty)
         for name, pt in config.page_types.items()
-        if pt.shows or pt.absent
+        if pt.shows or pt.absent or pt.empty
     }
     spider = site_spider(site)
     pages = _at_sample_urls(spider, config, _fixture_sample(site, sites_dir), sites_dir)

@@ -221,9 +221,9 @@ def judge_sample(
 def evidence_rules(config: FingerprintConfig) -> dict[str, EvidenceRules]:
     """Page type -> its ``shows`` and ``absent`` rules (fingerprints.evidence)."""
     return {
-        name: EvidenceRules(pt.shows, pt.absent)
+        name: EvidenceRules(pt.shows, pt.absent, pt.empty)
         for name, pt in config.page_types.items()
-        if pt.shows or pt.absent
+        if pt.shows or pt.absent or pt.empty
     }
 
 

@@ -291,7 +291,8 @@ def _judge_type(
         # A listing page's data is its requests for the detail pages: its pagination alone
         # is no proof that the listing still reads its cards.
         empty = not output.items and output.requests <= output.pagination
-        if not output.errors and not output.unfetched and empty:
+        # A page that says it has no record (a business nobody reviewed yet) lost none.
+        if not output.errors and not output.unfetched and empty and not output.evidence.empty:
             what = "nothing" if not output.requests else "only its own pagination"
             errors.append(f"{output.url}: the callback yielded {what}")
         for items, evidence in output.item_groups():

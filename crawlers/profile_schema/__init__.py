@@ -236,6 +236,17 @@ class PageTypeTable(Table):
     shows: dict[str, ShownRules] = {}
     # Field -> evidence that the page, or one record of it, lacks the field.
     absent: dict[str, EvidenceRules] = {}
+    # Evidence that a page has no record at all (a business nobody reviewed yet): its
+    # callback yielding nothing is no loss there. ``page`` or ``re`` rules.
+    empty: Annotated[tuple[Evidence, ...], BeforeValidator(_evidence_rules)] = ()
+
+    @model_validator(mode="after")
+    def _empty_is_page_wide(self) -> PageTypeTable:
+        if any(rule.page is None and rule.re is None for rule in self.empty):
+            raise PydanticCustomError(
+                "expected", "expected {expected}", {"expected": "empty rules of page or re"}
+            )
+        return self
 
 
 class FingerprintTable(Table):

@@ -364,3 +364,28 @@ def test_a_field_the_item_type_lacks_is_named_when_the_gate_reads_the_profile(
         assert "\n" not in message
         result = check_site("trustpilot", profiles_dir=tmp_path)
         assert (result.verdict, result.passed) == ("no_baseline", False)
+
+
+def test_a_page_that_says_it_has_no_record_loses_none() -> None:
+    """A product nobody reviewed yet (its aggregate's count 0) yields no review: the
+    callback's silence is no loss there; anywhere else it is."""
+    rules = FingerprintConfig.for_site("g2").page_types["product_reviews"]
+    url = "https://www.g2.com/products/new/reviews"
+
+    def aggregate(count: int) -> bytes:
+        return (
+            '<html><body><div itemscope itemtype="http://schema.org/SoftwareApplication">'
+            '<span itemprop="aggregateRating" itemscope>'
+            f'<meta content="{count}" itemprop="reviewCount"></span></div></body></html>'
+        ).encode()
+
+    for count, complete in ((0, True), (12, False)):
+        found = page_evidence(aggregate(count), rules.shows, rules.absent, rules.empty)
+        assert found.empty is (count == 0)
+        output = PageOutput(url, "product_reviews", "parse", evidence=found)
+        report = judge_extraction([output])
+        assert report.complete is complete, report.problems()
+    with pytest.raises(ValueError, match="empty rules of page or re"):
+        FingerprintConfig.from_mapping(
+            {"page_types": {"p": {"empty": {"field": "review_count", "equals": 0}}}}
+        )
