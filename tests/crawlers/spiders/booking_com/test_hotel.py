@@ -203,3 +203,18 @@ def test_a_holiday_home_without_reviews_has_a_count_of_zero_and_no_score() -> No
         None,
     )
     assert found["name"] == "Casa del Lago Atlanga" and found["amenities"]
+
+
+def test_a_property_without_a_score_summary_counts_its_own_reviews() -> None:
+    """A property nobody reviewed yet may carry no score summary at all: its count is its
+    Property entity's (0), so the missing score is absent, not lost."""
+    url = f"{HOST}/hotel/mx/casa-del-lago-atlanga.html"
+    path = fixture(SITE, "fixtures/hotel/casa-del-lago-atlanga.html")
+    body = path.read_bytes()
+    summary = (
+        b'"totalScore": {"__typename": "ReviewScoreSummary", "score": 0, "reviewsCount": 0, '
+        b'"scoreOutOf10": 0}'
+    )
+    assert summary in body
+    found = extract_hotel(response(path, url, body.replace(summary, b'"totalScore": null')))
+    assert (found["review_count"], found["review_score"]) == (0, None)
