@@ -233,6 +233,23 @@ def _sections(element: Selector) -> dict[str, str]:
         own = text(node.text_content()) if hasattr(node, "text_content") else None
         if own and own.endswith("?") and len(own) <= _QUESTION_CHARS:
             question = own
+    return sections or _body_sections(element)
+
+
+def _body_sections(element: Selector) -> dict[str, str]:
+    """A layout without answer paragraphs: the review body's text, each question a short
+    text ending with "?", its answer the text up to the next question."""
+    sections: dict[str, str] = {}
+    question: str | None = None
+    for body in element.xpath('.//*[@itemprop="reviewBody"]')[:1]:
+        for piece in body.xpath(_ANSWER_TEXT).getall():
+            line = text(piece)
+            if not line:
+                continue
+            if line.endswith("?") and len(line) <= _QUESTION_CHARS:
+                question = line
+            elif question:
+                sections[question] = "\n".join(filter(None, (sections.get(question), line)))
     return sections
 
 

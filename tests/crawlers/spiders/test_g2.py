@@ -250,3 +250,17 @@ def test_the_category_is_the_breadcrumb_entry_linking_to_a_category(
     page = extract_product_page(response(Path("x.html"), url, _breadcrumb_page(*entries)))
     assert page.subject is not None
     assert page.subject.category == category
+
+
+def test_a_questionnaire_without_answer_paragraphs_is_read_from_the_body_text() -> None:
+    """An older markup: questions and answers as plain elements inside the review body."""
+    block = (
+        '<div id="survey-response-77" itemprop="review" itemscope '
+        'itemtype="http://schema.org/Review"><a class="pjax" href="/x-review-77">t</a>'
+        '<div itemprop="reviewBody"><strong>What do you like best?</strong><br>Fast setup.'
+        "<br><strong>What do you dislike?</strong><br>Slow exports.<br>Big files.</div></div>"
+    )
+    body = _breadcrumb_page(("Home", "/")).replace(b"</ol>", b"</ol>" + block.encode())
+    page = extract_product_page(response(Path("x.html"), f"{HOST}/products/acme/reviews", body))
+    (review,) = page.reviews
+    assert (review["pros"], review["cons"]) == ("Fast setup.", "Slow exports.\nBig files.")
