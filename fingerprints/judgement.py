@@ -21,7 +21,7 @@ from typing import Any
 from core.items_schema import UnknownItemType
 from crawlers.items import schema_for
 from fingerprints.coverage import CoverageBaseline
-from fingerprints.evidence import PageEvidence, Tally, tallies, tally
+from fingerprints.evidence import PageEvidence, Tally, absent_fields, tallies, tally
 from fingerprints.extraction import HARNESS_FIELDS, PageOutput
 from fingerprints.fields import (
     CARDS,
@@ -56,6 +56,7 @@ class PageTypeExtraction:
     falls: tuple[FieldFall, ...] = ()  # fields below the floor of their baseline
     notes: tuple[str, ...] = ()  # warnings that are no field's fall
     unjudged: int = 0  # pages not judged: their parts need the network
+    absent: tuple[str, ...] = ()  # fields with evidence rules no sampled page has
 
     @property
     def lost_fields(self) -> tuple[str, ...]:
@@ -120,6 +121,7 @@ class PageTypeExtraction:
             "falls": [f.to_dict() for f in self.falls],
             "notes": list(self.notes),
             "unjudged_pages": self.unjudged,
+            "absent_fields": list(self.absent),
             "errors": list(self.errors),
         }
 
@@ -326,6 +328,7 @@ def _judge_type(
         falls=tuple(found),
         notes=notes,
         unjudged=unjudged,
+        absent=absent_fields([*groups[ITEMS], *groups[CARDS]]),
     )
 
 

@@ -126,6 +126,16 @@ def test_no_replies_on_the_page_is_not_a_lost_reply() -> None:
     items = [review(experienced_at="2024-05-01") for _ in range(20)]
     assert evidence(body).shown == {"reply": 0, "experienced_at": 20}
     assert judged(body, items) == ()
+    # The report names it: empty, and rightly so.
+    output = PageOutput(
+        "https://www.trustpilot.com/review/x",
+        "company_reviews",
+        "parse",
+        tuple(items),
+        evidence=evidence(body),
+    )
+    report = judge_extraction([output], BASELINES, POLICY).to_dict()
+    assert report["page_types"]["company_reviews"]["absent_fields"] == ["reply"]
 
 
 def test_a_reply_shown_but_not_extracted_is_lost() -> None:
