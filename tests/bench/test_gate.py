@@ -37,7 +37,7 @@ def test_the_set_covers_every_site_and_kind() -> None:
     assert set(Counter(case.kind for case in CASES)) == set(KINDS)
     for site in SITES:
         kinds = {case.kind for case in CASES if case.site == site}
-        assert {"current", "broken extraction", "blocked"} <= kinds, site
+        assert {"current", "broken extraction", "absent not lost", "blocked"} <= kinds, site
     # Every page is there and every edit changes it.
     for case in CASES:
         assert case.body(), case.name
