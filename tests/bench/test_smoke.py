@@ -67,6 +67,14 @@ SMOKE: dict[str, Smoke] = {
         table=("configuration", "bare Scrapy (memory scheduler)", "full path, 2 workers", "goal:"),
         timeout=420.0,
     ),
+    "gate": Smoke(
+        argv=("--site", "idealista"),
+        table=(
+            "## idealista",
+            "| case | kind | expected | verdict",
+            "false passes 0, false stops 0",
+        ),
+    ),
     "multilingual": Smoke(table=("recall@5", "en ", "es ")),
     "pipelines": Smoke(table=("median bulk", "ratio bulk / per-item sequential")),
     "reclaim": Smoke(table=("operation", "reclaim() bounded", "drain poll bounded / old")),
