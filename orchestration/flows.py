@@ -10,10 +10,15 @@ Retrying a failed run (Prefect's "Retry", same flow run) keeps its job id, and t
 producer and drain steps are cached on (site, job id) with persisted results: the retry
 resumes at the failed step without crawling again.
 
+A scrape run's final state is what its data came to (``orchestration/outcome.py``):
+Completed, CompletedWithWarnings (nothing lost), Incomplete or NothingStored (Failed, the
+report written all the same).
+
 Alerts are Prefect state hooks (``orchestration/hooks.py``): each step's ``on_failure``
 names the failed step, the flows' ``on_failure`` / ``on_crashed`` cover the rest, and the
-report's ``on_completion`` sends the job summary. An alert Slack does not take never fails
-a run: it is logged in the run's log and recorded for the daily health check.
+report's ``on_completion`` sends the job summary; a failed run whose hooks could not run
+is alerted by the server (``orchestration/automations.py``). An alert Slack does not take
+never fails a run: it is logged in the run's log and recorded for the daily health check.
 """
 
 from __future__ import annotations

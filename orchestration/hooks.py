@@ -12,7 +12,10 @@
   ``scrape-<site-with-dashes>-failure`` (an artifact key has no ``_``): the failed step, its
   error and its last log lines.
 - The report task's ``on_completion`` sends the job summary (its result is the summary's
-  template context).
+  template context): the alert of a run that ends ``Incomplete`` or ``NothingStored``.
+- Once a failed or crashed run's own alert is out (or was not needed), the flow's hook
+  emits ``ALERTED_EVENT``; the server-side automation (``orchestration/automations.py``)
+  alerts the failed runs that never emit it (their process was gone).
 
 An alert Slack does not take after its retries never changes the run's state: ``notify``
 logs one WARNING in the run's log (template, error class; never the webhook URL) and
