@@ -217,7 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     api_url = os.environ.get("PREFECT_API_URL", "").rstrip("/")
     if not api_url:
-        raise OperatorError("PREFECT_API_URL is not set: which Prefect server to run on?")
+        raise OperatorError(
+            "PREFECT_API_URL is not set: point it at the Prefect server's API "
+            "(e.g. http://prefect-server:4200/api)"
+        )
     return run_deployment(
         args.flow, args.site, args.param, api_url=api_url, env=os.environ, force=args.force
     )

@@ -106,6 +106,14 @@ def test_registration_names_the_automation_and_keeps_the_webhook_secret(
     (automation,) = api(prefect_server, "/automations/filter", {})
     assert automation["name"] == AUTOMATION_NAME and automation["enabled"]
     assert automation["trigger"]["posture"] == "Proactive"
+    # Registering again (every compose worker start does) updates the same automation.
+    register_deployments(
+        prefect_server,
+        extra_env={"SLACK_WEBHOOK_URL": slack.url},
+        options=["--alert-grace", str(GRACE)],
+    )
+    (again,) = api(prefect_server, "/automations/filter", {})
+    assert again["id"] == automation["id"]
     blocks = api(prefect_server, "/block_documents/filter", {})
     (block,) = [b for b in blocks if b["name"] == BLOCK_NAME]
     assert WEBHOOK_PATH not in str(block) and slack.url not in str(block)

@@ -103,6 +103,19 @@ def test_local_stack_refuses_a_malformed_param_before_anything_runs(
     assert captured.err == f"flow parameter {bad!r} is not KEY=VALUE (e.g. {EXAMPLE})\n"
 
 
+def test_the_compose_entry_point_names_the_server_it_lacks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with pytest.raises(SystemExit) as raised:
+        deployment_run.main(["scrape-site", "--site", "demo"])
+    assert raised.value.code == 2
+    assert capsys.readouterr().err == (
+        "PREFECT_API_URL is not set: point it at the Prefect server's API "
+        "(e.g. http://prefect-server:4200/api)\n"
+    )
+
+
 def test_the_final_line_is_one_line_with_state_message_and_log(platform_run_dir: Path) -> None:
     state = {"type": "FAILED", "name": "FailedClosed", "message": "structure gate:\n  drifted"}
     log = f"worker log: {local_stack.worker_log()}"
