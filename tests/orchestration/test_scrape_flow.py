@@ -143,6 +143,22 @@ def slack_texts(stack: Stack) -> list[str]:
     return [str(post.get("text", "")) for post in stack.slack.posts()]
 
 
+def final_log_lines(stack: Stack, run_id: str) -> list[str]:
+    """The run's last 200 log lines, oldest first, once its final "Finished in state" line
+    reached the API (lines are shipped in batches, after the state)."""
+
+    def lines() -> list[str]:
+        body = {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_DESC"}
+        found = api(stack.prefect, "/logs/filter", body | {"limit": 200})
+        return [log["message"] for log in reversed(found)]
+
+    def finished() -> bool:
+        return any(line.startswith("Finished in state") for line in lines()[-20:])
+
+    wait_for(finished, timeout=60, what="the run's last log lines")
+    return lines()
+
+
 def product_fetches(stack: Stack) -> int:
     return sum(1 for e in stack.site.access_log() if e["path"].startswith("/product/"))
 
@@ -287,8 +303,7 @@ def test_gate_failure_skips_the_scrape_fail_closed(stack: Stack) -> None:
     fix = f"`python -m fingerprints baseline demo --from-url {stack.site.url.rstrip('/')}`"
     assert fix in alert, alert
     # The run's log ends on its state, with no traceback of the state it returned.
-    body = {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_ASC", "limit": 200}
-    lines = [log["message"] for log in api(stack.prefect, "/logs/filter", body)]
+    lines = final_log_lines(stack, run_id)
     assert lines[-1].startswith("Finished in state FailedClosed("), lines[-3:]
     assert not [line for line in lines if "Traceback" in line or "unexpected exception" in line]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.orchestration.prefect_api import api
 from tests.orchestration.test_scrape_flow import (
     PRODUCTS,
     Stack,
+    final_log_lines,
     job_id_of,
     latest_artifact,
     slack_texts,
@@ -25,12 +25,6 @@ __all__ = ["stack"]  # the module-scoped fixture, shared by import
 # DM-00050 .. DM-00069 answer 503 to every attempt.
 GONE = ("/product/DM-0005", "/product/DM-0006")
 LOST = 20
-
-
-def last_log_lines(stack: Stack, run_id: str) -> list[str]:
-    """The run's last 200 log lines (the API's page), oldest first."""
-    body = {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_DESC", "limit": 200}
-    return [log["message"] for log in reversed(api(stack.prefect, "/logs/filter", body))]
 
 
 def report_rows(report: str) -> dict[str, str]:
@@ -80,6 +74,6 @@ def test_a_run_that_lost_pages_ends_incomplete_and_says_what_it_lost(stack: Stac
     assert f"*{PRODUCTS - LOST}* (new" in summary and f"stored {PRODUCTS - LOST}" in summary
 
     # The run's log ends on its state, with no traceback of the returned state.
-    lines = last_log_lines(stack, run_id)
+    lines = final_log_lines(stack, run_id)
     assert lines[-1].startswith("Finished in state Incomplete("), lines[-3:]
     assert not [line for line in lines if "unexpected exception" in line]
