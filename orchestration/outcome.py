@@ -9,7 +9,12 @@ report step measured besides (field coverage, a drifted gate). Three kinds of fi
   rate dropped, a crawl closed for a reason that says so;
 - **warnings**: nothing lost, but not plain green: ERROR lines above the threshold, a
   crawl budget reached (the bound the profile set), a drifted structure gate;
-- **nothing stored**: the job holds no item at all, never a success.
+- **nothing stored**: the job holds no item at all, never a success, unless the site
+  lists none (a spider read a page listing no items, ``NONE_LISTED``, and nothing was
+  lost; or the crawl judged itself ``finished``).
+
+Where the crawl judged itself (the job document's ``close_reason`` and its one line,
+``outcome``), a losing reason is never contradicted, and its line is the one shown.
 
 ``judge`` maps them to the run's final word, the same in the Prefect state, the job
 document's ``status``, the report and the Slack summary:
@@ -38,9 +43,16 @@ from core.removals import failed_requests
 COMPLETED, WARNINGS = "Completed", "CompletedWithWarnings"
 INCOMPLETE, NOTHING_STORED = "Incomplete", "NothingStored"
 LOSING_STATES = (INCOMPLETE, NOTHING_STORED)  # FAILED-type: the data is not all there
-# The crawl's own close reasons (its stats and the job document's ``close_reason``) that
-# say data was lost; the budgets' reasons are warnings, ``finished`` says nothing more.
-LOSING_CLOSE_REASONS = frozenset({"refused", "nothing_stored", "store_failed"})
+# The crawl's own close reasons (the job document's ``close_reason``, with its one line,
+# ``outcome``, where the crawl judged itself) that say data was lost; a budget's reason
+# is a warning (``budgets``); ``finished`` with nothing stored: the site lists none.
+LOSING_CLOSE_REASONS = frozenset(
+    {"refused", "nothing_stored", "store_failed", "elasticsearch_auth", "shutdown_forced"}
+)
+FINISHED = "finished"
+# A spider read a page that lists no items (an empty category): the one way a job that
+# stored nothing can be right, declared by the spider, never guessed.
+NONE_LISTED = "items/none_listed"
 TOP_REASONS = 3  # validation reasons named in the nothing-stored line
 
 
@@ -169,8 +181,19 @@ def losses(document: Mapping[str, Any], coverage: Mapping[str, Any] | None = Non
         lines.append(f"field coverage dropped: {fields}")
     reason = str(document.get("close_reason") or "")
     if reason in LOSING_CLOSE_REASONS and not lines:
-        lines.append(f"the crawl closed {reason}")
+        said = f": {document['outcome']}" if document.get("outcome") else ""
+        lines.append(f"the crawl closed {reason}{said}")
     return lines
+
+
+def lists_none(document: Mapping[str, Any], lost: Sequence[str]) -> bool:
+    """A job that stored nothing because the site lists nothing: it lost nothing, and the
+    crawl judged it ``finished`` or a spider counted a page listing no items."""
+    if lost:
+        return False
+    if document.get("close_reason"):
+        return document["close_reason"] == FINISHED
+    return numbers(document).get(NONE_LISTED, 0) > 0
 
 
 def warnings(
@@ -197,7 +220,10 @@ def warnings(
 
 def nothing_stored(document: Mapping[str, Any], lost: Sequence[str]) -> str:
     """The one line of a job that stored no item: how many were found, and why none
-    was stored ("0 of 20 items stored: all dropped by validation (name missing 20)")."""
+    was stored ("0 of 20 items stored: all dropped by validation (name missing 20)").
+    The crawl's own line (``outcome``) when it judged itself, so both say the same."""
+    if document.get("close_reason") in LOSING_CLOSE_REASONS and document.get("outcome"):
+        return str(document["outcome"])
     if document.get("refusal"):
         return str(document["refusal"])
     counters = numbers(document)
@@ -228,7 +254,7 @@ def judge(
     lost = losses(document, coverage)
     warned = warnings(document, drift=drift, errors_per_1000_pages=errors_per_1000_pages)
     counts = loss_counts(document)
-    if not _figure(document, "items_stored"):
+    if not _figure(document, "items_stored") and not lists_none(document, lost):
         reason = nothing_stored(document, lost)
         return Outcome(NOTHING_STORED, tuple(lost), tuple(warned), reason, counts)
     state = INCOMPLETE if lost else WARNINGS if warned else COMPLETED

@@ -167,6 +167,21 @@ def test_the_crawls_close_reason_is_never_contradicted() -> None:
     outcome = judge(document(GOOD) | {"close_reason": "store_failed"})
     assert (outcome.state, outcome.losses) == (INCOMPLETE, ("the crawl closed store_failed",))
     assert judge(document(GOOD) | {"close_reason": "finished"}).state == COMPLETED
+    # Where the crawl judged itself, its one line is the run's.
+    line = "0 of 3 items stored: the site answered HTTP 503"
+    crawl = {"close_reason": "nothing_stored", "outcome": line}
+    outcome = judge(document({"pages/total": 3, "pages/requests": 3}) | crawl)
+    assert (outcome.state, outcome.message) == (NOTHING_STORED, line)
+
+
+def test_a_site_that_lists_nothing_stores_nothing_and_is_right() -> None:
+    empty = {"pages/total": 2, "pages/requests": 2, "items/none_listed": 1}
+    assert judge(document(empty)).state == COMPLETED
+    assert judge(document(empty) | {"close_reason": "finished"}).state == COMPLETED
+    # ... but not when a page could not be read: its items may be what is missing.
+    assert judge(document(empty | {"shop/listing_unparsed": 1})).state == NOTHING_STORED
+    # Without the spider saying so, pages read and nothing found is never success.
+    assert judge(document({"pages/total": 2, "pages/requests": 2})).state == NOTHING_STORED
 
 
 def test_the_outcome_travels_as_a_dict() -> None:
