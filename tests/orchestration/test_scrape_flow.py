@@ -144,19 +144,22 @@ def slack_texts(stack: Stack) -> list[str]:
 
 
 def final_log_lines(stack: Stack, run_id: str) -> list[str]:
-    """The run's last 200 log lines, oldest first, once its final "Finished in state" line
-    reached the API (lines are shipped in batches, after the state)."""
+    """The run's last 200 log lines, oldest first, once the flow's own "Finished in state"
+    line reached the API (lines are shipped in batches, after the state; a task's
+    "Finished in state" line is not the flow's)."""
 
-    def lines() -> list[str]:
+    def records() -> list[dict[str, Any]]:
         body = {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_DESC"}
-        found = api(stack.prefect, "/logs/filter", body | {"limit": 200})
-        return [log["message"] for log in reversed(found)]
+        return list(reversed(api(stack.prefect, "/logs/filter", body | {"limit": 200})))
 
     def finished() -> bool:
-        return any(line.startswith("Finished in state") for line in lines()[-20:])
+        return any(
+            log["task_run_id"] is None and log["message"].startswith("Finished in state")
+            for log in records()
+        )
 
-    wait_for(finished, timeout=60, what="the run's last log lines")
-    return lines()
+    wait_for(finished, timeout=60, what="the flow's last log line")
+    return [log["message"] for log in records()]
 
 
 def product_fetches(stack: Stack) -> int:
