@@ -1,5 +1,6 @@
-"""orchestration.run_log: the engine's traceback of a returned Failed state is dropped, any
-other record (a raised exception's traceback included) is kept."""
+"""orchestration.run_log: the engine's traceback of a returned Failed state is dropped, a
+step's operator error keeps its line without a traceback, any other record (an exception
+nobody meant, with its traceback) is kept as it is."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import sys
 
 from prefect.exceptions import FailedRun
 
-from orchestration.run_log import FLOW_RUN_LOGGER, ReturnedFailure, install
+from orchestration.run_log import RUN_LOGGERS, OperatorFailures, install
+from orchestration.scrape_tasks import StructureGateFailed
+from orchestration.steps import PreflightError
+
+ENGINE_EXIT = "Engine execution exited with unexpected exception"
 
 
 def record(exc: BaseException | None, message: str) -> logging.LogRecord:
@@ -18,27 +23,45 @@ def record(exc: BaseException | None, message: str) -> logging.LogRecord:
             raise exc
         except BaseException:
             info = sys.exc_info()
-    return logging.LogRecord(FLOW_RUN_LOGGER, logging.ERROR, __file__, 1, message, (), info)
+    return logging.LogRecord(RUN_LOGGERS[0], logging.ERROR, __file__, 1, message, (), info)
 
 
-def test_only_the_failed_run_of_a_returned_state_is_dropped() -> None:
-    keep = ReturnedFailure().filter
-    returned = FailedRun("structure gate: structure changed")
-    assert not keep(record(returned, "Engine execution exited with unexpected exception"))
-    assert keep(record(RuntimeError("the flow itself broke"), "Encountered exception"))
+def test_a_returned_failed_state_leaves_no_engine_traceback() -> None:
+    keep = OperatorFailures().filter
+    assert not keep(record(FailedRun("structure gate: structure changed"), ENGINE_EXIT))
     assert keep(record(None, "Finished in state FailedClosed('structure gate: ...')"))
 
 
-def test_installed_once_on_the_flow_run_logger() -> None:
-    logger = logging.getLogger(FLOW_RUN_LOGGER)
-    before = list(logger.filters)
+def test_a_step_error_is_its_line_without_a_traceback() -> None:
+    keep = OperatorFailures().filter
+    gate = StructureGateFailed({"reason": "structure changed: home (similarity 0.01 < 0.85)"})
+    failed = record(gate, f"Task run failed with exception: {gate!r} - Retries are exhausted")
+    assert keep(failed)
+    assert failed.exc_info is None and failed.exc_text is None
+    formatted = logging.Formatter().format(failed)
+    assert "Traceback" not in formatted and "structure changed: home" in formatted
+    # The engine's record of the run that step failed: its state line says it already.
+    assert not keep(record(PreflightError("preflight failed for demo: Redis down"), ENGINE_EXIT))
+
+
+def test_an_exception_nobody_meant_keeps_its_traceback() -> None:
+    keep = OperatorFailures().filter
+    bug = record(RuntimeError("the flow itself broke"), ENGINE_EXIT)
+    assert keep(bug)
+    assert "Traceback" in logging.Formatter().format(bug)
+
+
+def test_installed_once_on_each_run_logger() -> None:
+    loggers = [logging.getLogger(name) for name in RUN_LOGGERS]
+    before = [list(logger.filters) for logger in loggers]
     try:
         install()
         install()
-        assert len([f for f in logger.filters if isinstance(f, ReturnedFailure)]) == 1
-        # The logger's own filters (what it applies before any handler, the API's too).
-        returned = record(FailedRun("closed"), "Engine execution exited with unexpected exception")
-        assert not logger.filter(returned)
-        assert logger.filter(record(None, "Finished in state FailedClosed('closed', type=FAILED)"))
+        for logger in loggers:
+            assert len([f for f in logger.filters if isinstance(f, OperatorFailures)]) == 1
+            # The logger's own filters: applied before any handler, the API's too.
+            assert not logger.filter(record(FailedRun("closed"), ENGINE_EXIT))
+            assert logger.filter(record(None, "Finished in state FailedClosed('closed')"))
     finally:
-        logger.filters[:] = before
+        for logger, filters in zip(loggers, before, strict=True):
+            logger.filters[:] = filters
