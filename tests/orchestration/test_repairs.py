@@ -38,6 +38,8 @@ ALERT = {
     "reason": "structure changed: product (similarity 0.412 < 0.85)",
     "page_types": [],
     "run_url": None,
+    "approvable": False,
+    "site_url": "http://127.0.0.1:8000",
 }
 
 
@@ -125,7 +127,8 @@ def test_suggestions_for_the_fixture_check_become_slack_lines_and_a_table(
     alert = render("structure_change", **ALERT, repairs=outcome.slack_text)
     assert alert.endswith(outcome.slack_text)
     assert render("structure_change", **ALERT, repairs="").endswith(
-        "`python -m fingerprints baseline demo`."
+        "`python -m fingerprints baseline demo --from-url http://127.0.0.1:8000`, and commit "
+        "them with the change."
     )
 
 
