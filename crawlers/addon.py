@@ -159,6 +159,10 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.limits.budget.JobBudgetCheck": 20,
         # Log lines cut at LOG_MAX_LINE_CHARS (crawlers.limits.bounded).
         "crawlers.limits.bounded.LogLineCap": 1,
+        # The close reason that says what the crawl got (finish_reason, the last line, the
+        # exit status): after the refusal check (10), before the frontier worker's last
+        # stats push (100).
+        "crawlers.runtime.outcome.CrawlOutcome": 50,
     },
 }
 
