@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from core.budget import reached_text
 from core.jobstats import unparsed_pages
+from core.refusal import refusal as refusal_line
 
 FINISHED = "finished"
 REFUSED = "refused"
@@ -70,6 +71,7 @@ JUDGED = (NOTHING_STORED, STORE_FAILED)
 
 STORED = "items/stored"
 SCRAPED = "item_scraped_count"  # items through every pipeline (Scrapy's count)
+ITEM_ERRORS = "item_error_count"  # items that failed in a pipeline (item_error)
 NONE_LISTED = "items/none_listed"
 # Stats (strings) a crawl's components leave for the line: the store's give-up line.
 STORE_FAILURE = "store/failure"
@@ -126,18 +128,21 @@ def judge(
 
     ``stored``: items stored when known from elsewhere (a worker: its job's ledger), else
     ``items/stored`` or, without a store, ``item_scraped_count``. ``refusal``: the line
-    of a crawl every page of which was refused (``core.refusal``)."""
+    of a crawl every page of which was refused (``core.refusal``, with its advice for
+    what the crawl presented); None: judged from ``counters`` here."""
     n = _Numbers(counters)
     own = n.stored()
     stored = own if stored is None else stored
     base = FINISHED if reason in JUDGED else reason
     extracted = n.extracted()
     if base == AUTH_FAILED or (not stored and n.get(WORKER_REASONS + AUTH_FAILED)):
+        waiting = f"; {spill_remaining:,} wait in the spill" if spill_remaining else ""
         return Outcome(
             AUTH_FAILED,
-            f"{_of(stored, extracted)}: Elasticsearch refused the crawl's credentials; "
-            "what was scraped waits in the spill",
+            f"{_of(stored, extracted)}: Elasticsearch refused the crawl's credentials{waiting}",
         )
+    if refusal is None:
+        refusal = refusal_line(n.ints)
     if refusal or base == REFUSED:
         return Outcome(REFUSED, refusal or f"{_of(stored, extracted)}: the site refused the crawl")
     failed = _store_failure(n, stored, extracted, counters)
@@ -211,10 +216,12 @@ def _nothing_line(n: _Numbers, extracted: int, spill_remaining: int | None, reas
             parts.append(f"{dropped:,} dropped ({n.top_invalid()})")
         if spill_remaining:
             parts.append(f"{spill_remaining:,} wait in the spill for Elasticsearch")
-        failed = n.get("dedup/failed") + n.get("frontier/item_error_gave_up")
+        failed = n.failed()
         if failed:
             parts.append(f"{failed:,} failed in the pipelines (item_error, see the log)")
         line = f"0 of {extracted:,} items stored: " + ("; ".join(parts) or "none reached the store")
+    elif n.failed():
+        line = f"0 items stored: {n.failed():,} failed in the pipelines (item_error, see the log)"
     else:
         line = f"0 items: {_no_items(n)}"
     if reason not in (FINISHED, NOTHING_STORED):
@@ -247,7 +254,7 @@ def _no_items(n: _Numbers) -> str:
         return f"site down ({network} on every request, {_count(requests, 'request')})"
     if requests:
         return f"no page answered ({_count(requests, 'request')})"
-    return "no request was made (no start URL?)"
+    return "no request was made (no start URL, or nothing enqueued for the job?)"
 
 
 def _of(stored: int, extracted: int) -> str:
@@ -293,6 +300,10 @@ class _Numbers:
             validated = self.get("item_scraped_count") + self.get("item_dropped_count")
         # A job's ledger: items past dedup plus those validation dropped.
         return max(validated, self.get("items/scraped") + self.get("items/invalid"))
+
+    def failed(self) -> int:
+        """Item errors in the pipelines (``ITEM_ERRORS``: every one, re-deliveries too)."""
+        return self.get(ITEM_ERRORS) or self.get("dedup/failed")
 
     def unparsed(self) -> int:
         return sum(unparsed_pages(self.ints).values())

@@ -8,7 +8,9 @@ and writes the verdict where everything reads it:
 
 * Scrapy's stats: ``finish_reason`` (replacing Scrapy's own), ``outcome`` (the one line)
   and ``workers/finish_reason/<reason>`` = 1, which the frontier worker pushes into the
-  job's counters with its last stats (so a job knows how its workers ended);
+  job's counters with its last stats (so a job knows how its workers ended); and
+  ``item_error_count``, the items that failed in a pipeline (Scrapy counts the items
+  scraped and dropped, not those);
 * ``scrapy crawl`` logs ``outcome`` as the log's last line and exits with the reason's
   status (``crawlers.commands.crawl``); the local jobs document carries both
   (``crawlers.pipelines.store``).
@@ -26,8 +28,6 @@ when its document is written (``core.jobs_index.job_document``).
 
 from __future__ import annotations
 
-import logging
-
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
@@ -35,11 +35,17 @@ from scrapy.exceptions import CloseSpider
 from core.jobstats import JobStats
 from core.keys import REDIS_ERRORS
 from core.ledger import stored_count
-from core.outcome import FINISHED, SCRAPED, STORED, WORKER_REASONS, Outcome, judge
+from core.outcome import (
+    FINISHED,
+    ITEM_ERRORS,
+    SCRAPED,
+    STORED,
+    WORKER_REASONS,
+    Outcome,
+    judge,
+)
 from crawlers.runtime.logs import not_configured
 from crawlers.runtime.services import CrawlServices
-
-logger = logging.getLogger(__name__)
 
 OUTCOME_STAT = "outcome"  # the one line; ``finish_reason`` holds the reason
 REFUSAL_STAT = "refusal"  # crawlers.fetch.refusal's line of a crawl refused as a whole
@@ -49,7 +55,6 @@ class CrawlOutcome:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.services = CrawlServices.of(crawler)
-        self.outcome: Outcome | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlOutcome:
@@ -57,6 +62,7 @@ class CrawlOutcome:
             raise not_configured("CrawlOutcome", "no stats")
         extension = cls(crawler)
         crawler.signals.connect(extension.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(extension.item_error, signal=signals.item_error)
         # Synchronous: it runs whole before the receivers connected after it (the frontier
         # worker's last stats push, the local jobs document).
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
@@ -71,10 +77,15 @@ class CrawlOutcome:
         if outcome.reason != FINISHED:
             raise CloseSpider(outcome.reason)
 
+    def item_error(self) -> None:
+        """Scrapy counts items scraped and dropped, not those that failed: counted here."""
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value(ITEM_ERRORS)
+
     def spider_closed(self, spider: Spider, reason: str) -> None:
         stats = self.crawler.stats
         assert stats is not None
-        self.outcome = outcome = self.judge(reason)
+        outcome = self.judge(reason)
         stats.set_value("finish_reason", outcome.reason)
         stats.set_value(OUTCOME_STAT, outcome.line)
         stats.inc_value(WORKER_REASONS + outcome.reason)
@@ -94,8 +105,8 @@ class CrawlOutcome:
 
     def _job_stored(self, figures: dict[str, object]) -> int | None:
         """With the frontier: the items the worker's job has stored, by every worker (with
-        a store its ledger's exact ``items/stored``, else the items its workers passed to
-        their feeds); None without (the crawl's own count)."""
+        the store pipeline, which counts ``items/stored``, its ledger's exact figure; else
+        the items its workers passed to their feeds); None without (the crawl's own)."""
         if not self.services.redis_url:
             return None
         spider = self.crawler.spider
@@ -104,7 +115,7 @@ class CrawlOutcome:
             return None
         try:
             server = self.services.sync_redis()
-            if self.services.es_url:
+            if STORED in figures:
                 job = stored_count(server, spider.name, str(job_id))
                 own = _int(figures.get(STORED))
             else:

@@ -149,6 +149,11 @@ def test_a_refused_crawl_is_refused_whatever_scrapy_said() -> None:
     counters = {"responses/classified": 12, "blocks/total": 12}
     assert judge(counters, reason="finished", refusal=line) == Outcome("refused", line)
     assert judge(counters, reason="refused").reason == "refused"
+    # Judged from the counters when no line is given.
+    blocked = {**counters, "blocks/blocked": 12, "blocks/reason/http_403": 12}
+    judged = judge(blocked)
+    assert judged.reason == "refused"
+    assert judged.line.startswith("every page was refused: 12 of 12 responses were blocks")
 
 
 def test_a_store_that_failed() -> None:
@@ -185,7 +190,19 @@ def test_budgets_and_shutdown_stand_with_items_stored_only() -> None:
         "ended early (budget_pages); crawl budget reached: pages"
     )
     assert judge(pages(0, robots=False), reason="shutdown").line == (
-        "0 items: no request was made (no start URL?); the crawl ended early (shutdown)"
+        "0 items: no request was made (no start URL, or nothing enqueued for the job?); the "
+        "crawl ended early (shutdown)"
+    )
+
+
+def test_items_that_failed_in_the_pipelines_are_said() -> None:
+    # No validation (a project's own pipelines): the failures are all that is known.
+    assert judge({**pages(3), "item_error_count": 3}).line == (
+        "0 items stored: 3 failed in the pipelines (item_error, see the log)"
+    )
+    validated = {**pages(3), "validation/valid/demo_product": 3, "item_error_count": 3}
+    assert judge(validated).line == (
+        "0 of 3 items stored: 3 failed in the pipelines (item_error, see the log)"
     )
 
 

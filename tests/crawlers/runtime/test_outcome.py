@@ -10,12 +10,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
+from elasticsearch import Elasticsearch
 
+from core.jobs_index import job_counters, write_job_document
+from crawlers.cli.producer import produce
 from harness.base import free_port
 from harness.demo_site import DemoSite
+from harness.es_node import ElasticsearchNode
+from harness.redis_server import RedisServer
 from tests.crawlers.fetch.support import CrawlResult, run_crawl
-from tests.crawlers.pipelines.support import module_site
-from tests.crawlers.support import REPO_ROOT, crawl_env
+from tests.crawlers.pipelines.support import module_site, reset_store, start_store_worker
+from tests.crawlers.support import REPO_ROOT, crawl_env, log_excerpt, wait_all
 
 PRODUCTS = 30
 VALIDATION_ONLY = '{"crawlers.pipelines.validate.ValidationPipeline": 100}'
@@ -121,8 +127,7 @@ def test_a_crawl_refused_before_the_early_close_is_refused_too(
         )
     finally:
         site.reset()
-    assert result.returncode == 3, result.log[-3000:]
-    assert result.stat("finish_reason") == "refused"
+    closed_as(result, "refused", 3)
     assert result.stat("outcome") == result.stat("refusal")
     assert last_line(result) == f"finish_reason refused: {result.stat('refusal')}"
 
@@ -149,3 +154,38 @@ def test_an_unwritable_spill_directory_from_the_environment_is_one_line(
         "written ("
     )
     assert line.endswith("make it writable or set STORE_SPILL_DIR to a writable directory")
+
+
+def test_a_worker_that_stored_nothing_while_its_peer_stored_everything_finished(
+    site: DemoSite,
+    redis_server: RedisServer,
+    es: Elasticsearch,
+    es_node: ElasticsearchNode,
+    tmp_path: Path,
+) -> None:
+    server = redis.Redis.from_url(redis_server.url)
+    reset_store(es, server)
+    job = produce(server, "demo", base_url=site.url)
+    logs = [tmp_path / "first.log", tmp_path / "late.log"]
+    # The first worker crawls the whole job; the second starts on its drained frontier.
+    for log in logs:
+        worker = start_store_worker(
+            job_id=job.job_id, base_url=site.url, log_path=log, redis_url=redis_server.url,
+            es_url=es_node.url,
+        )  # fmt: skip
+        assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
+    first, late = (log.read_text().splitlines()[-1] for log in logs)
+    assert first.endswith(f"INFO: finish_reason finished: {PRODUCTS} items stored")
+    assert late.endswith(
+        f"INFO: finish_reason finished: {PRODUCTS} items stored (by the job's workers; this "
+        "one stored 0)"
+    )
+    # The job's counters say how its workers ended; its document says how the job did.
+    counters = job_counters(server, "demo", job.job_id)
+    assert counters["workers/finish_reason/finished"] == 2
+    document = write_job_document(es, "demo", job.job_id, "completed", None, None, counters)
+    assert (document["close_reason"], document["outcome"]) == (
+        "finished",
+        f"{PRODUCTS} items stored",
+    )
+    reset_store(es, server)
