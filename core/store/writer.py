@@ -276,6 +276,8 @@ class ItemStore:
                 await self.drain_spill(max_batches=4)
             except SPILL_ERRORS as exc:
                 self.failures.spill_failed(exc)
+            else:
+                self.failures.spill_ok()
             self._spill_dirty = bool(await self._spill_size())
 
     async def _spill_size(self) -> int:

@@ -4,7 +4,12 @@ Scrapy answers ``scrapy crawl nosuchsite`` with a KeyError traceback from its sp
 loader once the crawler process is up (reactor installed, logging configured). Here the
 name is checked while the options are processed, before any of that: one line naming the
 known sites, exit status 2. A ``-a base_url=`` that is no http(s) URL is one line too,
-exit 2.
+exit 2. Elasticsearch refusing the crawl's credentials is one line naming the user, the
+URL and the fix, exit status 2: checked before the crawl starts (nothing is fetched), and
+again by the store pipeline while it runs (the crawl closes, its scraped items wait in
+the spill for the next run). So are a site that renders without a Chromium and a spill
+directory that cannot be written. Everything else (``-a``, ``-s``, ``-o``, ``-O``) is
+Scrapy's.
 
 How the crawl ended is its close reason (``crawlers.runtime.outcome``, ``core.outcome``):
 the log's last line says it with why (``finish_reason nothing_stored: 0 of 20 items
@@ -13,10 +18,6 @@ stored (or the site lists none), 2 ``elasticsearch_auth``, 3 ``refused`` (every 
 block), 4 ``nothing_stored``, 5 ``store_failed``, 6 ``shutdown_forced`` (a second
 SIGTERM/SIGINT stopped it before it could close); 1 is Scrapy's own (the crawler could
 not start).
-Elasticsearch refusing the crawl's credentials is one line naming the user,
-the URL and the fix, exit status 2: checked before the crawl starts (nothing is fetched),
-and again by the store pipeline while it runs (the crawl closes, its scraped items wait in
-the spill for the next run). Everything else (``-a``, ``-s``, ``-o``, ``-O``) is Scrapy's.
 """
 
 from __future__ import annotations
