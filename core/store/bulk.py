@@ -17,8 +17,9 @@ written as it is (its template, if any, applies).
 
 An index whose declaration Elasticsearch refuses for good (400: an existing index with a
 conflicting mapping, ``mapper [price] cannot be changed from type [keyword] to
-[double]``) is not declared again: every write to it is a dead letter at once (no
-retries), its error naming the index, the field and the fix (``conflict_line``).
+[double]``; or 403, a privilege missing) is not declared again: every write to it is a
+dead letter at once (no retries), its error naming the index, the field and the fix
+(``conflict_line``).
 """
 
 from __future__ import annotations
@@ -283,6 +284,8 @@ class BulkSender:
         except ApiError as exc:
             denied = self._security(exc)
             if denied is not None:
+                if denied[0] == Outcome.DEAD_LETTER:  # a 403: not asked again either
+                    self._refused[where] = denied
                 return denied
             if exc.meta.status == 400 and exc.error in PERMANENT_ERRORS:
                 self._count(f"store/errors/{exc.error}", 1)
