@@ -168,7 +168,7 @@ def test_sigterm_is_honoured_while_the_store_can_neither_write_nor_spill(
     assert lines(graceful_log, "Received SIGTERM") and lines(
         graceful_log, "Closing spider (shutdown)"
     )
-    assert took < 20 + 0.5 + 2 + 15
+    assert took < 20 + 40  # STORE_CLOSE_TIMEOUT, and a loaded machine's margin
     assert last_line(graceful_log).startswith("ERROR: finish_reason store_failed: ")
     assert len(lines(graceful_log, "[core.store.writer] ERROR")) == 1
     assert last_line(forced_log).startswith("ERROR: finish_reason shutdown_forced: ")
