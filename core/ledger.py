@@ -170,6 +170,11 @@ def job_figures(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
     }
 
 
+def stored_count(server: redis.Redis, site: str, job_id: str) -> int:
+    """Items of the job Elasticsearch accepted so far (``items/stored``), by any worker."""
+    return int(server.scard(SiteKeys(site).job_stored(job_id)))
+
+
 def response_figures(responses: dict[str, str]) -> dict[str, int]:
     """Pages, renders, blocks by kind and pages refused, from ``job_responses`` records."""
     kinds: Counter[str] = Counter()

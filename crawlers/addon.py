@@ -37,6 +37,9 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   works with no services at all;
 * the Elasticsearch client's loggers at ERROR/WARNING (``crawlers.runtime.logs``): the store logs
   one line per outage state change, not the client's per-attempt lines and tracebacks;
+* the extensions: the local-mode line, the refusal check (10), the job's budgets (20) and
+  ``crawlers.runtime.outcome.CrawlOutcome`` (50): the close reason that says what the crawl
+  got (``finish_reason``, the last line and exit status of ``scrapy crawl``);
 * only when REDIS_URL is set: the distributed frontier (scheduler
   ``crawlers.frontier.scheduler.LeasingScheduler``, queue ``LeasedQueue``, dupefilter
   ``JobDupeFilter``, ``SCHEDULER_PERSIST``, ``REDIS_PARAMS``) and the worker extension
@@ -163,6 +166,10 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.limits.log_repeats.LogRepeats": 2,
         # Response header lines as long as a browser reads (crawlers.fetch.header_limit).
         "crawlers.fetch.header_limit.HeaderLimit": 3,
+        # The close reason that says what the crawl got (finish_reason, the last line, the
+        # exit status): after the refusal check (10), before the frontier worker's last
+        # stats push (100).
+        "crawlers.runtime.outcome.CrawlOutcome": 50,
     },
 }
 

@@ -93,6 +93,8 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
+# Scrapy's, with items the store gave up at DEBUG: its one ERROR line says why for all.
+LOG_FORMATTER = "crawlers.runtime.logs.PlatformLogFormatter"
 
 # HTTP cache: for local debugging only (`-s HTTPCACHE_ENABLED=1`), never in production.
 HTTPCACHE_ENABLED = False

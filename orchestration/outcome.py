@@ -38,21 +38,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from core.jobstats import unparsed_pages
+from core.outcome import EXIT_CODES, FINISHED, NONE_LISTED
 from core.removals import failed_requests
 
 COMPLETED, WARNINGS = "Completed", "CompletedWithWarnings"
 INCOMPLETE, NOTHING_STORED = "Incomplete", "NothingStored"
 LOSING_STATES = (INCOMPLETE, NOTHING_STORED)  # FAILED-type: the data is not all there
 # The crawl's own close reasons (the job document's ``close_reason``, with its one line,
-# ``outcome``, where the crawl judged itself) that say data was lost; a budget's reason
-# is a warning (``budgets``); ``finished`` with nothing stored: the site lists none.
-LOSING_CLOSE_REASONS = frozenset(
-    {"refused", "nothing_stored", "store_failed", "elasticsearch_auth", "shutdown_forced"}
-)
-FINISHED = "finished"
-# A spider read a page that lists no items (an empty category): the one way a job that
-# stored nothing can be right, declared by the spider, never guessed.
-NONE_LISTED = "items/none_listed"
+# ``outcome``, where the crawl judged itself) that say data was lost: those ``scrapy crawl``
+# exits non-zero for (core.outcome); a budget's reason is a warning (``budgets``);
+# ``finished`` with nothing stored: the site lists none (``NONE_LISTED``, declared by a spider).
+LOSING_CLOSE_REASONS = frozenset(reason for reason, code in EXIT_CODES.items() if code)
 TOP_REASONS = 3  # validation reasons named in the nothing-stored line
 
 

@@ -156,8 +156,13 @@ class Outcome(enum.StrEnum):
 
 
 class StoreUnavailable(RuntimeError):
-    """Neither Elasticsearch nor the spill could take an item (only at close)."""
+    """Neither Elasticsearch nor the spill could take an item in time (given up)."""
 
 
 class DeadLettered(RuntimeError):
-    """Elasticsearch rejected the document for good; it is kept in the dead-letter list."""
+    """Elasticsearch rejected the document for good; it is kept in the dead-letter list.
+    ``repeated``: its cause (index and kind of error) was already reported."""
+
+    def __init__(self, error: str | None, *, repeated: bool = False) -> None:
+        super().__init__(error)
+        self.repeated = repeated

@@ -31,8 +31,10 @@ def crawl(
     *,
     site: str = "demo",
     env: dict[str, str] | None = None,
+    code: int = 0,
 ) -> tuple[dict[str, Any], str, str]:
-    """``scrapy crawl <site>``: its final stats, its log and its finish reason."""
+    """``scrapy crawl <site>``: its final stats, its log and its finish reason; ``code``:
+    its exit status (4: a crawl that stored nothing, never a success)."""
     log = tmp_path / "crawl.log"
     merged: dict[str, object] = {
         "LOG_FILE": str(log),
@@ -53,7 +55,7 @@ def crawl(
         timeout=120,
     )
     text = log.read_text()
-    assert done.returncode == 0, done.stderr[-3000:] + text[-3000:]
+    assert done.returncode == code, done.stderr[-3000:] + text[-3000:]
     assert "Traceback" not in text, text[-5000:]
     reason = text.split("'finish_reason': '", 1)[1].split("'", 1)[0]
     return final_stats(log), text, reason
@@ -131,9 +133,10 @@ def test_a_day_n_calendar_on_the_generic_spider_stops_at_its_profile_s_chain_bud
     profiles.mkdir()
     (profiles / "calendar.toml").write_text(CALENDAR.format(base_url=hostile.url))
     stats, log, reason = crawl(
-        tmp_path, hostile.url, site="calendar", env={"SITE_PROFILES_DIR": str(profiles)}
+        tmp_path, hostile.url, site="calendar", env={"SITE_PROFILES_DIR": str(profiles)}, code=4
     )
-    assert reason == "finished"
+    # It ran out of pages to follow; the profile extracts nothing: nothing stored.
+    assert reason == "nothing_stored"
     assert stats["budget/reached/chain"] == 1
     assert len(lines(log, "crawl budget reached: chain (CRAWL_MAX_CHAIN=12)")) == 1
     assert stats["response_received_count"] == 1 + 12 + 1  # day 1, 12 more, robots.txt
@@ -205,7 +208,7 @@ def test_an_over_size_streamed_body_names_its_cancel_reason(
     hostile: HostileSite, tmp_path: Path
 ) -> None:
     settings = {"DOWNLOAD_MAXSIZE": 1_000_000, "FETCH_IDENTITY": "crawler"}
-    _, log, _ = crawl(tmp_path, f"{hostile.url}/streamed", settings)
+    _, log, _ = crawl(tmp_path, f"{hostile.url}/streamed", settings, code=4)
     (line,) = lines(log, "request failed:")
     assert "download cancelled, the body passed DOWNLOAD_MAXSIZE=1000000 bytes" in line
 

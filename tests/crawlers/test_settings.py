@@ -148,6 +148,7 @@ def test_environment_becomes_settings(tmp_path: Path) -> None:
             "elasticsearch_api_key": "key-" + SECRET,  # names are case-insensitive
             "SCRAPE_JOB_ID": "demo-job-1",
             "PLATFORM_RUN_DIR": str(tmp_path),
+            "STORE_SPILL_DIR": str(tmp_path / "spill-here"),
             "DEMO_SITE_URL": "http://127.0.0.1:8123",
             "FACEBOOK_SESSION_COOKIES": "c_user=1; xs=" + SECRET,
             "PROXY_LIST": "http://p1:8080, http://p2:8080",
@@ -165,6 +166,7 @@ def test_environment_becomes_settings(tmp_path: Path) -> None:
         "ELASTICSEARCH_USERNAME": "platform",
         "JOB_ID": "demo-job-1",
         "PLATFORM_RUN_DIR": str(tmp_path),
+        "STORE_SPILL_DIR": str(tmp_path / "spill-here"),
         "DEMO_SITE_URL": "http://127.0.0.1:8123",
         "ROTATING_PROXY_LIST": [f"http://p{n}:8080" for n in (1, 2, 3, 4)],
         "PLAYWRIGHT_LAUNCH_OPTIONS": {
