@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from core.budget import reached_text
 from core.jobstats import unparsed_pages
 from core.refusal import refusal as refusal_line
+from core.removals import failed_requests
 
 FINISHED = "finished"
 REFUSED = "refused"
@@ -70,6 +71,7 @@ EXIT_CODES = {
 JUDGED = (NOTHING_STORED, STORE_FAILED)
 
 STORED = "items/stored"
+LEDGER_PAGES = "pages/total"  # a job's ledger: pages fetched, exact (core.ledger)
 SCRAPED = "item_scraped_count"  # items through every pipeline (Scrapy's count)
 ITEM_ERRORS = "item_error_count"  # items that failed in a pipeline (item_error)
 NONE_LISTED = "items/none_listed"
@@ -254,6 +256,9 @@ def _no_items(n: _Numbers) -> str:
         return f"site down ({network} on every request, {_count(requests, 'request')})"
     if requests:
         return f"no page answered ({_count(requests, 'request')})"
+    failed = failed_requests(n.ints)
+    if failed:
+        return f"no page was fetched ({_count(failed, 'request')} failed for good)"
     return "no request was made (no start URL, or nothing enqueued for the job?)"
 
 
@@ -309,7 +314,10 @@ class _Numbers:
         return sum(unparsed_pages(self.ints).values())
 
     def pages_read(self) -> int:
-        """Answers that were pages (not errors, blocks or robots.txt)."""
+        """Answers that were pages (not errors, blocks or robots.txt); a job's ledger
+        figure (``pages/total`` less ``pages/refused``) when there is one: it is exact."""
+        if LEDGER_PAGES in self.ints:
+            return max(0, self.get(LEDGER_PAGES) - self.get("pages/refused"))
         if "responses/classified" not in self.ints:
             return self.get("response_received_count")
         robots = self.get("responses/robots_txt") - self.get("responses/robots_txt_missing")

@@ -261,3 +261,13 @@ def test_the_job_document_carries_the_reason_and_the_line() -> None:
     # A crawl's own verdict is kept as given.
     doc = job_document("demo", "j3", "failed", 0, 1, {}, close_reason="refused", outcome="x")
     assert (doc["close_reason"], doc["outcome"]) == ("refused", "x")
+
+
+def test_a_jobs_ledger_figures_say_what_its_workers_read() -> None:
+    # A job's counters hold the ledger's exact pages (core.ledger), refused ones apart.
+    pages = judge({"pages/total": 12, "pages/refused": 2, "shop/product_unparsed": 10})
+    assert pages.reason == "nothing_stored"
+    assert pages.line.startswith("0 items: 10 pages read, no item extracted; 10 could not")
+    # Requests that failed for good, each counted once (core.removals.failed_requests).
+    failed = judge({"fetch/gave_up/network": 3, "errors/request_failed/TimeoutError": 3})
+    assert failed.line == "0 items: no page was fetched (3 requests failed for good)"

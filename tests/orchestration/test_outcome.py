@@ -120,25 +120,24 @@ def test_a_loss_and_a_warning_lead_with_the_loss() -> None:
                 "validation/dropped/product": 20,
                 "validation/invalid/product/name/missing": 20,
             },
-            "0 of 20 items stored: all dropped by validation (name missing 20)",
+            "0 of 20 items stored: all dropped, name missing",
         ),
         (
             {"items/scraped": 20, "store/dead_letter": 20},
-            "0 of 20 items stored: 20 of 20 item(s) not stored (20 dead-lettered)",
+            "0 of 20 items stored: 20 rejected by Elasticsearch for good (dead letters)",
         ),
         (
             {"fetch/gave_up/network": 1, "errors/request_failed/ConnectionRefusedError": 1},
-            "0 items stored: no page was fetched (1 request(s) failed for good)",
+            "0 items: no page was fetched (1 request failed for good)",
         ),
         (
             {"pages/total": 2, "pages/requests": 2},
-            "0 items stored from 2 pages fetched: no page yielded an item "
-            "(the selectors match nothing?)",
+            "0 items: 2 pages read, no item extracted (selectors matched nothing?)",
         ),
         (
             {"pages/total": 12, "pages/requests": 12, "shop/product_unparsed": 10},
-            "0 items stored from 12 pages fetched: 10 page(s) could not be parsed "
-            "(shop/product_unparsed 10): their items are missing from this job",
+            "0 items: 12 pages read, no item extracted; 10 could not be parsed "
+            "(shop/product_unparsed 10): did the site's layout change?",
         ),
     ],
 )
@@ -164,8 +163,12 @@ def test_a_refused_crawl_says_the_refusal_line() -> None:
 
 
 def test_the_crawls_close_reason_is_never_contradicted() -> None:
-    outcome = judge(document(GOOD) | {"close_reason": "store_failed"})
-    assert (outcome.state, outcome.losses) == (INCOMPLETE, ("the crawl closed store_failed",))
+    said = {"close_reason": "store_failed", "outcome": "20 items stored; 3 neither stored"}
+    outcome = judge(document(GOOD) | said)
+    assert (outcome.state, outcome.losses) == (
+        INCOMPLETE,
+        ("the crawl closed store_failed: 20 items stored; 3 neither stored",),
+    )
     assert judge(document(GOOD) | {"close_reason": "finished"}).state == COMPLETED
     # Where the crawl judged itself, its one line is the run's.
     line = "0 of 3 items stored: the site answered HTTP 503"
