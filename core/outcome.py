@@ -213,7 +213,7 @@ def _nothing_line(n: _Numbers, extracted: int, spill_remaining: int | None, reas
         parts = []
         dropped = n.dropped()
         if dropped >= extracted:
-            parts.append(f"all dropped, {n.top_invalid()}")
+            parts.append(f"all dropped by validation ({n.top_invalid()})")
         elif dropped:
             parts.append(f"{dropped:,} dropped ({n.top_invalid()})")
         if spill_remaining:

@@ -83,12 +83,12 @@ def test_every_item_dropped_names_the_field() -> None:
         "item_dropped_count": 20,
     }
     assert judge(counters) == Outcome(
-        "nothing_stored", "0 of 20 items stored: all dropped, name missing"
+        "nothing_stored", "0 of 20 items stored: all dropped by validation (name missing)"
     )
     # Several causes: the most frequent first, with their counts.
     counters["validation/invalid/demo_product/price/float_type"] = 3
     assert judge(counters).line == (
-        "0 of 20 items stored: all dropped, name missing 20, price float_type 3"
+        "0 of 20 items stored: all dropped by validation (name missing 20, price float_type 3)"
     )
 
 
@@ -253,7 +253,7 @@ def test_the_job_document_carries_the_reason_and_the_line() -> None:
     doc = job_document("demo", "j1", "completed", 0, 1, job, spill_remaining=0)
     assert (doc["close_reason"], doc["outcome"]) == (
         "nothing_stored",
-        "0 of 20 items stored: all dropped, name missing",
+        "0 of 20 items stored: all dropped by validation (name missing)",
     )
     stored = {"items/scraped": 12, "items/stored": 12, "budget/reached/time": 1}
     doc = job_document("demo", "j2", "completed", 0, 1, stored)

@@ -265,7 +265,7 @@ def test_a_20_kb_header_line_is_read_by_the_http11_client(
 def test_a_header_over_a_browser_s_limit_is_not_retried_and_named(
     hostile: HostileSite, tmp_path: Path
 ) -> None:
-    stats, log, _ = crawl(tmp_path, f"{hostile.url}/hugeheader")
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/hugeheader", code=4)
     assert stats["fetch/gave_up/deterministic"] == 1
     assert "retry/count" not in stats and stats.get("item_scraped_count", 0) == 0
     (line,) = lines(log, "not retrying")
@@ -280,7 +280,7 @@ def test_a_declared_length_over_the_cap_is_refused_from_the_header(
 ) -> None:
     before = len(hostile.declared_waits)
     settings = {"DOWNLOAD_MAXSIZE": 1_000_000, "FETCH_IDENTITY": identity, "DOWNLOAD_TIMEOUT": 25}
-    stats, log, _ = crawl(tmp_path, f"{hostile.url}/declared", settings)
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/declared", settings, code=4)
     waits = hostile.declared_waits[before:]
     assert len(waits) == 1 and waits[0] < 5, waits  # one request, refused at its headers
     (line,) = lines(log, "request failed:")
@@ -291,7 +291,7 @@ def test_a_declared_length_over_the_cap_is_refused_from_the_header(
 def test_1000_identical_404s_make_three_lines_and_one_count(
     hostile: HostileSite, tmp_path: Path
 ) -> None:
-    stats, log, _ = crawl(tmp_path, f"{hostile.url}/links404")
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/links404", code=4)
     failed = lines(log, "ERROR: request failed:")
     assert len(failed) == 3 and all("(HTTP 404:" in line for line in failed)
     (summary,) = lines(log, "more lines like")
@@ -306,7 +306,9 @@ def test_1000_identical_404s_make_three_lines_and_one_count(
 def test_a_tls_failure_that_repeats_is_given_up_after_one_retry(
     hostile: HostileSite, tmp_path: Path, identity: str
 ) -> None:
-    stats, log, _ = crawl(tmp_path, f"{hostile.url}/tlsproduct", {"FETCH_IDENTITY": identity})
+    stats, log, _ = crawl(
+        tmp_path, f"{hostile.url}/tlsproduct", {"FETCH_IDENTITY": identity}, code=4
+    )
     assert stats["retry/count"] == 1 and stats["fetch/gave_up/deterministic"] == 1
     (line,) = lines(log, "not retrying")
     assert "(the same TLS failure twice)" in line

@@ -120,7 +120,7 @@ def test_a_loss_and_a_warning_lead_with_the_loss() -> None:
                 "validation/dropped/product": 20,
                 "validation/invalid/product/name/missing": 20,
             },
-            "0 of 20 items stored: all dropped, name missing",
+            "0 of 20 items stored: all dropped by validation (name missing)",
         ),
         (
             {"items/scraped": 20, "store/dead_letter": 20},

@@ -207,7 +207,7 @@ def test_a_job_that_stored_nothing_leads_with_why() -> None:
     lines = render("job_summary", **summary(**NOTHING_STORED)).splitlines()
     assert lines[:2] == [
         ":x: *scrape-demo* stored nothing — job `demo-1`",
-        "• :no_entry: 0 of 20 items stored: all dropped by validation (name missing 20)",
+        "• :no_entry: 0 of 20 items stored: all dropped by validation (name missing)",
     ]
     assert not [line for line in lines if line.startswith("• :x:")]  # the reason says it
 
