@@ -160,6 +160,11 @@ class SiteKeys:
         -> its reason."""
         return f"{self.tag}:job:{job_id}:sessions"
 
+    def job_dropped(self, job_id: str) -> str:
+        """Hash: request fingerprint -> the named reason a leased request of the job was
+        dropped (robots, offsite_redirect, redirect_loop, ...: crawlers.frontier.fates)."""
+        return f"{self.tag}:job:{job_id}:dropped"
+
     def job_budget(self, job_id: str) -> str:
         """Hash: ``reason`` (``pages`` or ``time``) and ``limit`` once the job's budget
         ended it (core.budget); absent while it runs."""

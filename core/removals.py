@@ -53,7 +53,8 @@ CHUNKS_PREFIX = "chunks-"
 # became durable. Summed from the workers' counters (``core.jobstats``).
 FAILED_PREFIXES = ("fetch/gave_up/", "errors/request_failed/", "spider_exceptions/")
 FAILED_SUFFIXES = ("/request_failed",)  # a spider's own count (e.g. demo/request_failed)
-FAILED_NAMES = ("frontier/item_error_gave_up",)
+# ``requests/failed``: a leased request dropped with its page lost (crawlers.frontier.fates).
+FAILED_NAMES = ("frontier/item_error_gave_up", "requests/failed")
 
 # KEYS: 1 job verdicts, 2 job invalid, 3 misses, 4 removed, 5 job removed, 6 job restored,
 #       7 pending, 8 item_first_seen

@@ -37,7 +37,9 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   works with no services at all;
 * the Elasticsearch client's loggers at ERROR/WARNING (``crawlers.runtime.logs``): the store logs
   one line per outage state change, not the client's per-attempt lines and tracebacks;
-* only when REDIS_URL is set: the distributed frontier (scheduler
+* without REDIS_URL, the scheduler ``crawlers.frontier.local.LocalScheduler`` (Scrapy's own,
+  failing and counting every request something drops, ``crawlers.frontier.fates``); only
+  when REDIS_URL is set: the distributed frontier (scheduler
   ``crawlers.frontier.scheduler.LeasingScheduler``, queue ``LeasedQueue``, dupefilter
   ``JobDupeFilter``, ``SCHEDULER_PERSIST``, ``REDIS_PARAMS``) and the worker extension
   ``crawlers.frontier.worker.FrontierWorker`` (100).
@@ -176,6 +178,8 @@ FRONTIER: dict[str, Any] = {
     "SCHEDULER_PERSIST": True,
 }
 FRONTIER_EXTENSIONS: dict[str, int | None] = {"crawlers.frontier.worker.FrontierWorker": 100}
+# Without REDIS_URL: Scrapy's scheduler, with the frontier's request fates.
+LOCAL_SCHEDULER = "crawlers.frontier.local.LocalScheduler"
 
 
 def redis_params() -> dict[str, Any]:
@@ -261,6 +265,9 @@ def install(settings: BaseSettings) -> None:
     verify_certificates(settings)
     if settings.get("REDIS_URL"):
         install_frontier(settings)
+    else:
+        # Scrapy's own scheduler, watching that every request ends (crawlers.frontier.fates).
+        settings.set("SCHEDULER", LOCAL_SCHEDULER, priority=PRIORITY)
 
 
 def verify_certificates(settings: BaseSettings) -> None:

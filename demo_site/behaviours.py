@@ -9,6 +9,8 @@ one of the same name, and a query-forced one overrides both. Settings are JSON o
   selected key fails on its first ``attempts`` requests (a resource that stays down
   while the rest of the site answers).
 - ``redirect_loop`` {rate: 1.0}: 302 from p to p?__loop=1, which 302s back to p.
+- ``offsite_redirect`` {rate: 1.0}: 302 to the same path on the other loopback name of
+  this server (``127.0.0.1`` <-> ``localhost``, same port): another host to a crawler.
 - ``forbidden`` {rate: 1.0, attempts: 1}: 403 block page.
 - ``throttle`` {rate: 1.0, attempts: 1, retry_after: 1}: 429 with ``Retry-After``.
 - ``captcha`` {rate: 1.0, attempts: 1}: HTTP 200 CAPTCHA challenge page.
@@ -27,7 +29,7 @@ block behaviours (forbidden, throttle, captcha) and ``unavailable``, a selected 
 blocked (or answered 503) on its first ``attempts`` requests *within the scope* (the
 global scope counts every client's requests, a client scope only that client's), and
 served normally afterwards; ``attempts: null`` fails every request of a selected key.
-``slow``, ``redirect_loop`` and the content behaviours apply to every request of a
+``slow``, the redirects and the content behaviours apply to every request of a
 selected key. Query-forced behaviours always apply and take parameters as
 ``__<param>=value`` (``__ms=200``).
 """
@@ -47,6 +49,7 @@ BEHAVIOURS: dict[str, dict[str, Any]] = {
     "error_burst": {"count": 5},
     "unavailable": {"rate": 1.0, "attempts": 1},
     "redirect_loop": {"rate": 1.0},
+    "offsite_redirect": {"rate": 1.0},
     "forbidden": {"rate": 1.0, "attempts": 1},
     "throttle": {"rate": 1.0, "attempts": 1, "retry_after": 1},
     "captcha": {"rate": 1.0, "attempts": 1},
@@ -215,7 +218,9 @@ class BehaviourEngine:
         key: str,
         client: str | None,
         forced: Mapping[str, dict[str, Any]],
+        base: str = "http://127.0.0.1",
     ) -> Decision:
+        """What to do with a request (``base``: the scheme and Host it was sent to)."""
         decision = Decision()
         client_specs = self.client_specs.get(client, {}) if client else {}
         for name in BEHAVIOURS:
@@ -253,6 +258,12 @@ class BehaviourEngine:
                 )
                 return decision
 
+            if name == "offsite_redirect":
+                decision.applied.append(name)
+                location = other_host(base) + key
+                decision.response = web.Response(status=302, headers={"Location": location})
+                return decision
+
             if name in COUNTED:
                 if not forced_now:
                     counter = (scope, name, key)
@@ -271,6 +282,14 @@ class BehaviourEngine:
             else:
                 decision.transforms.append((name, spec))
         return decision
+
+
+def other_host(base: str) -> str:
+    """``base`` (``scheme://host[:port]``) on the server's other loopback name."""
+    scheme, _, netloc = base.partition("://")
+    host, colon, port = netloc.rpartition(":") if netloc.count(":") == 1 else (netloc, "", "")
+    other = "127.0.0.1" if host == "localhost" else "localhost"
+    return f"{scheme}://{other}{colon}{port}"
 
 
 def loop_location(key: str, forced: Mapping[str, dict[str, Any]]) -> str:

@@ -474,7 +474,11 @@ async def _with_behaviours(
     except BehaviourError as exc:
         return web.json_response({"error": str(exc)}, status=400)
     decision = state.engine.decide(
-        path=request.path, key=_request_key(request), client=client, forced=forced
+        path=request.path,
+        key=_request_key(request),
+        client=client,
+        forced=forced,
+        base=_base(request),
     )
     applied.extend(decision.applied)
     if decision.response is not None:

@@ -442,6 +442,21 @@ def test_redirect_loop(site: DemoSite, catalog: Catalog) -> None:
     assert second.status == 302 and second.headers["location"] == path
 
 
+def test_offsite_redirect_goes_to_the_other_loopback_name(site: DemoSite, catalog: Catalog) -> None:
+    path = product_path(catalog, 6)
+    site.control(offsite_redirect={"paths": [path]})
+    moved = fetch(site, path)
+    assert moved.status == 302
+    other = "localhost" if site.host == "127.0.0.1" else "127.0.0.1"
+    assert moved.headers["location"] == f"http://{other}:{site.port}{path}"
+    # The same server under its other name: the path itself answers there.
+    back = fetch(site, path, Host=f"{other}:{site.port}")
+    assert (
+        back.status == 302 and back.headers["location"] == f"http://{site.host}:{site.port}{path}"
+    )
+    assert fetch(site, product_path(catalog, 7)).status == 200  # only the paths given
+
+
 def test_huge_page(site: DemoSite, catalog: Catalog) -> None:
     product = catalog.products[7]
     site.control(huge_page={"mb": 2})
