@@ -133,9 +133,15 @@ class RedisFrontier:
             ]
         return [bool(queued) for queued in self._push_many(keys=keys, args=args)]
 
-    def start_job(self, job_id: str) -> None:
-        """Make ``job_id`` the site's current job, started now by Redis' clock."""
+    def start_job(self, job_id: str, *, layout: str | None = None) -> None:
+        """Make ``job_id`` the site's current job, started now by Redis' clock.
+
+        ``layout``: the id of the site's accepted fingerprint baseline (``core.layouts``)
+        the job's re-crawl records belong to; None leaves the job's workers to their own.
+        """
         self._start_job(keys=[self.keys.current_job, self.keys.jobs], args=[job_id])
+        if layout is not None:
+            self.server.set(self.keys.job_layout(job_id), layout, ex=STATS_TTL_SECONDS)
 
     def record_drops(self, drops: Sequence[tuple[str, str, str]]) -> None:
         """Record ``(job id, request fingerprint, reason)`` of leased requests some

@@ -27,7 +27,9 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
 * the spider middlewares ``crawlers.frontier.scheduler.LeaseAckMiddleware`` (0, the outermost: acks
   frontier leases when a response's output and items are done; off without the frontier)
   and ``crawlers.runtime.middlewares.JobTagMiddleware`` (50): every request and item carries its
-  job id; ``crawlers.fetch.adaptive.AdaptiveRenderMiddleware`` (70, with
+  job id; ``crawlers.recrawl.context.RecrawlContextMiddleware`` (60) and
+  ``crawlers.recrawl.unparsed.UnparsedPagesMiddleware`` (65, an unparsed item page stops
+  the job's re-crawl skips); ``crawlers.fetch.adaptive.AdaptiveRenderMiddleware`` (70, with
   ``RENDER_MODE = "auto"``) compares rendered samples with plain probes;
 * the item pipelines, in this order: validate (100) -> dedup (200) -> change history
   (250, Redis and Elasticsearch) -> store (300) -> listing cards recorded (390, Redis and
@@ -131,6 +133,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # A response's re-crawl context (item key, card hash, validators) goes on to
         # the requests and items its callback yields (crawlers.recrawl.context).
         "crawlers.recrawl.context.RecrawlContextMiddleware": 60,
+        # An item page the spider could not parse stops the job's skips of its kind
+        # (listing cards, 304s) and fetches the pages it skipped (crawlers.recrawl.unparsed).
+        "crawlers.recrawl.unparsed.UnparsedPagesMiddleware": 65,
         # Next to the spider: sees a callback's own output, to compare a rendered sample
         # with its plain probe (RENDER_MODE=auto; NotConfigured otherwise).
         "crawlers.fetch.adaptive.AdaptiveRenderMiddleware": 70,

@@ -18,9 +18,12 @@ one of the same name, and a query-forced one overrides both. Settings are JSON o
 - ``malformed_html`` {rate: 1.0}: unclosed/misnested tags, all data still present.
 - ``bad_encoding`` {rate: 1.0}: cp1252 bytes while header and <meta> say UTF-8.
 - ``huge_page`` {rate: 1.0, mb: 20}: the page padded to about ``mb`` MB.
+- ``unreadable`` {rate: 1.0}: a layout no crawler was written for: scripts stripped and
+  every element of the body a bare ``div`` (no JSON-LD, microdata, classes, headings or
+  links' targets), the text kept.
 
 Every setting also takes ``paths``: a list of path prefixes it is limited to (default:
-every path). Content behaviours (the last three) change HTML pages only.
+every path). Content behaviours (the last four) change HTML pages only.
 
 The rate rule, deterministic so a retry can succeed: a request's *key* is its path plus
 its query without ``__`` parameters. A key is *selected* for behaviour ``b`` when
@@ -57,6 +60,7 @@ BEHAVIOURS: dict[str, dict[str, Any]] = {
     "malformed_html": {"rate": 1.0},
     "bad_encoding": {"rate": 1.0},
     "huge_page": {"rate": 1.0, "mb": 20},
+    "unreadable": {"rate": 1.0},
 }
 BLOCKS = ("forbidden", "throttle", "captcha")
 # Behaviours that count a selected key's attempts (the rate rule below).
@@ -379,6 +383,23 @@ def error_response() -> web.Response:
 # -- content transforms -----------------------------------------------------------------
 
 _BODY_OPEN = re.compile(r"<body[^>]*>")
+
+
+_SCRIPT = re.compile(r"<script\b.*?</script>", re.DOTALL | re.IGNORECASE)
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)\b[^>]*>")
+_KEPT_TAGS = frozenset({"html", "head", "body", "title"})
+
+
+def unreadable(html: str) -> str:
+    """The page in markup nothing was written for: no scripts, and every element of the
+    body a bare ``div``; the text is all there, but no selector (not even ``h1``),
+    microdata or JSON-LD finds it."""
+
+    def bare(match: re.Match[str]) -> str:
+        closing, name = match.group(1), match.group(2).lower()
+        return f"<{closing}{name if name in _KEPT_TAGS else 'div'}>"
+
+    return _TAG.sub(bare, _SCRIPT.sub("", html))
 
 
 def malformed(html: str) -> str:

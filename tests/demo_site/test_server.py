@@ -457,6 +457,19 @@ def test_offsite_redirect_goes_to_the_other_loopback_name(site: DemoSite, catalo
     assert fetch(site, product_path(catalog, 7)).status == 200  # only the paths given
 
 
+def test_unreadable_keeps_the_text_and_loses_every_handle(site: DemoSite, catalog: Catalog) -> None:
+    product = catalog.products[8]
+    site.control(unreadable={"paths": [product.url]})
+    page = fetch(site, product.url)
+    assert page.status == 200
+    assert product.name in page.body.decode()  # the text is all there
+    assert b"<script" not in page.body and b"class=" not in page.body
+    assert b"itemprop" not in page.body and b"data-reviews-url" not in page.body
+    assert not page.selector.css("h1") and not page.selector.css("[itemtype]")
+    clean = fetch(site, catalog.products[9].url)
+    assert clean.selector.css("h1.product-title")  # only the paths given
+
+
 def test_huge_page(site: DemoSite, catalog: Catalog) -> None:
     product = catalog.products[7]
     site.control(huge_page={"mb": 2})
