@@ -22,9 +22,9 @@ schedulers (``LeasingScheduler`` and local mode's ``LocalScheduler``):
   One that is not queued within the reactor turn was dropped by a ``request_scheduled``
   handler: it is failed with ``RequestDropped`` through the engine's scraper, exactly as
   a downloader middleware's ``IgnoreRequest`` would be, so the spider's errback runs and
-  the lease ends through the usual acks (``crawlers.frontier.acks``). One the dupefilter
-  refused (``request_dropped``: its page is crawled by another request of the job) ends
-  its lease as a duplicate;
+  the lease ends through the usual acks (``crawlers.frontier.acks``). One the scheduler's
+  dupefilter refused (``request_dropped``: its page is crawled by another request of the
+  job) ends as a duplicate, or as a loop when the page is one of its own redirect chain;
 * **failed**: ``IgnoreRequest`` (robots.txt, a redirect loop, a block given up on, any
   middleware's) and a download handler's ``NotSupported`` reaching the errback wrapper are
   drops too, named by ``drop_reason``.
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -154,8 +155,11 @@ class RequestFates:
         self._open: set[str] = set()
         self._scheduling: dict[int, Request] = {}
         self._check_scheduled = False
+        # Continuations the scheduler took: a request_dropped for one is a duplicate.
+        self._continued: weakref.WeakSet[Request] = weakref.WeakSet()
         crawler.signals.connect(self.scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(self.answered, signal=signals.response_received)
+        crawler.signals.connect(self.refused, signal=signals.request_dropped)
 
     # -- the events ----------------------------------------------------------------------
     def handed_out(self, request: Request) -> None:
@@ -182,10 +186,10 @@ class RequestFates:
             self._check_scheduled = True
             call_later(0, self._fail_unqueued)
 
-    def enqueued(self, request: Request) -> bool:
-        """The scheduler queues (or its dupefilter refuses) ``request``: True when it is a
-        continuation that reached the scheduler."""
-        return self._scheduling.pop(id(request), None) is not None
+    def enqueued(self, request: Request) -> None:
+        """The scheduler got ``request`` (to queue, or to refuse as seen)."""
+        if self._scheduling.pop(id(request), None) is not None:
+            self._continued.add(request)
 
     def failed(self, failure: Failure) -> None:
         """A failure reached the errback wrapper: the token ends; a drop is counted."""
@@ -204,9 +208,13 @@ class RequestFates:
             )
         self.count(request, reason)
 
-    def duplicate(self, request: Request) -> None:
-        """A continuation the dupefilter refused: the job crawls its page another way,
-        unless the page is one of its own redirect chain (a loop: the page is lost)."""
+    def refused(self, request: Request, **_: Any) -> None:
+        """``request_dropped``: the scheduler's dupefilter refused ``request``. A
+        continuation's page is crawled by another request of the job, unless it is one of
+        its own redirect chain (a loop: the page is lost)."""
+        if request not in self._continued:
+            return  # a callback's link the job has seen: Scrapy's own business
+        self._continued.discard(request)
         chain = request.meta.get("redirect_urls") or ()
         if request.url not in chain:
             self.count(request, DUPLICATE)

@@ -42,12 +42,9 @@ class LocalScheduler(Scheduler):
             request.errback = FateErrback(self.fates, request.errback)
 
     def enqueue_request(self, request: Request) -> bool:
-        continued = self.fates.enqueued(request)
+        self.fates.enqueued(request)  # refused as seen: the engine sends request_dropped
         unwrap_fate_errback(request)  # queued with the spider's own errback
-        queued = super().enqueue_request(request)
-        if not queued and continued:
-            self.fates.duplicate(request)  # a redirect to a page the crawl already saw
-        return queued
+        return super().enqueue_request(request)
 
     def next_request(self) -> Request | None:
         request = super().next_request()

@@ -266,8 +266,6 @@ class LeasingScheduler(BaseScheduler):
             if entry.replaces_lease is not None:
                 # Released in the same step (a retry/redirect, or one to a page already seen).
                 self.in_flight.discard(entry.replaces_lease)
-                if not queued:
-                    self.fates.duplicate(request)
             if queued:
                 self.stats.inc_value("scheduler/enqueued/redis")
             else:
