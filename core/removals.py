@@ -56,7 +56,8 @@ GAVE_UP_PREFIX = "fetch/gave_up/"  # the retry layer gave up; the failure then r
 ERRBACK_PREFIX = "errors/request_failed/"  # an errback's count by exception class
 ERRBACK_SUFFIX = "/request_failed"  # a spider's own count (e.g. demo/request_failed)
 FAILED_PREFIXES = ("spider_exceptions/",)  # a callback raised: a page of its own
-FAILED_NAMES = ("frontier/item_error_gave_up",)
+# ``requests/failed``: a leased request dropped with its page lost (crawlers.frontier.fates).
+FAILED_NAMES = ("frontier/item_error_gave_up", "requests/failed")
 
 # KEYS: 1 job verdicts, 2 job invalid, 3 misses, 4 removed, 5 job removed, 6 job restored,
 #       7 pending, 8 item_first_seen

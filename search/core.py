@@ -40,7 +40,7 @@ Mode = Literal["hybrid", "bm25", "knn"]
 MODES: tuple[Mode, ...] = ("hybrid", "bm25", "knn")
 RANK_CONSTANT = 60  # the usual RRF constant (Cormack et al.); ES uses the same default
 # Item fields never returned: bookkeeping, and nested lists that would bloat a result list.
-HIDDEN_FIELDS = frozenset({"content_hash", "job_id", "reviews"})
+HIDDEN_FIELDS = frozenset({"content_hash", "job_id", "extracted_job_id", "reviews"})
 
 
 class SearchError(RuntimeError):

@@ -114,6 +114,7 @@ def build_action(
         site=site,
         item_type=item_type,
         job_id=job_id,
+        extracted_job_id=job_id,  # a full write: the item's page was read in this job
         content_hash=content_hash,
         first_seen=iso_ms(first_seen_ms),
         last_seen=iso_ms(seen_ms),

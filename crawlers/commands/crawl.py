@@ -13,8 +13,8 @@ Scrapy's.
 
 How the crawl ended is its close reason (``crawlers.runtime.outcome``, ``core.outcome``):
 the log's last line says it with why (``finish_reason nothing_stored: 0 of 20 items
-stored: all dropped by validation (name missing)``) and the exit status follows it: 0 when items were
-stored (or the site lists none), 2 ``elasticsearch_auth``, 3 ``refused`` (every page a
+stored: all dropped by validation (name missing)``) and the exit status follows it: 0 when
+items were stored (or the site lists none), 2 ``elasticsearch_auth``, 3 ``refused`` (every page a
 block), 4 ``nothing_stored``, 5 ``store_failed``, 6 ``shutdown_forced`` (a second
 SIGTERM/SIGINT stopped it before it could close); 1 is Scrapy's own (the crawler could
 not start).

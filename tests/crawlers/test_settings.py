@@ -226,7 +226,8 @@ def test_the_add_on_defaults_apply_without_environment() -> None:
     assert settings["REDIS_URL"] is None and settings["ELASTICSEARCH_URL"] is None
     assert settings.getfloat("STORE_FLUSH_INTERVAL") == defaults.STORE_FLUSH_INTERVAL
     assert settings["DEMO_SITE_URL"] == defaults.DEMO_SITE_URL
-    assert settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"  # no frontier
+    # No frontier: Scrapy's scheduler, watching that every request ends (frontier/fates).
+    assert settings["SCHEDULER"] == "crawlers.frontier.local.LocalScheduler"
     assert "crawlers.frontier.worker.FrontierWorker" not in settings.getdict("EXTENSIONS")
     pipelines = settings.getdict("ITEM_PIPELINES")
     assert sorted(pipelines, key=pipelines.__getitem__) == [

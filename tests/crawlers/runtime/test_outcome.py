@@ -100,7 +100,9 @@ def test_selectors_matching_nothing_are_nothing_stored(site: DemoSite, tmp_path:
 def test_every_item_dropped_is_nothing_stored_naming_the_field(tmp_path: Path) -> None:
     result = run_crawl(tmp_path, base_url=UNUSED, spider="nameless", settings=TEST_SPIDERS)
     closed_as(result, "nothing_stored", 4)
-    assert result.stat("outcome") == "0 of 20 items stored: all dropped by validation (name missing)"
+    assert (
+        result.stat("outcome") == "0 of 20 items stored: all dropped by validation (name missing)"
+    )
     assert result.stat("item_dropped_count") == 20
 
 
