@@ -90,7 +90,6 @@ from crawlers.compat import check_private_api
 from crawlers.fetch.identity import check_identity
 from crawlers.fetch.proxies import configured_proxies
 from crawlers.runtime.logs import quiet_client_loggers
-from crawlers.runtime.moved import rename_moved
 
 logger = logging.getLogger(__name__)
 
@@ -269,7 +268,6 @@ def install(settings: BaseSettings) -> None:
     Idempotent: Scrapy may call it before the crawler exists and again on its settings.
     """
     settings.setmodule(defaults, priority=PRIORITY)
-    rename_moved(settings)  # before the add-on's own: a project's None entry keeps its path
     for name, components in COMPONENTS.items():
         setdefault_components(settings, name, components)
     if project_level(settings, "DOWNLOAD_HANDLERS"):

@@ -295,27 +295,6 @@ def test_a_project_keeps_the_components_it_lists() -> None:
     }
 
 
-def test_old_component_paths_of_a_project_or_the_command_line_still_name_their_component(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    settings = crawl_settings(
-        project={"ITEM_PIPELINES": {"crawlers.cards.CardsPipeline": None}},
-        cmdline={
-            "SPIDER_MIDDLEWARES": {"crawlers.budget.LinkCap": 700},
-            "SCHEDULER": "crawlers.frontier.LeasingScheduler",
-        },
-    )
-    pipelines = settings.getdict("ITEM_PIPELINES")
-    # The project's None still switches the card pipeline off, under its new path.
-    assert pipelines["crawlers.recrawl.cards.CardsPipeline"] is None
-    assert "crawlers.cards.CardsPipeline" not in pipelines
-    assert settings.getdict("SPIDER_MIDDLEWARES") == {"crawlers.limits.budget.LinkCap": 700}
-    assert settings["SCHEDULER"] == "crawlers.frontier.scheduler.LeasingScheduler"
-    assert "crawlers.budget.LinkCap, which moved: use crawlers.limits.budget.LinkCap" in (
-        caplog.text
-    )
-
-
 class NoPipelinesSpider(DemoSpider):
     custom_settings: ClassVar[dict[str, Any]] = {"ITEM_PIPELINES": {}}
 
