@@ -84,6 +84,15 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         kind="module",
     ),
     PrivateUse(
+        "price-parser",
+        "price_parser",
+        "_currencies",
+        "price-parser's own sign table (CURRENCIES: symbols and native names per code), "
+        "merged with CLDR's so a sign price-parser reads is also one we can name "
+        "(crawlers.spiders.currency): the library exposes no public read of it",
+        kind="module",
+    ),
+    PrivateUse(
         "lxml",
         "lxml.etree",
         "_Element",

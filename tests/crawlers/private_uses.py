@@ -159,9 +159,14 @@ class _Scan:
         where = f"{path}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] not in OURS:
             if node.level == 0:
+                yield from _private_modules(node.module or "", where)
                 for alias in node.names:
                     if private(alias.name):
                         yield Use("attribute", alias.name, where)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] not in OURS:
+                    yield from _private_modules(alias.name, where)
         elif isinstance(node, ast.Attribute) and private(node.attr):
             if not isinstance(node.ctx, ast.Store) and not self._ours(node, own_class):
                 yield Use("attribute", node.attr, where)
@@ -245,3 +250,11 @@ def _is_meta(node: ast.expr) -> bool:
     if isinstance(node, ast.Attribute):
         return node.attr == "meta"
     return isinstance(node, ast.Name) and (node.id == "meta" or node.id.endswith("_meta"))
+
+
+def _private_modules(dotted: str, where: str) -> Iterator[Use]:
+    """``library._module`` in an import path: a private module of the library (the first
+    name is the package's own, public whatever its spelling)."""
+    for part in dotted.split(".")[1:]:
+        if private(part):
+            yield Use("attribute", part, where)

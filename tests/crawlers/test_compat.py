@@ -116,6 +116,8 @@ SNIPPET = """
 from scrapy.spiderloader import SpiderLoader
 from urllib.request import _parse_proxy
 from crawlers.fetch.redact import _USERINFO
+from price_parser._currencies import CURRENCIES
+import twisted.web._newclient
 
 OWN_META = "_own_key"
 
@@ -146,17 +148,19 @@ class Plain:
 
 def test_a_new_private_use_is_found_wherever_it_is() -> None:
     assert [str(use) for use in find_private_uses({"crawlers/new.py": SNIPPET})] == [
-        "crawlers/new.py:27: attribute _apply_settings",
+        "crawlers/new.py:29: attribute _apply_settings",
+        "crawlers/new.py:5: attribute _currencies",
         # Ours elsewhere (Plain binds _found) does not make Scrapy's loader's _found ours.
-        "crawlers/new.py:14: attribute _found",
+        "crawlers/new.py:16: attribute _found",
+        "crawlers/new.py:6: attribute _newclient",
         "crawlers/new.py:3: attribute _parse_proxy",
-        "crawlers/new.py:29: attribute _slot",
-        "crawlers/new.py:13: attribute _spiders",
-        "crawlers/new.py:25: meta key _auth_proxy",
-        "crawlers/new.py:23: meta key _ban",
-        "crawlers/new.py:29: meta key _download_slot_key",
-        "crawlers/new.py:24: meta key _rotating_proxy",
-        "crawlers/new.py:26: meta key _scheme_proxy",
+        "crawlers/new.py:31: attribute _slot",
+        "crawlers/new.py:15: attribute _spiders",
+        "crawlers/new.py:27: meta key _auth_proxy",
+        "crawlers/new.py:25: meta key _ban",
+        "crawlers/new.py:31: meta key _download_slot_key",
+        "crawlers/new.py:26: meta key _rotating_proxy",
+        "crawlers/new.py:28: meta key _scheme_proxy",
     ]  # and nothing of ours: _USERINFO, self._mine, self._cache, OWN_META
 
 
