@@ -73,18 +73,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per case")
     args = parser.parse_args(argv)
     # The spiders' own warnings about the edited pages are the cases' point, not news.
-    logging.disable(logging.WARNING)
     # Nothing is fetched here; the facebook spider refuses to start without a session, so
-    # it gets a placeholder when the environment has none.
+    # it gets a placeholder when the environment has none. Both undone on return: main()
+    # also runs inside the test process.
     import crawlers.settings
 
-    if not getattr(crawlers.settings, "FACEBOOK_SESSION_COOKIES", None):
+    disabled = logging.root.manager.disable
+    session = getattr(crawlers.settings, "FACEBOOK_SESSION_COOKIES", None)
+    logging.disable(logging.WARNING)
+    if not session:
         crawlers.settings.FACEBOOK_SESSION_COOKIES = "c_user=0; xs=evaluation"
     try:
         results = run(args.cases, args.site)
     except CaseError as exc:
         print(f"bench.gate: {exc}", file=sys.stderr)
         return 2
+    finally:
+        logging.disable(disabled)
+        if not session:
+            vars(crawlers.settings).pop("FACEBOOK_SESSION_COOKIES", None)
     if not results:
         print(f"bench.gate: no case for {', '.join(args.site) or 'any site'} in {args.cases}")
         return 2
