@@ -45,9 +45,11 @@ test-e2e: lint
 test-vectors: bootstrap
 	WRITE_STORED_VECTORS=1 $(PY) -m pytest tests/search -q -p no:cacheprovider $(PYTEST_ARGS)
 
-## Pure unit tests: no services, no subprocesses (tests/conftest.py sorts them); 42 s + lint (goal 45).
+## Pure unit tests: no services, no subprocesses, nothing heavy on CPU (tests/conftest.py sorts
+## them); budget 80 CPU-seconds (45 s on 2 cores), printed at the end.
 test-fast: lint
-	$(PY) -m pytest -m "not integration" $(if $(filter 0,$(TEST_WORKERS)),,-n 2) $(PYTEST_ARGS)
+	@TIMEFORMAT='test-fast: %U+%S CPU-seconds (budget 80), %R s wall'; \
+	time $(PY) -m pytest -m "not integration" $(if $(filter 0,$(TEST_WORKERS)),,-n 2) $(PYTEST_ARGS)
 
 ## Ruff, the import contracts of .importlinter (layers, no cycles), the site profiles and
 ## what is generated from them (compose's site workers, the Kibana objects).

@@ -15,8 +15,10 @@ is integration when its fixture closure holds a service fixture below, or when t
 fixture it uses or a ``tests.*`` helper they call names a harness process class
 (``harness.base.SupervisedProcess``) or starts a process whose argv names ``scrapy`` or
 the interpreter (``sys.executable``). A test may also carry ``@pytest.mark.integration``
-itself. In the fast tier a service or a Python subprocess that slips through fails its
-test loudly instead of running.
+itself: in-process tests heavy on CPU do (real pages parsed, the whole source scanned,
+whole catalogs built), so that the fast tier stays within its CPU budget. In the fast
+tier a service or a Python subprocess that slips through fails its test loudly instead
+of running.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ import crawlers.settings
 from bench.gate import main, run, table
 from fingerprints.evaluation_set import KINDS, Case, CaseError, Outcome, load_cases
 
+# In-process, but seconds of CPU (the gate's 60 evaluation cases): the integration tier keeps
+# `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 CASES = load_cases()
 SITES = sorted({case.site for case in CASES})
 

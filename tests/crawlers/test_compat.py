@@ -18,6 +18,10 @@ from crawlers.compat import (
 )
 from tests.crawlers.private_uses import PLATFORM, Use, find_private_uses, platform_sources
 
+# In-process, but seconds of CPU (the platform's whole source parsed): the integration tier keeps
+# `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 
 def test_the_installed_versions_have_every_declared_private_use() -> None:
     assert missing_private_api() == []

@@ -10,6 +10,10 @@ import pytest
 
 from demo_site.catalog import AVAILABILITIES, STOCK_CHANGE_SHARE, Catalog, build_catalog
 
+# In-process, but seconds of CPU (whole demo catalogs built): the integration tier keeps
+# `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def catalog() -> Catalog:

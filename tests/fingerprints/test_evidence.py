@@ -19,6 +19,10 @@ from fingerprints.gate import Page, check_site, evaluate, judge_sample
 from fingerprints.judgement import judge_extraction
 from tests.fingerprints.test_gate_callbacks import restyle
 
+# In-process, but seconds of CPU (real pages judged field by field): the integration tier keeps
+# `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 RULES = FingerprintConfig.for_site("trustpilot").page_types["company_reviews"]
 BASELINES = {"company_reviews": {ITEMS: {"reply": 1.0, "experienced_at": 1.0, "title": 1.0}}}
 POLICY = FieldPolicy(required=frozenset({"experienced_at", "title"}))

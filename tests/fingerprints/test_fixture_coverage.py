@@ -12,6 +12,10 @@ from fingerprints.coverage import load_coverage_baseline
 from fingerprints.extraction import PageOutput
 from fingerprints.fixture_coverage import coverage_from_fixtures, derive_coverage
 
+# In-process, but seconds of CPU (every site's fixtures extracted): the integration tier keeps
+# `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 SITES = ("booking_com", "trustpilot", "g2", "hermes", "idealista", "facebook_marketplace")
 HARNESS = {"job_id", "incomplete"}  # set by middlewares and failed parts, not extraction
 

@@ -23,6 +23,10 @@ from fingerprints.extraction import run_callbacks, site_spider
 from fingerprints.gate import Page, evaluate, evidence_rules, field_policy, judge_sample
 from fingerprints.judgement import ExtractionReport, judge_extraction, page_type_baselines
 
+# In-process, but seconds of CPU (every site's fixtures restyled and judged):
+# the integration tier keeps `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 SITES = ("idealista", "hermes", "booking_com", "facebook_marketplace")
 PAGE_TYPES = {
     "idealista": ("search", "detail"),

@@ -24,6 +24,10 @@ from fingerprints.gate import GateResult, check_all, check_site, verify_site
 from harness.base import free_port
 from harness.demo_site import DemoSite
 
+# In-process, but seconds of CPU (every site's fixtures checked): the integration tier keeps
+# `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Block pages and refused connections still go through every retry, without the
 # production backoff's seconds of waiting between them.

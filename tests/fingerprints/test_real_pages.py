@@ -37,10 +37,14 @@ from fingerprints.gate import Page, evaluate
 from fingerprints.structure import DEFAULT_THRESHOLD, Fingerprint, fingerprint
 
 REAL_PAGES = Path(__file__).resolve().parents[2].parent / "shared" / "real-pages"
-pytestmark = pytest.mark.skipif(
-    not REAL_PAGES.is_dir(),
-    reason=f"saved real pages not found at {REAL_PAGES} (they are not part of the repository)",
-)
+# In-process, but seconds of CPU (every real page fingerprinted): the integration tier.
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not REAL_PAGES.is_dir(),
+        reason=f"saved real pages not found at {REAL_PAGES} (they are not part of the repository)",
+    ),
+]
 
 # site -> page type -> files
 PAGES: dict[str, dict[str, list[str]]] = {

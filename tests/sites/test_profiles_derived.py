@@ -30,6 +30,10 @@ from fingerprints.extraction import PageOutput, run_callbacks, site_spider
 from fingerprints.gate import Page, check_site
 from harness.replay_site import MANIFEST, ReplayManifest
 
+# In-process, but seconds of CPU (every site's fixtures against its baseline):
+# the integration tier keeps `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 PROFILE_SITES = profile_sites()
 # A callback's request for a part of its item (a reviews API) cannot be fetched here.
 NOT_FETCHED = "follow-up request not fetched"

@@ -20,6 +20,10 @@ from harness.replay_site import ReplayManifest, ReplaySite
 from orchestration.register_flows import specs
 from tests.sites.support import SITES, real_page, site_rules
 
+# In-process, but seconds of CPU (every site's real pages through spiders and the gate):
+# the integration tier keeps `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 # Saved real pages by site: (file, page type of the site's baseline, expected to pass).
 # A page expected to fail is a structure change the gate must report.
 REAL_PAGES: dict[str, list[tuple[str, str, bool]]] = {

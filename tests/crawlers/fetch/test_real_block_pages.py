@@ -20,6 +20,10 @@ from crawlers.fetch.classify import reason_slug, rules_from_settings
 from crawlers.profiles import SiteProfile
 from tests.sites.support import REAL_PAGES, SITES, SITES_DIR
 
+# In-process, but seconds of CPU (every committed page classified): the integration tier keeps
+# `make test-fast` within its budget.
+pytestmark = pytest.mark.integration
+
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 # Saved block pages: (kind, reason slug, the status the site answered with).
 BLOCK_PAGES = {
