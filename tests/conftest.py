@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
+from core.config import ENVIRONMENT
 from harness.base import SupervisedProcess
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchCluster, ElasticsearchNode
@@ -41,9 +42,15 @@ from harness.prefect_server import PrefectServer
 from harness.redis_server import RedisCluster, RedisServer
 from tests.scheduling import make_scheduler
 
-# Tests never reach a configured production service by accident.
-for _var in ("REDIS_URL", "ELASTICSEARCH_URL", "PREFECT_API_URL", "SLACK_WEBHOOK_URL"):
-    os.environ.pop(_var, None)
+# The suite is hermetic: no variable the platform documents (core.config.ENVIRONMENT) reaches
+# a test from the shell, so tests never reach a configured production service, directory or
+# secret by accident; a test that needs one sets it. CHROMIUM_PATH is a fact of the machine:
+# kept when it names an executable.
+for _variable in ENVIRONMENT:
+    _value = os.environ.get(_variable.name)
+    if _variable.name == "CHROMIUM_PATH" and _value and os.access(_value, os.X_OK):
+        continue
+    os.environ.pop(_variable.name, None)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
