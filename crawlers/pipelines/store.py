@@ -1,51 +1,11 @@
 """Store: items into Elasticsearch through ``core.store.ItemStore`` (bulk, durable).
 
-Needs ``ELASTICSEARCH_URL`` (off otherwise) and the dedup pipeline before it: the store
-writes the verdict and timestamps dedup decided, and never works them out itself.
-``process_item`` returns only when the item is durable: accepted by Elasticsearch or
-written to the spill (Redis list ``<site>:store:spill`` with ``REDIS_URL``, else a file
-under ``STORE_SPILL_DIR``, by default ``PLATFORM_RUN_DIR/spill``). That is the frontier's
-contract: a request's lease is acked only after its items went through the pipelines, so
-a worker killed at any moment loses nothing.
-
-An ``ItemSeen`` (``crawlers.recrawl.context``: seen unchanged without its page being parsed) is
-stored as a touch (``core.store.build_touch``): its document's ``last_seen`` and
-``job_id`` move forward, nothing else; a touch never creates a document. When the
-document is gone the page is fetched in full instead (``recrawl/refetch/
-document_missing``) and the ``ItemSeen`` dropped.
-
-Extra actions: before an item's own write, the ``StoreAction`` list another component
-left in the item's context (``ItemContext.store_extra``) (change documents) goes through
-the same store; the item's write waits until they are durable.
-
-Credentials: Elasticsearch refusing them (401) mid-crawl is one ERROR line naming the
-user, the URL and the fix; the crawl closes (reason ``elasticsearch_auth``, exit status 2
-from ``scrapy crawl``) and what it had scraped waits in the spill for a run with the right
-credentials. A 403 on an index (a role without the privilege) dead-letters that index's
-writes with the same kind of line, once. ``scrapy crawl`` checks the credentials before
-the crawl starts (``crawlers.commands.crawl``), so a wrong password fetches nothing.
-
-An item Elasticsearch rejects for good (mapping error) is dropped here with the error
-(DropItem, logged and counted) and kept in the dead-letter list for replay; the first of
-each cause is logged with it (WARNING), the others at DEBUG (the writer's ERROR line names
-the cause and the fix once).
-
-Items stored are counted ``items/stored`` (accepted by Elasticsearch, a touch included;
-spilled items once the spill is empty at close): the crawl's own figure, which its close
-reason is judged on (``crawlers.runtime.outcome``); a job's exact one is its ledger's.
-
-A store that can neither write nor spill gives its items up after
-``STORE_CLOSE_TIMEOUT`` (``core.store.failures``: one ERROR line, ``store/unsaved``) and
-closes the crawl with the reason ``store_failed``. The spill directory of a crawl
-without Redis is checked at start: one that cannot be created or written stops it with
-one line naming it and the fix (``check_spill_dir``, exit status 2).
-
-Local mode (no leasing frontier): at spider close this pipeline also writes the job's
-document into the ``jobs`` index from the crawl's Scrapy stats. With the frontier, the
-orchestration flow writes it after the drain, from the counters of all workers.
-
-A crawl that closes with items in its spill logs the drain command
-(``crawlers.cli.spill``) with its own connections and spill file.
+Reads ``ELASTICSEARCH_URL`` (off without it) and the verdicts of the dedup pipeline before
+it. ``process_item`` returns only once the item is durable (accepted by Elasticsearch or
+in the spill): the frontier acks a lease after its items went through the pipelines, so a
+killed worker loses nothing. Seen-unchanged items are stored as touches; credentials,
+rejected items, a store that can neither write nor spill and local mode's jobs document:
+docs/pipelines.md ("Storage in Elasticsearch", "Durability", "How a crawl ends").
 """
 
 from __future__ import annotations
