@@ -1,41 +1,12 @@
 """How a crawl or a job ended: one close reason and one line saying why.
 
-The close reason is the run's final word. The crawl writes it into Scrapy's
-``finish_reason`` (``crawlers.runtime.outcome``), ``scrapy crawl`` logs the line last and
-exits with the reason's status (``exit_code``), and the jobs document carries both
-(``close_reason``, ``outcome``: ``core.jobs_index``), so the flow reads the same word.
 Pure functions over a crawl's Scrapy stats or a job's counters (the workers' sums with the
-ledger's exact figures, ``core.jobs_index.job_counters``).
-
-Reasons, in the order they are decided:
-
-==================  ====  ======================================================================
-reason              exit  when
-==================  ====  ======================================================================
-elasticsearch_auth  2     Elasticsearch refused the crawl's credentials (``core.es_access``)
-refused             3     every page was a block (``core.refusal``), or the crawl was closed so
-store_failed        5     items were neither stored nor spilled (``store/unsaved``), or nothing
-                          was stored and Elasticsearch rejected items for good (dead letters)
-nothing_stored      4     no item stored, for any other cause (site down, selectors matching
-                          nothing, every item dropped, everything left in the spill, stopped
-                          before anything was stored); the line says which
-finished            0     items were stored, or the site truly has none (below)
-budget_*, ...       0     Scrapy's own reason (a budget, ``closespider_*``, ``shutdown``) is
-                          kept when items were stored
-shutdown_forced     6     a second SIGTERM/SIGINT stopped the crawl before it could close
-                          (``scrapy crawl`` says so; what was in flight is not stored)
-==================  ====  ======================================================================
-
-Zero items stored is never success. The one exception, "the site truly has none", is
-declared by the spider, never guessed: a page it read and understood as listing no items
-(an empty category, a search without results) is counted ``items/none_listed``
-(``NONE_LISTED``). A crawl that read pages, extracted nothing, could parse every page and
-has such a count ends ``finished`` ("0 items: the site lists none"); without it, pages
-read and no item extracted is ``nothing_stored`` ("selectors matched nothing?").
-
-"Stored" is ``items/stored``: with Elasticsearch the items it accepted (the job's ledger
-for a job; a crawl's own count otherwise), without a store the items that went through
-every pipeline (``item_scraped_count``: the feed's).
+ledger's exact figures, ``core.jobs_index.job_counters``). The crawl writes the reason into
+``finish_reason`` (``crawlers.runtime.outcome``), ``scrapy crawl`` logs the line last and
+exits with ``exit_code(reason)``, the jobs document carries both, so the flow reads the
+same word. Zero items stored is never success, unless a spider counted a page listing
+none (``NONE_LISTED``). The reasons, their exit statuses and when each is decided:
+docs/pipelines.md, "How a crawl ends".
 """
 
 from __future__ import annotations

@@ -1,33 +1,11 @@
 """What a scrape run's data came to, as the state its flow run ends in (pure functions).
 
-A run is judged on its job document (``core.jobs_index.job_document``) and what the
-report step measured besides (field coverage, a drifted gate). Three kinds of finding:
-
-- **losses**: data the site had that this job does not hold: pages fetched but not
-  parsed, pages the site refused, requests that failed for good, items dropped by
-  validation or not stored, items stored without some of their parts, fields whose fill
-  rate dropped, a crawl closed for a reason that says so;
-- **warnings**: nothing lost, but not plain green: ERROR lines above the threshold, a
-  crawl budget reached (the bound the profile set), a drifted structure gate;
-- **nothing stored**: the job holds no item at all, never a success, unless the site
-  lists none (a spider read a page listing no items, ``NONE_LISTED``, and nothing was
-  lost; or the crawl judged itself ``finished``).
-
-Where the crawl judged itself (the job document's ``close_reason`` and its one line,
-``outcome``), a losing reason is never contradicted, and its line is the one shown.
-
-``judge`` maps them to the run's final word, the same in the Prefect state, the job
-document's ``status``, the report and the Slack summary:
-
-==========================  ===================  ==============  =================
-finding                     Prefect state        state type      document status
-==========================  ===================  ==============  =================
-nothing stored              ``NothingStored``    FAILED          ``failed``
-a loss                      ``Incomplete``       FAILED          ``incomplete``
-a warning only              ``CompletedWith-     COMPLETED       ``completed``
-                            Warnings``
-none                        ``Completed``        COMPLETED       ``completed``
-==========================  ===================  ==============  =================
+Reads the job document (``core.jobs_index.job_document``) and what the report step
+measured besides (field coverage, a drifted gate); sorts the findings into losses,
+warnings and nothing stored, never contradicting a crawl that judged itself (its
+``close_reason`` and ``outcome``). ``judge`` gives the one final word shown in the Prefect
+state, the document's ``status``, the report and the Slack summary: the table is
+docs/orchestration.md's "What a run's state says".
 """
 
 from __future__ import annotations
