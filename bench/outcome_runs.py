@@ -14,6 +14,7 @@ stand-in answered.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -30,6 +31,7 @@ from elasticsearch import Elasticsearch
 
 from core.config import ENVIRONMENT, REPO_ROOT
 from core.jobs_index import job_counters, job_document
+from core.keys import SiteKeys
 from crawlers.runtime.jobs import new_job_id
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
@@ -179,9 +181,9 @@ def settings_argv(settings: Mapping[str, object]) -> list[str]:
     for name, value in settings.items():
         if isinstance(value, bool):
             value = str(value)
-        elif isinstance(value, list | dict):
-            import json
-
+        elif isinstance(value, list):
+            value = ",".join(str(v) for v in value)
+        elif isinstance(value, dict):
             value = json.dumps(value)
         argv += ["-s", f"{name}={value}"]
     return argv
@@ -198,23 +200,27 @@ def crawl(
     workers: int = 1,
     budget: float = 150.0,
     during: Callable[[Run, Callable[[], Worker]], None] | None = None,
+    frontier: bool = True,
 ) -> Run:
     """A job of ``site`` on the frontier, ``workers`` workers, bounded by ``budget``
-    seconds; ``during(run, start_worker)`` is called once while they run (a fault)."""
+    seconds; ``during(run, start_worker)`` is called once while they run (a fault).
+    ``frontier=False``: one ``scrapy crawl`` in local mode (no Redis: its own scheduler,
+    the spill a file), the report its closing stats."""
     run_dir.mkdir(parents=True, exist_ok=True)
     base_url = base_url or services.site.url
     job_id = new_job_id(site)
     environment = crawl_environment(env)
-    producer = [sys.executable, "-m", "crawlers.cli.producer", site, "--job-id", job_id]
-    producer += ["--base-url", base_url, "--redis-url", services.redis.url]
-    done = subprocess.run(
-        producer, cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=120
-    )
-    if done.returncode:
-        raise RuntimeError(f"producer failed: {done.stderr.strip()[-500:]}")
+    if frontier:
+        producer = [sys.executable, "-m", "crawlers.cli.producer", site, "--job-id", job_id]
+        producer += ["--base-url", base_url, "--redis-url", services.redis.url]
+        done = subprocess.run(
+            producer, cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=120
+        )
+        if done.returncode:
+            raise RuntimeError(f"producer failed: {done.stderr.strip()[-500:]}")
     merged = {
         **WORKER_SETTINGS,
-        "REDIS_URL": services.redis.url,
+        **({"REDIS_URL": services.redis.url} if frontier else {}),
         "ELASTICSEARCH_URL": services.es_node.url,
         "PLATFORM_RUN_DIR": str(run_dir),
         "STORE_SPILL_DIR": str(run_dir / "spill"),
@@ -253,7 +259,9 @@ def crawl(
             if worker.code is None:
                 worker.kill()
     run.seconds = time.monotonic() - started
-    counters = job_counters(services.client, site, job_id)
+    counters: Mapping[str, Any] = (
+        job_counters(services.client, site, job_id) if frontier else run.workers[0].stats()
+    )
     run.report = job_document(site, job_id, "completed", None, None, counters)
     run.stored = services.stored(site)
     answers = [
@@ -273,8 +281,13 @@ def wait_for(predicate: Callable[[], bool], timeout: float, step: float = 0.3) -
     return False
 
 
+def spill_items(services: Services, site: str) -> int:
+    """Items waiting in the site's spill on Redis (a frontier worker's)."""
+    return int(services.client.llen(SiteKeys(site).store_spill))
+
+
 def spill_lines(run_dir: Path) -> int:
-    """Items waiting in the run's spill files."""
+    """Items waiting in the run's spill files (a local-mode crawl's)."""
     total = 0
     for path in (run_dir / "spill").glob("*.jsonl"):
         if path.is_file():
