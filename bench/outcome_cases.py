@@ -103,6 +103,8 @@ def judged(
             int(run.report.get("items_stored") or 0),
             run.stored if report_stored is None else report_stored,
         ),
+        # The job document's verdict (what the flow's state is judged on) agrees.
+        Check("report close_reason", run.report.get("close_reason"), word.split("/")[0]),
         *extra,
     ]
     return Outcome(word, run.word(), run.stored, run.served, checks, run.hung, note or run.line())

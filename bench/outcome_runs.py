@@ -32,6 +32,7 @@ from elasticsearch import Elasticsearch
 from core.config import ENVIRONMENT, REPO_ROOT
 from core.jobs_index import job_counters, job_document
 from core.keys import SiteKeys
+from core.store import spill_size
 from crawlers.runtime.jobs import new_job_id
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
@@ -262,7 +263,11 @@ def crawl(
     counters: Mapping[str, Any] = (
         job_counters(services.client, site, job_id) if frontier else run.workers[0].stats()
     )
-    run.report = job_document(site, job_id, "completed", None, None, counters)
+    # As the flow's report step writes it (orchestration.scrape_tasks.report_task).
+    spill = spill_size(services.client, site) if frontier else None
+    run.report = job_document(
+        site, job_id, "completed", None, None, counters, spill_remaining=spill
+    )
     run.stored = services.stored(site)
     answers = [
         e for e in services.site.access_log(since) if e["path"].startswith(PRODUCT_PATH)
