@@ -17,11 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.layouts import BASELINE_FILE
-from core.store import IndexLayout
-from harness.base import free_port
-from harness.bot_defense import BotDefense
-from harness.loopback_proxy import LoopbackProxy
 from bench.outcome_runs import (
     Run,
     Services,
@@ -31,6 +26,11 @@ from bench.outcome_runs import (
     spill_lines,
     write_profile,
 )
+from core.layouts import BASELINE_FILE
+from core.store import IndexLayout
+from harness.base import free_port
+from harness.bot_defense import BotDefense
+from harness.loopback_proxy import LoopbackProxy
 
 DEMO_INDEX = IndexLayout.index("demo", "demo_product")
 # The fetch configurations of docs/fetching.md, as bench.access runs them (a session
@@ -115,7 +115,9 @@ def judged(
 
 def plain(services: Services, run_dir: Path) -> Outcome:
     run = crawl(services, run_dir)
-    return judged(run, "finished/0", run.served, extra=(Check("served", run.served, services.products),))
+    return judged(
+        run, "finished/0", run.served, extra=(Check("served", run.served, services.products),)
+    )
 
 
 def site_down(services: Services, run_dir: Path) -> Outcome:
@@ -157,7 +159,10 @@ def offsite_redirect(services: Services, run_dir: Path) -> Outcome:
         run,
         "finished/0",
         services.products - 1,
-        extra=(Check("served", run.served, services.products - 1), Check("dropped offsite", lost, 1)),
+        extra=(
+            Check("served", run.served, services.products - 1),
+            Check("dropped offsite", lost, 1),
+        ),
     )
 
 
@@ -172,7 +177,10 @@ def redirect_loop(services: Services, run_dir: Path) -> Outcome:
         run,
         "finished/0",
         services.products - 1,
-        extra=(Check("served", run.served, services.products - 1), Check("loop counted", failed > 0, True)),
+        extra=(
+            Check("served", run.served, services.products - 1),
+            Check("loop counted", failed > 0, True),
+        ),
     )
 
 
@@ -224,7 +232,10 @@ def all_invalid(services: Services, run_dir: Path) -> Outcome:
         run,
         "nothing_stored/4",
         0,
-        extra=(Check("served", run.served, services.products), Check("report items_invalid", invalid, run.served)),
+        extra=(
+            Check("served", run.served, services.products),
+            Check("report items_invalid", invalid, run.served),
+        ),
     )
 
 
@@ -251,7 +262,12 @@ def blocked_once(services: Services, run_dir: Path) -> Outcome:
         throttle={"rate": 1.0, "attempts": 1, "retry_after": 0, "paths": ["/product/"]}
     )
     run = crawl(services, run_dir)
-    return judged(run, "finished/0", services.products, extra=(Check("served", run.served, services.products),))
+    return judged(
+        run,
+        "finished/0",
+        services.products,
+        extra=(Check("served", run.served, services.products),),
+    )
 
 
 # -- the layout changes -------------------------------------------------------------------------
@@ -344,7 +360,10 @@ def store_refusing_file_spill(services: Services, run_dir: Path) -> Outcome:
     finally:
         _unblock(services)
     return judged(
-        run, "nothing_stored/4", 0, extra=(Check("items in the spill file", spill_lines(run_dir), run.served),)
+        run,
+        "nothing_stored/4",
+        0,
+        extra=(Check("items in the spill file", spill_lines(run_dir), run.served),),
     )
 
 
@@ -394,7 +413,12 @@ def proxy_dropping(services: Services, run_dir: Path) -> Outcome:
 def proxy_working(services: Services, run_dir: Path) -> Outcome:
     with LoopbackProxy(run_dir=run_dir) as proxy:
         run = crawl(services, run_dir, settings={"ROTATING_PROXY_LIST": [proxy.url]})
-    return judged(run, "finished/0", services.products, extra=(Check("served", run.served, services.products),))
+    return judged(
+        run,
+        "finished/0",
+        services.products,
+        extra=(Check("served", run.served, services.products),),
+    )
 
 
 # -- bot defenses -------------------------------------------------------------------------------
@@ -460,26 +484,103 @@ def defended(style: str, configuration: dict[str, object], *, level: int = 3, wo
 
 CRAWLS: tuple[Scenario, ...] = (
     Scenario("plain", "the shop as it is: every product stored, the report says so", plain, True),
-    Scenario("site down", "nothing listens at the base URL: nothing_stored, exit 4", site_down, True),
-    Scenario("page budget", "CRAWL_MAX_PAGES reached: budget_pages, exit 0, what it read stored", budget_pages),
-    Scenario("offsite redirect", "a product 302s to another host: its lease fails, the job drains, 1 lost", offsite_redirect, True),
-    Scenario("redirect loop", "a product redirects in a loop: dropped and counted, the job drains", redirect_loop),
-    Scenario("selectors match nothing", "a profile whose follow rule matches no link: nothing_stored", selectors_nothing),
-    Scenario("all items invalid", "every item dropped by validation: nothing_stored, the report's invalid = pages served", all_invalid),
-    Scenario("product pages unreadable", "a layout the spider cannot parse: nothing_stored, unparsed = served", unreadable_products),
+    Scenario(
+        "site down", "nothing listens at the base URL: nothing_stored, exit 4", site_down, True
+    ),
+    Scenario(
+        "page budget",
+        "CRAWL_MAX_PAGES reached: budget_pages, exit 0, what it read stored",
+        budget_pages,
+    ),
+    Scenario(
+        "offsite redirect",
+        "a product 302s to another host: its lease fails, the job drains, 1 lost",
+        offsite_redirect,
+        True,
+    ),
+    Scenario(
+        "redirect loop",
+        "a product redirects in a loop: dropped and counted, the job drains",
+        redirect_loop,
+    ),
+    Scenario(
+        "selectors match nothing",
+        "a profile whose follow rule matches no link: nothing_stored",
+        selectors_nothing,
+    ),
+    Scenario(
+        "all items invalid",
+        "every item dropped by validation: nothing_stored, the report's invalid = pages served",
+        all_invalid,
+    ),
+    Scenario(
+        "product pages unreadable",
+        "a layout the spider cannot parse: nothing_stored, unparsed = served",
+        unreadable_products,
+    ),
     Scenario("refused everywhere", "every page a 403 block: refused, exit 3", refused_everywhere),
-    Scenario("throttled once", "every product 429 once: retried, every product stored", blocked_once),
-    Scenario("layout accepted + card skip", "a new baseline accepted, product pages unreadable: the re-crawl fetches every page, nothing counted unchanged", layout_card_skip),
-    Scenario("store refusing, spill", "frontier workers, ES write-blocked: nothing_stored, every item in the Redis spill", store_refusing_spill),
-    Scenario("store refusing, file spill", "local mode, ES write-blocked: nothing_stored, every item in the spill file", store_refusing_file_spill),
-    Scenario("store refusing, no spill", "local mode, ES write-blocked, spill file unwritable: store_failed at STORE_CLOSE_TIMEOUT, exit 5", store_refusing_no_spill, True),
-    Scenario("mapping conflict", "an index with a conflicting mapping: store_failed, every item a dead letter", mapping_conflict),
-    Scenario("proxy dead", "the only proxy refuses connections: nothing_stored, the site never reached", proxy_dead),
-    Scenario("proxy dropping", "the only proxy closes every connection: nothing_stored", proxy_dropping),
-    Scenario("proxy working", "through a loopback forwarding proxy: every product stored", proxy_working),
-    Scenario("sessions, cloudflare", "challenge level, sessions: every product, challenges counted as the stand-in saw", defended("cloudflare", SESSIONS)),
-    Scenario("sessions + auto, cloudflare", "challenge level, sessions + RENDER_MODE=auto", defended("cloudflare", AUTO)),
+    Scenario(
+        "throttled once", "every product 429 once: retried, every product stored", blocked_once
+    ),
+    Scenario(
+        "layout accepted + card skip",
+        "a new baseline accepted, product pages unreadable: the re-crawl fetches every "
+        "page, nothing counted unchanged",
+        layout_card_skip,
+    ),
+    Scenario(
+        "store refusing, spill",
+        "frontier workers, ES write-blocked: nothing_stored, every item in the Redis spill",
+        store_refusing_spill,
+    ),
+    Scenario(
+        "store refusing, file spill",
+        "local mode, ES write-blocked: nothing_stored, every item in the spill file",
+        store_refusing_file_spill,
+    ),
+    Scenario(
+        "store refusing, no spill",
+        "local mode, ES write-blocked, spill file unwritable: store_failed at "
+        "STORE_CLOSE_TIMEOUT, exit 5",
+        store_refusing_no_spill,
+        True,
+    ),
+    Scenario(
+        "mapping conflict",
+        "an index with a conflicting mapping: store_failed, every item a dead letter",
+        mapping_conflict,
+    ),
+    Scenario(
+        "proxy dead",
+        "the only proxy refuses connections: nothing_stored, the site never reached",
+        proxy_dead,
+    ),
+    Scenario(
+        "proxy dropping", "the only proxy closes every connection: nothing_stored", proxy_dropping
+    ),
+    Scenario(
+        "proxy working", "through a loopback forwarding proxy: every product stored", proxy_working
+    ),
+    Scenario(
+        "sessions, cloudflare",
+        "challenge level, sessions: every product, challenges counted as the stand-in saw",
+        defended("cloudflare", SESSIONS),
+    ),
+    Scenario(
+        "sessions + auto, cloudflare",
+        "challenge level, sessions + RENDER_MODE=auto",
+        defended("cloudflare", AUTO),
+    ),
     Scenario("sessions, aws", "the AWS-style challenge, sessions", defended("aws", SESSIONS)),
-    Scenario("sessions + auto, aws", "the AWS-style challenge, sessions + RENDER_MODE=auto", defended("aws", AUTO)),
-    Scenario("worker killed, sessions", "2 workers behind the challenge, one SIGKILLed mid-job and replaced: every product once, challenges counted", defended("cloudflare", SESSIONS, workers=2, kill=True)),
+    Scenario(
+        "sessions + auto, aws",
+        "the AWS-style challenge, sessions + RENDER_MODE=auto",
+        defended("aws", AUTO),
+    ),
+    Scenario(
+        "worker killed, sessions",
+        "2 workers behind the challenge, one SIGKILLed mid-job and replaced: every "
+        "product once, challenges counted",
+        defended("cloudflare", SESSIONS, workers=2, kill=True),
+    ),
 )

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import redis
 from elasticsearch import Elasticsearch
 
 from core.config import ENVIRONMENT, REPO_ROOT
@@ -269,9 +268,7 @@ def crawl(
         site, job_id, "completed", None, None, counters, spill_remaining=spill
     )
     run.stored = services.stored(site)
-    answers = [
-        e for e in services.site.access_log(since) if e["path"].startswith(PRODUCT_PATH)
-    ]
+    answers = [e for e in services.site.access_log(since) if e["path"].startswith(PRODUCT_PATH)]
     run.product_answers = len(answers)
     run.served = len({e["path"] for e in answers if e["status"] == 200})
     return run

@@ -49,7 +49,9 @@ def scenarios(with_flows: bool) -> tuple[Scenario, ...]:
 def verdict(outcome: Outcome) -> str:
     if outcome.hung:
         return HUNG
-    return MISMATCH if outcome.mismatches else OK
+    if outcome.mismatches or outcome.actual_word.startswith("(error"):
+        return MISMATCH
+    return OK
 
 
 def slug(name: str) -> str:
@@ -62,8 +64,7 @@ def run_one(scenario: Scenario, services: Services, run_dir: Path) -> Outcome:
         return scenario.run(services, run_dir / slug(scenario.name))
     except Exception as exc:  # a scenario that cannot run is a row, not the end of the matrix
         traceback.print_exc(file=sys.stderr)
-        return Outcome("", f"(error: {type(exc).__name__})", 0, 0, hung=False, note=str(exc)[:200],
-                       checks=[])  # fmt: skip
+        return Outcome("", f"(error: {type(exc).__name__})", 0, 0, note=str(exc)[:200])
 
 
 def table(rows: Sequence[tuple[Scenario, Outcome, float]]) -> list[str]:
@@ -74,8 +75,6 @@ def table(rows: Sequence[tuple[Scenario, Outcome, float]]) -> list[str]:
     lines = [header, "-" * len(header)]
     for scenario, outcome, seconds in rows:
         mark = verdict(outcome)
-        if outcome.actual_word.startswith("(error"):
-            mark = MISMATCH
         lines.append(
             f"{scenario.name:<30} {outcome.expected_word:<18} {outcome.actual_word:<26} "
             f"{f'{outcome.stored}/{outcome.served}':>13} {seconds:>5.0f}  {mark}"
@@ -116,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         for line in table(rows):
             print(line)
-        mismatches = sum(1 for _, o, _ in rows if verdict(o) == MISMATCH or o.actual_word.startswith("(error"))
+        mismatches = sum(1 for _, o, _ in rows if verdict(o) == MISMATCH)
         hung = sum(1 for _, o, _ in rows if o.hung)
         print()
         print(f"{len(rows)} scenarios, {mismatches} mismatches, {hung} hung")
