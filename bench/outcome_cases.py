@@ -10,104 +10,24 @@ platform's account and the truth agree.
 
 from __future__ import annotations
 
-import inspect
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from bench.outcome_access import AUTO, SESSIONS, defended
 from bench.outcome_runs import (
-    Run,
     Services,
     crawl,
-    kill_first_when,
     spill_items,
     spill_lines,
     write_profile,
 )
+from bench.outcome_verdicts import Check, Outcome, Scenario, judged
 from core.layouts import BASELINE_FILE
 from core.store import IndexLayout
 from harness.base import free_port
-from harness.bot_defense import BotDefense
 from harness.loopback_proxy import LoopbackProxy
 
 DEMO_INDEX = IndexLayout.index("demo", "demo_product")
-# The fetch configurations of docs/fetching.md, as bench.access runs them (a session
-# budget below the stand-in's rate).
-SESSIONS: dict[str, object] = {
-    "FETCH_IDENTITY": "browser",
-    "SESSIONS_ENABLED": True,
-    "SESSION_POOL_SIZE": 4,
-    "SESSION_MAX_RATE": 3.8,
-    "SESSION_MAX_USES": 0,
-    "RECRAWL_CARD_SKIP": False,
-}
-AUTO: dict[str, object] = {**SESSIONS, "RENDER_MODE": "auto"}
-DEFENSE_RATE, DEFENSE_WINDOW = 40, 10.0
-
-
-@dataclass(frozen=True)
-class Check:
-    label: str
-    actual: object
-    expected: object
-
-    @property
-    def ok(self) -> bool:
-        return self.actual == self.expected
-
-
-@dataclass
-class Outcome:
-    """What a scenario measured: its word against the expected one, and its checks."""
-
-    expected_word: str
-    actual_word: str
-    stored: int
-    served: int
-    checks: list[Check] = field(default_factory=list)
-    hung: bool = False
-    note: str = ""
-
-    @property
-    def mismatches(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    checks: str  # what it checks, for the docs' table
-    run: Callable[[Services, Path], Outcome]
-    smoke: bool = False
-    kind: str = "crawl"  # crawl | flow
-
-
-def judged(
-    run: Run,
-    word: str,
-    stored: int,
-    *,
-    extra: tuple[Check, ...] = (),
-    report_stored: int | None = None,
-    note: str = "",
-) -> Outcome:
-    """The common checks: the word, ES against the expected count, the report's stored
-    figure against ES (the job's own documents: ``report_stored`` when ES holds others)."""
-    checks = [
-        Check("word", run.word(), word),
-        Check("stored in ES", run.stored, stored),
-        Check(
-            "report items_stored",
-            int(run.report.get("items_stored") or 0),
-            run.stored if report_stored is None else report_stored,
-        ),
-        # The job document's verdict (what the flow's state is judged on) agrees.
-        Check("report close_reason", run.report.get("close_reason"), word.split("/")[0]),
-        *extra,
-    ]
-    return Outcome(word, run.word(), run.stored, run.served, checks, run.hung, note or run.line())
 
 
 # -- the shop as it is -----------------------------------------------------------------------
@@ -419,67 +339,6 @@ def proxy_working(services: Services, run_dir: Path) -> Outcome:
         services.products,
         extra=(Check("served", run.served, services.products),),
     )
-
-
-# -- bot defenses -------------------------------------------------------------------------------
-
-
-def has_style() -> bool:
-    return "style" in inspect.signature(BotDefense.__init__).parameters
-
-
-def defended(style: str, configuration: dict[str, object], *, level: int = 3, workers: int = 1,
-             kill: bool = False) -> Callable[[Services, Path], Outcome]:  # fmt: skip
-    """The shop behind the bot-defense stand-in (``style``'s challenge), crawled with
-    ``configuration``: every product stored, the challenges the report counts passed are
-    the sessions the stand-in verified."""
-
-    def scenario(services: Services, run_dir: Path) -> Outcome:
-        options: dict[str, Any] = {}
-        if has_style():
-            options["style"] = style
-        elif style != "cloudflare":
-            return Outcome(
-                "finished/0",
-                "(not run)",
-                0,
-                0,
-                [Check("stand-in style", "missing", style)],
-                note=f"harness.bot_defense has no {style!r} style on this branch",
-            )
-        defense = BotDefense(
-            upstream=services.site.url,
-            level=level,
-            run_dir=run_dir / "defense",
-            session_rate=DEFENSE_RATE,
-            rate_window=DEFENSE_WINDOW,
-            **options,
-        )
-        with defense:
-            during = kill_first_when(services, "demo", services.products // 3) if kill else None
-            run = crawl(
-                services,
-                run_dir,
-                base_url=defense.url,
-                settings=configuration,
-                workers=workers,
-                during=during,
-                budget=240,
-            )
-            records = defense.log_records()
-        verified = sum(1 for r in records if r.get("decision") == "verified")
-        passed = int(run.report.get("challenges_passed") or 0)
-        return judged(
-            run,
-            "finished/0",
-            services.products,
-            extra=(
-                Check("served", run.served, services.products),
-                Check("report challenges passed = stand-in verified", passed, verified),
-            ),
-        )
-
-    return scenario
 
 
 CRAWLS: tuple[Scenario, ...] = (

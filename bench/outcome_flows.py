@@ -24,8 +24,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.outcome_cases import Check, Outcome, Scenario
 from bench.outcome_runs import PRODUCT_PATH, Services
+from bench.outcome_verdicts import Check, Outcome, Scenario
 from core.config import REPO_ROOT
 from core.jobs_index import JOBS_ALIAS
 from fingerprints.baseline import SITES_DIR

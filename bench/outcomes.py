@@ -31,8 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import smoke
-from bench.outcome_cases import CRAWLS, Outcome, Scenario
+from bench.outcome_cases import CRAWLS
 from bench.outcome_runs import Services
+from bench.outcome_verdicts import Outcome, Scenario
 from core.config import get_settings
 
 MISMATCH, HUNG, OK = "MISMATCH", "HUNG", "ok"
@@ -69,14 +70,14 @@ def run_one(scenario: Scenario, services: Services, run_dir: Path) -> Outcome:
 
 def table(rows: Sequence[tuple[Scenario, Outcome, float]]) -> list[str]:
     header = (
-        f"{'scenario':<30} {'expected word':<18} {'actual word':<26} "
+        f"{'scenario':<30} {'expected word':<20} {'actual word':<26} "
         f"{'stored/served':>13} {'secs':>5}  verdict"
     )
     lines = [header, "-" * len(header)]
     for scenario, outcome, seconds in rows:
         mark = verdict(outcome)
         lines.append(
-            f"{scenario.name:<30} {outcome.expected_word:<18} {outcome.actual_word:<26} "
+            f"{scenario.name:<30} {outcome.expected_word:<20} {outcome.actual_word:<26} "
             f"{f'{outcome.stored}/{outcome.served}':>13} {seconds:>5.0f}  {mark}"
         )
         for check in outcome.mismatches:
@@ -87,7 +88,11 @@ def table(rows: Sequence[tuple[Scenario, Outcome, float]]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.outcomes", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.outcomes",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--products", type=int, default=40, help="the shop of the crawl rows")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="scenarios whose name has NAME")
     parser.add_argument("--no-flows", action="store_true", help="crawl scenarios only")
