@@ -217,6 +217,9 @@ def _no_items(n: _Numbers) -> str:
                 f"{_count(pages, 'page')} read, no item extracted; {unparsed:,} could not be "
                 f"parsed ({where}): did the site's layout change?"
             )
+        if reached_text(n.ints):
+            # Pages were left unread: the budget, not the selectors, is the likely cause.
+            return f"{_count(pages, 'page')} read, no item extracted before the budget stopped it"
         return f"{_count(pages, 'page')} read, no item extracted (selectors matched nothing?)"
     statuses = n.error_statuses()
     if statuses:

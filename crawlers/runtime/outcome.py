@@ -22,7 +22,9 @@ taken again with the store's last figures (the spill drained at close, items giv
 
 With the frontier a worker is one of several: its items stored are its job's (the job's
 ledger, ``items/stored``), so a worker that stored nothing while its peers stored
-everything closes ``finished``. The job's own reason is judged from the job's counters
+everything closes ``finished``. A worker that saw the job's page or time budget end the
+job closes ``budget_pages``/``budget_time`` although its idleness closed it (the budget
+emptied the frontier). The job's own reason is judged from the job's counters
 when its document is written (``core.jobs_index.job_document``).
 """
 
@@ -32,6 +34,7 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 
+from core.budget import PAGES, TIME
 from core.jobstats import JobStats
 from core.keys import REDIS_ERRORS
 from core.ledger import stored_count
@@ -97,7 +100,7 @@ class CrawlOutcome:
         refusal = figures.get(REFUSAL_STAT)
         return judge(
             figures,
-            reason=reason,
+            reason=_job_budget_reason(figures) if reason == FINISHED else reason,
             stored=self._job_stored(figures),
             spill_remaining=_int(figures.get("store/spill_remaining_at_close")),
             refusal=refusal if isinstance(refusal, str) else None,
@@ -124,6 +127,16 @@ class CrawlOutcome:
         except REDIS_ERRORS:
             return None  # Redis away at close: the worker's own count
         return max(job, own or 0)
+
+
+def _job_budget_reason(figures: dict[str, object]) -> str:
+    """``budget_<name>`` when the job's page or time budget ended it, else ``finished``: a
+    frontier worker is closed by its idleness once the budget emptied the job's frontier
+    (``core.budget``), but what ended the job is the budget, and its word says so."""
+    for name in (PAGES, TIME):
+        if figures.get(f"budget/reached/{name}"):
+            return f"budget_{name}"
+    return FINISHED
 
 
 def _int(value: object) -> int | None:

@@ -76,6 +76,16 @@ SMOKE: dict[str, Smoke] = {
         ),
     ),
     "multilingual": Smoke(table=("recall@5", "en ", "es ")),
+    "outcomes": Smoke(
+        table=(
+            "scenario",
+            "plain",
+            "site down",
+            "store refusing, no spill",
+            "4 scenarios, 0 mismatches, 0 hung",
+        ),
+        timeout=420.0,
+    ),
     "pipelines": Smoke(table=("median bulk", "ratio bulk / per-item sequential")),
     "reclaim": Smoke(table=("operation", "reclaim() bounded", "drain poll bounded / old")),
     "recrawl": Smoke(table=("goal:",), timeout=420.0),

@@ -186,7 +186,7 @@ def test_budgets_and_shutdown_stand_with_items_stored_only() -> None:
     outcome = judge(empty, reason="budget_pages")
     assert outcome.reason == "nothing_stored"
     assert outcome.line == (
-        "0 items: 5 pages read, no item extracted (selectors matched nothing?); the crawl "
+        "0 items: 5 pages read, no item extracted before the budget stopped it; the crawl "
         "ended early (budget_pages); crawl budget reached: pages"
     )
     assert judge(pages(0, robots=False), reason="shutdown").line == (

@@ -191,3 +191,31 @@ def test_a_worker_that_stored_nothing_while_its_peer_stored_everything_finished(
         f"{PRODUCTS} items stored",
     )
     reset_store(es, server)
+
+
+def test_a_worker_closed_idle_after_the_job_s_page_budget_says_budget_pages(
+    site: DemoSite,
+    redis_server: RedisServer,
+    es: Elasticsearch,
+    es_node: ElasticsearchNode,
+    tmp_path: Path,
+) -> None:
+    server = redis.Redis.from_url(redis_server.url)
+    reset_store(es, server)
+    job = produce(server, "demo", base_url=site.url)
+    log = tmp_path / "worker.log"
+    # Room for the listings and some products: the budget empties the job's frontier and
+    # the worker closes on its idleness; the job ended at its budget, not by running out.
+    worker = start_store_worker(
+        job_id=job.job_id, base_url=site.url, log_path=log, redis_url=redis_server.url,
+        es_url=es_node.url, settings={"CRAWL_MAX_PAGES": PRODUCTS // 2 + 10},
+    )  # fmt: skip
+    assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
+    stored = es.count(index="items-demo*")["count"]
+    assert 0 < stored < PRODUCTS
+    lines = log.read_text().splitlines()
+    assert "Closing spider (finished)" in log.read_text()  # Scrapy's, from the idle close
+    assert lines[-1].endswith(f"INFO: finish_reason budget_pages: {stored} items stored")
+    counters = job_counters(server, "demo", job.job_id)
+    assert counters["workers/finish_reason/budget_pages"] == 1
+    reset_store(es, server)
