@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 import re
 import signal
 import time
@@ -20,6 +19,7 @@ from core.frontier import RedisFrontier
 from core.jobstats import JobStats
 from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
+from crawlers.frontier import codec
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
@@ -97,7 +97,7 @@ def test_two_workers_share_the_frontier_and_fetch_each_page_once_lost_lease_repl
         what="a live worker and a full queue",
     )
     lost = frontier.lease(registry.live()[0].worker_id, 3)
-    lost_paths = {urlsplit(pickle.loads(lease.data)["url"]).path for lease in lost}
+    lost_paths = {urlsplit(codec.decode(lease.data)["url"]).path for lease in lost}
     assert wait_all(workers, timeout=180) == [0, 0], log_excerpt(logs[0])
 
     items = sunk_items(fresh, "items")
