@@ -6,8 +6,8 @@ errback by name, method, headers that were set, body, meta, priority, cb_kwargs,
 dont_filter, flags, encoding, any attribute of a ``Request`` subclass), each value in a
 small tagged binary form. Names Scrapy and this project put in ``meta`` are one byte
 each (``KNOWN``). A value of a type the form does not cover is pickled on its own; the
-entry as a whole is never a pickled dict (docs/frontier.md, "Memory": ~645 bytes per
-queued hotel page before, ~150 after).
+entry as a whole is never a pickled dict (docs/frontier.md, "Memory": 469 bytes per
+queued URL in Redis before, 143 after, measured by bench.frontier_memory).
 """
 
 from __future__ import annotations
