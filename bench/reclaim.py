@@ -15,8 +15,7 @@ every call re-queues the same dead leases. Timed, interleaved in each round:
 
 The report gives the median of the rounds in ms, the ratio of the cost at the largest
 size to the smallest for each, and bounded/old at the largest size, all from this run.
-It also times the one-time index of old-layout leases (the first reclaim after an
-upgrade) at the largest size.
+The frontier has one partition here (one Redis): the baseline works on the same keys.
 """
 
 from __future__ import annotations
@@ -43,9 +42,11 @@ from harness.redis_server import RedisServer
 SITE = "bench"
 JOB = "bench-job"
 
-# The reclaim script before deadlines and lease sets (the baseline), verbatim.
-# KEYS: queue, leases, scores, owners, start_list
-# ARGV: heartbeat key prefix, start marker, worker to release ('' = only dead workers)
+# The reclaim script before deadlines and lease sets (the baseline), on today's keys (a
+# list per priority instead of one sorted set; otherwise verbatim).
+# KEYS: priorities, leases, lease priorities, owners, start_list
+# ARGV: heartbeat key prefix, start marker, worker to release ('' = only dead workers),
+#       queue prefix
 OLD_RECLAIM = """
 local owners = redis.call('HGETALL', KEYS[4])
 local alive = {}
@@ -62,7 +63,8 @@ for i = 1, #owners, 2 do
       if score == ARGV[2] then
         redis.call('RPUSH', KEYS[5], data)
       else
-        redis.call('ZADD', KEYS[1], score, data)
+        redis.call('LPUSH', ARGV[4] .. score, data)
+        redis.call('ZADD', KEYS[1], -tonumber(score), score)
       end
     end
     redis.call('HDEL', KEYS[2], id)
@@ -79,12 +81,12 @@ class OldReclaimFrontier(RedisFrontier):
     """The frontier with the old reclaim script (for the baseline's drain poll too)."""
 
     def reclaim(self, *, release_worker: str = "", **_: int) -> int:
-        k = self.keys
+        k = self.parts[0]
         script = self.server.register_script(OLD_RECLAIM)
         return int(
             script(
-                keys=[k.queue, k.leases, k.lease_scores, k.lease_owners, k.start_urls],
-                args=[k.worker_prefix, START_MARKER, release_worker],
+                keys=[k.priorities, k.leases, k.lease_priorities, k.lease_owners, k.start_urls],
+                args=[self.keys.worker_prefix, START_MARKER, release_worker, k.queue_prefix],
             )
         )
 
@@ -94,7 +96,7 @@ class Scenario:
 
     def __init__(self, server: redis.Redis, size: int, args: argparse.Namespace) -> None:
         self.server = server
-        self.frontier = RedisFrontier(server, SITE)
+        self.frontier = RedisFrontier(server, SITE, 1)
         self.dead = [f"dead-{i}" for i in range(args.dead_workers)]
         self.dead_leases = args.dead_leases
         server.flushdb()
@@ -111,10 +113,11 @@ class Scenario:
         assert self.frontier.leased() == size and self.frontier.queued() == spare
 
     def _fill_queue(self, n: int) -> None:
-        key = self.frontier.keys.queue
+        part = self.frontier.parts[0]
         for start in range(0, n, 10_000):
             chunk = range(start, min(n, start + 10_000))
-            self.server.zadd(key, {f"request-{i}".encode(): float(i) for i in chunk})
+            self.server.rpush(part.queue(0), *(f"request-{i}".encode() for i in chunk))
+        self.server.zadd(part.priorities, {"0": 0})
 
     def lease_dead(self) -> None:
         for worker in self.dead:
@@ -122,9 +125,9 @@ class Scenario:
 
     def forget_dead(self) -> None:
         """After the old script: it leaves the dead workers' lease sets and deadlines."""
-        k = self.frontier.keys
-        self.server.delete(*(k.worker_leases(worker) for worker in self.dead))
-        self.server.zrem(k.worker_deadlines, *self.dead)
+        part = self.frontier.parts[0]
+        self.server.delete(*(part.worker_leases(worker) for worker in self.dead))
+        self.server.zrem(self.frontier.keys.worker_deadlines, *self.dead)
 
     @property
     def expected(self) -> int:
@@ -145,7 +148,7 @@ def old_reclaim_in_drain() -> Iterator[None]:
 
 def measure(scenario: Scenario, rounds: int) -> dict[str, list[float]]:
     server = scenario.server
-    old = OldReclaimFrontier(server, SITE)
+    old = OldReclaimFrontier(server, SITE, 1)
 
     def drain_new() -> int:
         return drain_state(server, SITE, JOB).reclaimed
@@ -173,14 +176,6 @@ def measure(scenario: Scenario, rounds: int) -> dict[str, list[float]]:
     return times
 
 
-def index_once(scenario: Scenario) -> float:
-    """The first reclaim after an upgrade: leases of the old layout indexed once."""
-    k = scenario.frontier.keys
-    scenario.server.delete(k.lease_index)
-    ms, _ = timed(scenario.frontier.reclaim)
-    return ms
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -192,7 +187,6 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted(args.sizes)
 
     results: dict[int, dict[str, float]] = {}
-    indexing = 0.0
     with (
         tempfile.TemporaryDirectory(prefix="bench-reclaim-") as tmp,
         RedisServer(run_dir=Path(tmp)) as redis_server,
@@ -203,13 +197,11 @@ def main(argv: list[str] | None = None) -> int:
             scenario = Scenario(server, size, args)
             times = measure(scenario, args.rounds)
             results[size] = {name: statistics.median(v) for name, v in times.items()}
-            if size == sizes[-1]:
-                indexing = index_once(scenario)
             print(
                 f"  {size} leases: {args.rounds} rounds in {time.monotonic() - started:.1f}s",
                 file=sys.stderr,
             )
-    report(results, sizes, args, indexing)
+    report(results, sizes, args)
     return 0
 
 
@@ -217,7 +209,6 @@ def report(
     results: dict[int, dict[str, float]],
     sizes: list[int],
     args: argparse.Namespace,
-    indexing: float,
 ) -> None:
     small, large = sizes[0], sizes[-1]
     print(
@@ -236,8 +227,6 @@ def report(
         print(
             f"{op} bounded / old at N={large:,}: {bounded / old:.3f}x ({old / bounded:.0f}x faster)"
         )
-    print(f"one-time index of {large:,} old-layout leases (first reclaim after upgrade): "
-          f"{indexing:.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

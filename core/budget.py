@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import redis.asyncio
 
+from core.frontier_layout import clear_async
 from core.jobstats import STATS_TTL_SECONDS
 from core.keys import SiteKeys
 
@@ -22,7 +23,7 @@ from core.keys import SiteKeys
 PAGES = "pages"
 TIME = "time"
 
-# KEYS: pages counter, budget hash, queue, start list
+# KEYS: pages counter, budget hash
 # ARGV: pages to add, page budget (0: none), TTL (s)
 # Returns {pages counted, 1 when this call crossed the budget else 0, reason or ''}.
 _COUNT = """
@@ -38,14 +39,12 @@ if limit > 0 and pages >= limit then
     reason = 'pages'
     first = 1
   end
-  -- Emptied on every call past the budget: a push racing the first one is dropped too.
-  redis.call('DEL', KEYS[3], KEYS[4])
   return {pages, first, reason}
 end
 return {pages, 0, reason or ''}
 """
 
-# KEYS: budget hash, jobs (zset: job id -> start), queue, start list
+# KEYS: budget hash, jobs (zset: job id -> start)
 # ARGV: job id, wall-time budget (s), TTL (s)
 # Returns {seconds since the job started, 1 when this call ended it else 0, reason or ''}.
 _CLOCK = """
@@ -64,7 +63,6 @@ if limit > 0 and elapsed >= limit then
     reason = 'time'
     first = 1
   end
-  redis.call('DEL', KEYS[3], KEYS[4])
   return {tostring(elapsed), first, reason}
 end
 return {tostring(elapsed), 0, reason or ''}
@@ -78,26 +76,27 @@ class JobBudget:
         self, server: redis.asyncio.Redis, site: str, *, ttl: int = STATS_TTL_SECONDS
     ) -> None:
         self.server = server
+        self.site = site
         self.keys = SiteKeys(site)
         self.ttl = ttl
 
     async def count_pages(self, job_id: str, n: int, limit: int) -> tuple[int, bool, str]:
         """Add ``n`` pages to the job: (pages so far, whether this call ended the job,
         the reason the job's budget ended it, '' while it runs)."""
-        keys = [
-            self.keys.job_budget_pages(job_id),
-            self.keys.job_budget(job_id),
-            self.keys.queue,
-            self.keys.start_urls,
-        ]
-        pages, first, reason = await self.server.eval(_COUNT, 4, *keys, n, limit, self.ttl)
+        keys = [self.keys.job_budget_pages(job_id), self.keys.job_budget(job_id)]
+        pages, first, reason = await self.server.eval(_COUNT, 2, *keys, n, limit, self.ttl)
+        if limit > 0 and int(pages) >= limit:
+            # Emptied on every call past the budget: a push racing the first is dropped too.
+            await clear_async(self.server, self.site)
         return int(pages), bool(int(first)), _text(reason)
 
     async def check_clock(self, job_id: str, limit: float) -> tuple[float, bool, str]:
         """(seconds since the job was enqueued on Redis' clock, whether this call ended
         the job, the reason its budget ended it or '')."""
-        keys = [self.keys.job_budget(job_id), self.keys.jobs, self.keys.queue, self.keys.start_urls]
-        elapsed, first, reason = await self.server.eval(_CLOCK, 4, *keys, job_id, limit, self.ttl)
+        keys = [self.keys.job_budget(job_id), self.keys.jobs]
+        elapsed, first, reason = await self.server.eval(_CLOCK, 2, *keys, job_id, limit, self.ttl)
+        if limit > 0 and float(_text(elapsed)) >= limit:
+            await clear_async(self.server, self.site)
         return float(_text(elapsed)), bool(int(first)), _text(reason)
 
 

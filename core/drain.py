@@ -78,8 +78,10 @@ def drain_state(
 ) -> DrainState:
     """Report the frontier's drain state for ``site``/``job_id``.
 
-    Leases of dead workers are reclaimed first (always safe, and without it a crashed
-    worker's leases would hold the job open forever), in bounded batches: a poll never
+    Every partition of the site's frontier counts (their number is read from Redis, as
+    the producer recorded it). Leases of dead workers are reclaimed first (always safe,
+    and without it a crashed worker's leases would hold the job open forever), in
+    bounded batches: a poll never
     reads all leases. Counter stability is tracked in Redis on Redis' clock, so any
     number of pollers, in any process, agree on it.
     """

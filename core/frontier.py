@@ -1,45 +1,72 @@
-"""A crash-safe request frontier in Redis: priority queue + leases, atomic in Lua.
+"""A crash-safe request frontier in Redis: priority queue + leases, atomic in Lua, split
+into partitions so one site's frontier spreads over a Redis Cluster's masters.
 
 Framework-agnostic: it stores opaque encoded requests. ``crawlers.frontier.scheduler`` plugs it
-into scrapy-redis' scheduler. Semantics:
+into Scrapy. Semantics:
 
-* ``push``: add an encoded request; higher priority pops first, FIFO within a priority.
+* ``push``: add an encoded request; higher priority pops first, FIFO within a priority
+  (within a partition). An entry with a fingerprint goes to the partition the
+  fingerprint's bytes pick, where its job's seen-set for that fingerprint lives too, so
+  the dedup check and the push stay one atomic step in one slot.
 * ``lease``: atomically move up to ``n`` entries from the queue into the lease table,
   owned by a worker. A leased entry is in Redis until it is acked: a worker killed
-  mid-request loses nothing.
+  mid-request loses nothing. With several partitions the worker leases from the one
+  whose head has the highest priority, never past another partition's head.
 * ``ack``: the worker finished with the entry (processed, or failed for good).
-* ``push_and_ack``: a retry/redirect of a leased request replaces its lease in one step.
+* ``push`` with ``replaces_lease``: a retry/redirect of a leased request replaces its
+  lease in one step (in the lease's partition; across partitions the lease ends right
+  after the push: at-least-once, never lost).
 * ``reclaim``: leases of workers past their deadline (Redis' clock: the last heartbeat
-  plus its TTL, see ``core.workers``) go back to the queue with their original score
-  (start entries back to the start list), in bounded batches found through a sorted set
-  of worker deadlines and each worker's set of lease ids: its cost does not grow with
-  the leases live workers hold.
+  plus its TTL, see ``core.workers``) go back to the queue with their priority (start
+  entries back to the start list), in bounded batches per partition found through each
+  worker's set of lease ids: its cost does not grow with the leases live workers hold.
 
-Start entries (the producer's JSON start requests) live in a list and are leased the
-same way, so a worker killed between popping a start URL and scheduling its request
-loses nothing either.
+Start entries (the producer's JSON start requests) live in a list per partition and are
+leased the same way, so a worker killed between popping a start URL and scheduling its
+request loses nothing either. Lease ids are ``<partition>.<n>``.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import count
 
 import redis
 
 from core import frontier_scripts as scripts
-from core.jobstats import STATS_TTL_SECONDS
-from core.keys import SiteKeys
+from core.frontier_layout import (
+    FrontierLayoutError,
+    check_format,
+    lease_partition,
+    partition_of,
+    seen_bucket,
+    stored_partitions,
+)
 
-# Entries of the start list are leased with this marker instead of a score.
+__all__ = [
+    "FrontierLayoutError",
+    "Lease",
+    "Push",
+    "RedisFrontier",
+    "lease_partition",
+    "partition_of",
+]
+from core.jobstats import STATS_TTL_SECONDS
+from core.keys import FrontierKeys, SiteKeys
+
+# Entries of the start list are leased with this marker instead of a priority.
 START_MARKER = "start"
 
-# Reclaim works in bounded steps: one script call re-queues at most RECLAIM_BATCH leases
-# and looks at most at RECLAIM_WORKERS dead workers; ``reclaim()`` makes at most
-# RECLAIM_ROUNDS calls, and the next heartbeat (or drain poll) continues the rest.
+# Reclaim works in bounded steps: one round re-queues at most RECLAIM_BATCH leases per
+# partition of at most RECLAIM_WORKERS dead workers; ``reclaim()`` makes at most
+# RECLAIM_ROUNDS rounds, and the next heartbeat (or drain poll) continues the rest.
 RECLAIM_BATCH = 500
 RECLAIM_WORKERS = 32
 RECLAIM_ROUNDS = 4
+
+SEEN_TTL_SECONDS = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -56,24 +83,83 @@ class Push:
     data: bytes
     priority: int = 0
     replaces_lease: str | None = None
-    seen_key: str | None = None
-    fingerprint: str | None = None
+    seen_job: str | None = None
+    fingerprint: bytes | None = None
 
 
 class RedisFrontier:
-    """One site's queue, start list and lease table."""
+    """One site's queue, start lists and lease tables over its partitions.
 
-    def __init__(self, server: redis.Redis, site: str) -> None:
+    ``partitions``: None reads the count recorded in Redis (``adopt`` records it).
+    """
+
+    def __init__(self, server: redis.Redis, site: str, partitions: int | None = None) -> None:
         self.server = server
+        self.site = site
         self.keys = SiteKeys(site)
-        self._lease = server.register_script(scripts.LEASE)
-        self._lease_start = server.register_script(scripts.LEASE_START)
-        self._ack = server.register_script(scripts.ACK)
-        self._push_and_ack = server.register_script(scripts.PUSH_AND_ACK)
-        self._push_many = server.register_script(scripts.PUSH_MANY)
-        self._reclaim = server.register_script(scripts.RECLAIM)
-        self._release = server.register_script(scripts.RELEASE)
-        self._start_job = server.register_script(scripts.START_JOB)
+        self._parts: list[FrontierKeys] | None = None
+        if partitions is not None:
+            self._set_partitions(partitions)
+        self._rotation = count()
+        register = server.register_script
+        self._lease, self._lease_start = register(scripts.LEASE), register(scripts.LEASE_START)
+        self._ack, self._push_many = register(scripts.ACK), register(scripts.PUSH_MANY)
+        self._reclaim, self._release = register(scripts.RECLAIM), register(scripts.RELEASE)
+        self._due, self._forget = register(scripts.DUE_WORKERS), register(scripts.FORGET_WORKERS)
+        self._ensure_deadline = register(scripts.ENSURE_DEADLINE)
+        self._count, self._clear = register(scripts.COUNT), register(scripts.CLEAR)
+        self._start_job = register(scripts.START_JOB)
+
+    def _set_partitions(self, n: int) -> None:
+        if n < 1:
+            raise ValueError(f"a frontier needs at least 1 partition, got {n}")
+        self._parts = [self.keys.partition(i, n) for i in range(n)]
+
+    @property
+    def parts(self) -> list[FrontierKeys]:
+        """The keys of each partition (the count recorded in Redis, read on first use)."""
+        if self._parts is None:
+            self._set_partitions(stored_partitions(self.server, self.site))
+        assert self._parts is not None
+        return self._parts
+
+    @property
+    def partitions(self) -> int:
+        return len(self.parts)
+
+    # -- layout ----------------------------------------------------------------------
+    @classmethod
+    def adopt(cls, server: redis.Redis, site: str, partitions: int) -> RedisFrontier:
+        """The site's frontier with ``partitions`` recorded as its layout (by the producer
+        of a job). Refused, in one line naming the fix, while the frontier holds work in
+        the previous format or under another partition count."""
+        check_format(server, site)
+        stored = stored_partitions(server, site)
+        if stored != partitions:
+            old = cls(server, site, stored)
+            queued, leased = old.queued(), old.leased()
+            if queued or leased:
+                raise FrontierLayoutError(
+                    f"{site}: the frontier holds {queued} queued and {leased} leased requests "
+                    f"in {stored} partition(s) but FRONTIER_PARTITIONS is {partitions}: let "
+                    f"the job drain (or set FRONTIER_PARTITIONS={stored}) before changing it"
+                )
+            server.set(SiteKeys(site).frontier_partitions, partitions)
+        return cls(server, site, partitions)
+
+    def refresh(self) -> None:
+        """Follow the partition count recorded in Redis (a new job may have changed it)."""
+        n = stored_partitions(self.server, self.site)
+        if n != self.partitions:
+            self._set_partitions(n)
+
+    def join(self, partitions: int) -> None:
+        """A worker's start: refuse the previous format; record ``partitions`` (its
+        FRONTIER_PARTITIONS) unless a producer or worker recorded a count already, and
+        follow the recorded one."""
+        check_format(self.server, self.site)
+        self.server.set(self.keys.frontier_partitions, partitions, nx=True)
+        self._set_partitions(stored_partitions(self.server, self.site))
 
     # -- queue ---------------------------------------------------------------------
     def push(
@@ -82,56 +168,75 @@ class RedisFrontier:
         priority: int = 0,
         *,
         replaces_lease: str | None = None,
-        seen_key: str | None = None,
-        fingerprint: str | None = None,
-        seen_ttl: int = 7 * 24 * 3600,
+        seen_job: str | None = None,
+        fingerprint: bytes | None = None,
+        seen_ttl: int = SEEN_TTL_SECONDS,
     ) -> bool:
-        """Queue ``data`` unless ``fingerprint`` is already in ``seen_key``.
+        """Queue ``data`` unless ``fingerprint`` is in the seen-set of ``seen_job``.
 
-        If it continues a leased request (a retry or redirect), that lease is released in
-        the same step, whether or not the entry was queued. Returns True when queued.
+        If it continues a leased request (a retry or redirect), that lease is released,
+        whether or not the entry was queued. Returns True when queued.
         """
-        k = self.keys
-        if (seen_key is None) != (fingerprint is None):
-            raise ValueError("seen_key and fingerprint go together")
-        queued = self._push_and_ack(
-            keys=[
-                k.queue,
-                k.leases,
-                k.lease_scores,
-                k.lease_owners,
-                k.push_seq,
-                seen_key or k.queue,
-            ],
-            args=[
-                int(priority),
-                data,
-                replaces_lease or "",
-                fingerprint or "",
-                seen_ttl,
-                k.worker_leases_prefix,
-            ],
-        )
-        return bool(queued)
+        entry = Push(data, priority, replaces_lease, seen_job, fingerprint)
+        return self.push_many([entry], seen_ttl=seen_ttl)[0]
 
-    def push_many(self, entries: Sequence[Push], *, seen_ttl: int = 7 * 24 * 3600) -> list[bool]:
-        """``push`` for each entry, in order, in one round trip; True for each queued."""
-        if not entries:
-            return []
-        k = self.keys
-        keys = [k.queue, k.leases, k.lease_scores, k.lease_owners, k.push_seq]
-        args: list[bytes | str | int] = [seen_ttl, k.worker_leases_prefix]
-        for entry in entries:
-            if (entry.seen_key is None) != (entry.fingerprint is None):
-                raise ValueError("seen_key and fingerprint go together")
-            keys.append(entry.seen_key or k.queue)
-            args += [
-                int(entry.priority),
-                entry.data,
-                entry.replaces_lease or "",
-                entry.fingerprint or "",
-            ]
-        return [bool(queued) for queued in self._push_many(keys=keys, args=args)]
+    def push_many(self, entries: Sequence[Push], *, seen_ttl: int = SEEN_TTL_SECONDS) -> list[bool]:
+        """``push`` for each entry, in order; one round trip per partition they go to
+        (plus one per partition of leases they replace in another partition)."""
+        by_part: dict[int, list[int]] = {}
+        for i, entry in enumerate(entries):
+            if entry.seen_job is not None and entry.fingerprint is None:
+                raise ValueError("a seen-set check needs the request's fingerprint")
+            by_part.setdefault(self._partition_for(entry), []).append(i)
+        results = [False] * len(entries)
+        later: list[str] = []
+        for p, indexes in by_part.items():
+            part = self.parts[p]
+            keys = [part.priorities, part.leases, part.lease_priorities, part.lease_owners]
+            args: list[bytes | str | int] = [seen_ttl, part.queue_prefix, part.worker_leases_prefix]
+            for i in indexes:
+                entry = entries[i]
+                lease = entry.replaces_lease or ""
+                if lease and lease_partition(lease) != p:
+                    later.append(lease)  # ended after its continuation is queued
+                    lease = ""
+                else:
+                    lease = lease.partition(".")[2]
+                if entry.seen_job is not None and entry.fingerprint is not None:
+                    bucket, field = seen_bucket(entry.fingerprint)
+                    keys.append(part.seen(entry.seen_job, bucket))
+                    args += ["1", field]
+                else:
+                    keys.append(part.priorities)
+                    args += ["0", ""]
+                args += [int(entry.priority), entry.data, lease]
+            for i, queued in zip(indexes, self._push_many(keys=keys, args=args), strict=True):
+                results[i] = bool(queued)
+        if later:
+            self.ack(*later)
+        return results
+
+    def _partition_for(self, entry: Push) -> int:
+        """The fingerprint's partition (where its seen-set is); a retry without a dedup
+        check stays in its lease's partition (one atomic step); else by the data's hash."""
+        if self.partitions == 1:
+            return 0
+        if entry.seen_job is None and entry.replaces_lease:
+            return lease_partition(entry.replaces_lease) % self.partitions
+        if entry.fingerprint is not None:
+            return partition_of(entry.fingerprint, self.partitions)
+        return zlib.crc32(entry.data) % self.partitions
+
+    def seen(self, job_id: str, fingerprint: bytes, *, ttl: int = SEEN_TTL_SECONDS) -> bool:
+        """Add ``fingerprint`` to the job's seen-set; True when it was there already."""
+        part = self.parts[partition_of(fingerprint, self.partitions)]
+        bucket, field = seen_bucket(fingerprint)
+        key = part.seen(job_id, bucket)
+        with self.server.pipeline(transaction=True) as pipe:
+            pipe.hsetnx(key, field, "")
+            pipe.expire(key, ttl)
+            added, _ = pipe.execute()
+        return not added
 
     def start_job(self, job_id: str, *, layout: str | None = None) -> None:
         """Make ``job_id`` the site's current job, started now by Redis' clock.
@@ -157,51 +262,83 @@ class RedisFrontier:
             pipe.execute()
 
     def push_start(self, entries: Sequence[str | bytes]) -> int:
-        """Append start entries (JSON) for workers to turn into requests."""
-        if not entries:
-            return 0
-        return int(self.server.rpush(self.keys.start_urls, *entries))
+        """Append start entries (JSON) for workers to turn into requests, spread over
+        the partitions by their hash."""
+        by_part: dict[int, list[str | bytes]] = {}
+        for entry in entries:
+            raw = entry.encode() if isinstance(entry, str) else entry
+            by_part.setdefault(zlib.crc32(raw) % self.partitions, []).append(entry)
+        return sum(int(self.server.rpush(self.parts[p].start_urls, *e)) for p, e in by_part.items())
 
     def lease(self, worker_id: str, n: int = 1) -> list[Lease]:
-        k = self.keys
-        flat = self._lease(
-            keys=[
-                k.queue,
-                k.leases,
-                k.lease_scores,
-                k.lease_owners,
-                k.lease_seq,
-                k.worker_deadlines,
-            ],
-            args=[n, worker_id, k.worker_leases_prefix],
+        """Up to ``n`` entries of the partition whose head has the highest priority (ties:
+        in turn), none of a lower priority than another partition's head."""
+        if self.partitions == 1:
+            return self._lease_from(0, worker_id, n, "")
+        heads = self._heads()
+        order = sorted(
+            heads, key=lambda p: (-heads[p], (p - next(self._rotation)) % self.partitions)
         )
-        return [Lease(_text(flat[i]), flat[i + 1]) for i in range(0, len(flat), 2)]
+        for rank, p in enumerate(order):
+            floor = str(heads[order[rank + 1]]) if rank + 1 < len(order) else ""
+            leases = self._lease_from(p, worker_id, n, floor)
+            if leases:
+                return leases
+        return []
+
+    def _heads(self) -> dict[int, int]:
+        """Each partition's highest queued priority (partitions with entries only)."""
+        with self.server.pipeline(transaction=False) as pipe:
+            for part in self.parts:
+                pipe.zrange(part.priorities, 0, 0)
+            heads = pipe.execute()
+        return {p: int(head[0]) for p, head in enumerate(heads) if head}
+
+    def _lease_from(self, p: int, worker_id: str, n: int, floor: str) -> list[Lease]:
+        part = self.parts[p]
+        keys = [part.priorities, part.leases, part.lease_priorities, part.lease_owners]
+        keys += [part.lease_seq, *self._deadlines_in_slot()]
+        args = [n, worker_id, part.queue_prefix, part.worker_leases_prefix, floor]
+        return self._leased(p, worker_id, self._lease(keys=keys, args=args), False)
 
     def lease_start(self, worker_id: str, n: int = 1) -> list[Lease]:
-        k = self.keys
-        flat = self._lease_start(
-            keys=[
-                k.start_urls,
-                k.leases,
-                k.lease_scores,
-                k.lease_owners,
-                k.lease_seq,
-                k.worker_deadlines,
-            ],
-            args=[n, worker_id, START_MARKER, k.worker_leases_prefix],
-        )
-        return [Lease(_text(flat[i]), flat[i + 1], True) for i in range(0, len(flat), 2)]
+        start = next(self._rotation)
+        for i in range(self.partitions):
+            p = (start + i) % self.partitions
+            part = self.parts[p]
+            keys = [part.start_urls, part.leases, part.lease_priorities, part.lease_owners]
+            keys += [part.lease_seq, *self._deadlines_in_slot()]
+            args = [n, worker_id, START_MARKER, part.worker_leases_prefix]
+            leases = self._leased(p, worker_id, self._lease_start(keys=keys, args=args), True)
+            if leases:
+                return leases
+        return []
+
+    def _deadlines_in_slot(self) -> list[str]:
+        return [self.keys.worker_deadlines] if self.partitions == 1 else []
+
+    def _leased(self, p: int, worker_id: str, flat: list, is_start: bool) -> list[Lease]:
+        if flat and self.partitions > 1:
+            self._ensure_deadline(keys=[self.keys.worker_deadlines], args=[worker_id])
+        return [
+            Lease(f"{p}.{_text(flat[i])}", flat[i + 1], is_start) for i in range(0, len(flat), 2)
+        ]
 
     def ack(self, *lease_ids: str) -> int:
-        if not lease_ids:
-            return 0
-        k = self.keys
-        return int(
-            self._ack(
-                keys=[k.leases, k.lease_scores, k.lease_owners],
-                args=[k.worker_leases_prefix, *lease_ids],
-            )
-        )
+        acked = 0
+        for p, ids in self._by_partition(lease_ids).items():
+            part = self.parts[p]
+            keys = [part.leases, part.lease_priorities, part.lease_owners]
+            acked += int(self._ack(keys=keys, args=[part.worker_leases_prefix, *ids]))
+        return acked
+
+    def _by_partition(self, lease_ids: Sequence[str]) -> dict[int, list[str]]:
+        by_part: dict[int, list[str]] = {}
+        for lease_id in lease_ids:
+            p, _, n = lease_id.partition(".")
+            if int(p) < self.partitions:
+                by_part.setdefault(int(p), []).append(n)
+        return by_part
 
     def reclaim(
         self,
@@ -212,79 +349,101 @@ class RedisFrontier:
     ) -> int:
         """Re-queue leases of workers past their deadline (and all of ``release_worker``'s).
 
-        Dead workers' leases are re-queued ``batch`` at a time, in at most ``rounds``
-        script calls: what is left waits for the next call (the next heartbeat or drain
-        poll). ``release_worker``'s leases are all released, ``batch`` at a time. Returns
-        how many leases went back to the queue.
+        Each round re-queues at most ``batch`` leases per partition, and at most
+        ``rounds`` rounds run: what is left waits for the next call (the next heartbeat
+        or drain poll). ``release_worker``'s leases are all released, a round at a time.
+        Returns how many leases went back to the queue.
         """
         if batch < 1 or rounds < 1:
             raise ValueError("reclaim needs batch >= 1 and rounds >= 1")
-        k = self.keys
-        keys = [
-            k.queue,
-            k.leases,
-            k.lease_scores,
-            k.lease_owners,
-            k.start_urls,
-            k.worker_deadlines,
-            k.lease_index,
-        ]
-        args = [
-            k.worker_leases_prefix,
-            START_MARKER,
-            release_worker,
-            batch,
-            RECLAIM_WORKERS,
-            k.worker_prefix,
-        ]
         total = 0
         done_rounds = 0
         while True:
-            requeued, dead_more, released_more = self._reclaim(keys=keys, args=args)
-            total += int(requeued)
+            dead = [
+                _text(w)
+                for w in self._due(keys=[self.keys.worker_deadlines], args=[RECLAIM_WORKERS])
+            ]
+            workers = list(dict.fromkeys([release_worker, *dead] if release_worker else dead))
+            if not workers:
+                return total
+            holding: set[str] = set()
+            for part in self.parts:
+                args = [part.queue_prefix, part.worker_leases_prefix, START_MARKER, batch]
+                out = self._reclaim(keys=self._requeue_keys(part), args=[*args, *workers])
+                total += int(out[0])
+                holding.update(_text(w) for w in out[1:])
+            done = [w for w in dead if w not in holding]
+            if done:
+                self._forget(keys=[self.keys.worker_deadlines], args=done)
             done_rounds += 1
-            if not int(released_more) and (not int(dead_more) or done_rounds >= rounds):
+            released_more = release_worker in holding
+            dead_more = len(dead) == RECLAIM_WORKERS or len(done) < len(dead)
+            if not released_more and (not dead_more or done_rounds >= rounds):
                 return total
 
+    @staticmethod
+    def _requeue_keys(p: FrontierKeys) -> list[str]:
+        return [p.priorities, p.leases, p.lease_priorities, p.lease_owners, p.start_urls]
+
     def leases_of(self, worker_id: str) -> set[str]:
-        """The lease ids Redis holds for ``worker_id``."""
-        return {_text(i) for i in self.server.smembers(self.keys.worker_leases(worker_id))}
+        """The lease ids Redis holds for ``worker_id``, in every partition."""
+        with self.server.pipeline(transaction=False) as pipe:
+            for part in self.parts:
+                pipe.smembers(part.worker_leases(worker_id))
+            sets = pipe.execute()
+        return {f"{p}.{_text(i)}" for p, ids in enumerate(sets) for i in ids}
 
     def release(self, worker_id: str, *lease_ids: str) -> int:
         """Re-queue these leases of ``worker_id`` (ids it no longer owns are skipped);
         returns how many entries went back to the queue or start list."""
-        if not lease_ids:
-            return 0
-        k = self.keys
-        return int(
-            self._release(
-                keys=[k.queue, k.leases, k.lease_scores, k.lease_owners, k.start_urls],
-                args=[k.worker_leases_prefix, START_MARKER, worker_id, *lease_ids],
-            )
+        released = 0
+        for p, ids in self._by_partition(lease_ids).items():
+            part = self.parts[p]
+            args = [part.queue_prefix, part.worker_leases_prefix, START_MARKER, worker_id, *ids]
+            released += int(self._release(keys=self._requeue_keys(part), args=args))
+        return released
+
+    def clear(self) -> int:
+        """Empty every partition's queue and start list (leases stay, to be acked);
+        returns how many entries were dropped."""
+        return sum(
+            int(self._clear(keys=[p.priorities, p.start_urls], args=[p.queue_prefix]))
+            for p in self.parts
         )
 
     # -- inspection ------------------------------------------------------------------
     def queued(self) -> int:
-        with self.server.pipeline(transaction=False) as pipe:
-            pipe.zcard(self.keys.queue)
-            pipe.llen(self.keys.start_urls)
-            queued, starts = pipe.execute()
-        return int(queued) + int(starts)
+        return sum(self.queued_by_partition())
+
+    def queued_by_partition(self) -> list[int]:
+        """Entries queued (start entries included) in each partition."""
+        return [
+            int(self._count(keys=[p.priorities, p.start_urls], args=[p.queue_prefix]))
+            for p in self.parts
+        ]
 
     def leased(self) -> int:
-        return int(self.server.hlen(self.keys.leases))
+        with self.server.pipeline(transaction=False) as pipe:
+            for part in self.parts:
+                pipe.hlen(part.leases)
+            return sum(int(n) for n in pipe.execute())
 
     def leased_by(self) -> dict[str, int]:
         """Lease counts per owning worker: one SCARD per worker with a deadline (every
-        worker holding leases has one), never a read of the leases themselves."""
+        worker holding leases has one) and partition, never a read of the leases."""
         workers = [_text(w) for w in self.server.zrange(self.keys.worker_deadlines, 0, -1)]
         if not workers:
             return {}
         with self.server.pipeline(transaction=False) as pipe:
             for worker in workers:
-                pipe.scard(self.keys.worker_leases(worker))
+                for part in self.parts:
+                    pipe.scard(part.worker_leases(worker))
             counts = pipe.execute()
-        return {w: int(n) for w, n in zip(workers, counts, strict=True) if int(n)}
+        n = self.partitions
+        totals = {
+            w: sum(int(c) for c in counts[i * n : (i + 1) * n]) for i, w in enumerate(workers)
+        }
+        return {w: total for w, total in totals.items() if total}
 
 
 def _text(value: bytes | str) -> str:

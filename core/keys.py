@@ -4,8 +4,11 @@ we ride out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import redis
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS as SLOTS
+from redis.crc import key_slot
 
 # Errors that mean "Redis is unreachable or not ready right now": retried or buffered by
 # callers, never treated as a verdict about the data.
@@ -31,33 +34,27 @@ class SiteKeys:
         each Lua script (which may touch only one slot) works on a cluster as on one Redis."""
         return "{" + self.site + "}"
 
+    # -- the frontier (core.frontier): split into partitions, each in its own slot ------
     @property
-    def queue(self) -> str:
-        return f"{self.tag}:requests"
+    def frontier_partitions(self) -> str:
+        """String: how many partitions the site's frontier has (absent: 1), recorded by
+        the producer or the first worker (``core.frontier.RedisFrontier.adopt``)."""
+        return f"{self.tag}:frontier_partitions"
 
     @property
-    def start_urls(self) -> str:
-        return f"{self.tag}:start_urls"
+    def previous_frontier(self) -> tuple[str, str]:
+        """The queue and lease table of the frontier's previous format (pickled requests
+        in one sorted set): refused, never read (docs/frontier.md, "Upgrading")."""
+        return f"{self.tag}:requests", f"{self.tag}:leases"
 
-    @property
-    def leases(self) -> str:
-        return f"{self.tag}:leases"
-
-    @property
-    def lease_scores(self) -> str:
-        return f"{self.tag}:lease_scores"
-
-    @property
-    def lease_owners(self) -> str:
-        return f"{self.tag}:lease_owners"
-
-    @property
-    def push_seq(self) -> str:
-        return f"{self.tag}:push_seq"
-
-    @property
-    def lease_seq(self) -> str:
-        return f"{self.tag}:lease_seq"
+    def partition(self, index: int, count: int) -> FrontierKeys:
+        """Partition ``index`` of ``count``: the site's own ``{site}`` slot when the
+        frontier has one partition, else a tag of its own whose slot is in the
+        ``index``-th of ``count`` equal ranges of the 16,384 slots (a cluster's masters
+        hold contiguous ranges, so ``count`` a multiple of the masters spreads evenly)."""
+        if not 0 <= index < count:
+            raise ValueError(f"partition {index} of {count}")
+        return FrontierKeys(self.tag if count == 1 else _spread_tag(self.site, index, count))
 
     @property
     def worker_prefix(self) -> str:
@@ -71,26 +68,8 @@ class SiteKeys:
     @property
     def worker_deadlines(self) -> str:
         """Sorted set: worker id -> deadline (epoch ms on Redis' clock) after which the
-        worker is dead and its leases go back to the queue."""
+        worker is dead and its leases (in every partition) go back to the queue."""
         return f"{self.tag}:worker_deadlines"
-
-    @property
-    def worker_leases_prefix(self) -> str:
-        """Prefix of each worker's set of lease ids (``<prefix><worker id>``)."""
-        return f"{self.tag}:worker_leases:"
-
-    def worker_leases(self, worker_id: str) -> str:
-        """Set: the lease ids a worker holds."""
-        return self.worker_leases_prefix + worker_id
-
-    @property
-    def lease_index(self) -> str:
-        """Marker: every lease is in its owner's lease set and every owner has a deadline
-        (set by the first reclaim, after indexing leases taken before the sets existed)."""
-        return f"{self.tag}:lease_index"
-
-    def seen(self, job_id: str) -> str:
-        return f"{self.tag}:job:{job_id}:seen"
 
     def stats(self, job_id: str) -> str:
         return f"{self.tag}:job:{job_id}:stats"
@@ -300,6 +279,74 @@ class SiteKeys:
     def job_restored(self, job_id: str) -> str:
         """Set: removed keys the job saw again (restored; the LLM step chunks them)."""
         return f"{self.tag}:job:{job_id}:restored"
+
+
+@dataclass(frozen=True)
+class FrontierKeys:
+    """The keys of one partition of a site's frontier, all in the slot of ``tag``: each
+    frontier script touches the keys of one partition only."""
+
+    tag: str
+
+    @property
+    def start_urls(self) -> str:
+        """List: the producer's start entries (JSON)."""
+        return f"{self.tag}:start_urls"
+
+    @property
+    def priorities(self) -> str:
+        """Sorted set: each priority with queued entries (member) -> minus it (score)."""
+        return f"{self.tag}:priorities"
+
+    @property
+    def queue_prefix(self) -> str:
+        """Prefix of each priority's list of encoded requests (``<prefix><priority>``)."""
+        return f"{self.tag}:queue:"
+
+    def queue(self, priority: int) -> str:
+        return f"{self.queue_prefix}{priority}"
+
+    @property
+    def leases(self) -> str:
+        """Hash: lease id -> the leased entry."""
+        return f"{self.tag}:leased"
+
+    @property
+    def lease_priorities(self) -> str:
+        """Hash: lease id -> its entry's priority (the start marker for start entries)."""
+        return f"{self.tag}:leased_priority"
+
+    @property
+    def lease_owners(self) -> str:
+        """Hash: lease id -> the worker holding it."""
+        return f"{self.tag}:leased_owner"
+
+    @property
+    def lease_seq(self) -> str:
+        return f"{self.tag}:lease_seq"
+
+    @property
+    def worker_leases_prefix(self) -> str:
+        """Prefix of each worker's set of lease ids in this partition."""
+        return f"{self.tag}:leased_by:"
+
+    def worker_leases(self, worker_id: str) -> str:
+        return self.worker_leases_prefix + worker_id
+
+    def seen(self, job_id: str, bucket: str) -> str:
+        """Hash: the job's seen request fingerprints whose first bytes are ``bucket``
+        (hex): the rest of each raw digest -> '' (small hashes stay compact listpacks)."""
+        return f"{self.tag}:job:{job_id}:seen:{bucket}"
+
+
+@lru_cache(maxsize=1024)
+def _spread_tag(site: str, index: int, count: int) -> str:
+    """``{<site>/<index>.<n>}``: the first ``n`` whose slot is in the ``index``-th range."""
+    low, high = index * SLOTS // count, (index + 1) * SLOTS // count
+    n = 0
+    while not low <= key_slot(f"{site}/{index}.{n}".encode()) < high:
+        n += 1
+    return "{" + f"{site}/{index}.{n}" + "}"
 
 
 class PlatformKeys:

@@ -146,7 +146,7 @@ class JobLedger:
     async def redis_time(self) -> float:
         """Epoch seconds by the clock of the Redis holding the site's keys: the one every
         timestamp of the site is taken from (on a cluster, the site's master)."""
-        seconds, micros = await self.server.eval(_TIME, 1, self.keys.queue)
+        seconds, micros = await self.server.eval(_TIME, 1, self.keys.jobs)
         return float(seconds) + float(micros) / 1e6
 
 

@@ -136,9 +136,9 @@ class ConsumerCheck:
 def check_consumers(server: redis.Redis, site: str) -> ConsumerCheck:
     """Live workers of ``site``. One pool of workers serves both of the site's queues
     (the start list and the request queue), so any live worker consumes each of them."""
-    keys = SiteKeys(site)
+    part = SiteKeys(site).partition(0, 1)
     return ConsumerCheck(
         site=site,
-        queues=(keys.start_urls, keys.queue),
+        queues=(part.start_urls, part.queue_prefix + "*"),
         workers=tuple(WorkerRegistry(server, site).live()),
     )

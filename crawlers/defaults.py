@@ -113,6 +113,10 @@ FRONTIER_ALWAYS_ON = False
 # Leases taken per round trip, and acks sent per round trip (see docs/frontier.md).
 FRONTIER_LEASE_BATCH = 4
 FRONTIER_ACK_BATCH = 32
+# Partitions of a site's frontier (queue, leases, seen-sets), each in its own Redis Cluster
+# slot: 1 keeps a site in its one {site} slot (one Redis); on a cluster a multiple of its
+# masters spreads one site over all of them. Recorded by the producer at a job's start.
+FRONTIER_PARTITIONS = 1
 # A request whose items failed in the pipelines (item_error: dedup or the store gave up,
 # the item is not durable) is crawled again this often, then acked with the failure counted.
 FRONTIER_ITEM_RETRY_TIMES = 2

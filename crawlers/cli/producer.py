@@ -30,6 +30,7 @@ from core.config import OperatorError, check_redis_url
 from core.frontier import RedisFrontier
 from core.layouts import baseline_id
 from core.redis_client import Client
+from crawlers import defaults
 from crawlers.commands import check_site
 from crawlers.frontier.connect import connect_checked
 from crawlers.runtime.jobs import new_job_id
@@ -69,7 +70,9 @@ def produce(
     spider = cls.from_crawler(Crawler(cls, settings), job_id=job_id, base_url=base_url)
     assert isinstance(spider, SiteSpider)
     entries = [{**entry, "job_id": job_id} for entry in spider.start_entries()]
-    frontier = RedisFrontier(server, site)
+    # The add-on applies crawlers.defaults to a crawl's settings, not to the project's.
+    partitions = settings.getint("FRONTIER_PARTITIONS", defaults.FRONTIER_PARTITIONS)
+    frontier = RedisFrontier.adopt(server, site, partitions)
     # The accepted baseline the job's re-crawl records belong to (core.layouts): this
     # process ran the structure gate and any approval, its workers may not have.
     frontier.start_job(job_id, layout=baseline_id(site))

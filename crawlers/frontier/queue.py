@@ -13,19 +13,18 @@ from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.request import request_from_dict
-from scrapy_redis import picklecompat
 
-from core.frontier import Lease, Push, RedisFrontier
-from core.keys import SiteKeys
+from core.frontier import SEEN_TTL_SECONDS, Lease, Push, RedisFrontier
 from core.redis_client import Client
+from crawlers.frontier import codec
 from crawlers.frontier.acks import LEASE_META, unwrap_errback
 from crawlers.runtime.jobs import JOB_META
 from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
-# Seen-sets of finished jobs are not needed for long; the jobs index keeps the history.
-SEEN_TTL_SECONDS = 7 * 24 * 3600
+# Seen-sets of finished jobs are not needed for long (SEEN_TTL_SECONDS, core.frontier);
+# the jobs index keeps the history.
 SEEN_LOCAL_MAX = 200_000
 # Requests queued per round trip: those found in one reactor turn go together.
 PUSH_BATCH = 64
@@ -53,12 +52,21 @@ class LeasedQueue:
     Leases are taken in small batches (``FRONTIER_LEASE_BATCH``) into a local buffer: one
     round trip per batch instead of per request. Buffered entries are leased, so they are
     as safe as any in-flight request and go back to the queue if this worker dies.
-    Requests are encoded as scrapy-redis' queues do (``Request.to_dict`` pickled).
+    Requests are stored compactly (``crawlers.frontier.codec``): their ``Request.to_dict``
+    without what equals a fresh request's.
     """
 
-    def __init__(self, server: redis.Redis, spider: Spider, *, worker_id: str, batch: int) -> None:
+    def __init__(
+        self,
+        server: redis.Redis,
+        spider: Spider,
+        *,
+        worker_id: str,
+        batch: int,
+        frontier: RedisFrontier | None = None,
+    ) -> None:
         self.spider = spider
-        self.frontier = RedisFrontier(server, spider.name)
+        self.frontier = frontier or RedisFrontier(server, spider.name)
         self.worker_id = worker_id
         self.batch = max(1, batch)
         self.buffer: deque[Request] = deque()
@@ -71,7 +79,7 @@ class LeasedQueue:
         unwrap_errback(request)
         lease_id = request.meta.pop(LEASE_META, None)
         try:
-            return picklecompat.dumps(self.request_dict(request)), lease_id
+            return codec.encode(self.request_dict(request)), lease_id
         finally:
             if lease_id is not None:
                 request.meta[LEASE_META] = lease_id
@@ -109,14 +117,15 @@ class LeasedQueue:
         return str(name)
 
     def decode(self, data: bytes) -> Request:
-        return request_from_dict(picklecompat.loads(data), spider=self.spider)
+        return request_from_dict(codec.decode(data), spider=self.spider)
 
     def entry(
-        self, request: Request, seen_key: str | None = None, fingerprint: str | None = None
+        self, request: Request, seen_job: str | None = None, fingerprint: bytes | None = None
     ) -> Push:
-        """``request`` as one entry of ``push_many`` (unless its fingerprint is seen)."""
+        """``request`` as one entry of ``push_many``: queued unless ``seen_job`` has seen
+        its ``fingerprint`` (which also picks its partition)."""
         data, lease_id = self.encode(request)
-        return Push(data, request.priority, lease_id, seen_key, fingerprint)
+        return Push(data, request.priority, lease_id, seen_job, fingerprint)
 
     def push_many(self, entries: list[Push]) -> list[bool]:
         """Queue the entries in order, in one round trip; True for each queued."""
@@ -128,6 +137,7 @@ class LeasedQueue:
                 self.worker_id, 1
             )
             if not leases:
+                self.frontier.refresh()  # idle: a new job may have re-partitioned it
                 return None
             self.buffer.extend(
                 request for lease in leases if (request := self._request_from_lease(lease))
@@ -157,19 +167,21 @@ class LeasedQueue:
 
 
 class JobDupeFilter(BaseDupeFilter):
-    """One seen-set per job (``<site>:job:<job>:seen``) of Scrapy request fingerprints.
+    """One seen-set per job of Scrapy request fingerprints (raw digests, in the partition
+    each picks: ``core.frontier.RedisFrontier.seen``).
 
     A new job recrawls the site; within a job, every URL is fetched once across all
     workers. The seen-set belongs to the job, not to a worker: closing a worker keeps
     it (it expires ``SEEN_TTL_SECONDS`` after the job's last write). The leasing
     scheduler checks and queues in one step (``LeasedQueue.push_many``) with
-    ``seen_key`` and ``fingerprint``; ``request_seen`` serves everyone else.
+    ``seen_job`` and ``digest``; ``request_seen`` serves everyone else.
     """
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.services = CrawlServices.of(crawler)
         self.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
+        self._frontier: RedisFrontier | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -181,21 +193,25 @@ class JobDupeFilter(BaseDupeFilter):
         Redis, before the first request is checked)."""
         return self.services.sync_redis()
 
-    def fingerprint(self, request: Request) -> str:
-        return self.crawler.request_fingerprinter.fingerprint(request).hex()
+    def digest(self, request: Request) -> bytes:
+        """The request's fingerprint as stored: the raw digest (20 bytes)."""
+        return self.crawler.request_fingerprinter.fingerprint(request)
 
-    def seen_key(self, request: Request) -> str:
+    def fingerprint(self, request: Request) -> str:
+        """The fingerprint as the job's ledger names requests (hex)."""
+        return self.digest(request).hex()
+
+    def seen_job(self, request: Request) -> str:
+        """The job whose seen-set ``request`` belongs to."""
         spider = self.crawler.spider
         job_id = request.meta.get(JOB_META) or getattr(spider, "job_id", None) or "unassigned"
-        return SiteKeys(spider.name if spider else "default").seen(str(job_id))
+        return str(job_id)
 
     def request_seen(self, request: Request) -> bool:
-        key = self.seen_key(request)
-        with self.server.pipeline(transaction=True) as pipe:
-            pipe.sadd(key, self.fingerprint(request))
-            pipe.expire(key, SEEN_TTL_SECONDS)
-            added, _ = pipe.execute()
-        return added == 0
+        if self._frontier is None:
+            spider = self.crawler.spider
+            self._frontier = RedisFrontier(self.server, spider.name if spider else "default")
+        return self._frontier.seen(self.seen_job(request), self.digest(request))
 
     def log(self, request: Request, spider: Spider) -> None:
         if self.debug:

@@ -26,13 +26,14 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.settings import BaseSettings
-from scrapy.utils.asyncio import call_later
+from scrapy.utils.asyncio import call_later, run_in_thread
 from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
-from core.frontier import RedisFrontier
+from core.config import OperatorError
+from core.frontier import FrontierLayoutError, RedisFrontier
 from core.keys import REDIS_ERRORS
 from core.redis_client import Client
 from crawlers.compat import check_private_api
@@ -53,8 +54,9 @@ from crawlers.runtime.services import CrawlServices
 logger = logging.getLogger(__name__)
 
 
-# A request to queue, its job's seen-set key and its fingerprint (None: dont_filter).
-_Queued = tuple[Request, str | None, str | None]
+# A request to queue, the job whose seen-set it is checked in (None: dont_filter) and
+# its fingerprint (the raw digest: it also picks the request's partition).
+_Queued = tuple[Request, str | None, bytes]
 
 
 def frontier_enabled(settings: BaseSettings) -> bool:
@@ -90,6 +92,7 @@ class LeasingScheduler(BaseScheduler):
         self.server = server
         self.worker_id = new_worker_id()
         self.lease_batch = settings.getint("FRONTIER_LEASE_BATCH")
+        self.partitions = settings.getint("FRONTIER_PARTITIONS")
         self.ack_batch = settings.getint("FRONTIER_ACK_BATCH")
         self.queue_cls: type[LeasedQueue] = load_object(settings["SCHEDULER_QUEUE_CLASS"])
         dupefilter_cls = load_object(settings["DUPEFILTER_CLASS"])
@@ -128,7 +131,7 @@ class LeasingScheduler(BaseScheduler):
         self._handoff: deque[Request] = deque()
         # Fingerprints this worker knows to be in a job's seen-set (pagination links
         # repeat on every listing page; each repeat would otherwise cost a round trip).
-        self._seen_local: dict[str, set[str]] = {}
+        self._seen_local: dict[str, set[bytes]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -171,12 +174,21 @@ class LeasingScheduler(BaseScheduler):
         server = await wait_for_redis(connect, address, policy)
         if self.server is None:
             self._use(server)
+        try:
+            await run_in_thread(self.frontier.join, self.partitions)
+        except FrontierLayoutError as exc:
+            logger.error("%s", exc.message)
+            raise OperatorError(exc.message, reported=True) from None
 
     def _use(self, server: Client) -> None:
         self.server = server
         self.frontier = RedisFrontier(server, self.spider.name)
         self.queue = self.queue_cls(
-            server, self.spider, worker_id=self.worker_id, batch=self.lease_batch
+            server,
+            self.spider,
+            worker_id=self.worker_id,
+            batch=self.lease_batch,
+            frontier=self.frontier,
         )
 
     def close(self, reason: str) -> None:
@@ -211,11 +223,11 @@ class LeasingScheduler(BaseScheduler):
             return True
         self.fates.enqueued(request)
         request.meta.setdefault(JOB_META, self.job_id)
-        seen_key = fingerprint = None
+        seen_job = None
+        fingerprint = self.df.digest(request)
         if not request.dont_filter:
-            fingerprint = self.df.fingerprint(request)
-            seen_key = self.df.seen_key(request)
-            local = self._seen_local.setdefault(seen_key, set())
+            seen_job = self.df.seen_job(request)
+            local = self._seen_local.setdefault(seen_job, set())
             if fingerprint in local and LEASE_META not in request.meta:
                 # Seen-sets only grow within a job: a local hit needs no round trip.
                 self._filtered(request)
@@ -223,7 +235,7 @@ class LeasingScheduler(BaseScheduler):
             if len(local) >= SEEN_LOCAL_MAX:
                 local.clear()
             local.add(fingerprint)
-        self._pending.append((request, seen_key, fingerprint))
+        self._pending.append((request, seen_job, fingerprint))
         if len(self._pending) >= PUSH_BATCH:
             self._flush_pushes_now()
         elif not self._flush_scheduled:

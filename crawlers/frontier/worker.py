@@ -17,7 +17,6 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task
 
-from core.frontier import RedisFrontier
 from core.jobstats import DeltaTracker, JobStats
 from core.keys import REDIS_ERRORS
 from core.workers import WorkerInfo, WorkerRegistry
@@ -63,7 +62,7 @@ class FrontierWorker:
         self.spider = spider
         self.always_on = always_on(spider, self.always_on)
         self.registry = WorkerRegistry(scheduler.server, spider.name, ttl=self.heartbeat_ttl)
-        self.frontier = RedisFrontier(scheduler.server, spider.name)
+        self.frontier = scheduler.frontier  # one view of the partitions per worker
         self.job_stats = JobStats(scheduler.server, spider.name)
         self.info = WorkerInfo(
             worker_id=scheduler.worker_id,

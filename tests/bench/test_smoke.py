@@ -67,6 +67,16 @@ SMOKE: dict[str, Smoke] = {
         table=("configuration", "bare Scrapy (memory scheduler)", "full path, 2 workers", "goal:"),
         timeout=420.0,
     ),
+    "frontier_memory": Smoke(
+        table=(
+            "bytes per URL in Redis",
+            "previous format",
+            "this frontier",
+            "partitions",
+            "goal: <= 200 bytes per queued URL",
+            "goal: every master within 10%",
+        )
+    ),
     "gate": Smoke(
         argv=("--site", "idealista"),
         table=(

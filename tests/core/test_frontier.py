@@ -1,7 +1,9 @@
-"""The leased frontier against a real Redis: ordering, lease/ack, reclaim, drain."""
+"""The leased frontier against a real Redis: ordering, lease/ack, reclaim, drain; on one
+Redis and a three-master cluster, in one partition and in three."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -10,7 +12,15 @@ import pytest
 import redis
 
 from core.drain import drain_state
-from core.frontier import Push, RedisFrontier
+from core.frontier import (
+    FrontierLayoutError,
+    Lease,
+    Push,
+    RedisFrontier,
+    lease_partition,
+    partition_of,
+)
+from core.frontier_layout import seen_bucket
 from core.jobstats import DeltaTracker, JobStats
 from core.workers import WorkerInfo, WorkerRegistry, check_consumers
 from harness.redis_server import RedisServer
@@ -33,25 +43,65 @@ def site() -> str:
     return f"site-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.fixture(params=[1, 3], ids=["1-partition", "3-partitions"])
+def parts(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
+@pytest.fixture
+def frontier(server: redis.Redis, site: str, parts: int) -> RedisFrontier:
+    """The site's frontier, its partition count recorded as a producer does."""
+    return RedisFrontier.adopt(server, site, parts)
+
+
+def lease_all(frontier: RedisFrontier, worker: str, n: int = 10) -> list[Lease]:
+    """Lease until the queue is empty (a lease call takes from one partition)."""
+    out: list[Lease] = []
+    while batch := frontier.lease(worker, n):
+        out += batch
+    return out
+
+
+def fp(name: str) -> bytes:
+    """A request fingerprint as the dupefilter makes them: a 20-byte digest."""
+    return hashlib.sha1(name.encode()).digest()
+
+
 def beat(server: redis.Redis, site: str, worker: str, *, idle: bool = True) -> None:
     WorkerRegistry(server, site, ttl=5).heartbeat(
         WorkerInfo(worker_id=worker, site=site, idle=idle)
     )
 
 
-def test_priority_then_fifo_order(server: redis.Redis, site: str) -> None:
-    frontier = RedisFrontier(server, site)
+def test_priority_then_fifo_order(frontier: RedisFrontier) -> None:
     for name, priority in [(b"a", 0), (b"b", 0), (b"hi", 5), (b"c", 0), (b"low", -1)]:
         frontier.push(name, priority)
-    popped = [lease.data for lease in frontier.lease("w1", 10)]
-    assert popped == [b"hi", b"a", b"b", b"c", b"low"]
+    popped = [lease.data for lease in lease_all(frontier, "w1")]
+    if frontier.partitions == 1:
+        assert popped == [b"hi", b"a", b"b", b"c", b"low"]
+    # Across partitions: priority first (each batch starts at the best head and never
+    # passes another partition's head), FIFO within a partition.
+    assert popped[0] == b"hi" and popped[-1] == b"low"
+    assert sorted(popped) == [b"a", b"b", b"c", b"hi", b"low"]
 
 
-def test_leased_entries_stay_in_redis_until_acked(server: redis.Redis, site: str) -> None:
-    frontier = RedisFrontier(server, site)
+def test_a_lease_never_passes_a_better_head_in_another_partition(
+    server: redis.Redis, site: str
+) -> None:
+    frontier = RedisFrontier.adopt(server, site, 4)
+    pushed = [(f"r{i}".encode(), i % 5) for i in range(200)]
+    for data, priority in pushed:
+        frontier.push(data, priority)
+    priorities = dict(pushed)
+    popped = [priorities[lease.data] for lease in lease_all(frontier, "w1", 7)]
+    assert popped == sorted(popped, reverse=True) and len(popped) == 200
+    assert {lease_partition(lease.lease_id) for lease in frontier.lease("w1", 1)} <= {0}
+
+
+def test_leased_entries_stay_in_redis_until_acked(frontier: RedisFrontier) -> None:
     frontier.push(b"r1")
     frontier.push(b"r2")
-    leases = frontier.lease("w1", 2)
+    leases = lease_all(frontier, "w1", 2)
     assert frontier.queued() == 0 and frontier.leased() == 2
     assert frontier.leased_by() == {"w1": 2}
     assert frontier.ack(leases[0].lease_id) == 1
@@ -59,31 +109,48 @@ def test_leased_entries_stay_in_redis_until_acked(server: redis.Redis, site: str
     assert frontier.leased() == 1
 
 
-def test_push_replacing_a_lease_is_atomic(server: redis.Redis, site: str) -> None:
-    frontier = RedisFrontier(server, site)
+def test_push_replacing_a_lease_is_atomic(frontier: RedisFrontier) -> None:
     frontier.push(b"original")
     (lease,) = frontier.lease("w1", 1)
     frontier.push(b"retry-of-original", replaces_lease=lease.lease_id)
     assert frontier.leased() == 0
-    assert [entry.data for entry in frontier.lease("w2", 5)] == [b"retry-of-original"]
+    (retry,) = lease_all(frontier, "w2", 5)
+    assert retry.data == b"retry-of-original"
+    # A retry without a dedup check stays in its lease's partition: one atomic step.
+    assert lease_partition(retry.lease_id) == lease_partition(lease.lease_id)
 
 
-def test_reclaim_requeues_only_dead_workers_leases(server: redis.Redis, site: str) -> None:
-    frontier = RedisFrontier(server, site)
+def test_a_redirect_to_another_partition_ends_its_lease_after_the_push(
+    server: redis.Redis, site: str
+) -> None:
+    frontier = RedisFrontier.adopt(server, site, 3)
+    frontier.push(b"page", seen_job="j", fingerprint=fp("page"))
+    (lease,) = frontier.lease("w1", 1)
+    here = lease_partition(lease.lease_id)
+    other = next(fp(f"x{i}") for i in range(100) if partition_of(fp(f"x{i}"), 3) != here)
+    assert frontier.push(b"target", replaces_lease=lease.lease_id, seen_job="j", fingerprint=other)
+    assert frontier.leased() == 0 and frontier.leases_of("w1") == set()
+    assert [x.data for x in lease_all(frontier, "w2")] == [b"target"]
+
+
+def test_reclaim_requeues_only_dead_workers_leases(
+    frontier: RedisFrontier, server: redis.Redis, site: str
+) -> None:
     for i in range(4):
         frontier.push(f"r{i}".encode(), priority=i)
     beat(server, site, "alive")
-    alive = frontier.lease("alive", 2)  # r3, r2
-    frontier.lease("dead", 2)  # r1, r0: never heartbeats
+    alive = frontier.lease("alive", 1) + frontier.lease("alive", 1)  # r3, r2
+    frontier.lease("dead", 1) + frontier.lease("dead", 1)  # r1, r0: never heartbeats
     assert frontier.reclaim() == 2
     assert frontier.leased_by() == {"alive": 2}
     # Requeued with their original priority.
-    assert [entry.data for entry in frontier.lease("alive", 5)] == [b"r1", b"r0"]
+    assert [entry.data for entry in lease_all(frontier, "alive", 5)] == [b"r1", b"r0"]
     frontier.ack(*(lease.lease_id for lease in alive))
 
 
-def test_release_worker_requeues_its_own_leases(server: redis.Redis, site: str) -> None:
-    frontier = RedisFrontier(server, site)
+def test_release_worker_requeues_its_own_leases(
+    frontier: RedisFrontier, server: redis.Redis, site: str
+) -> None:
     frontier.push(b"x")
     beat(server, site, "w1")
     frontier.lease("w1", 1)
@@ -92,31 +159,31 @@ def test_release_worker_requeues_its_own_leases(server: redis.Redis, site: str) 
     assert frontier.queued() == 1
 
 
+def start_list(server: redis.Redis, frontier: RedisFrontier) -> list[bytes]:
+    return [e for part in frontier.parts for e in server.lrange(part.start_urls, 0, -1)]
+
+
 def test_start_entries_are_leased_and_reclaimed_to_the_start_list(
-    server: redis.Redis, site: str
+    frontier: RedisFrontier, server: redis.Redis
 ) -> None:
-    frontier = RedisFrontier(server, site)
-    frontier.push_start(['{"url": "http://a/"}', '{"url": "http://b/"}'])
+    entries = [b'{"url": "http://a/"}', b'{"url": "http://b/"}']
+    frontier.push_start([e.decode() for e in entries])
     (lease,) = frontier.lease_start("gone", 1)
-    assert lease.is_start and lease.data == b'{"url": "http://a/"}'
+    assert lease.is_start and lease.data in entries
     assert frontier.queued() == 1
     assert frontier.reclaim() == 1
-    assert server.lrange(frontier.keys.start_urls, 0, -1) == [
-        b'{"url": "http://b/"}',
-        b'{"url": "http://a/"}',
-    ]
+    assert sorted(start_list(server, frontier)) == entries
 
 
 def test_release_requeues_only_the_named_leases_the_worker_still_owns(
-    server: redis.Redis, site: str
+    frontier: RedisFrontier, server: redis.Redis, site: str
 ) -> None:
     """What a worker does with leases Redis granted it by a call whose reply was lost."""
-    frontier = RedisFrontier(server, site)
     for i in range(4):
         frontier.push(f"r{i}".encode(), priority=i)
     frontier.push_start(['{"url": "http://s/"}'])
     beat(server, site, "w1")
-    known = frontier.lease("w1", 2)  # r3, r2: the reply arrived
+    known = frontier.lease("w1", 1) + frontier.lease("w1", 1)  # r3, r2: the reply arrived
     lost = frontier.lease("w1", 1) + frontier.lease_start("w1", 1)  # r1, start: reply lost
     other = frontier.lease("w2", 1)  # r0, another worker's
     held = frontier.leases_of("w1")
@@ -125,9 +192,9 @@ def test_release_requeues_only_the_named_leases_the_worker_still_owns(
     assert frontier.release("w1", *orphans, other[0].lease_id) == 2
     assert frontier.leases_of("w1") == {lease.lease_id for lease in known}
     assert frontier.leased_by() == {"w1": 2, "w2": 1}
-    # Back where they came from: the queue at their old score, the start list.
-    assert [entry.data for entry in frontier.lease("w3", 5)] == [b"r1"]
-    assert server.lrange(frontier.keys.start_urls, 0, -1) == [b'{"url": "http://s/"}']
+    # Back where they came from: the queue with their priority, the start list.
+    assert [entry.data for entry in lease_all(frontier, "w3", 5)] == [b"r1"]
+    assert start_list(server, frontier) == [b'{"url": "http://s/"}']
     assert frontier.release("w1", *orphans) == 0  # idempotent
     assert frontier.release("w1") == 0
 
@@ -158,9 +225,8 @@ def test_job_stats_add_deltas(server: redis.Redis, site: str) -> None:
 
 
 def test_drain_needs_empty_queue_no_leases_idle_workers_and_stable_counters(
-    server: redis.Redis, site: str
+    frontier: RedisFrontier, server: redis.Redis, site: str
 ) -> None:
-    frontier = RedisFrontier(server, site)
     frontier.push(b"r")
     beat(server, site, "w1", idle=False)
     assert not drain_state(server, site, "j", stable_window=0).drained
@@ -180,8 +246,29 @@ def test_drain_needs_empty_queue_no_leases_idle_workers_and_stable_counters(
     assert not drain_state(server, site, "j", stable_window=0.3).drained
 
 
-def test_drain_reclaims_dead_workers_leases(server: redis.Redis, site: str) -> None:
-    frontier = RedisFrontier(server, site)
+def test_drain_sees_every_partition(server: redis.Redis, site: str) -> None:
+    frontier = RedisFrontier.adopt(server, site, 6)
+    for i in range(60):
+        frontier.push(f"r{i}".encode(), seen_job="j", fingerprint=fp(f"r{i}"))
+    frontier.push_start(['{"url": "http://s/"}'])
+    beat(server, site, "w1")
+    leased = lease_all(frontier, "w1", 4)
+    assert {lease_partition(lease.lease_id) for lease in leased} == set(range(6))
+    frontier.push(b"late", 2, seen_job="j", fingerprint=fp("late"))
+    state = drain_state(server, site, "j")  # a poller that knows no partition count
+    assert (state.queued, state.leased, state.drained) == (2, 60, False)
+    frontier.ack(*(lease.lease_id for lease in leased[:-1]))
+    assert drain_state(server, site, "j").leased == 1
+    frontier.ack(leased[-1].lease_id)
+    for lease in lease_all(frontier, "w1") + frontier.lease_start("w1", 5):
+        frontier.ack(lease.lease_id)
+    drain_state(server, site, "j")
+    assert drain_state(server, site, "j").drained
+
+
+def test_drain_reclaims_dead_workers_leases(
+    frontier: RedisFrontier, server: redis.Redis, site: str
+) -> None:
     frontier.push(b"r")
     frontier.lease("crashed", 1)
     state = drain_state(server, site, "j")
@@ -192,50 +279,55 @@ def test_consumer_check_names_the_missing_consumers(server: redis.Redis, site: s
     missing = check_consumers(server, site)
     assert not missing.ok
     assert f"{{{site}}}:start_urls" in missing.message()
-    assert f"{{{site}}}:requests" in missing.message()
+    assert f"{{{site}}}:queue:*" in missing.message()
     beat(server, site, "w1")
     present = check_consumers(server, site)
     assert present.ok and "w1" in present.message()
 
 
-def test_push_with_fingerprint_queues_each_url_once(server: redis.Redis, site: str) -> None:
-    frontier = RedisFrontier(server, site)
-    seen = frontier.keys.seen("job")
-    assert frontier.push(b"page", seen_key=seen, fingerprint="fp1")
-    assert not frontier.push(b"page-again", seen_key=seen, fingerprint="fp1")
+def test_push_with_fingerprint_queues_each_url_once(
+    frontier: RedisFrontier, server: redis.Redis
+) -> None:
+    assert frontier.push(b"page", seen_job="job", fingerprint=fp("1"))
+    assert not frontier.push(b"page-again", seen_job="job", fingerprint=fp("1"))
     assert frontier.queued() == 1
     # A redirect to an already-seen page still releases the lease it continues.
     (lease,) = frontier.lease("w1", 1)
     assert not frontier.push(
-        b"dup", replaces_lease=lease.lease_id, seen_key=seen, fingerprint="fp1"
+        b"dup", replaces_lease=lease.lease_id, seen_job="job", fingerprint=fp("1")
     )
     assert frontier.leased() == 0 and frontier.queued() == 0
-    assert server.ttl(seen) > 0
+    assert frontier.seen("job", fp("1")) and not frontier.seen("job", fp("2"))
+    # The seen-set holds the raw digest: its first 14 bits name the bucket (a key of the
+    # fingerprint's partition), the bytes from the second on are the field.
+    part = frontier.parts[int.from_bytes(fp("1")[-4:], "big") % frontier.partitions]
+    bucket = part.seen("job", f"{int.from_bytes(fp('1')[:2], 'big') >> 2:04x}")
+    assert server.hkeys(bucket) == [fp("1")[1:]] and server.ttl(bucket) > 0
 
 
-def test_push_many_is_each_push_in_order_in_one_call(server: redis.Redis, site: str) -> None:
-    frontier = RedisFrontier(server, site)
-    seen = frontier.keys.seen("job")
-    frontier.push(b"first", seen_key=seen, fingerprint="fp0")
+def test_push_many_is_each_push_in_order_in_one_call(frontier: RedisFrontier) -> None:
+    frontier.push(b"first", seen_job="job", fingerprint=fp("0"))
     (lease,) = frontier.lease("w1", 1)
     queued = frontier.push_many(
         [
-            Push(b"a", seen_key=seen, fingerprint="fp1"),
-            Push(b"a-again", seen_key=seen, fingerprint="fp1"),  # same batch: seen once
-            Push(b"hi", 5, seen_key=seen, fingerprint="fp2"),
-            Push(b"seen-before", seen_key=seen, fingerprint="fp0"),
+            Push(b"a", seen_job="job", fingerprint=fp("1")),
+            Push(b"a-again", seen_job="job", fingerprint=fp("1")),  # same batch: seen once
+            Push(b"hi", 5, seen_job="job", fingerprint=fp("2")),
+            Push(b"seen-before", seen_job="job", fingerprint=fp("0")),
             # A retry of the leased request: its lease is released in the same step.
             Push(b"retry", replaces_lease=lease.lease_id),
-            Push(b"b", seen_key=frontier.keys.seen("other-job"), fingerprint="fp1"),
+            Push(b"b", seen_job="other-job", fingerprint=fp("1")),
         ]
     )
     assert queued == [True, False, True, False, True, True]
     assert frontier.leased() == 0 and frontier.leased_by() == {}
-    popped = [lease.data for lease in frontier.lease("w1", 10)]
-    assert popped == [b"hi", b"a", b"retry", b"b"]
+    popped = [lease.data for lease in lease_all(frontier, "w1")]
+    assert popped[0] == b"hi" and sorted(popped) == [b"a", b"b", b"hi", b"retry"]
+    if frontier.partitions == 1:
+        assert popped == [b"hi", b"a", b"retry", b"b"]
     assert frontier.push_many([]) == []
     with pytest.raises(ValueError):
-        frontier.push_many([Push(b"x", seen_key=seen)])
+        frontier.push_many([Push(b"x", seen_job="job")])
 
 
 def redis_ms(server: redis.Redis) -> int:
@@ -243,69 +335,70 @@ def redis_ms(server: redis.Redis) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def test_dead_workers_leases_return_once_with_their_scores_in_bounded_batches(
-    server: redis.Redis, site: str
+def test_dead_workers_leases_return_once_with_their_priorities_in_bounded_batches(
+    frontier: RedisFrontier, server: redis.Redis, site: str
 ) -> None:
-    frontier = RedisFrontier(server, site)
-    for i in range(1050):
-        frontier.push(f"r{i}".encode(), priority=i % 7)
-    scores = dict(server.zrange(frontier.keys.queue, 0, -1, withscores=True))
+    priorities = {f"r{i}".encode(): i % 7 for i in range(1050)}
+    for data, priority in priorities.items():
+        frontier.push(data, priority)
     beat(server, site, "live")
     live = frontier.lease("live", 50)
-    dead = frontier.lease("dead", 1000)  # never heartbeats: due at once
-    assert frontier.leased_by() == {"live": 50, "dead": 1000}
+    dead = lease_all(frontier, "dead", 1000)  # never heartbeats: due at once
+    assert frontier.leased_by() == {"live": len(live), "dead": 1050 - len(live)}
 
     rounds = []
     while n := frontier.reclaim(batch=100, rounds=1):
         rounds.append(n)
-    assert rounds == [100] * 10  # each call bounded by the batch; none lost, none twice
-    requeued = dict(server.zrange(frontier.keys.queue, 0, -1, withscores=True))
-    assert requeued == {lease.data: scores[lease.data] for lease in dead}
+    # Each call bounded by the batch per partition; none lost, none twice.
+    assert all(n <= 100 * frontier.partitions for n in rounds) and sum(rounds) == len(dead)
+    back = lease_all(frontier, "after", 1000)
+    assert sorted(lease.data for lease in back) == sorted(lease.data for lease in dead)
+    got = [priorities[lease.data] for lease in back]
+    assert got == sorted(got, reverse=True)  # each back at its priority
     # The live worker's leases were not touched; the dead worker left the deadlines.
-    assert frontier.leased() == 50 and frontier.leased_by() == {"live": 50}
+    assert frontier.leased_by() == {"live": len(live), "after": len(back)}
     assert server.zscore(frontier.keys.worker_deadlines, "dead") is None
-    assert frontier.ack(*(lease.lease_id for lease in live)) == 50
+    assert frontier.ack(*(lease.lease_id for lease in live + back)) == 1050
     assert frontier.leased_by() == {}
 
 
 def test_acks_and_replacing_pushes_leave_the_workers_lease_set(
-    server: redis.Redis, site: str
+    frontier: RedisFrontier, server: redis.Redis, site: str
 ) -> None:
-    frontier = RedisFrontier(server, site)
     for name in (b"a", b"b", b"c"):
         frontier.push(name)
     beat(server, site, "w1")
-    a, b, c = frontier.lease("w1", 3)
+    a, b, c = lease_all(frontier, "w1", 3)
     frontier.ack(a.lease_id)
     frontier.push(b"b-retry", replaces_lease=b.lease_id)
-    assert server.smembers(frontier.keys.worker_leases("w1")) == {c.lease_id.encode()}
+    assert frontier.leases_of("w1") == {c.lease_id}
     assert frontier.reclaim(release_worker="w1") == 1
-    assert server.exists(frontier.keys.worker_leases("w1")) == 0
+    assert frontier.leases_of("w1") == set()
+    assert not any(server.exists(p.worker_leases("w1")) for p in frontier.parts)
 
 
 def test_release_and_unregister_return_all_of_a_workers_leases(
-    server: redis.Redis, site: str
+    frontier: RedisFrontier, server: redis.Redis, site: str
 ) -> None:
-    frontier = RedisFrontier(server, site)
     for i in range(40):
         frontier.push(f"r{i}".encode())
     registry = WorkerRegistry(server, site, ttl=30)
     registry.heartbeat(WorkerInfo(worker_id="closing", site=site))
     registry.heartbeat(WorkerInfo(worker_id="gone", site=site))
-    frontier.lease("closing", 30)
-    frontier.lease("gone", 10)
+    closing = len(lease_all(frontier, "closing", 30))
+    frontier.push_many([Push(f"g{i}".encode()) for i in range(10)])
+    gone = len(lease_all(frontier, "gone", 10))
     # A clean close releases everything it holds, whatever the batch size.
-    assert frontier.reclaim(release_worker="closing", batch=7, rounds=1) == 30
+    assert frontier.reclaim(release_worker="closing", batch=7, rounds=1) == closing == 40
     # An unregistered worker is due at once, though its heartbeat TTL had time left.
     registry.unregister("gone")
-    assert frontier.reclaim() == 10
-    assert frontier.leased() == 0 and frontier.queued() == 40
+    assert frontier.reclaim() == gone
+    assert frontier.leased() == 0 and frontier.queued() == 50
 
 
 def test_liveness_runs_on_redis_clock_not_the_workers(
-    server: redis.Redis, site: str, monkeypatch: pytest.MonkeyPatch
+    frontier: RedisFrontier, server: redis.Redis, site: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    frontier = RedisFrontier(server, site)
     frontier.push(b"r")
     registry = WorkerRegistry(server, site, ttl=1.0)
     real_time = time.time
@@ -331,26 +424,55 @@ def test_liveness_runs_on_redis_clock_not_the_workers(
     assert reclaimed == 1 and deadline <= after < deadline + 1000
 
 
-def test_leases_from_before_the_lease_sets_are_indexed_once(server: redis.Redis, site: str) -> None:
-    """A Redis holding leases of the previous layout (lease hashes only): the first
-    reclaim indexes them; the dead owner's go back, the live owner's stay."""
-    frontier = RedisFrontier(server, site)
-    k = frontier.keys
-    for lease_id, data, score, owner in [
-        ("1", b"old-dead-a", "-5", "old-dead"),
-        ("2", b"old-dead-b", "start", "old-dead"),
-        ("3", b"old-live", "0", "old-live"),
-    ]:
-        server.hset(k.leases, lease_id, data)
-        server.hset(k.lease_scores, lease_id, score)
-        server.hset(k.lease_owners, lease_id, owner)
-    server.set(k.worker_prefix + "old-live", "{}", px=30_000)
-    assert frontier.reclaim() == 2
-    assert server.zrange(k.queue, 0, -1, withscores=True) == [(b"old-dead-a", -5.0)]
-    assert server.lrange(k.start_urls, 0, -1) == [b"old-dead-b"]
-    assert frontier.leased_by() == {"old-live": 1}
-    assert server.exists(k.lease_index) == 1
-    assert frontier.ack("3") == 1 and frontier.leased_by() == {}
+def test_a_worker_that_leased_before_its_first_heartbeat_is_due_at_once(
+    frontier: RedisFrontier, server: redis.Redis
+) -> None:
+    frontier.push(b"r")
+    frontier.lease("never-beat", 1)
+    assert server.zscore(frontier.keys.worker_deadlines, "never-beat") is not None
+    assert frontier.reclaim() == 1
+
+
+def test_seen_buckets_and_fields_are_the_whole_digest() -> None:
+    """Exact: two digests share a bucket and a field only when they are equal."""
+    digests = [fp(str(i)) for i in range(20_000)] + [bytes(20), b"\xff" * 20, b"a", b""]
+    assert len({seen_bucket(d) for d in digests}) == len(set(digests))
+    shared = [d[:1] + bytes([b]) + d[2:] for d in digests[:50] for b in (0, 1, 2, 3, 255)]
+    assert len({seen_bucket(d) for d in shared}) == len(set(shared))
+
+
+def test_a_frontier_in_the_previous_format_is_refused_in_one_line(
+    server: redis.Redis, site: str
+) -> None:
+    queue, leases = RedisFrontier(server, site).keys.previous_frontier
+    server.zadd(queue, {b"\x80\x05pickled": -1})
+    with pytest.raises(FrontierLayoutError) as refused:
+        RedisFrontier.adopt(server, site, 1)
+    message = refused.value.message
+    assert "\n" not in message and "1 queued and 0 leased" in message
+    assert f"redis-cli DEL {queue} {leases}" in message
+    with pytest.raises(FrontierLayoutError):
+        RedisFrontier(server, site).join(1)  # a worker refuses it too
+    server.delete(queue)
+    assert RedisFrontier.adopt(server, site, 1).queued() == 0
+
+
+def test_the_partition_count_changes_only_while_the_frontier_is_empty(
+    server: redis.Redis, site: str
+) -> None:
+    three = RedisFrontier.adopt(server, site, 3)
+    three.push(b"r")
+    with pytest.raises(FrontierLayoutError, match="1 queued and 0 leased requests in 3 partition"):
+        RedisFrontier.adopt(server, site, 5)
+    worker = RedisFrontier(server, site)
+    worker.join(1)  # a worker follows the recorded count, whatever its own setting
+    assert worker.partitions == 3 and worker.queued() == 1
+    for lease in lease_all(worker, "w1"):
+        worker.ack(lease.lease_id)
+    five = RedisFrontier.adopt(server, site, 5)
+    assert five.partitions == 5 and RedisFrontier(server, site).partitions == 5
+    worker.refresh()
+    assert worker.partitions == 5
 
 
 def test_drain_stability_runs_on_redis_clock(

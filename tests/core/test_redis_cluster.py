@@ -38,12 +38,12 @@ def sites(cluster: redis.cluster.RedisCluster) -> list[str]:
     found: dict[int, str] = {}
     while len(found) < 3:
         site = f"s{uuid.uuid4().hex[:8]}"
-        found.setdefault(cluster.get_node_from_key(SiteKeys(site).queue).port, site)
+        found.setdefault(cluster.get_node_from_key(SiteKeys(site).jobs).port, site)
     return list(found.values())
 
 
 def master_of(cluster: redis.cluster.RedisCluster, site: str) -> int:
-    return int(cluster.get_node_from_key(SiteKeys(site).queue).port)
+    return int(cluster.get_node_from_key(SiteKeys(site).jobs).port)
 
 
 def test_every_key_of_a_site_is_in_one_slot_and_sites_spread(
@@ -51,9 +51,11 @@ def test_every_key_of_a_site_is_in_one_slot_and_sites_spread(
 ) -> None:
     for site in sites:
         k = SiteKeys(site)
+        p = k.partition(0, 1)  # one partition: the frontier stays in the site's slot
         names = [
-            k.queue, k.start_urls, k.leases, k.lease_scores, k.lease_owners, k.push_seq,
-            k.lease_seq, k.worker_prefix + "w1", k.workers, k.seen("j"), k.stats("j"),
+            p.start_urls, p.priorities, p.queue(0), p.leases, p.lease_priorities,
+            p.lease_owners, p.lease_seq, p.worker_leases("w1"), p.seen("j", "ab12"),
+            k.frontier_partitions, k.worker_prefix + "w1", k.workers, k.stats("j"),
             k.current_job, k.jobs, k.drain_probe("j"), k.item_hashes, k.item_first_seen,
             k.item_last_changed, k.job_verdicts("j"), k.job_new("j"), k.job_changed("j"),
             k.job_stored("j"), k.job_invalid("j"), k.job_incomplete("j"), k.job_responses("j"),
@@ -68,9 +70,8 @@ def test_frontier_workers_stats_and_drain_on_three_masters(
 ) -> None:
     for site in sites:
         frontier = RedisFrontier(cluster, site)
-        seen = SiteKeys(site).seen("j1")
-        assert frontier.push(b"a", 0, seen_key=seen, fingerprint="fa")
-        assert not frontier.push(b"a-again", 0, seen_key=seen, fingerprint="fa")
+        assert frontier.push(b"a", 0, seen_job="j1", fingerprint=b"fa")
+        assert not frontier.push(b"a-again", 0, seen_job="j1", fingerprint=b"fa")
         frontier.push(b"hi", 5)
         assert frontier.push_start(['{"url": "http://x/"}']) == 1
         assert frontier.queued() == 3
@@ -103,6 +104,36 @@ def test_frontier_workers_stats_and_drain_on_three_masters(
         drain_state(cluster, site, "j1")
         state = drain_state(cluster, site, "j1", stable_window=0.0)
         assert (state.queued, state.leased, state.drained) == (0, 0, True)
+
+
+def test_one_sites_partitions_spread_evenly_over_the_masters(
+    cluster: redis.cluster.RedisCluster,
+) -> None:
+    """Each partition's keys share one slot (its scripts run there); the partitions'
+    slots fall in equal ranges, so 6 partitions put 2 on each of the 3 masters."""
+    site = f"s{uuid.uuid4().hex[:8]}"
+    keys = SiteKeys(site)
+    masters: dict[int, int] = {}
+    for i in range(6):
+        p = keys.partition(i, 6)
+        names = [p.start_urls, p.priorities, p.queue(3), p.leases, p.lease_priorities]
+        names += [p.lease_owners, p.lease_seq, p.worker_leases("w"), p.seen("j", "00ff")]
+        assert len({cluster.keyslot(name) for name in names}) == 1
+        port = int(cluster.get_node_from_key(p.leases).port)
+        masters[port] = masters.get(port, 0) + 1
+    assert sorted(masters.values()) == [2, 2, 2]
+
+    frontier = RedisFrontier.adopt(cluster, site, 6)
+    for i in range(600):
+        assert frontier.push(f"r{i}".encode(), i % 3, seen_job="j", fingerprint=f"f{i}".encode())
+    assert frontier.queued() == 600
+    held: list[str] = []
+    while leases := frontier.lease("w1", 50):
+        held += [lease.lease_id for lease in leases]
+    assert len(held) == 600 and frontier.leased_by() == {"w1": 600}
+    assert frontier.reclaim(release_worker="w1") == 600
+    state = drain_state(cluster, site, "j")
+    assert (state.queued, state.leased) == (600, 0)
 
 
 def classify_all(

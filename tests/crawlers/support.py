@@ -20,7 +20,7 @@ from redis.retry import Retry
 from scrapy.crawler import Crawler
 
 from core.config import ENVIRONMENT
-from core.keys import SiteKeys
+from core.frontier import RedisFrontier
 from core.redis_client import connect
 from core.workers import WorkerRegistry
 
@@ -184,7 +184,6 @@ def kill_holding_leases(
     The victim is frozen (SIGSTOP) before its lease set is read, so it cannot ack them
     between the count and the kill: a heartbeat's ``in_flight`` is older than that."""
     registry = WorkerRegistry(server, site)
-    keys = SiteKeys(site)
     held = 0
 
     def frozen_holding() -> bool:
@@ -195,7 +194,7 @@ def kill_holding_leases(
         if not ids:
             return False
         os.kill(victim.pid, signal.SIGSTOP)
-        held = int(server.scard(keys.worker_leases(ids[0])))
+        held = len(RedisFrontier(server, site).leases_of(ids[0]))
         if held >= leases:
             return True
         os.kill(victim.pid, signal.SIGCONT)

@@ -108,4 +108,4 @@ def test_a_new_project_with_the_add_on_crawls_through_the_frontier_into_elastics
     assert "crawlers.addon.ScrapingPlatform" in text
     assert f"scraping platform: frontier on {redis_server.url}" in text
     assert_stored_once(es, log, job_id, PRODUCTS)
-    assert clean.llen("{demo}:start_urls") == 0 and clean.zcard("{demo}:requests") == 0
+    assert clean.llen("{demo}:start_urls") == 0 and clean.zcard("{demo}:priorities") == 0

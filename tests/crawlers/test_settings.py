@@ -432,4 +432,4 @@ def test_settings_alone_run_the_frontier_into_elasticsearch(
     assert f"scraping platform: frontier on {redis_server.url}" in text
     assert "crawlers.frontier.worker.FrontierWorker" in text
     assert_stored_once(es, log, job_id, PRODUCTS)
-    assert clean.llen("{demo}:start_urls") == 0 and clean.zcard("{demo}:requests") == 0
+    assert clean.llen("{demo}:start_urls") == 0 and clean.zcard("{demo}:priorities") == 0

@@ -244,4 +244,4 @@ def test_suspended_runs_free_the_slot_reject_and_timeout_fail_closed(
     assert (baselines / "demo" / "baseline.json").read_text() == original
     assert baseline_history("demo", sites_dir=baselines) == []
     server = stack.redis.client()
-    assert server.llen("{demo}:start_urls") == 0 and server.zcard("{demo}:requests") == 0
+    assert server.llen("{demo}:start_urls") == 0 and server.zcard("{demo}:priorities") == 0

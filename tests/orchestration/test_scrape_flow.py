@@ -297,7 +297,7 @@ def test_gate_failure_skips_the_scrape_fail_closed(stack: Stack) -> None:
     assert run["state"]["type"] == "FAILED" and run["state"]["name"] == "FailedClosed"
     job_id = job_id_of(run_id)
     server = stack.redis.client()
-    assert server.llen("{demo}:start_urls") == 0 and server.zcard("{demo}:requests") == 0
+    assert server.llen("{demo}:start_urls") == 0 and server.zcard("{demo}:priorities") == 0
     assert not server.exists(f"{{demo}}:job:{job_id}:stats")
     assert stored_counts(es) == before
     assert "producer" not in stack.task_states(run_id)
@@ -337,7 +337,7 @@ def test_preflight_fails_fast_when_workers_were_killed(stack: Stack, tmp_path: P
     run = stack.wait(run_id, timeout=120)
     assert run["state"]["type"] == "FAILED"
     assert time.monotonic() - started < 90
-    assert "no live consumers for {demo}:start_urls, {demo}:requests" in run["state"]["message"]
+    assert "no live consumers for {demo}:start_urls, {demo}:queue:*" in run["state"]["message"]
     assert any("failed at step *preflight*" in text for text in slack_texts(stack))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 import re
 import signal
 import time
@@ -14,12 +13,15 @@ from urllib.parse import urlsplit
 
 import pytest
 import redis
+from scrapy.settings import Settings
+from scrapy.utils.project import get_project_settings
 
 from core.drain import drain_state
 from core.frontier import RedisFrontier
 from core.jobstats import JobStats
 from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
+from crawlers.frontier import codec
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
@@ -68,14 +70,25 @@ def page_hits(site: DemoSite) -> Counter[str]:
     )
 
 
+def partitioned(n: int) -> Settings:
+    """The project's settings with the site's frontier in ``n`` partitions: the producer
+    records the count, the workers follow it."""
+    settings = get_project_settings()
+    settings.set("FRONTIER_PARTITIONS", n)
+    return settings
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
 def test_two_workers_share_the_frontier_and_fetch_each_page_once_lost_lease_replies_included(
     site: DemoSite,
     fresh: redis.Redis,
     redis_server: RedisServer,
     all_skus: set[str],
     tmp_path: Path,
+    partitions: int,
 ) -> None:
-    job = produce(fresh, "demo", base_url=site.url)
+    job = produce(fresh, "demo", base_url=site.url, settings=partitioned(partitions))
+    assert RedisFrontier(fresh, "demo").partitions == partitions
     workers, logs = start_workers(
         2,
         tmp_path,
@@ -97,7 +110,7 @@ def test_two_workers_share_the_frontier_and_fetch_each_page_once_lost_lease_repl
         what="a live worker and a full queue",
     )
     lost = frontier.lease(registry.live()[0].worker_id, 3)
-    lost_paths = {urlsplit(pickle.loads(lease.data)["url"]).path for lease in lost}
+    lost_paths = {urlsplit(codec.decode(lease.data)["url"]).path for lease in lost}
     assert wait_all(workers, timeout=180) == [0, 0], log_excerpt(logs[0])
 
     items = sunk_items(fresh, "items")
@@ -174,16 +187,18 @@ def test_an_item_that_failed_in_the_pipelines_is_crawled_again_not_acked(
     assert (final.queued, final.leased, final.workers) == (0, 0, [])
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
 def test_sigkilled_worker_loses_no_page(
     site: DemoSite,
     fresh: redis.Redis,
     redis_server: RedisServer,
     all_skus: set[str],
     tmp_path: Path,
+    partitions: int,
 ) -> None:
     # Slow product pages keep requests in flight, so the victim dies holding leases.
     site.control(slow={"rate": 1.0, "ms": 150, "paths": ["/product/"]})
-    job = produce(fresh, "demo", base_url=site.url)
+    job = produce(fresh, "demo", base_url=site.url, settings=partitioned(partitions))
     workers, logs = start_workers(
         2,
         tmp_path,
