@@ -57,6 +57,7 @@ lint: bootstrap
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy
 	$(PY) -m crawlers.profiles check
 	$(PY) -m orchestration.wiring --check
 

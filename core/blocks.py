@@ -297,7 +297,7 @@ class BlockRules:
                     raise ValueError(f"BLOCK_MARKERS[{index}]: {exc}") from exc
             else:
                 raise ValueError(f"BLOCK_MARKERS[{index}] must be a string or a table")
-        overrides: dict[str, int] = {}
+        overrides: dict[str, Any] = {}
         if "BLOCK_THIN_TEXT_CHARS" in settings:
             overrides["thin_text_chars"] = int(settings["BLOCK_THIN_TEXT_CHARS"])
         if "BLOCK_MIN_HTML_BYTES" in settings:

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import redis.asyncio
-
 from core.frontier_layout import clear_async
 from core.jobstats import STATS_TTL_SECONDS
 from core.keys import SiteKeys
+from core.redis_client import AsyncClient
 
 # Budget names: the finish reason of a crawl closed by one is ``budget_<name>``.
 PAGES = "pages"
@@ -72,9 +71,7 @@ return {tostring(elapsed), 0, reason or ''}
 class JobBudget:
     """The page and wall-time budgets of one site's jobs (asyncio client)."""
 
-    def __init__(
-        self, server: redis.asyncio.Redis, site: str, *, ttl: int = STATS_TTL_SECONDS
-    ) -> None:
+    def __init__(self, server: AsyncClient, site: str, *, ttl: int = STATS_TTL_SECONDS) -> None:
         self.server = server
         self.site = site
         self.keys = SiteKeys(site)

@@ -321,7 +321,7 @@ class CardState:
         for attempt in range(EVAL_ATTEMPTS):
             try:
                 if self._cluster:
-                    return await self.server.eval(source, len(keys), *keys, *args)  # type: ignore[misc]
+                    return await self.server.eval(source, len(keys), *keys, *args)
                 return await script(keys=keys, args=args)
             except REDIS_ERRORS:
                 if attempt == EVAL_ATTEMPTS - 1:

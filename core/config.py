@@ -220,7 +220,7 @@ class PlatformSettings(BaseSettings):
     def local_stack_state_path(self) -> Path:
         return self.platform_run_dir / "stack" / "stack.json"
 
-    def elasticsearch_client_kwargs(self) -> dict[str, object]:
+    def elasticsearch_client_kwargs(self) -> dict[str, Any]:
         """Arguments for ``elasticsearch.Elasticsearch``."""
         return elasticsearch_client_kwargs(
             self.elasticsearch_url,

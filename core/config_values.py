@@ -189,7 +189,7 @@ def elasticsearch_client_kwargs(
     username: str | None = None,
     password: object = None,
     api_key: object = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Arguments for ``elasticsearch.Elasticsearch`` / ``AsyncElasticsearch``: the one place
     the store's credentials are unwrapped (API key first, else basic auth).
 
@@ -199,7 +199,7 @@ def elasticsearch_client_kwargs(
     requests that were on it. No sniffing: the listed hosts are the ones reachable (nodes
     publish their own bind addresses, which may not be, e.g. behind Docker's network).
     """
-    kwargs: dict[str, object] = {"hosts": split_hosts(url or "") or ["http://127.0.0.1:9200"]}
+    kwargs: dict[str, Any] = {"hosts": split_hosts(url or "") or ["http://127.0.0.1:9200"]}
     key, secret = secret_value(api_key), secret_value(password)
     if key is not None:
         kwargs["api_key"] = key
@@ -208,7 +208,7 @@ def elasticsearch_client_kwargs(
     return kwargs
 
 
-def settings_elasticsearch_kwargs(settings: Any) -> dict[str, object]:
+def settings_elasticsearch_kwargs(settings: Any) -> dict[str, Any]:
     """``elasticsearch_client_kwargs`` from Scrapy settings (ELASTICSEARCH_*)."""
     return elasticsearch_client_kwargs(
         settings.get("ELASTICSEARCH_URL"),

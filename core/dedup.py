@@ -37,10 +37,11 @@ from dataclasses import dataclass
 
 import redis
 import redis.asyncio
+import redis.asyncio.cluster
 
 from core.jobstats import STATS_TTL_SECONDS
 from core.keys import REDIS_ERRORS, SiteKeys
-from core.redis_client import AsyncClient, is_cluster
+from core.redis_client import AsyncClient, Client
 
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 VERDICTS = (NEW, CHANGED, UNCHANGED)
@@ -342,9 +343,6 @@ class ChangeDetector(ChangeState):
     def __init__(self, server: AsyncClient, site: str, *, job_ttl: int = STATS_TTL_SECONDS) -> None:
         super().__init__()
         self.server = server
-        # A cluster pipeline refuses EVALSHA (redis-py cannot route a script's load):
-        # there the script goes as EVAL, which Redis caches by its hash all the same.
-        self._cluster = is_cluster(server)
         self.site = site
         self.keys = SiteKeys(site)
         self.job_ttl = job_ttl
@@ -382,7 +380,9 @@ class ChangeDetector(ChangeState):
                 else:
                     source, script = _CLASSIFY, self._script
                     args = [r.key, r.content_hash, now, self.job_ttl, ",".join(r.incomplete)]
-                if self._cluster:
+                # A cluster pipeline refuses EVALSHA (redis-py cannot route a script's
+                # load): there the script goes as EVAL, which Redis caches by its hash.
+                if isinstance(pipe, redis.asyncio.cluster.ClusterPipeline):
                     pipe.eval(source, len(keys), *keys, *args)
                 else:
                     await script(keys=keys, args=args, client=pipe)
@@ -417,7 +417,7 @@ def _text(value: bytes | str | int) -> str:
 # -- reading (sync: for flows, the LLM step, alerts and tests) ------------------------------
 
 
-def job_changes(server: redis.Redis, site: str, job_id: str) -> JobChanges:
+def job_changes(server: Client, site: str, job_id: str) -> JobChanges:
     """The job's new and changed item keys, and its exact new/changed/unchanged counts."""
     keys = SiteKeys(site)
     with server.pipeline(transaction=True) as pipe:

@@ -27,8 +27,8 @@ class OperatorError(SystemExit):
         self.message = message
         self._reported = reported
 
-    @property  # type: ignore[override]
-    def code(self) -> int:
+    @property
+    def code(self) -> int:  # type: ignore[override]  # read-only on purpose: see the docstring
         if not self._reported:
             self._reported = True
             sys.stderr.write(f"{self.message}\n")

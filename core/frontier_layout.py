@@ -10,6 +10,7 @@ import redis.asyncio
 from core import frontier_scripts as scripts
 from core.errors import OperatorError
 from core.keys import SiteKeys
+from core.redis_client import AsyncClient
 
 # A job's seen-set in a partition is one small hash per value of a fingerprint's first
 # SEEN_BUCKET_BITS bits (16,384 buckets): up to ~120 fingerprints each, Redis keeps a hash
@@ -61,7 +62,7 @@ def check_format(server: redis.Redis, site: str) -> None:
         )
 
 
-async def clear_async(server: redis.asyncio.Redis, site: str) -> None:
+async def clear_async(server: AsyncClient, site: str) -> None:
     """``RedisFrontier.clear`` on an asyncio client (a job's budget ended it)."""
     keys = SiteKeys(site)
     raw = await server.get(keys.frontier_partitions)

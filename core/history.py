@@ -178,7 +178,7 @@ class HistoryState:
         """Store ``key``'s new history ``values``; its values before ``job_id`` (None: none
         were known), the same for every delivery of the key within the job."""
         keys = [self.keys.history_values, self.keys.job_history_old(job_id)]
-        args = [key, encode(values), self.job_ttl]
+        args: list[str | int] = [key, encode(values), self.job_ttl]
         if self._cluster:
             raw = await self.server.eval(_RECORD, len(keys), *keys, *args)
         else:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import redis
-
 from core.keys import SiteKeys
+from core.redis_client import Client, text
 
 # Spiders count a page they fetched but could not read as ``<spider>/<page>_unparsed``.
 UNPARSED_SUFFIX = "_unparsed"
@@ -21,7 +20,7 @@ STATS_TTL_SECONDS = 14 * 24 * 3600
 
 
 class JobStats:
-    def __init__(self, server: redis.Redis, site: str) -> None:
+    def __init__(self, server: Client, site: str) -> None:
         self.server = server
         self.keys = SiteKeys(site)
 
@@ -38,7 +37,7 @@ class JobStats:
 
     def get(self, job_id: str) -> dict[str, int]:
         raw = self.server.hgetall(self.keys.stats(job_id))
-        return {name.decode(): int(value) for name, value in raw.items()}
+        return {text(name): int(value) for name, value in raw.items()}
 
     def value(self, job_id: str, name: str) -> int:
         """One counter of the job (0 when not counted)."""
@@ -48,7 +47,7 @@ class JobStats:
 def unparsed_pages(counters: Mapping[str, object]) -> dict[str, int]:
     """The job's unreadable pages by counter (``demo/product_unparsed``: 111)."""
     return {
-        name: int(value)  # type: ignore[call-overload]
+        name: int(value)  # type: ignore[call-overload]  # counters: numbers, or their text
         for name, value in counters.items()
         if name.endswith(UNPARSED_SUFFIX) and value
     }

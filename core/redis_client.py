@@ -132,7 +132,7 @@ def cluster_options(url: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in kwargs.items() if key not in _SINGLE_ONLY}
 
 
-def cluster_error(url: str, exc: RedisClusterException) -> Exception:
+def cluster_error(url: str, exc: RedisClusterException) -> BaseException:
     """What a cluster client's start-up failure means: the wrong mode (an operator's
     mistake), or no reachable node (a connection error, retried like any other)."""
     text = str(exc)
@@ -153,7 +153,7 @@ def check_mode(client: Client, address: str | None = None) -> None:
     Redis client must not talk to a cluster node. (A cluster client on a plain Redis
     fails when it is built: ``connect``.) ``address``: how messages name the server
     (default: its host and port). Redis errors propagate."""
-    if is_cluster(client):
+    if isinstance(client, redis.cluster.RedisCluster):
         return
     if address is None:
         options = client.connection_pool.connection_kwargs
@@ -164,6 +164,11 @@ def check_mode(client: Client, address: str | None = None) -> None:
             f"Redis at {address} is a Redis Cluster node but REDIS_CLUSTER is not "
             f"set (its replies would be MOVED/CROSSSLOT errors): {SET_CLUSTER}"
         )
+
+
+def text(value: bytes | str) -> str:
+    """A reply as text: the platform's clients answer bytes (``decode_responses`` off)."""
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def ping_all(client: Client) -> bool:

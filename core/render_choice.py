@@ -151,7 +151,7 @@ class RedisChoiceStore(ChoiceStore):
             if name != "mode" or not callback:
                 continue
             out[callback] = Choice(
-                raw[field],  # type: ignore[arg-type]
+                raw[field],  # type: ignore[arg-type]  # a Mode: only the scripts write it
                 int(raw.get(f"{callback}:agree", 0)),
                 int(raw.get(f"{callback}:disagree", 0)),
                 int(raw.get(f"{callback}:probes", 0)),
@@ -165,7 +165,7 @@ class RedisChoiceStore(ChoiceStore):
         mode, agree, disagree, probes = await self._record(
             keys=[self.key], args=[callback, "1" if same else "0", self.sample]
         )
-        return Choice(_text(mode), int(agree), int(disagree), int(probes))  # type: ignore[arg-type]
+        return Choice(_text(mode), int(agree), int(disagree), int(probes))  # type: ignore[arg-type]  # a Mode (_RECORD)
 
     async def put_summary(self, ref: str, summary: str) -> None:
         async with self.server.pipeline(transaction=False) as pipe:

@@ -13,9 +13,8 @@ import socket
 import time
 from dataclasses import asdict, dataclass, field
 
-import redis
-
 from core.keys import SiteKeys
+from core.redis_client import Client, text
 
 
 @dataclass
@@ -73,7 +72,7 @@ class WorkerRegistry:
     """Heartbeats live at ``{<site>}:worker:<id>`` with a TTL, and each worker's deadline
     (Redis' clock) in ``{<site>}:worker_deadlines``; a worker whose key expired is dead."""
 
-    def __init__(self, server: redis.Redis, site: str, *, ttl: float = 15.0) -> None:
+    def __init__(self, server: Client, site: str, *, ttl: float = 15.0) -> None:
         self.server = server
         self.keys = SiteKeys(site)
         self.ttl = ttl
@@ -101,7 +100,7 @@ class WorkerRegistry:
     def live(self) -> list[WorkerInfo]:
         """Workers whose heartbeat key has not expired (its TTL runs on Redis' clock);
         expired ones are pruned from the set."""
-        ids = sorted(member.decode() for member in self.server.smembers(self.keys.workers))
+        ids = sorted(text(member) for member in self.server.smembers(self.keys.workers))
         if not ids:
             return []
         raws = self.server.mget([self.keys.worker_prefix + worker_id for worker_id in ids])
@@ -133,7 +132,7 @@ class ConsumerCheck:
         )
 
 
-def check_consumers(server: redis.Redis, site: str) -> ConsumerCheck:
+def check_consumers(server: Client, site: str) -> ConsumerCheck:
     """Live workers of ``site``. One pool of workers serves both of the site's queues
     (the start list and the request queue), so any live worker consumes each of them."""
     part = SiteKeys(site).partition(0, 1)

@@ -89,7 +89,7 @@ def declare_item_type(item_type: str, fields: Mapping[str, ItemField]) -> ItemSc
     spec: list[tuple[str, Any, Any]] = [("url", Url, dataclasses.field())]
     for name, field_spec in fields.items():
         annotation = FIELD_TYPES[field_spec.type]
-        annotation = list[annotation] if field_spec.list else annotation  # type: ignore[valid-type]
+        annotation = list[annotation] if field_spec.list else annotation  # type: ignore[valid-type]  # a type chosen at run time
         spec.append((name, annotation | None, dataclasses.field(default=None)))
     spec += [
         ("job_id", Keyword | None, dataclasses.field(default=None)),
@@ -101,4 +101,4 @@ def declare_item_type(item_type: str, fields: Mapping[str, ItemField]) -> ItemSc
     cls.__qualname__ = name
     required = ["url", *(field for field, entry in fields.items() if entry.required)]
     registered = item_schema(item_type, id_field=keys[0] if keys else None, required=required)
-    return registered(cls).__item_schema__  # type: ignore[attr-defined]
+    return registered(cls).__item_schema__  # type: ignore[attr-defined]  # set by the item_schema decorator

@@ -291,8 +291,8 @@ def _gate_page_type(name: str, page: PageTable) -> PageTypeTable:
     if page.items:
         selectors["items"] = page.items
     for field, rules in page.fields.items():
-        found = [_within(page.items, rule.selector) for rule in rules if rule.selector]
-        found = [query for query in found if query]
+        within = [_within(page.items, rule.selector) for rule in rules if rule.selector]
+        found = [query for query in within if query]
         for n, query in enumerate(found, 1):
             selectors[field if n == 1 else f"{field}_{n}"] = query
     if page.item:
@@ -303,7 +303,7 @@ def _gate_page_type(name: str, page: PageTable) -> PageTypeTable:
         )
     selectors.update(page.selectors)
     # Only the keys a profile would write (threshold when set): the table dumps as written.
-    optional = {} if page.threshold is None else {"threshold": page.threshold}
+    optional: dict[str, Any] = {} if page.threshold is None else {"threshold": page.threshold}
     return PageTypeTable(
         sample_paths=list(page.sample_paths),
         selectors=selectors,

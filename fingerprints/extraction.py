@@ -131,7 +131,8 @@ def page_response(
     """The page as Scrapy gives it to a callback (a fixture's path is put under ``base``)."""
     url = page.url if "://" in page.url else base.rstrip("/") + "/" + page.url.lstrip("/")
     headers = dict(page.headers)
-    cls = responsetypes.from_args(headers=headers, url=url, body=page.body)
+    # By url and body: from_args would read bytes keys only, and these headers are text.
+    cls = responsetypes.from_args(url=url, body=page.body)
     request = request or Request(url)
     return cls(url=url, status=page.status, headers=headers, body=page.body, request=request)
 

@@ -297,8 +297,8 @@ def _judge_type(
         if not output.errors and not output.unfetched and empty and not output.evidence.empty:
             what = "nothing" if not output.requests else "only its own pagination"
             errors.append(f"{output.url}: the callback yielded {what}")
-        for items, evidence in output.item_groups():
-            for item in items:
+        for group, evidence in output.item_groups():
+            for item in group:
                 problems = [e for e in _item_errors(item) if not _absent(item, evidence, e)]
                 if problems:
                     invalid.append({"url": output.url, "errors": problems})

@@ -163,7 +163,7 @@ class _SamplerMixin:
                     "fingerprint_path": path,
                     "handle_httpstatus_list": _HANDLED_STATUSES,
                 }
-                entry = {
+                entry: dict[str, Any] = {
                     # A path of the site, or an absolute URL (a callback's follow-up).
                     "url": path if "://" in path else base + path,
                     "callback": "sample_page",
@@ -223,7 +223,9 @@ def _record(
     return record
 
 
-def _spider_class(site: str, settings: Any, profiles_dir: Path = PROFILES_DIR) -> type:
+def _spider_class(
+    site: str, settings: Any, sample: Mapping[str, Sequence[str]], profiles_dir: Path = PROFILES_DIR
+) -> type:
     try:
         base: type = get_spider_loader(settings).load(site)
     except KeyError:
@@ -233,7 +235,7 @@ def _spider_class(site: str, settings: Any, profiles_dir: Path = PROFILES_DIR) -
         profile = SiteProfile.load(site, profiles_dir)
         if profile.pages:
             base = generic_spider(profile)
-    attrs: dict[str, Any] = {"name": site}
+    attrs: dict[str, Any] = {"name": site, "sample_plan": sample}
     if issubclass(base, SiteSpider) and profiles_dir != PROFILES_DIR:
         # SiteSpider.load_profile keeps a profile whose site is the spider's name: the
         # project's spider, configured by the profile from the other directory.
@@ -249,7 +251,7 @@ def _profile_spider(site: str, spider: type, profiles_dir: Path = PROFILES_DIR) 
     """A plain spider with the site profile's settings, for a site without a spider yet."""
     profile = SiteProfile.load(site, profiles_dir)
 
-    class ProfileSpider(spider):  # type: ignore[valid-type, misc]
+    class ProfileSpider(spider):
         name = site
         base_url = profile.base_url
 
@@ -269,8 +271,7 @@ def main() -> int:
     # never an item store.
     isolate(settings)
     profiles_dir = Path(plan["profiles_dir"]) if plan.get("profiles_dir") else PROFILES_DIR
-    spider_class = _spider_class(plan["site"], settings, profiles_dir)
-    spider_class.sample_plan = plan["sample"]
+    spider_class = _spider_class(plan["site"], settings, plan["sample"], profiles_dir)
     kwargs: dict[str, Any] = {}
     if plan.get("base_url"):
         kwargs["base_url"] = plan["base_url"]

@@ -291,7 +291,11 @@ class ElasticsearchCluster:
         expected = len(self.running()) if nodes is None else nodes
 
         def reached() -> bool:
-            wait = {"wait_for_nodes": expected, "wait_for_status": status, "timeout": "5s"}
+            wait: dict[str, str | int] = {
+                "wait_for_nodes": expected,
+                "wait_for_status": status,
+                "timeout": "5s",
+            }
             health = self.health(wait, timeout=7.0)
             return health.get("number_of_nodes") == expected and health.get("status") == status
 

@@ -108,7 +108,7 @@ class RedisServer(ManagedProcess):
         return argv
 
     def client(self, **kwargs: object) -> redis.Redis:
-        return redis.Redis.from_url(self.url, **kwargs)  # type: ignore[arg-type]
+        return redis.Redis.from_url(self.url, **kwargs)
 
     def ready(self) -> bool:
         with self.client(socket_connect_timeout=0.5, socket_timeout=0.5) as client:

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s")
     settings = get_settings()
-    es = Elasticsearch(**settings.elasticsearch_client_kwargs(), request_timeout=120)  # type: ignore[arg-type]
+    es = Elasticsearch(**settings.elasticsearch_client_kwargs(), request_timeout=120)
     try:
         embedder = default_embedder(settings)
         if args.command == "process":

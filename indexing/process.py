@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import redis
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan, streaming_bulk
 
 from core.dedup import job_changes
+from core.redis_client import Client
 from core.removals import restored_keys
 from core.store import get_items, item_keys
 from indexing.chunking import Chunk, Chunker
@@ -85,7 +85,7 @@ class ProcessReport:
 # -- the one integration point with the item pipelines' dedup state --------------------------
 
 
-def job_item_keys(server: redis.Redis, site: str, job_id: str) -> frozenset[str]:
+def job_item_keys(server: Client, site: str, job_id: str) -> frozenset[str]:
     """Keys of the items the job found new or changed (``core.dedup``), and of the removed
     items it saw again (``core.removals``: their chunks were deleted, even if unchanged)."""
     return job_changes(server, site, job_id).new_or_changed | restored_keys(server, site, job_id)
@@ -96,7 +96,7 @@ def job_item_keys(server: redis.Redis, site: str, job_id: str) -> frozenset[str]
 
 def process_job(
     es: Elasticsearch,
-    server: redis.Redis,
+    server: Client,
     site: str,
     job_id: str,
     embedder: Embedder,

@@ -26,7 +26,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import redis
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from prefect import get_run_logger
 from prefect.exceptions import MissingContextError
@@ -40,7 +39,7 @@ from slack_sdk.webhook import WebhookClient
 
 from core.config import PlatformSettings, get_settings
 from core.keys import REDIS_ERRORS, PlatformKeys
-from core.redis_client import connect
+from core.redis_client import Client, connect
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "slack"
 
@@ -226,13 +225,13 @@ def record_failed_delivery(
         server.close()
 
 
-def failed_deliveries(server: redis.Redis) -> list[dict[str, Any]]:
+def failed_deliveries(server: Client) -> list[dict[str, Any]]:
     """The failed deliveries recorded since the last ``forget_failed_deliveries``, oldest
     first."""
     return [json.loads(raw) for raw in server.lrange(PlatformKeys.alerts_failed, 0, -1)]
 
 
-def forget_failed_deliveries(server: redis.Redis, count: int) -> None:
+def forget_failed_deliveries(server: Client, count: int) -> None:
     """Drop the ``count`` oldest failed deliveries (those a health check reported); any
     recorded since stay for the next check."""
     if count > 0:

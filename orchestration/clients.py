@@ -43,7 +43,7 @@ def redis_client() -> Client:
 
 def es_client() -> Elasticsearch:
     return Elasticsearch(
-        **get_settings().elasticsearch_client_kwargs(),  # type: ignore[arg-type]
+        **get_settings().elasticsearch_client_kwargs(),
         request_timeout=30,
         max_retries=ES_RETRIES,
         retry_on_timeout=True,

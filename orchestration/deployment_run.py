@@ -195,7 +195,7 @@ def _get(url: str) -> dict[str, Any]:
         return dict(json.loads(answer.read()))
 
 
-def _post(url: str, body: dict[str, object]) -> list[dict[str, object]]:
+def _post(url: str, body: dict[str, object]) -> list[dict[str, Any]]:
     data, headers = json.dumps(body).encode(), {"Content-Type": "application/json"}
     request = urllib.request.Request(url, data=data, headers=headers)  # noqa: S310
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310

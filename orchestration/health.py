@@ -18,13 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis
 from elasticsearch import Elasticsearch, NotFoundError
 
 from core.config import get_settings
 from core.es_access import access_problem
 from core.jobs_index import JOBS_ALIAS
 from core.keys import REDIS_ERRORS
+from core.redis_client import Client
 from core.store import get_items
 from crawlers.profiles import site_schedules
 from orchestration.alerts import failed_deliveries, forget_failed_deliveries, run_logger
@@ -170,7 +170,7 @@ def delivery_problems(failed: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def acknowledge(server: redis.Redis, report: HealthReport) -> None:
+def acknowledge(server: Client, report: HealthReport) -> None:
     """Clear the failed deliveries ``report`` showed, once it is out (a check that dies
     before shows them again); best effort."""
     try:
@@ -185,7 +185,7 @@ def acknowledge(server: redis.Redis, report: HealthReport) -> None:
 def check(
     es: Elasticsearch,
     *,
-    server: redis.Redis | None = None,
+    server: Client | None = None,
     schedules: Mapping[str, str | None] | None = None,
     search_api_url: str | None = None,
     now: dt.datetime | None = None,

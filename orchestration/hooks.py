@@ -26,6 +26,7 @@ job's document (``alerts_failed``, the template in ``extra.alerts_failed``).
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -90,7 +91,7 @@ def alert_failed_step(task: Task[..., Any], task_run: TaskRun, state: State[Any]
     if flow_run is not None:
         _step_alerted.add((flow_run.id, flow_run.run_count))
     send_error_alert(
-        context.flow.name if context else task.name,
+        context.flow.name if context and context.flow else task.name,
         flow_run,
         step=task.name,
         error=error_text(state),
@@ -177,7 +178,7 @@ def count_failed_alert(site: str, job_id: str, template: str) -> None:
     """Count an undelivered alert in the job's document; best effort (logged)."""
     try:
         with Elasticsearch(
-            **get_settings().elasticsearch_client_kwargs(),  # type: ignore[arg-type]
+            **get_settings().elasticsearch_client_kwargs(),
             request_timeout=10,
             max_retries=2,
         ) as es:
@@ -272,7 +273,12 @@ def running_step(flow_run: FlowRun) -> TaskRun | None:
         for run in task_runs
         if run.flow_run_run_count == flow_run.run_count and run.state_type in UNFINISHED
     ]
-    return max(candidates, key=lambda run: run.start_time or run.created, default=None)
+    return max(candidates, key=_started, default=None)
+
+
+def _started(run: TaskRun) -> datetime:
+    """When a task run started (or was created, before it starts); the server sets both."""
+    return run.start_time or run.created or datetime.min.replace(tzinfo=UTC)
 
 
 def last_log_lines(flow_run_id: UUID | None, task_run_id: UUID | None = None) -> list[str]:

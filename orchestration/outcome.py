@@ -143,12 +143,12 @@ def losses(document: Mapping[str, Any], coverage: Mapping[str, Any] | None = Non
             f"not stored{f' ({detail})' if detail else ''}"
         )
     if counts["items_incomplete"]:
-        parts = _by_name(
+        missing = _by_name(
             {k: v for k, v in counters.items() if k.startswith("parts/") and v}, "parts/"
         )
         lines.append(
             f"{counts['items_incomplete']} item(s) stored without some of their parts"
-            f"{f' ({parts})' if parts else ''}: fetched again next run"
+            f"{f' ({missing})' if missing else ''}: fetched again next run"
         )
     if coverage and coverage.get("drops"):
         fields = ", ".join(str(drop["field"]) for drop in coverage["drops"])

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from prefect.artifacts import (
@@ -242,8 +242,10 @@ class StepProgress:
     def _progress(self, percent: float) -> None:
         try:
             if self.artifact_id is None:
-                self.artifact_id = create_progress_artifact(
-                    percent, key=f"{self.key}-progress", description=self.description
+                self.artifact_id = _synced(
+                    create_progress_artifact(
+                        percent, key=f"{self.key}-progress", description=self.description
+                    )
                 )
             else:
                 update_progress_artifact(self.artifact_id, percent)
@@ -256,8 +258,10 @@ class StepProgress:
         # tab, not one per poll): Prefect's public helpers only create table artifacts.
         try:
             if self.table_id is None:
-                self.table_id = create_table_artifact(
-                    rows, key=f"{self.key}-live", description=self.description
+                self.table_id = _synced(
+                    create_table_artifact(
+                        rows, key=f"{self.key}-live", description=self.description
+                    )
                 )
             else:
                 with get_client(sync_client=True) as client:
@@ -324,3 +328,12 @@ class LlmWatcher:
     def finish(self, report: ProcessReport) -> None:
         figures = llm_progress(report, report.items)
         self.progress.finish(figures.rows(), figures.line())
+
+
+_T = TypeVar("_T")
+
+
+def _synced(result: _T | Coroutine[Any, Any, _T]) -> _T:
+    """The result of Prefect's sync/async function called from sync code: the value itself."""
+    assert not isinstance(result, Coroutine), "called inside an event loop"
+    return result

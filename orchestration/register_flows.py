@@ -103,24 +103,25 @@ def build_deployments(
         limit=1, collision_strategy=ConcurrencyLimitStrategy.ENQUEUE
     )
     for spec in specs(local_workers):
-        deployments.append(
-            spec.flow.to_deployment(
-                name=spec.name,
-                cron=spec.cron,
-                parameters=spec.parameters,
-                concurrency_limit=one_at_a_time if spec.scrape else None,
-                paused=True if pause_scrapes and spec.scrape and spec.cron else None,
-                description=spec.description,
-                tags=["scrape" if spec.scrape else "maintenance"],
-                work_pool_name=WORK_POOL,
-                # The process worker runs flows from here (else a fresh temp dir, where
-                # the entrypoint orchestration/flows.py does not exist).
-                job_variables={"working_dir": str(REPO_ROOT)},
-            )
+        deployment = spec.flow.to_deployment(
+            name=spec.name,
+            cron=spec.cron,
+            parameters=spec.parameters,
+            concurrency_limit=one_at_a_time if spec.scrape else None,
+            paused=True if pause_scrapes and spec.scrape and spec.cron else None,
+            description=spec.description,
+            tags=["scrape" if spec.scrape else "maintenance"],
+            work_pool_name=WORK_POOL,
+            # The process worker runs flows from here (else a fresh temp dir, where
+            # the entrypoint orchestration/flows.py does not exist).
+            job_variables={"working_dir": str(REPO_ROOT)},
         )
+        # Called outside an event loop: Prefect's sync/async function returns the deployment.
+        assert isinstance(deployment, RunnerDeployment)
+        deployments.append(deployment)
     for deployment in deployments:
         for schedule in deployment.schedules or []:
-            schedule.schedule.timezone = TIMEZONE  # type: ignore[union-attr]
+            schedule.schedule.timezone = TIMEZONE  # type: ignore[union-attr]  # cron: all have one
     return deployments
 
 
@@ -152,7 +153,7 @@ def register(
         deployment.apply(work_pool_name=WORK_POOL)
         paused = " (schedule paused: local mode)" if deployment.paused else ""
         names.append(f"{deployment.flow_name}/{deployment.name}{paused}")
-    flows = sorted({deployment.flow_name for deployment in deployments})
+    flows = sorted({deployment.flow_name for deployment in deployments if deployment.flow_name})
     webhook = get_settings().slack_webhook_url
     names.append(asyncio.run(automations.register(webhook, flows, grace=alert_grace)))
     return names

@@ -17,7 +17,7 @@ import datetime as dt
 import json
 import re
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
@@ -63,7 +63,7 @@ def result_count(value: str) -> int:
     return k
 
 
-def elasticsearch_kwargs() -> dict[str, object]:
+def elasticsearch_kwargs() -> dict[str, Any]:
     """The configured Elasticsearch; without ``ELASTICSEARCH_URL``, the local stack's when
     one is up (``make prefect-up`` / ``make demo`` listen elsewhere than 9200), said once
     on stderr."""
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.health and not args.query:
         parser.error("give a query, or --health")
     console = Console(soft_wrap=False)
-    es = Elasticsearch(**elasticsearch_kwargs(), request_timeout=30)  # type: ignore[arg-type]
+    es = Elasticsearch(**elasticsearch_kwargs(), request_timeout=30)
     try:
         if args.health:
             health = check_health(es, stale_after=dt.timedelta(hours=args.stale_after_hours))

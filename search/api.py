@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
-    es = Elasticsearch(**get_settings().elasticsearch_client_kwargs(), request_timeout=30)  # type: ignore[arg-type]
+    es = Elasticsearch(**get_settings().elasticsearch_client_kwargs(), request_timeout=30)
     embedder: Embedder | None
     try:
         embedder = default_embedder()

@@ -11,11 +11,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import redis
-import redis.asyncio
 from redis.asyncio.lock import Lock
 
 from core.keys import SiteKeys
+from core.redis_client import AsyncClient, Client
 from core.store.actions import StoreAction
 from core.store.spill import DEAD_LETTER_CAP, SendFn, Spill, dead_entry
 
@@ -43,9 +42,7 @@ class RedisSpill(Spill):
     drainer's PID (``<pid>:<token>``), so an operator can tell who holds it.
     """
 
-    def __init__(
-        self, server: redis.asyncio.Redis, site: str, *, lock_timeout: float = 6.0
-    ) -> None:
+    def __init__(self, server: AsyncClient, site: str, *, lock_timeout: float = 6.0) -> None:
         self.server = server
         self.keys = SiteKeys(site)
         self.lock_timeout = lock_timeout
@@ -108,12 +105,13 @@ class RedisSpill(Spill):
                 logger.warning("spill drain lock not renewed (%s)", type(exc).__name__)
                 return
 
-    async def _parse(self, raw: bytes) -> StoreAction | None:
+    async def _parse(self, raw: bytes | str) -> StoreAction | None:
         try:
             return StoreAction.from_json(raw)
         except (ValueError, TypeError) as exc:
             logger.error("undecodable spill entry moved to dead letters: %s", exc)
-            await self._push_dead({"raw": raw.decode(errors="replace"), "error": str(exc)})
+            entry = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+            await self._push_dead({"raw": entry, "error": str(exc)})
             return None
 
     async def _push_dead(self, entry: dict[str, Any]) -> None:
@@ -128,12 +126,12 @@ class RedisSpill(Spill):
 # -- sync readers (flows, operators, tests) ---------------------------------------------
 
 
-def spill_size(server: redis.Redis, site: str) -> int:
+def spill_size(server: Client, site: str) -> int:
     """Items of ``site`` waiting in the Redis spill (the drain step waits for 0)."""
     return int(server.llen(SiteKeys(site).store_spill))
 
 
-def dead_letters(server: redis.Redis, site: str, limit: int = 100) -> list[dict[str, Any]]:
+def dead_letters(server: Client, site: str, limit: int = 100) -> list[dict[str, Any]]:
     """The newest ``limit`` dead letters of ``site`` (action + error + time)."""
     raws = server.lrange(SiteKeys(site).store_dead_letters, -limit, -1)
     return [json.loads(raw) for raw in raws]

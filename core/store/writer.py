@@ -306,7 +306,7 @@ class ItemStore:
             if outcome in ACCEPTED:
                 self._count(f"store/{outcome}")
                 self._count("store/superseded", len(group) - 1)
-                accepted.append((rep, outcome))
+                accepted.append((rep, Outcome(outcome)))
             elif outcome == Outcome.MISSING:
                 self._count("store/touch_missing", len(group))
                 for p in group:

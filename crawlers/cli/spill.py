@@ -22,13 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis.asyncio
 from elasticsearch import AsyncElasticsearch
 from scrapy.settings import BaseSettings
 from scrapy.spiderloader import get_spider_loader
 
 from core.config import ConfigurationError, check_elasticsearch_url, check_redis_url, redacted
 from core.keys import REDIS_ERRORS, SiteKeys
+from core.redis_client import AsyncClient
 from core.store import SPILL_ERRORS, FileSpill, ItemStore, StoreSettings, drain_site_spill
 from crawlers.addon import project_settings
 from crawlers.commands import check_site
@@ -109,7 +109,7 @@ async def drain_spills(
             await server.aclose()
 
 
-async def _redis_state(server: redis.asyncio.Redis, site: str) -> SpillState:
+async def _redis_state(server: AsyncClient, site: str) -> SpillState:
     keys = SiteKeys(site)
     state = SpillState(f"redis list {keys.store_spill}", keys.store_dead_letters)
     try:
@@ -132,7 +132,7 @@ async def _file_state(spill: FileSpill) -> SpillState:
 async def _drain(
     state: SpillState,
     es: AsyncElasticsearch,
-    server: redis.asyncio.Redis | None,
+    server: AsyncClient | None,
     site: str,
     settings: StoreSettings,
 ) -> None:

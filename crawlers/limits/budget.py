@@ -98,16 +98,18 @@ def url_shape(url: str) -> str:
 class DepthBudget(DepthMiddleware):
     """Scrapy's ``DepthMiddleware`` (``DEPTH_LIMIT``), naming and counting what it refuses."""
 
+    budget: BudgetState
+
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DepthBudget:
         middleware = super().from_crawler(crawler)
-        middleware.budget = CrawlServices.of(crawler).component(BudgetState)  # type: ignore[attr-defined]
+        middleware.budget = CrawlServices.of(crawler).component(BudgetState)
         return middleware
 
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         processed = super().get_processed_request(request, response)
         if processed is None:
-            budget: BudgetState = self.budget  # type: ignore[attr-defined]
+            budget = self.budget
             budget.refuse("depth")
             budget.reach("depth", "DEPTH_LIMIT", self.maxdepth, "deeper links are not followed")
         return processed

@@ -100,7 +100,9 @@ def select(response: TextResponse, queries: Mapping[str, Query]) -> dict[str, Fo
             _from_tree(response, query, found[name])
     if streamed:
         target = _Target({name: (queries[name], streamed[name], found[name]) for name in streamed})
-        parser = etree.HTMLParser(target=target, encoding="utf-8", huge_tree=True)
+        parser = etree.HTMLParser(  # type: ignore[call-overload]  # types-lxml: a target needs all ParserTarget methods
+            target=target, encoding="utf-8", huge_tree=True
+        )
         text = response.text
         for start in range(0, len(text), _CHUNK):
             parser.feed(text[start : start + _CHUNK].replace("\x00", "").encode())

@@ -119,7 +119,8 @@ class CardGate:
             logger.info("listing cards: RECRAWL_CARD_SKIP is off, fetching every card's page")
             return
         server = CrawlServices.of(self.crawler).redis
-        site = str(self.crawler.spider.name)  # type: ignore[union-attr]
+        assert self.crawler.spider is not None, "cards are set up while a spider runs"
+        site = str(self.crawler.spider.name)
         self.state = CardState(server, site)
         self.layout = baseline_id(site)
         logger.info("listing cards: skipping unchanged cards of %s", ", ".join(recrawl.card_fields))

@@ -190,8 +190,8 @@ class CrawlServices:
         """The crawl's one ``cls`` (built with ``cls.from_crawler(crawler)`` on first use)."""
         found = self._components.get(cls)
         if found is None:
-            found = self._components[cls] = cls.from_crawler(self.crawler)  # type: ignore[attr-defined]
-        return found  # type: ignore[no-any-return]
+            found = self._components[cls] = cls.from_crawler(self.crawler)  # type: ignore[attr-defined]  # any class with from_crawler, Scrapy's convention
+        return found
 
     async def aclose(self) -> None:
         """The ledger's last writes, then every client, once (the engine stopped)."""
