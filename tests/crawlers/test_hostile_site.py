@@ -270,6 +270,48 @@ def test_a_required_value_no_source_has_valid_drops_the_item_counted(
     assert "price: greater_than_equal" in dropped
 
 
+PROFILED = """item_type = "product"
+base_url = "{base_url}"
+start_paths = ["/profiled/product/p1"]
+[pages.product]
+url_patterns = ['^/profiled/product/']
+item = "Product"
+[pages.product.fields]
+name = [{{data = "name"}}, {{css = "h1.product-title"}}]
+price = [{{data = "offers.price"}}, {{css = ".price-value"}}]
+currency = {{data = "offers.priceCurrency"}}
+rating = [{{data = "aggregateRating.ratingValue"}}, {{css = ".rating-value"}}]
+[politeness]
+autothrottle = false
+"""
+
+
+def test_a_profile_driven_site_takes_each_field_from_its_first_fitting_source(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    """The generic spider: a JSON-LD price that does not fit, the microdata's; a microdata
+    rating off the scale, the printed one; each refusal counted and said in one line."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "profiled.toml").write_text(PROFILED.format(base_url=hostile.url))
+    stats, log, _ = crawl(
+        tmp_path, hostile.url, site="profiled", env={"SITE_PROFILES_DIR": str(profiles)}
+    )
+    (item,) = items(tmp_path)
+    assert (item["name"], item["price"], item["currency"], item["rating"]) == (
+        "Product p1",
+        12.5,
+        "EUR",
+        4.5,
+    )
+    assert stats["fields/fallback/product/price/json-ld/greater_than_equal"] == 1
+    assert stats["fields/fallback/product/rating/microdata/less_than_equal"] == 1
+    assert stats["validation/valid/product"] == 1
+    (line,) = lines(log, "field(s) refused a source's value")
+    assert "price taken from microdata, refused json-ld: greater_than_equal" in line
+    assert "rating taken from dom, refused microdata: less_than_equal" in line
+
+
 # -- download failures -------------------------------------------------------------------
 
 
