@@ -44,7 +44,7 @@ from crawlers.spiders.common import (
     to_int,
 )
 from crawlers.spiders.demo_cards import CARD_MARKUPS, PRODUCT_SKU, extract_cards
-from crawlers.spiders.fallbacks import Picked, pick
+from crawlers.spiders.fallbacks import PRICE, Picked, pick
 
 PRODUCT_FIELDS = (
     "name",
@@ -271,6 +271,7 @@ def read_product(response: TextResponse, selectors: PageSelectors | None = None)
             ("url", {"sku": match.group(1) if match else None}),
         ],
         names=("sku", *PRODUCT_FIELDS),
+        together=PRICE,
     )
     return dataclasses.replace(picked, fields={"url": response.url, **picked.fields})
 

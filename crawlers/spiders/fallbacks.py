@@ -31,6 +31,8 @@ from typing import Any, Protocol
 
 from crawlers.items import schema_by_type
 
+# An amount and its currency are one statement: read from one source where it has both.
+PRICE = {"price": ("currency",)}
 # A source's fields, or a function reading them: only called when an earlier source left
 # a field without a fitting value (a complete JSON-LD spares parsing the markup).
 Layer = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
@@ -68,11 +70,14 @@ def pick(
     *,
     names: Iterable[str] | None = None,
     order: Mapping[str, Sequence[str]] | None = None,
+    together: Mapping[str, Sequence[str]] | None = None,
 ) -> Picked:
     """The fields ``names`` (default: every field a layer gives) from ``layers`` (source
     name, fields), each from the first source whose value fits; ``order``: a field's own
     source order where it differs from the layers' (a source known to be more precise
-    for that field), naming only the sources to try."""
+    for that field), naming only the sources to try; ``together``: fields read from the
+    source their lead field was taken from (``{"price": ("currency",)}``: an amount and
+    its currency are one statement), from any source when the lead has none."""
     schema = schema_by_type(item_type)
     sources = [name for name, _ in layers]
     read = _Layers(dict(layers))
@@ -82,8 +87,12 @@ def pick(
     chosen: dict[str, str] = {}
     rejected: list[Rejected] = []
     no_valid: list[str] = []
-    for name in list(fields):
+    led = {name: lead for lead, bound in (together or {}).items() for name in bound}
+    for name in sorted(fields, key=lambda name: name in led):  # leads first
         tried = [s for s in (order or {}).get(name, sources) if s in sources]
+        lead = chosen.get(led.get(name, ""))
+        if lead is not None:  # the lead's source first: one statement, where it has both
+            tried = [lead, *(s for s in tried if s != lead)]
         found = _first_fitting(schema, name, tried, read)
         rejected += found.refused
         if found.source is not None:

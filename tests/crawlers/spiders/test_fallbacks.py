@@ -106,6 +106,21 @@ def test_a_required_field_without_a_valid_source_keeps_its_value_for_the_pipelin
     assert [(e.field, e.reason) for e in errors] == [("price", "greater_than_equal")]
 
 
+def test_a_currency_goes_with_its_amount_s_source_first() -> None:
+    layers = [
+        ("json-ld", {"price": -5.0, "currency": "USD"}),
+        ("dom", {"price": 5.0, "currency": "EUR"}),
+        ("url", {"price": 7.0}),
+    ]
+    picked = pick("demo_product", layers, together={"price": ("currency",)})
+    assert (picked.fields["price"], picked.fields["currency"]) == (5.0, "EUR")
+    # The amount's source states no currency: the first source that does.
+    layers[1][1].pop("currency")
+    picked = pick("demo_product", layers, together={"price": ("currency",)})
+    assert (picked.fields["price"], picked.fields["currency"]) == (5.0, "USD")
+    assert list(picked.fields) == ["price", "currency"]
+
+
 def test_a_field_s_own_order_names_the_sources_it_tries() -> None:
     layers = [
         ("store", {"name": "Store name", "description": "short"}),
@@ -169,7 +184,7 @@ def test_the_demo_product_reads_each_field_from_its_first_fitting_source() -> No
         "sku": "json-ld",
         "name": "dom",
         "price": "dom",
-        "currency": "json-ld",
+        "currency": "dom",  # with its amount: the markup's EUR
     }
     assert {(r.field, r.source, r.reason) for r in picked.rejected} == {
         ("name", "json-ld", "replacement_character"),
