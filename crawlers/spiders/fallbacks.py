@@ -8,7 +8,11 @@ selectors). ``pick`` takes each field from the first layer whose value fits the 
 declared type and constraints (``ItemSchema.field_error``: the item schema's own check,
 as the validation pipeline judges the item). So one bad value in one source (a negative
 JSON-LD price, a ``javascript:`` image URL, a rating on the wrong scale) is taken from the
-next source that has the field, instead of the pipeline dropping the whole item.
+next source that has the field, instead of the pipeline dropping the whole item. What a
+listing card said of an item its own page completes is one more source, the last
+(``listing``); a site may name its own sources and give a field its own order (``order``),
+and read a field with the source of another (``together``: a currency with its amount).
+A profile-driven site's rules (``crawlers.spiders.rules``) are sources the same way.
 
 Text marked as undecodable (U+FFFD, what a lone surrogate escape or bytes of the wrong
 charset become) fits the schema but is damaged: a later source's clean text wins over it
