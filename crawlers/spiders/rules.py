@@ -201,26 +201,22 @@ def read_page(
     no_valid: list[str] = []
     required = schema_by_type(item_type).required
     context = _Context(response, root if root is not None else response, reading)
+    unfit: dict[str, Any] = {}  # a field's first value converted but refused by its type
     for name, rules in page.fields.items():
-        unfit: list[Any] = []  # values converted but refused by the field's type
         for rule, source, data in _candidates(rules, nodes):
             try:
                 value = _value(context, rule, data, kinds[name])
             except _Refused as exc:
                 problems.append(f"{name}: {exc}")
                 refused.append(Rejected(name, source, exc.reason, str(exc)))
-                unfit += [exc.value] if exc.value is not None else []
+                if exc.value is not None:
+                    unfit.setdefault(name, exc.value)
                 continue
             if value is not None:
                 fields[name], sources[name] = value, source
                 if rule.url is None and rule.value is None:
                     from_page.append(name)
                 break
-        else:
-            if unfit and name in required:
-                fields[name] = unfit[0]  # validation drops the item, naming why
-            elif any(r.field == name for r in refused):
-                no_valid.append(name)
     if node is not None or from_page:
         # Defaults complete a page that has the item, after every fallback had its turn;
         # a page without it (a block page answered 200) stays without.
@@ -228,6 +224,13 @@ def read_page(
             default = next((rule.default for rule in rules if rule.default is not None), None)
             if fields[name] is None and default is not None:
                 fields[name] = _valid(kinds[name], convert(kinds[name], default, context))
+    # Still without a value after all that: a required field keeps its first unfit value
+    # (validation drops the item, naming why), another is left empty.
+    for name in dict.fromkeys(r.field for r in refused if fields[r.field] is None):
+        if name in unfit and name in required:
+            fields[name] = unfit[name]
+        else:
+            no_valid.append(name)
     picked = Picked(item_type, fields, sources, tuple(refused), tuple(no_valid))
     return Extraction(fields, node is not None, tuple(problems), tuple(from_page), picked)
 
