@@ -199,6 +199,26 @@ class ItemSchema:
                 errors.append(FieldError(path or "_item", error["type"], error["msg"]))
         return Validation(validated, tuple(errors))
 
+    def field_error(self, name: str, value: Any) -> FieldError | None:
+        """Why ``value`` does not fit field ``name`` as declared (None: it fits), judged as
+        ``validate`` judges it, one field alone: a candidate value of one source is
+        checked before the item is built (``crawlers.spiders.fallbacks``). An empty value
+        is no error here (absent, not invalid); a required field's emptiness is the item's."""
+        if _is_empty(value):
+            return None
+        try:
+            self._field_adapters[name].validate_python(value, strict=True)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            path = ".".join(str(part) for part in error["loc"] if not isinstance(part, int))
+            return FieldError(f"{name}.{path}" if path else name, error["type"], error["msg"])
+        return None
+
+    @cached_property
+    def _field_adapters(self) -> dict[str, TypeAdapter[Any]]:
+        hints = typing.get_type_hints(self.cls, include_extras=True)
+        return {name: TypeAdapter(hints[name]) for name in self.field_names}
+
     # -- identity and content -----------------------------------------------------------
     def stable_id(self, data: Mapping[str, Any]) -> str:
         """The site's own id, else the canonical URL (fragment dropped, query sorted)."""

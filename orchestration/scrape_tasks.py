@@ -43,6 +43,7 @@ from orchestration.progress import DrainWatcher, LlmWatcher
 from orchestration.repairs import alert_lines
 from orchestration.report import markdown, summary_context, table_rows
 from orchestration.steps import LocalWorkers, StepError, job_id_for, preflight, wait_for_drain
+from orchestration.wiring import worker_env
 
 # Cached per task, inputs and flow run: a retry of the same run (same run id) skips the
 # steps that completed; a new run never reuses an old run's results.
@@ -182,6 +183,21 @@ def produce_task(site: str, job_id: str, base_url: str | None) -> dict[str, Any]
     return {"site": site, "job_id": job_id, "entries": job.entries}
 
 
+def launch_workers(site: str, job_id: str, count: int, base_url: str | None) -> LocalWorkers:
+    """The job's local ``scrapy crawl <site>`` workers (not started): settings on their
+    command line, secrets in their environment, each site's only to its own workers, as
+    compose's ``worker-<site>`` (``orchestration.wiring.worker_env``)."""
+    return LocalWorkers(
+        site,
+        job_id,
+        count,
+        run_dir=get_settings().platform_run_dir / "jobs" / job_id,
+        env=worker_env(SiteProfile.load(site), os.environ),
+        settings=crawl_settings(),
+        base_url=base_url,
+    )
+
+
 @task(
     name="wait-for-drain",
     cache_policy=RESUMABLE,
@@ -196,18 +212,14 @@ def drain_task(
     window = addon.drain_window()
     workers: LocalWorkers | None = None
     if local_workers:
-        run_dir = get_settings().platform_run_dir / "jobs" / job_id
-        workers = LocalWorkers(
-            site,
-            job_id,
-            local_workers,
-            run_dir=run_dir,
-            env=os.environ,  # secrets (credentials, session cookies, proxies) travel here
-            settings=crawl_settings(),
-            base_url=base_url,
-        )
+        workers = launch_workers(site, job_id, local_workers, base_url)
         workers.start(server)
-        logger.info("launched %d local %s workers (logs in %s)", local_workers, site, run_dir)
+        logger.info(
+            "launched %d local %s workers (logs in %s)",
+            local_workers,
+            site,
+            workers.log_path(1).parent,
+        )
     watcher = DrainWatcher(
         f"{artifact_prefix(site)}-crawl",
         logger,

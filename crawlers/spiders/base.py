@@ -29,6 +29,7 @@ from crawlers.recrawl.cards import Card, CardGate
 from crawlers.recrawl.context import ItemSeen
 from crawlers.runtime.jobs import JOB_META, new_job_id
 from crawlers.runtime.services import CrawlServices
+from crawlers.spiders.fallbacks import Picked, report
 
 
 class SiteSpider(Spider):
@@ -138,6 +139,12 @@ class SiteSpider(Spider):
         return await gate.outputs(
             response, cards, item_type, self.profile.recrawl, self.name, self.job_id
         )
+
+    def picked(self, url: str, picked: Picked) -> dict[str, Any]:
+        """The fields of an item read from several sources (``crawlers.spiders.fallbacks``),
+        each source's refused values counted and said in one line."""
+        report(picked, url, self.crawler.stats, self.logger)
+        return dict(picked.fields)
 
     def on_error(self, failure: Failure) -> None:
         """Default errback: a request that failed for good is logged and counted."""

@@ -1,8 +1,9 @@
 """The demo store spider: home -> categories -> listing pages -> products -> reviews API.
 
 ``scrapy crawl demo -O items.jsonl -a base_url=http://127.0.0.1:8000`` (the base URL
-defaults to ``DEMO_SITE_URL``). Product fields come from JSON-LD first, then schema.org
-microdata, then CSS on the visible markup, field by field. Reviews are rendered by
+defaults to ``DEMO_SITE_URL``). Each product field comes from the first source whose
+value fits the field's type (JSON-LD, then schema.org microdata, then CSS on the visible
+markup: ``crawlers.spiders.fallbacks``). Reviews are rendered by
 JavaScript on the site, so the spider reads the API URL from the page and fetches the
 JSON itself, carrying the partial product in ``cb_kwargs``.
 
@@ -12,8 +13,9 @@ missing field is logged with its URL and counted in the ``demo/*`` stats.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -42,6 +44,7 @@ from crawlers.spiders.common import (
     to_int,
 )
 from crawlers.spiders.demo_cards import CARD_MARKUPS, PRODUCT_SKU, extract_cards
+from crawlers.spiders.fallbacks import PRICE, Picked, pick
 
 PRODUCT_FIELDS = (
     "name",
@@ -160,7 +163,7 @@ class DemoSpider(SiteSpider):
             self._fail(response.url, "product", "not a text response")
             return
         product = self.selectors("product")
-        fields = extract_product(response, product)
+        fields = self.picked(response.url, read_product(response, product))
         if fields["name"] is None and fields["price"] is None:
             # A block page answered with 200, or markup this spider no longer knows.
             self._fail(response.url, "product", "no product data on the page")
@@ -244,29 +247,33 @@ class DemoSpider(SiteSpider):
 def extract_product(
     response: TextResponse, selectors: PageSelectors | None = None
 ) -> dict[str, Any]:
-    """The product fields of a page: JSON-LD, then microdata, then CSS, field by field.
+    """The product fields of a page: ``read_product``'s picked fields."""
+    return read_product(response, selectors).fields
 
-    A later layer is only parsed when an earlier one left a field empty. ``selectors``:
-    the profile's ``product`` selectors, which the CSS layer reads (default: the shipped
-    profile's).
+
+def read_product(response: TextResponse, selectors: PageSelectors | None = None) -> Picked:
+    """The product fields of a page, each from the first source whose value fits the
+    field (``crawlers.spiders.fallbacks``): JSON-LD, then microdata, then CSS on the
+    visible markup, then (the SKU) the URL.
+
+    A later source is only parsed when an earlier one left a field without a fitting
+    value. ``selectors``: the profile's ``product`` selectors, which the CSS source reads
+    (default: the shipped profile's).
     """
-    fields: dict[str, Any] = dict.fromkeys(("sku", *PRODUCT_FIELDS))
     shown = page_selectors("demo", "product", selectors)
-    layers: tuple[Callable[[TextResponse], dict[str, Any]], ...] = (
-        from_jsonld,
-        from_microdata,
-        lambda page: from_css(page, shown),
+    match = PRODUCT_SKU.search(urlparse(response.url).path)
+    picked = pick(
+        "demo_product",
+        [
+            ("json-ld", lambda: from_jsonld(response)),
+            ("microdata", lambda: from_microdata(response)),
+            ("dom", lambda: from_css(response, shown)),
+            ("url", {"sku": match.group(1) if match else None}),
+        ],
+        names=("sku", *PRODUCT_FIELDS),
+        together=PRICE,
     )
-    for layer in layers:
-        found = layer(response)
-        for name, value in fields.items():
-            if value is None and found.get(name) is not None:
-                fields[name] = found[name]
-        if all(value is not None for value in fields.values()):
-            break
-    if fields["sku"] is None and (match := PRODUCT_SKU.search(urlparse(response.url).path)):
-        fields["sku"] = match.group(1)
-    return {"url": response.url, **fields}
+    return dataclasses.replace(picked, fields={"url": response.url, **picked.fields})
 
 
 def from_jsonld(response: TextResponse) -> dict[str, Any]:

@@ -22,6 +22,7 @@ CAPTCHA answer is classified by the fetch middleware and retried through another
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ from crawlers.spiders.common import (
     to_float,
     to_int,
 )
+from crawlers.spiders.fallbacks import Picked, pick
 
 REVIEW_FIELDS = ("author", "rating", "title", "published_at", "pros", "cons")
 _BLOCK_ID = re.compile(r"survey-response-(\d+)")
@@ -77,6 +79,7 @@ class ProductPage:
     review_count: int | None = None
     reviews: list[dict[str, Any]] = field(default_factory=list)
     next_url: str | None = None
+    picked: list[Picked] = field(default_factory=list)  # each review's, its sources named
 
 
 class G2Spider(ProductionSpider):
@@ -94,7 +97,8 @@ class G2Spider(ProductionSpider):
         if not page.reviews:
             self.logger.warning("%s: a product page without reviews", response.url)
             self.count("pages_without_reviews")
-        for fields in page.reviews:
+        for picked in page.picked:
+            fields = self.picked(response.url, picked)
             self.note_missing(response.url, fields, REVIEW_FIELDS)
             self.count("reviews")
             yield Review(
@@ -145,30 +149,31 @@ def extract_product_page(
             or text(first(product.get("applicationCategory"))),
         )
     language = text(response.xpath("/html/@lang").get())
-    reviews = [
-        fields
+    picked = [
+        review
         for element in response.xpath(_REVIEW_BLOCKS)
-        if (fields := _review(element, by_element.get(element.root, {}), response, language))
+        if (review := _review(element, by_element.get(element.root, {}), response, language))
     ]
     return ProductPage(
         subject=subject,
         rating=to_float(first(rating.get("ratingValue"))),
         review_count=to_int(first(rating.get("reviewCount"))),
-        reviews=reviews,
+        reviews=[review.fields for review in picked],
+        picked=picked,
         next_url=_next_url(response, page_selectors("g2", "product_reviews", selectors)),
     )
 
 
 def _review(
     element: Selector, item: dict[str, Any], response: TextResponse, language: str | None
-) -> dict[str, Any]:
+) -> Picked | None:
     """One review block: its microdata ``item`` (empty when the block lost it), then markup."""
     block_id = _BLOCK_ID.search(element.root.get("id") or "")
     link = element.css('a.pjax[href*="-review-"]::attr(href)').get()
     link_id = _LINK_ID.search(link or "")
     review_id = (block_id or link_id).group(1) if (block_id or link_id) else None
     if not review_id:
-        return {}
+        return None
     rating = first(item.get("reviewRating"))
     rating = rating if isinstance(rating, dict) else {}
     author = first(item.get("author"))
@@ -178,27 +183,44 @@ def _review(
     pros, cons = _pros_cons(sections)
     tags = " ".join(element.css(".tags--teal ::text").getall()).lower()
     votes = element.css("[data-voting-options]::attr(data-voting-options)").get()
-    title = text(first(item.get("name"))) or css_text(element, "a.pjax .l2 ::text")
-    return {
+    # Each of these from the first source whose value fits (crawlers.spiders.fallbacks):
+    # the block's microdata, then its markup; the body the other way round (the markup has
+    # every question with its answer, the microdata one text).
+    microdata = {
+        "author": text(first(author.get("name"))),
+        "rating": to_float(first(rating.get("ratingValue"))),
+        "title": _unquoted(text(first(item.get("name")))),
+        "body": long_text(_strip_boilerplate(text(first(item.get("reviewBody"))))),
+        "published_at": text(first(item.get("datePublished"))),
+    }
+    markup = {
+        "author": css_text(element, "a.link--header-color::text"),
+        "rating": int(stars.group(1)) / 2 if stars else None,  # stars-9 = 4.5 of 5
+        "title": _unquoted(css_text(element, "a.pjax .l2 ::text")),
+        "body": long_text("\n\n".join(f"{q}\n{a}" for q, a in sections.items())),
+        "published_at": text(element.css("time::attr(datetime)").get()),
+    }
+    picked = pick(
+        "review",
+        [("microdata", microdata), ("dom", markup)],
+        order={"body": ("dom", "microdata")},
+    )
+    fields = {
         "url": response.urljoin(link) if link else f"{response.url}#survey-response-{review_id}",
         "review_id": review_id,
-        "author": text(first(author.get("name")))
-        or css_text(element, "a.link--header-color::text"),
-        "rating": to_float(first(rating.get("ratingValue")))
-        if rating
-        else (int(stars.group(1)) / 2 if stars else None),  # stars-9 = 4.5 of 5
+        **picked.fields,
         "rating_scale": to_float(first(rating.get("bestRating"))) or 5.0,
-        "title": title.strip('"“”') if title else None,
-        "body": long_text("\n\n".join(f"{q}\n{a}" for q, a in sections.items()))
-        or long_text(_strip_boilerplate(text(first(item.get("reviewBody"))))),
         "pros": pros,
         "cons": cons,
         "language": language,
-        "published_at": text(first(item.get("datePublished")))
-        or text(element.css("time::attr(datetime)").get()),
         "verified": any(tag in tags for tag in _VERIFIED_TAGS),
         "helpful_count": _votes(votes),
     }
+    return dataclasses.replace(picked, fields=fields)
+
+
+def _unquoted(title: str | None) -> str | None:
+    return title.strip('"“”') if title else None
 
 
 def breadcrumb_category(response: TextResponse) -> str | None:

@@ -123,9 +123,12 @@ class GenericSpider(ProductionSpider):
             # A block page answered with 200, or markup the rules no longer match.
             self.fail(response, name, "no item data on the page")
             return None
-        for problem in extraction.problems:
-            self.logger.warning("%s: %s", response.url, problem)
-            self.count("unconverted")
+        # Values found but refused: counted under their field and source, said in one
+        # line (crawlers.spiders.fallbacks), and in the site's own count.
+        if extraction.problems:
+            self.count("unconverted", len(extraction.problems))
+        if extraction.picked is not None:
+            self.picked(response.url, extraction.picked)
         missing = [f for f in self.profile.pages[name].fields if extraction.fields[f] is None]
         if missing:
             self.logger.info("%s: nothing found for %s", response.url, ", ".join(missing))

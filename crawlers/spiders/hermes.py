@@ -12,11 +12,13 @@ product is yielded from the category data and completed from its product page
 (description, material, dimensions); if the product page fails, the category's data is
 yielded alone, never dropped. The grid markup (the profile's ``grid_items``) is the fallback.
 
-Product pages: ASSUMED structure, no saved hermes.com product page was available. The
-spider reads a ``hermes-state`` entry whose body has the product's ``sku`` (as the
-category's items), then JSON-LD ``Product``, then the markup (the profile's ``product``
-selectors: title, price, description; ``.product-detail``): each layer is
-optional, so a product page that differs from the model still yields the category data.
+Product pages: ASSUMED structure, no saved hermes.com product page was available. Each
+field comes from the first source whose value fits it (``crawlers.spiders.fallbacks``):
+a ``hermes-state`` entry whose body has the product's ``sku`` (as the category's items),
+JSON-LD ``Product``, the markup (the profile's ``product`` selectors: title, price,
+description; ``.product-detail``), then the category's data; each source is optional, so
+a product page that differs from the model still yields the category data. The currency
+goes with the price: the page's own for the page's price, else the category's.
 
 Currency: every market (``/ca/en/``, ``/fr/fr/``, ``/jp/ja/``, ...) prices in its own
 currency and the state gives bare numbers. A currency code the page states (an ASSUMED
@@ -35,6 +37,7 @@ has seen, which is the URL the button leads to on the site.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, NamedTuple
@@ -64,9 +67,12 @@ from crawlers.spiders.common import (
     to_float,
     unique,
 )
+from crawlers.spiders.fallbacks import Picked, pick
 from crawlers.spiders.hermes_markets import country_of_market, resolve_currency, stated_code
 
 PRODUCT_FIELDS = ("name", "price", "currency", "availability", "images")
+# What a product page may state, in the order its fields are returned.
+_PAGE_FIELDS = ("name", "price", "availability", "color", "material", "description")
 _STATE = '//script[@id="hermes-state"]/text()'
 _SKU_IN_URL = re.compile(r"-(H[0-9A-Z]{6,})/?$")
 _LOCALE = re.compile(r"^/([a-z]{2})/([a-z]{2})/")
@@ -136,15 +142,14 @@ class HermesSpider(ProductionSpider):
         partial = partial or {"url": response.url}
         fields = dict(partial)
         if isinstance(response, TextResponse):
-            found = extract_product(response, partial.get("product_id"), self.selectors("product"))
-            for name, value in found.items():
-                if value not in (None, "", []):
-                    fields[name] = value  # the product page is more precise
-            if not found.get("name"):
+            # The product page is more precise; the category's data where it has nothing.
+            picked = read_product(
+                response, partial.get("product_id"), self.selectors("product"), partial
+            )
+            fields.update(self.picked(response.url, picked))
+            if picked.sources.get("name") in (None, "listing"):
                 self.logger.warning("%s: product page unreadable, category data only", response.url)
                 self.count("product_page_unparsed")
-        # Without a currency of its own, the product page's price keeps the category's:
-        # both pages are the same market's (the product URL carries the category's locale).
         self.note_missing(response.url, fields, PRODUCT_FIELDS)
         self.note_currency(response.url, fields)
         self.count("products")
@@ -368,59 +373,37 @@ def _from_grid(
 def extract_product(
     response: TextResponse, sku: str | None = None, selectors: PageSelectors | None = None
 ) -> dict[str, Any]:
-    """A product page's fields (assumed structure, see the module docstring).
-    ``selectors``: the profile's ``product`` selectors (default: the shipped profile's)."""
+    """A product page's fields alone (assumed structure, see the module docstring)."""
+    return read_product(response, sku, selectors).fields
+
+
+def read_product(
+    response: TextResponse,
+    sku: str | None = None,
+    selectors: PageSelectors | None = None,
+    listing: dict[str, Any] | None = None,
+) -> Picked:
+    """A product's fields, each from the first source whose value fits it (module
+    docstring); ``listing``: what the category page said of it, the last source."""
     shown = page_selectors("hermes", "product", selectors)
     sku = sku or (m.group(1) if (m := _SKU_IN_URL.search(urlparse(response.url).path)) else None)
-    fields: dict[str, Any] = dict.fromkeys(
-        ("name", "price", "currency", "availability", "color", "material", "description")
-    )
-    body = next(
-        (
-            b
-            for _, b in state_entries(response)
-            if isinstance(b, dict) and b.get("sku") and (sku is None or b.get("sku") == sku)
-        ),
-        None,
-    )
-    attributes: dict[str, Any] = {}
-    stated: list[Any] = []  # currency codes, the product's own first
-    if body:
-        fields.update(
-            name=text(body.get("title")),
-            price=to_float(body.get("price")),
-            availability=_availability(body.get("stock")),
-            color=text(body.get("avgColor")),
-            material=text(body.get("materials")),
-            description=long_text(body.get("description")),
-        )
-        stated.append(_item_currency(body))
-        if body.get("dimensions"):
-            attributes["dimensions"] = text(body["dimensions"])
-    for node in structured_nodes(response, "json-ld"):
-        if not has_type(node, "Product"):
-            continue
-        offer = first(node.get("offers"))
-        offer = offer if isinstance(offer, dict) else {}
-        found = {
-            "name": text(node.get("name")),
-            "price": to_float(offer.get("price")),
-            "availability": schema_name(offer.get("availability")),
-            "color": text(node.get("color")),
-            "material": text(node.get("material")),
-            "description": long_text(node.get("description")),
-        }
-        for name, value in found.items():
-            if fields.get(name) is None:
-                fields[name] = value
-        stated.append(first(offer.get("priceCurrency")))
-        break
-    details = {}
-    for detail in response.css(".product-detail"):
-        label = css_text(detail, ".label::text")
-        value = css_text(detail, ".value::text")
-        if label and value:
-            details[label.lower()] = value
+    bodies = [b for _, b in state_entries(response) if isinstance(b, dict) and b.get("sku")]
+    body = next((b for b in bodies if sku is None or b.get("sku") == sku), {})
+    stated: list[Any] = [_item_currency(body)]  # currency codes, the product's own first
+    state = {
+        "name": text(body.get("title")),
+        "price": to_float(body.get("price")),
+        "availability": _availability(body.get("stock")),
+        "color": text(body.get("avgColor")),
+        "material": text(body.get("materials")),
+        "description": long_text(body.get("description")),
+    }
+    ld = _product_jsonld(response, stated)
+    labelled = [
+        (css_text(d, ".label::text"), css_text(d, ".value::text"))
+        for d in response.css(".product-detail")
+    ]
+    details = {label.lower(): value for label, value in labelled if label and value}
     printed = css_text(response, f"{shown['price']} ::text")
     dom = {
         "name": css_text(response, f"{shown['title']}::text"),
@@ -429,15 +412,38 @@ def extract_product(
         "material": next((details[k] for k in _MATERIAL_LABELS if k in details), None),
         "description": long_text(css_text(response, f"{shown['description']} ::text")),
     }
-    for name, value in dom.items():
-        if fields.get(name) is None:
-            fields[name] = value
-    if fields["price"] is not None:
-        fields["currency"] = resolve_currency(
-            stated=[*stated, stated_currency(response)],
-            printed=[printed],
-            country=page_country(response),
-        )
-    attributes.update({k: v for k, v in details.items() if k not in _MATERIAL_LABELS})
-    fields["attributes"] = attributes or None
-    return fields
+    known = {k: v for k, v in (listing or {}).items() if k not in ("url", "currency")}
+    picked = pick(
+        "product",
+        [("state", state), ("json-ld", ld), ("dom", dom), ("listing", known)],
+        names=dict.fromkeys((*_PAGE_FIELDS, *known)),
+    )
+    # Without a currency of its own, the page's price keeps the category's: both pages are
+    # the same market's (the product URL carries the category's locale).
+    currency = (listing or {}).get("currency")
+    if picked.fields["price"] is not None and picked.sources.get("price") != "listing":
+        stated.append(stated_currency(response))
+        where = page_country(response)
+        currency = resolve_currency(stated=stated, printed=[printed], country=where) or currency
+    shown_too = {"dimensions": text(body.get("dimensions")), **details}
+    attributes = {k: v for k, v in shown_too.items() if v and k not in _MATERIAL_LABELS}
+    fields = {**picked.fields, "currency": currency, "attributes": attributes or None}
+    return dataclasses.replace(picked, fields=fields)
+
+
+def _product_jsonld(response: TextResponse, stated: list[Any]) -> dict[str, Any]:
+    """The fields of the page's JSON-LD ``Product`` (its currency code added to ``stated``)."""
+    node = next((n for n in structured_nodes(response, "json-ld") if has_type(n, "Product")), None)
+    if node is None:
+        return {}
+    offer = first(node.get("offers"))
+    offer = offer if isinstance(offer, dict) else {}
+    stated.append(first(offer.get("priceCurrency")))
+    return {
+        "name": text(node.get("name")),
+        "price": to_float(offer.get("price")),
+        "availability": schema_name(offer.get("availability")),
+        "color": text(node.get("color")),
+        "material": text(node.get("material")),
+        "description": long_text(node.get("description")),
+    }

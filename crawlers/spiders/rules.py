@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,9 +24,11 @@ from pydantic import ValidationError
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 
+from crawlers.items import schema_by_type
 from crawlers.profile_schema import FieldRule, MarketTable, PageTable
 from crawlers.spiders.common import has_type, schema_name, structured_nodes, text
 from crawlers.spiders.currency import Market, market
+from crawlers.spiders.fallbacks import Picked, Rejected
 from crawlers.spiders.field_kinds import Kind, convert, field_kinds
 
 __all__ = [
@@ -103,6 +105,9 @@ class Extraction:
     has_node: bool
     problems: tuple[str, ...] = ()
     from_page: tuple[str, ...] = ()
+    # Each rule's value refused (crawlers.spiders.fallbacks: counted by the spider), and
+    # the source each field's value came from.
+    picked: Picked | None = None
 
     @property
     def found(self) -> list[str]:
@@ -185,17 +190,30 @@ def read_page(
     unknown = sorted(set(page.fields) - set(kinds))
     if unknown:
         raise KeyError(f"item type {item_type!r} has no field(s) {', '.join(unknown)}")
-    node = item_node(response, page.item) if page.item or _reads_data(page) else None
+    nodes = _item_nodes(response, page.item) if page.item or _reads_data(page) else []
+    node = nodes[0][1] if nodes else None
     fields: dict[str, Any] = dict.fromkeys(kinds)
     fields["url"] = response.url
     problems: list[str] = []
     from_page: list[str] = []
+    refused: list[Rejected] = []
+    sources: dict[str, str] = {}
+    no_valid: list[str] = []
+    required = schema_by_type(item_type).required
     context = _Context(response, root if root is not None else response, reading)
+    unfit: dict[str, Any] = {}  # a field's first value converted but refused by its type
     for name, rules in page.fields.items():
-        for rule in rules:
-            value = _value(context, rule, node, kinds[name], problems, name)
+        for rule, source, data in _candidates(rules, nodes):
+            try:
+                value = _value(context, rule, data, kinds[name])
+            except _Refused as exc:
+                problems.append(f"{name}: {exc}")
+                refused.append(Rejected(name, source, exc.reason, str(exc)))
+                if exc.value is not None:
+                    unfit.setdefault(name, exc.value)
+                continue
             if value is not None:
-                fields[name] = value
+                fields[name], sources[name] = value, source
                 if rule.url is None and rule.value is None:
                     from_page.append(name)
                 break
@@ -206,7 +224,15 @@ def read_page(
             default = next((rule.default for rule in rules if rule.default is not None), None)
             if fields[name] is None and default is not None:
                 fields[name] = _valid(kinds[name], convert(kinds[name], default, context))
-    return Extraction(fields, node is not None, tuple(problems), tuple(from_page))
+    # Still without a value after all that: a required field keeps its first unfit value
+    # (validation drops the item, naming why), another is left empty.
+    for name in dict.fromkeys(r.field for r in refused if fields[r.field] is None):
+        if name in unfit and name in required:
+            fields[name] = unfit[name]
+        else:
+            no_valid.append(name)
+    picked = Picked(item_type, fields, sources, tuple(refused), tuple(no_valid))
+    return Extraction(fields, node is not None, tuple(problems), tuple(from_page), picked)
 
 
 @dataclass(frozen=True)
@@ -230,21 +256,54 @@ def _is_path(query: str) -> bool:
     return query.strip().startswith(("/", "(", "./"))
 
 
-def _value(
-    context: _Context,
-    rule: FieldRule,
-    node: dict[str, Any] | None,
-    kind: Kind,
-    problems: list[str],
-    name: str,
-) -> Any:
+class _Refused(ValueError):
+    """A rule's value found but refused: not convertible (``unconverted``), or converted
+    (``value``) and not fitting the field's type (pydantic's error type as ``reason``)."""
+
+    def __init__(self, message: str, reason: str = "unconverted", value: Any = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.value = value
+
+
+def _candidates(
+    rules: Sequence[FieldRule], nodes: list[tuple[str, dict[str, Any]]]
+) -> Iterator[tuple[FieldRule, str, dict[str, Any] | None]]:
+    """Each rule with its source (crawlers.spiders.fallbacks' names): a ``data`` rule once
+    per structured-data node of the item (JSON-LD's, then microdata's), the others once."""
+    for rule in rules:
+        if rule.data is not None and not rule.data.startswith("og:"):
+            yield from ((rule, syntax, node) for syntax, node in nodes or [("json-ld", None)])
+        else:
+            yield rule, _source_name(rule), None
+
+
+def _source_name(rule: FieldRule) -> str:
+    """Where a rule other than a structured-data path reads (OpenGraph's ``og:`` too)."""
+    if rule.data is not None:
+        return "meta"
+    if rule.url is not None:
+        return "url"
+    return "value" if rule.value is not None else "dom"
+
+
+def _item_nodes(response: TextResponse, item: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The page's item node in each syntax that has one: (``json-ld`` | ``microdata``, node)."""
+    found = [
+        (syntax, first_node(structured_nodes(response, syntax), item))
+        for syntax in ("json-ld", "microdata")
+    ]
+    return [(syntax, node) for syntax, node in found if node is not None]
+
+
+def _value(context: _Context, rule: FieldRule, node: dict[str, Any] | None, kind: Kind) -> Any:
     """One rule's value, converted and checked against the item field's type; a value
-    found but not fitting is a problem (and None), not an item the pipeline drops."""
+    found but not fitting is refused (``_Refused``), not an item the pipeline drops."""
     try:
-        return _valid(kind, convert(kind, _read(context, rule, node, kind), context))
+        converted = convert(kind, _read(context, rule, node, kind), context)
     except ValueError as exc:
-        problems.append(f"{name}: {exc}")
-        return None
+        raise _Refused(str(exc)) from None
+    return _valid(kind, converted)
 
 
 def _valid(kind: Kind, value: Any) -> Any:
@@ -255,8 +314,9 @@ def _valid(kind: Kind, value: Any) -> Any:
             return [kind.adapter.validate_python(v, strict=True) for v in value]
         return kind.adapter.validate_python(value, strict=True)
     except ValidationError as exc:
-        reason = exc.errors(include_url=False)[0]["msg"]
-        raise ValueError(f"{text(value)!r} does not fit the field ({reason})") from None
+        error = exc.errors(include_url=False)[0]
+        message = f"{text(value)!r} does not fit the field ({error['msg']})"
+        raise _Refused(message, error["type"], value) from None
 
 
 def _reads_data(page: PageTable) -> bool:

@@ -39,6 +39,7 @@ from crawlers.spiders.common import (
     to_float,
     to_int,
 )
+from crawlers.spiders.fallbacks import Picked, pick
 from crawlers.spiders.printed import printed_date
 
 REVIEW_FIELDS = ("author", "rating", "title", "body", "published_at", "language")
@@ -67,6 +68,7 @@ class CompanyPage:
     total_pages: int | None = None
     next_url: str | None = None
     layers: tuple[str, ...] = ()  # which sources had data, for diagnostics
+    picked: list[Picked] = field(default_factory=list)  # each review's, its sources named
 
 
 class TrustpilotSpider(ProductionSpider):
@@ -87,7 +89,8 @@ class TrustpilotSpider(ProductionSpider):
         if page.subject is None:
             self.fail(response, "company", "reviews without the business they are about")
             return
-        for fields in page.reviews:
+        for picked in page.picked:
+            fields = self.picked(response.url, picked)
             self.note_missing(response.url, fields, REVIEW_FIELDS)
             self.count("reviews")
             yield Review(
@@ -120,21 +123,15 @@ def extract_company_page(
     state = script_json(response, _NEXT_DATA)
     props = _dig(state, "props", "pageProps") if isinstance(state, dict) else None
     page = CompanyPage(subject=None)
-    reviews: dict[str, dict[str, Any]] = {}
-    order: list[str] = []
+    # Each review's sources in order (its id, else its URL, keys it): each of its fields
+    # from the first source whose value fits (crawlers.spiders.fallbacks).
+    reviews: dict[str, list[tuple[str, dict[str, Any]]]] = {}
 
-    def merge(found: list[dict[str, Any]]) -> None:
+    def merge(found: list[dict[str, Any]], source: str) -> None:
         for fields in found:
             key = fields.get("review_id") or fields.get("url")
-            if not key:
-                continue
-            if key not in reviews:
-                reviews[key] = dict.fromkeys(_ALL_FIELDS)
-                order.append(key)
-            target = reviews[key]
-            for name, value in fields.items():
-                if target.get(name) in (None, "") and value not in (None, ""):
-                    target[name] = value
+            if key:
+                reviews.setdefault(key, []).append((source, fields))
 
     if isinstance(props, dict):
         layers.append("next_data")
@@ -142,7 +139,7 @@ def extract_company_page(
         page.subject = _subject_from_state(unit, response)
         page.rating = to_float(unit.get("trustScore"))
         page.review_count = to_int(unit.get("numberOfReviews"))
-        merge([_review_from_state(r, response) for r in props.get("reviews") or []])
+        merge([_review_from_state(r, response) for r in props.get("reviews") or []], "state")
         pagination = _dig(props, "filters", "pagination") or {}
         page.current_page = to_int(pagination.get("currentPage"))
         page.total_pages = to_int(pagination.get("totalPages"))
@@ -156,18 +153,19 @@ def extract_company_page(
         page.rating = page.rating if page.rating is not None else business["rating"]
         if page.review_count is None:
             page.review_count = business["review_count"]
-    merge(ld_reviews)
+    merge(ld_reviews, "json-ld")
 
     card_reviews = _from_cards(response, shown)
     if card_reviews:
         layers.append("cards")
-    merge(card_reviews)
+    merge(card_reviews, "dom")
     if page.subject is None:
         page.subject = _subject_from_dom(response, shown)
         if page.rating is None:
             page.rating = to_float(css_text(response, f"{shown['trust_score']}::text"))
 
-    page.reviews = [reviews[key] for key in order]
+    page.picked = [pick("review", sources, names=_ALL_FIELDS) for sources in reviews.values()]
+    page.reviews = [picked.fields for picked in page.picked]
     page.next_url = _next_url(response, page)
     page.layers = tuple(layers)
     return page

@@ -233,3 +233,31 @@ def test_field_error_reads_well() -> None:
     assert str(FieldError("price", "float_type", "Input should be a valid number")) == (
         "price: float_type (Input should be a valid number)"
     )
+
+
+def test_one_field_is_judged_alone_as_the_item_judges_it() -> None:
+    schema = schema_for(DemoProduct)
+    assert schema.field_error("price", 9.99) is None
+    assert schema.field_error("price", 9) is None  # an int fits a float field, as in validate
+    assert schema.field_error("name", None) is None  # absent is not invalid
+    assert schema.field_error("name", "  ") is None
+    refused = {
+        ("price", -1.0): "greater_than_equal",
+        ("price", "9.99"): "float_type",
+        ("currency", "eur"): "string_pattern_mismatch",
+        ("image", "javascript:alert(1)"): "value_error",
+        ("rating", 9.0): "less_than_equal",
+    }
+    for (name, value), reason in refused.items():
+        error = schema.field_error(name, value)
+        assert error is not None and (error.field, error.reason) == (name, reason)
+        # The same reason the whole item's validation gives.
+        item = DemoProduct(sku="S", url="https://x.test/p", name="n", price=1.0, currency="EUR")
+        item = dataclasses.replace(item, **{name: value})
+        assert [(e.field, e.reason) for e in schema.validate(item).errors] == [(name, reason)]
+    review = {"author": "a", "rating": 9, "title": "t", "body": "b", "date": "2024-01-01"}
+    nested = schema.field_error("reviews", [review])
+    assert nested is not None and (nested.field, nested.reason) == (
+        "reviews.rating",
+        "less_than_equal",
+    )

@@ -13,7 +13,15 @@ per path prefix, so ``scrapy crawl demo -a base_url=<url>/<case>`` meets exactly
   ``streamed``: the same without a Content-Length;
 * ``/calendar/day/N``: a calendar whose every day links the next (the generic spider);
 * ``charsetlie``: product pages in UTF-8 whose Content-Type header says ``charset=utf-16``;
-* ``surrogate``: a product whose JSON-LD name holds a lone surrogate escape (``\ud800``);
+* ``surrogate``: a product whose JSON-LD name holds a lone surrogate escape (``\ud800``),
+  its ``<h1>`` the clean name;
+* ``badprice``: a product whose JSON-LD price is negative and image a ``javascript:`` URL,
+  its markup printing the price (``€9.99``) and showing no image;
+* ``novalid``: a product whose only price, in its JSON-LD, is negative (nothing to fall
+  back on: the item is dropped, counted);
+* ``profiled``: for a profile-driven site (the generic spider), a product whose JSON-LD
+  price is negative and whose microdata rates it 9 of 5, its microdata price and printed
+  rating good;
 * ``cookies``: a product page with 5,000 ``Set-Cookie`` headers (75 KB: Chromium reads it);
 * ``bigcookie``: a product page with one 20 KB ``Set-Cookie`` header (Chromium reads it);
 * ``hugeheader``: a product page with one 300 KB header (over Chromium's 256 KB);
@@ -38,11 +46,11 @@ from typing import Any
 
 CASES = (
     "endless", "links", "bigdesc", "brokenld", "deepjson", "badutf8", "oversize", "streamed",
-    "charsetlie", "surrogate", "cookies", "bigcookie", "hugeheader", "declared", "links404",
-    "tlsproduct",
+    "charsetlie", "surrogate", "badprice", "novalid", "profiled", "cookies", "bigcookie",
+    "hugeheader", "declared", "links404", "tlsproduct",
 )  # fmt: skip
 # Cases whose listing links two products (a line said once for both is the point).
-TWO_PRODUCTS = ("charsetlie", "surrogate", "cookies")
+TWO_PRODUCTS = ("charsetlie", "surrogate", "badprice", "cookies")
 SET_COOKIES = 5_000
 BIG_HEADER = 20 * 1024
 HUGE_HEADER = 300 * 1024
@@ -92,6 +100,18 @@ def product_jsonld(case: str, sku: str, description: str = "A fine product.") ->
             "aggregateRating": {"@type": "AggregateRating", "ratingValue": 4.5, "reviewCount": 1},
         }
     )
+
+
+# ``profiled``: microdata of the product, its price good, its rating off the 5-star scale.
+_PROFILED_MICRODATA = (
+    '<div itemscope itemtype="https://schema.org/Product">'
+    '<meta itemprop="name" content="Product {sku}">'
+    '<div itemprop="offers" itemscope itemtype="https://schema.org/Offer">'
+    '<meta itemprop="price" content="12.50"><meta itemprop="priceCurrency" content="EUR">'
+    '</div><div itemprop="aggregateRating" itemscope '
+    'itemtype="https://schema.org/AggregateRating"><meta itemprop="ratingValue" content="9">'
+    '</div></div><p class="rating-value">4.5</p>'
+)
 
 
 class HostileSite(http.server.ThreadingHTTPServer):
@@ -208,6 +228,18 @@ class HostileSite(http.server.ThreadingHTTPServer):
             ld = ld.replace(f'"Product {sku}"', json.dumps(title))
         elif case == "surrogate":
             ld = ld.replace(f'"Product {sku}"', f'"Product \\ud800 {sku}"')
+        elif case == "profiled":
+            ld = ld.replace('"price": "9.99"', '"price": -9.99')
+            ld = json.dumps({k: v for k, v in json.loads(ld).items() if k != "aggregateRating"})
+            extra = _PROFILED_MICRODATA.format(sku=sku)
+        elif case in ("badprice", "novalid"):
+            ld = ld.replace('"price": "9.99"', '"price": -9.99')
+            ld = ld.replace(f'"/{case}/img/{sku}.png"', '"javascript:alert(1)"')
+            if case == "badprice":
+                extra = (
+                    '<div class="product-price" data-currency="EUR">'
+                    '<span class="price-value">\u20ac9.99</span></div>'
+                )
         body = (
             f'<nav class="breadcrumbs"><a href="/{case}/category/x">x</a></nav>'
             f'<script type="application/ld+json">{ld}</script>{extra}'

@@ -228,16 +228,88 @@ def test_a_header_charset_the_body_is_not_in_is_named_once_and_loses_nothing(
     assert not lines(log, "no product data")
 
 
-def test_a_lone_surrogate_in_json_ld_is_replaced_not_fatal(
+def test_a_lone_surrogate_in_json_ld_takes_the_clean_name_of_the_h1(
     hostile: HostileSite, tmp_path: Path
 ) -> None:
-    stats, _log, _ = crawl(tmp_path, f"{hostile.url}/surrogate")
-    assert sorted(item["name"] for item in items(tmp_path)) == [
-        "Product \ufffd p1",
-        "Product \ufffd p2",
-    ]
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/surrogate")
+    assert sorted(item["name"] for item in items(tmp_path)) == ["Product p1", "Product p2"]
     assert stats["item_scraped_count"] == 2
+    assert stats["fields/fallback/demo_product/name/json-ld/replacement_character"] == 2
     assert stats.get("log_count/ERROR", 0) == 0
+    refused = lines(log, "field(s) refused a source's value")
+    assert len(refused) == 2 and all("name taken from dom" in line for line in refused)
+
+
+def test_a_json_ld_price_that_does_not_fit_is_taken_from_the_markup(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/badprice")
+    found = items(tmp_path)
+    assert [(item["price"], item["currency"]) for item in found] == [(9.99, "EUR")] * 2
+    # The JSON-LD's javascript: image: no source has a valid one, left empty, not fatal.
+    assert all("image" not in item or item["image"] is None for item in found)
+    assert stats["fields/fallback/demo_product/price/json-ld/greater_than_equal"] == 2
+    assert stats["fields/fallback/demo_product/image/json-ld/value_error"] == 2
+    assert stats["fields/no_valid/demo_product/image"] == 2
+    assert stats["validation/valid/demo_product"] == 2
+    assert "validation/dropped/demo_product" not in stats
+    (line, _other) = lines(log, "field(s) refused a source's value")
+    assert "price taken from dom, refused json-ld: greater_than_equal" in line
+    assert "image left empty, refused json-ld: value_error" in line
+
+
+def test_a_required_value_no_source_has_valid_drops_the_item_counted(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    stats, log, reason = crawl(tmp_path, f"{hostile.url}/novalid", code=4)
+    assert reason == "nothing_stored"
+    assert stats["fields/fallback/demo_product/price/json-ld/greater_than_equal"] == 1
+    assert stats["validation/invalid/demo_product/price/greater_than_equal"] == 1
+    assert stats["validation/dropped/demo_product"] == 1
+    (dropped,) = lines(log, "Dropped: invalid demo_product p1")
+    assert "price: greater_than_equal" in dropped
+
+
+PROFILED = """item_type = "product"
+base_url = "{base_url}"
+start_paths = ["/profiled/product/p1"]
+[pages.product]
+url_patterns = ['^/profiled/product/']
+item = "Product"
+[pages.product.fields]
+name = [{{data = "name"}}, {{css = "h1.product-title"}}]
+price = [{{data = "offers.price"}}, {{css = ".price-value"}}]
+currency = {{data = "offers.priceCurrency"}}
+rating = [{{data = "aggregateRating.ratingValue"}}, {{css = ".rating-value"}}]
+[politeness]
+autothrottle = false
+"""
+
+
+def test_a_profile_driven_site_takes_each_field_from_its_first_fitting_source(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    """The generic spider: a JSON-LD price that does not fit, the microdata's; a microdata
+    rating off the scale, the printed one; each refusal counted and said in one line."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "profiled.toml").write_text(PROFILED.format(base_url=hostile.url))
+    stats, log, _ = crawl(
+        tmp_path, hostile.url, site="profiled", env={"SITE_PROFILES_DIR": str(profiles)}
+    )
+    (item,) = items(tmp_path)
+    assert (item["name"], item["price"], item["currency"], item["rating"]) == (
+        "Product p1",
+        12.5,
+        "EUR",
+        4.5,
+    )
+    assert stats["fields/fallback/product/price/json-ld/greater_than_equal"] == 1
+    assert stats["fields/fallback/product/rating/microdata/less_than_equal"] == 1
+    assert stats["validation/valid/product"] == 1
+    (line,) = lines(log, "field(s) refused a source's value")
+    assert "price taken from microdata, refused json-ld: greater_than_equal" in line
+    assert "rating taken from dom, refused microdata: less_than_equal" in line
 
 
 # -- download failures -------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from core.config import REPO_ROOT, OperatorError
-from crawlers.profiles import PROFILES_DIR, profile_sites
+from crawlers.profiles import PROFILES_DIR, SiteProfile, profile_sites
 from orchestration import wiring
 
 FIX = "python -m orchestration.wiring"
@@ -163,3 +163,37 @@ def test_a_secret_the_platform_does_not_read_is_refused(profiles: Path) -> None:
     )
     with pytest.raises(OperatorError, match=r"secrets names FB_COOKIES, which is no secret"):
         wiring.wanted(profiles)
+
+
+def test_a_local_worker_gets_its_own_site_s_secrets_and_no_other_s(profiles: Path) -> None:
+    """The environment the flow gives a site's local worker (``worker_env``): the store's
+    credentials and the site's own secrets; another site's session, the proxies of a site
+    that needs none and the flows' own secrets withheld; everything else passed."""
+    environ = {
+        "PATH": "/usr/bin",
+        "PLATFORM_RUN_DIR": "/tmp/run",
+        "REDIS_URL": "redis://:redis-pw@127.0.0.1:6379/0",
+        "ELASTICSEARCH_URL": "http://127.0.0.1:9200",
+        "ELASTICSEARCH_USERNAME": "platform",
+        "ELASTICSEARCH_PASSWORD": "es-pw-marker",
+        "FACEBOOK_SESSION_COOKIES": "c_user=1; xs=fb-marker",
+        "PROXY_LIST": "http://crawler:proxy-marker@127.0.0.1:3128",
+        "PROXY_LIST_FILE": "/run/secrets/proxies",
+        "SLACK_WEBHOOK_URL": "http://127.0.0.1:9/slack-marker",
+        "OPENAI_API_KEY": "sk-openai-marker",
+        "PREFECT_API_AUTH_STRING": "prefect:prefect-marker",
+    }
+    passed = {"PATH", "PLATFORM_RUN_DIR", "REDIS_URL", "ELASTICSEARCH_URL"}
+    store = {"ELASTICSEARCH_USERNAME", "ELASTICSEARCH_PASSWORD"}
+    wanted = {
+        "demo": passed | store,
+        "facebook_marketplace": passed | store | {"FACEBOOK_SESSION_COOKIES"},
+        "hermes": passed | store | {"PROXY_LIST", "PROXY_LIST_FILE"},  # needs_proxies
+    }
+    for site, names in wanted.items():
+        profile = SiteProfile.load(site)
+        env = wiring.worker_env(profile, environ)
+        assert set(env) == names, site
+        assert env == {name: environ[name] for name in names}  # values untouched
+        # The compose worker of the site holds the same secrets.
+        assert set(wiring.site_secrets(profile)) == names - passed - store

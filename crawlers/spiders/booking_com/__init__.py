@@ -37,7 +37,7 @@ card outside the store printing ``Rp 1.234.567`` is IDR, and a bare ``$`` on a S
 page showing pesos is MXN.
 """
 
-from crawlers.spiders.booking_com.hotel import extract_hotel
+from crawlers.spiders.booking_com.hotel import extract_hotel, read_hotel
 from crawlers.spiders.booking_com.pages import hotel_url, page_market, stay_of
 from crawlers.spiders.booking_com.search import extract_search, merge_results
 from crawlers.spiders.booking_com.spider import BookingComSpider, merge_hotel
@@ -50,5 +50,6 @@ __all__ = [
     "merge_hotel",
     "merge_results",
     "page_market",
+    "read_hotel",
     "stay_of",
 ]

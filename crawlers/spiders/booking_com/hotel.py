@@ -3,6 +3,7 @@ functions: tests feed them saved pages)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -17,7 +18,6 @@ from crawlers.spiders.booking_com.pages import (
     NUMBER,
     TYPES,
     apollo,
-    empty,
     page_market,
     point,
     stay_of,
@@ -37,6 +37,7 @@ from crawlers.spiders.common import (
     unique,
 )
 from crawlers.spiders.currency import Market
+from crawlers.spiders.fallbacks import Picked, pick
 
 SITE = "booking_com"
 _HOTEL_ID = re.compile(r"\bb_hotel_id\s*[:=]\s*'?(\d+)")
@@ -54,7 +55,7 @@ _PHOTO_SIZES = ("max1024x768", "max500", "max300", "max200")
 _ROOM_PRICE = "#hprt-table .bui-price-display__value, #hprt-table .prco-valign-middle-helper"
 
 # Where each hotel field is read, most precise first (layers: ``store`` the Apollo store,
-# ``ld`` JSON-LD, ``shown`` the visible blocks, ``vars`` inline variables and the URL,
+# ``json-ld``, ``shown`` the visible blocks, ``vars`` inline variables and the URL,
 # ``old`` the 2016-18 layout). Why the order differs per field:
 # - city: never JSON-LD (its addressLocality holds the street); breadcrumbs, then the
 #   data layer's city_name.
@@ -62,42 +63,43 @@ _ROOM_PRICE = "#hprt-table .bui-price-display__value, #hprt-table .prco-valign-m
 # - description: JSON-LD's is cut after a sentence or two; the visible block is whole.
 _HOTEL_SOURCES: dict[str, tuple[str, ...]] = {
     "hotel_id": ("store", "vars"),
-    "name": ("store", "ld", "shown", "old"),
+    "name": ("store", "json-ld", "shown", "old"),
     "property_type": ("store", "vars"),
-    "address": ("store", "ld", "shown", "old"),
+    "address": ("store", "json-ld", "shown", "old"),
     "city": ("store", "shown", "vars"),
     "country": ("store", "vars"),
     "location": ("store", "shown", "vars"),
     "star_rating": ("store", "shown", "vars", "old"),
-    "review_score": ("store", "ld", "shown", "old"),
-    "review_count": ("store", "ld", "shown", "old"),
-    "description": ("store", "shown", "ld", "old"),
+    "review_score": ("store", "json-ld", "shown", "old"),
+    "review_count": ("store", "json-ld", "shown", "old"),
+    "description": ("store", "shown", "json-ld", "old"),
     "amenities": ("shown", "old"),
 }
 
 
 def extract_hotel(response: TextResponse, selectors: PageSelectors | None = None) -> dict[str, Any]:
-    """A hotel page: each field from the first layer of ``_HOTEL_SOURCES`` that has it;
-    photos from every layer, once each; a price only when the page is dated. ``selectors``:
-    the profile's ``hotel`` selectors (the spider's; default the shipped profile's)."""
+    """A hotel page's fields: ``read_hotel``'s."""
+    return read_hotel(response, selectors).fields
+
+
+def read_hotel(response: TextResponse, selectors: PageSelectors | None = None) -> Picked:
+    """A hotel page: each field from the first layer of ``_HOTEL_SOURCES`` whose value
+    fits the field (``crawlers.spiders.fallbacks``); photos from every layer, once each; a
+    price only when the page is dated. ``selectors``: the profile's ``hotel`` selectors
+    (the spider's; default the shipped profile's)."""
     scripts = "\n".join(response.xpath("//script[not(@src)]/text()").getall())
     store = apollo(response)
     layers = {
         "store": _hotel_store(store),
-        "ld": _hotel_jsonld(response),
+        "json-ld": _hotel_jsonld(response),
         "shown": _hotel_blocks(response, page_selectors(SITE, "hotel", selectors)),
         "vars": _hotel_vars(response, scripts),
         "old": _old_layout(response),
     }
-    fields: dict[str, Any] = {
-        name: next(
-            (layers[layer][name] for layer in order if not empty(layers[layer].get(name))),
-            None,
-        )
-        for name, order in _HOTEL_SOURCES.items()
-    }
+    picked = pick("hotel", list(layers.items()), names=_HOTEL_SOURCES, order=_HOTEL_SOURCES)
+    fields = dict(picked.fields)
     fields["images"] = _photos(
-        [*layers["shown"]["images"], *layers["ld"]["images"], *layers["old"]["images"]],
+        [*layers["shown"]["images"], *layers["json-ld"]["images"], *layers["old"]["images"]],
         _store_photos(store),
     )
     checkin, checkout = _page_stay(response.url, scripts)
@@ -109,7 +111,7 @@ def extract_hotel(response: TextResponse, selectors: PageSelectors | None = None
         checkin=checkin if price.amount else None,
         checkout=checkout if price.amount else None,
     )
-    return fields
+    return dataclasses.replace(picked, fields=fields)
 
 
 def _ref(store: dict[str, Any], value: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
 from crawlers.items import Hotel
-from crawlers.spiders.booking_com.hotel import extract_hotel
+from crawlers.spiders.booking_com.hotel import read_hotel
 from crawlers.spiders.booking_com.pages import empty
 from crawlers.spiders.booking_com.search import extract_search
 from crawlers.spiders.common import ProductionSpider
@@ -77,7 +77,7 @@ class BookingComSpider(ProductionSpider):
         partial = partial or {"url": response.url}
         fields = dict(partial)
         if isinstance(response, TextResponse):
-            found = extract_hotel(response, self.selectors("hotel"))
+            found = self.picked(response.url, read_hotel(response, self.selectors("hotel")))
             if not found.get("name"):
                 self.logger.warning("%s: hotel page unreadable, search data only", response.url)
                 self.count("hotel_page_unparsed")

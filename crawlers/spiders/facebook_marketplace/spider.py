@@ -14,7 +14,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.items import MarketplaceListing
+from crawlers.items import MarketplaceListing, schema_for
 from crawlers.recrawl.cards import Card
 from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.common import ProductionSpider
@@ -27,8 +27,12 @@ from crawlers.spiders.facebook_marketplace.pages import (
     pagination_query,
 )
 from crawlers.spiders.facebook_marketplace.session import session_cookies
+from crawlers.spiders.fallbacks import PRICE, pick
 
 LISTING_FIELDS = ("title", "price", "currency", "location_name", "seller_name", "description")
+
+
+ITEM_TYPE = schema_for(MarketplaceListing).item_type
 
 
 class FacebookMarketplaceSpider(ProductionSpider):
@@ -145,9 +149,9 @@ class FacebookMarketplaceSpider(ProductionSpider):
             if found.get("title") is None:
                 self.logger.warning("%s: no listing data on the item page", response.url)
                 self.count("item_page_unparsed")
-            for name, value in found.items():
-                if value not in (None, "", []):
-                    fields[name] = value
+            # The item page's data is more precise; the search's where it has nothing fitting.
+            listing = [("state", found), ("listing", fields)]
+            fields.update(self.picked(response.url, pick(ITEM_TYPE, listing, together=PRICE)))
         self.note_missing(response.url, fields, LISTING_FIELDS)
         self.count("listings")
         yield MarketplaceListing(**fields)

@@ -10,13 +10,17 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.items import PropertyListing
+from crawlers.items import PropertyListing, schema_for
 from crawlers.recrawl.cards import Card
 from crawlers.recrawl.context import ItemSeen
 from crawlers.spiders.common import ProductionSpider, unique
+from crawlers.spiders.fallbacks import PRICE, pick
 from crawlers.spiders.idealista.pages import extract_listing, extract_search_cards, next_page_url
 
 LISTING_FIELDS = ("price", "area_m2", "rooms", "address", "city", "description")
+
+
+ITEM_TYPE = schema_for(PropertyListing).item_type
 
 
 class IdealistaSpider(ProductionSpider):
@@ -69,11 +73,12 @@ class IdealistaSpider(ProductionSpider):
         if fields["price"] is None and fields["title"] is None:
             self.fail(response, "detail", "no listing data on the page")
             return
-        for name, value in (card or {}).items():
-            if fields.get(name) in (None, "", []) and name in fields:
-                fields[name] = value  # the search card knew it
-            elif name == "features" and value:
-                fields[name] = unique([*fields[name], *value])  # both pages' keywords
+        # The detail page is more precise; the search card where it has nothing fitting.
+        card = {k: v for k, v in (card or {}).items() if k in fields}
+        picked = pick(ITEM_TYPE, [("page", fields), ("listing", card)], together=PRICE)
+        fields = self.picked(response.url, picked)
+        if fields.get("features") and card.get("features"):
+            fields["features"] = unique([*fields["features"], *card["features"]])  # both pages'
         self.note_missing(response.url, fields, LISTING_FIELDS)
         self.count("listings")
         yield PropertyListing(**fields)

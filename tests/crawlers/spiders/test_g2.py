@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from scrapy import Request
 from scrapy.utils.test import get_crawler
 
+from crawlers.items import Review
 from crawlers.spiders.g2 import G2Spider, extract_product_page
 from harness.replay_site import ReplaySite
 from tests.sites.support import (
@@ -264,3 +266,20 @@ def test_a_questionnaire_without_answer_paragraphs_is_read_from_the_body_text() 
     page = extract_product_page(response(Path("x.html"), f"{HOST}/products/acme/reviews", body))
     (review,) = page.reviews
     assert (review["pros"], review["cons"]) == ("Fast setup.", "Slow exports.\nBig files.")
+
+
+def test_a_review_rating_off_its_scale_in_microdata_is_the_printed_stars() -> None:
+    """The block's microdata rates it 35 (of 5): the stars it prints (3.5), counted
+    under the field, the microdata and the reason."""
+    url = f"{HOST}/products/clipforge/reviews?page=2"
+    path = fixture(SITE, f"{FIXTURES}/clipforge-reviews-page-2.html")
+    body = path.read_bytes()
+    assert body.count(b'content="3.5"') == 1
+    page = response(path, url, body.replace(b'content="3.5"', b'content="35"'))
+    crawler = get_crawler(G2Spider)
+    spider = G2Spider.from_crawler(crawler)
+    page.request = Request(url)  # what Scrapy ties a response to
+    (review,) = [r for r in spider.parse(page) if isinstance(r, Review)]
+    assert (review.review_id, review.rating) == ("81000105", 3.5)
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("fields/fallback/review/rating/microdata/less_than_equal") == 1

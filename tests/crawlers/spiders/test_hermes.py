@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlers.spiders.hermes import extract_category, extract_product
+from crawlers.spiders.hermes import extract_category, extract_product, read_product
 from harness.replay_site import ReplaySite
 from tests.sites.support import (
     crawl,
@@ -93,6 +93,31 @@ def test_assumed_product_page_layers_agree() -> None:
     keys = ("name", "price", "currency", "color", "material", "description")
     assert {k: jsonld[k] for k in keys} == {k: full[k] for k in keys}
     assert {k: markup[k] for k in keys} == {k: full[k] for k in keys}
+
+
+def test_a_product_page_value_that_does_not_fit_is_taken_from_the_next_source() -> None:
+    """The state's price negative: the JSON-LD's, the other fields still the state's;
+    no page source with a fitting price: the category's, with its currency."""
+    url = f"{HOST}/ca/en/product/canvas-and-leather-tote-H900103CKAC/"
+    relative = "fixtures/product/canvas-and-leather-tote-H900103CKAC.html"
+    body = fixture(SITE, relative).read_bytes().replace(b'"price": 2950', b'"price": -2950')
+    picked = read_product(response(fixture(SITE, relative), url, body))
+    assert (picked.fields["price"], picked.fields["currency"]) == (2950.0, "CAD")
+    assert picked.sources["price"] == "json-ld" and picked.sources["name"] == "state"
+    assert [(r.field, r.source, r.reason) for r in picked.rejected] == [
+        ("price", "state", "greater_than_equal")
+    ]
+    # Nothing on the page fits (structured prices negative, none printed): the category's
+    # price and its currency, the page's values refused.
+    everywhere = body.replace(b'"price": "2950"', b'"price": -2950').replace(b"CA$2,950", b"")
+    listing = {"url": url, "name": "Tote", "price": 2900.0, "currency": "CAD", "brand": "Hermès"}
+    picked = read_product(response(fixture(SITE, relative), url, everywhere), listing=listing)
+    assert (picked.fields["price"], picked.fields["currency"]) == (2900.0, "CAD")
+    assert picked.sources["price"] == "listing" and picked.fields["brand"] == "Hermès"
+    assert {(r.source, r.reason) for r in picked.rejected if r.field == "price"} == {
+        ("state", "greater_than_equal"),
+        ("json-ld", "greater_than_equal"),
+    }
 
 
 def test_block_pages_are_recognised_and_real_pages_are_not() -> None:

@@ -686,3 +686,43 @@ def test_a_list_page_yields_one_item_per_container_with_fields_read_within_it() 
     assert [i["published_at"] for i in items] == ["2021-03-03", None]
     # Without a market, "kr" is several currencies: none is guessed.
     assert read_items(page(html), page_type, "property_listing")[0].fields["currency"] is None
+
+
+def test_a_rule_s_value_that_does_not_fit_is_the_next_source_s_each_counted() -> None:
+    """A data rule reads the item's JSON-LD node, then its microdata node; then the next
+    rule. Each refused value names its field, source and reason; an optional field no
+    rule has fitting is left empty (its default still applies), a required one keeps its
+    first value for validation to name."""
+    ld = jsonld({"@type": "Product", "name": "Knife", "image": "javascript:void(0)",
+                 "offers": {"@type": "Offer", "price": -12, "priceCurrency": "EUR"},
+                 "aggregateRating": {"@type": "AggregateRating", "ratingValue": 9}})  # fmt: skip
+    microdata = (
+        '<div itemscope itemtype="https://schema.org/Product"><meta itemprop="name" '
+        'content="Knife"><div itemprop="offers" itemscope itemtype="https://schema.org/Offer">'
+        '<meta itemprop="price" content="12.00"></div></div><p class="stars">4.5</p>'
+    )
+    rules = {
+        "price": {"data": "offers.price"},
+        "rating": [{"data": "aggregateRating.ratingValue"}, {"css": ".stars"}],
+        "images": {"data": "image"},
+        "review_count": {"data": "aggregateRating.reviewCount", "default": 0},
+        "name": {"data": "name"},
+    }
+    extraction = read_page(page(ld + microdata), table("Product", **rules), "product")
+    assert extraction.fields["price"] == 12.0 and extraction.fields["rating"] == 4.5
+    assert extraction.fields["images"] is None and extraction.fields["review_count"] == 0
+    picked = extraction.picked
+    assert picked is not None
+    assert picked.sources == {"price": "microdata", "rating": "dom", "name": "json-ld"}
+    assert [(r.field, r.source, r.reason) for r in picked.rejected] == [
+        ("price", "json-ld", "greater_than_equal"),
+        ("rating", "json-ld", "less_than_equal"),
+        ("images", "json-ld", "value_error"),
+    ]
+    assert picked.no_valid == ("images",)
+    # A required field (a listing's price) no rule has fitting keeps its first value.
+    listing = jsonld({"@type": "Offer", "price": -5, "priceCurrency": "EUR"})
+    rules = {"price": {"data": "price"}, "currency": {"data": "priceCurrency"}}
+    unfit = read_page(page(listing), table("Offer", **rules), "property_listing")
+    assert unfit.fields["price"] == -5.0 and unfit.picked is not None
+    assert unfit.picked.no_valid == () and unfit.fields["currency"] == "EUR"

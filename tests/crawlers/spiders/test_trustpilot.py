@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from parsel import Selector
+from scrapy import Request
+from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from crawlers.items import Review
@@ -167,6 +169,25 @@ def test_fixture_pages_read_like_the_real_ones() -> None:
     assert last.next_url is None
     views = _layer_views(fixture(SITE, f"{FIXTURES}/lumenlamps-page-1.html"), url)
     assert views["jsonld"] == views["all"] == views["cards"]
+
+
+def test_a_review_value_that_does_not_fit_is_taken_from_the_next_source() -> None:
+    """The state's date of a review is no date: JSON-LD's, counted under the field, the
+    state and the reason; the spider yields the review whole."""
+    url = f"{HOST}/review/lumenlamps.example"
+    path = fixture(SITE, f"{FIXTURES}/lumenlamps-page-1.html")
+    date = b'"publishedDate": "2025-05-28T08:16:11.000Z"'
+    body = path.read_bytes()
+    assert body.count(date) == 1
+    broken = body.replace(date, b'"publishedDate": "last Tuesday"')
+    crawler = get_crawler(TrustpilotSpider)
+    spider = TrustpilotSpider.from_crawler(crawler)
+    page = HtmlResponse(url, body=broken, encoding="utf-8", request=Request(url))
+    reviews = [r for r in spider.parse(page) if isinstance(r, Review)]
+    assert reviews[0].published_at == "2025-05-28T08:16:11.000Z"
+    assert len(reviews) == len(extract_company_page(response(path, url)).reviews)
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("fields/fallback/review/published_at/state/value_error") == 1
 
 
 def test_a_page_without_reviews_is_counted_not_dropped_silently(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from crawlers.items import GeoPoint
-from crawlers.spiders.booking_com import extract_hotel, merge_hotel
+from crawlers.spiders.booking_com import extract_hotel, merge_hotel, read_hotel
 from tests.sites.support import fixture, fixture_response, real_page, response
 
 SITE = "booking_com"
@@ -218,3 +218,19 @@ def test_a_property_without_a_score_summary_counts_its_own_reviews() -> None:
     assert summary in body
     found = extract_hotel(response(path, url, body.replace(summary, b'"totalScore": null')))
     assert (found["review_count"], found["review_score"]) == (0, None)
+
+
+def test_a_store_value_that_does_not_fit_is_taken_from_json_ld() -> None:
+    """The Apollo store's score out of the 10-point scale: JSON-LD's, counted under the
+    field, the store and the reason; the other fields still the store's."""
+    path = fixture(SITE, "fixtures/hotel/casa-azul-tlaxcala.html")
+    url = f"{HOST}/hotel/mx/casa-azul-tlaxcala.html"
+    body = path.read_bytes()
+    assert body.count(b'"score": 8.9') == 1
+    picked = read_hotel(response(path, url, body.replace(b'"score": 8.9', b'"score": 89')))
+    assert picked.fields["review_score"] == 8.9
+    assert picked.sources["review_score"] == "json-ld" and picked.sources["name"] == "store"
+    assert [(r.field, r.source, r.reason) for r in picked.rejected] == [
+        ("review_score", "store", "less_than_equal")
+    ]
+    assert picked.fields == extract_hotel(response(path, url))  # as the intact page's

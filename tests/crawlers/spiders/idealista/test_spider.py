@@ -98,6 +98,32 @@ def test_the_card_fills_what_the_detail_page_lacks() -> None:
     assert item.features == ["terrace", "lift"]  # the detail page's, then the card's
 
 
+def test_a_detail_page_value_that_does_not_fit_is_the_card_s() -> None:
+    """The detail page prints an area of 0 m² (an area is over 0): the card's, counted
+    under the field, the page and the reason; the page's other values stay."""
+    url = f"{COM}/inmueble/108198004/"
+    page = fixture_response(
+        SITE, "fixtures/search/venta-huesca.html", f"{COM}/venta-viviendas/huesca-huesca/"
+    )
+    card = next(c for c in extract_search_cards(page) if c["listing_id"] == "108198004")
+    detail = response(
+        Path("x.html"),
+        url,
+        b"<html><body><h1 class='main-info__title-main'>Piso en venta en plaza de Navarra</h1>"
+        b"<span class='info-data-price'>142.000 \xe2\x82\xac</span>"
+        b"<div class='info-features'><span>0 m\xc2\xb2</span></div></body></html>",
+    )
+    crawler = get_crawler(IdealistaSpider)
+    spider = IdealistaSpider.from_crawler(crawler, base_url=COM)
+    [item] = list(spider.parse_listing(detail, card=card))
+    assert (item.area_m2, item.price) == (card["area_m2"], 142_000.0)
+    assert card["area_m2"] == 70.0
+    assert crawler.stats is not None
+    assert (
+        crawler.stats.get_value("fields/fallback/property_listing/area_m2/page/greater_than") == 1
+    )
+
+
 def test_a_detail_without_data_is_counted(caplog: pytest.LogCaptureFixture) -> None:
     crawler = get_crawler(IdealistaSpider)
     spider = IdealistaSpider.from_crawler(crawler, base_url=COM)
