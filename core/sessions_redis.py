@@ -5,6 +5,10 @@ Each step of the pool is one Lua script, run atomically: every key under the sit
 tag (``core.keys.SiteKeys``), so a Redis Cluster runs them as one Redis does, and time is
 Redis' clock (``TIME``), never a worker's. The scripts are here, each headed by its KEYS
 and ARGV, beside ``RedisSessionStore`` which registers and runs them.
+
+A script that creates, clears or retires a session also writes the event into the job's
+ledger hash (``SiteKeys.job_sessions``, the last KEY; the last ARGV its TTL, 0 for no
+job): the session and the report's record of it exist together or not at all.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from typing import Any
 
 import redis.asyncio
 
+from core.jobstats import STATS_TTL_SECONDS
 from core.keys import SiteKeys
 from core.sessions import (
+    DEFENSE_TTL,
     RETIRED_TTL,
     SCAN_LIMIT,
     Outcome,
@@ -37,9 +43,23 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
-# Retire one session: out of the pool, its proxy's count down, its record kept a day.
-# Needs KEYS[1] pool, KEYS[2] per-proxy counts; ARGV[1] the session key prefix.
-_RETIRE_FUNCTION = """
+# The job's ledger: the last KEY (its sessions hash, or any key of the site without a
+# job), the last ARGV its TTL in seconds (0: no job, nothing written).
+_LEDGER_FUNCTION = """
+local function ledger(field, value)
+  local ttl = tonumber(ARGV[#ARGV])
+  if ttl > 0 then
+    redis.call('HSET', KEYS[#KEYS], field, value)
+    redis.call('EXPIRE', KEYS[#KEYS], ttl)
+  end
+end
+"""
+
+# Retire one session: out of the pool, its proxy's count down, its record kept a day, the
+# ledger told. Needs KEYS[1] pool, KEYS[2] per-proxy counts; ARGV[1] the session prefix.
+_RETIRE_FUNCTION = (
+    _LEDGER_FUNCTION
+    + """
 local function retire(id, reason, ttl)
   local key = ARGV[1] .. id
   local state = redis.call('HGET', key, 'state')
@@ -54,12 +74,15 @@ local function retire(id, reason, ttl)
   redis.call('HSET', key, 'state', 'retired', 'reason', reason)
   redis.call('EXPIRE', key, ttl)
   redis.call('EXPIRE', key .. ':cookies', ttl)
+  ledger('retired:' .. id, reason)
   return 1
 end
 """
+)
 
-# KEYS: pool, proxy counts ; ARGV: session prefix, interval ms, max uses, max age ms,
-# max sessions, hold ms, scan limit, retired ttl, excluded proxies (JSON list)
+# KEYS: pool, proxy counts, ledger ; ARGV: session prefix, interval ms, max uses, max age
+# ms, max sessions, hold ms, scan limit, retired ttl, excluded proxies (JSON list), the
+# preferred session ('' none), ledger ttl
 # -> {'use'|'probe', id, identity, proxy, generation, cookie, cookie, ...}
 #  | {'create'} | {'wait', ms} ; then each retired id and reason as {'retired', id, reason}
 _ACQUIRE = (
@@ -78,6 +101,12 @@ local function finish(out)
   return out
 end
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[7]))
+local prefer = ARGV[10]
+if prefer ~= '' and redis.call('HGET', ARGV[1] .. prefer, 'state') == 'live' then
+  local score = tonumber(redis.call('ZSCORE', KEYS[1], prefer) or '0')
+  if score > now then return finish({'wait', tostring(math.max(1, score - now))}) end
+  table.insert(ids, 1, prefer)
+end
 for _, id in ipairs(ids) do
   local key = ARGV[1] .. id
   local f = redis.call('HMGET', key, 'state', 'uses', 'created', 'proxy', 'identity', 'generation',
@@ -113,10 +142,12 @@ return finish({'wait', tostring(wait)})
 """
 )
 
-# KEYS: pool, proxy counts ; ARGV: session prefix, id, identity JSON, max sessions, hold ms,
-# candidate proxies (JSON list, "" = direct) -> the chosen proxy, or false when full
+# KEYS: pool, proxy counts, ledger ; ARGV: session prefix, id, identity JSON, max
+# sessions, hold ms, candidate proxies (JSON list, "" = direct), ledger ttl -> the chosen
+# proxy, or false when full
 _CREATE = (
     _NOW
+    + _LEDGER_FUNCTION
     + """
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return false end
 local best, fewest = nil, nil
@@ -130,12 +161,14 @@ redis.call('HSET', key, 'state', 'probing', 'identity', ARGV[3], 'proxy', best,
   'created', now, 'uses', 1, 'errors', 0, 'generation', 0)
 redis.call('HINCRBY', KEYS[2], best, 1)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[5]), ARGV[2])
+ledger('created:' .. ARGV[2], '1')
 return best
 """
 )
 
-# KEYS: pool, proxy counts ; ARGV: session prefix, id, outcome, interval ms, max errors,
-# pause ms, retired ttl -> 'retired' when the errors retired it, else the state
+# KEYS: pool, proxy counts, ledger ; ARGV: session prefix, id, outcome, interval ms, max
+# errors, pause ms, retired ttl, ledger ttl -> 'retired' when the errors retired it, else
+# the state
 _RECORD = (
     _NOW
     + _RETIRE_FUNCTION
@@ -171,7 +204,8 @@ return state
 """
 )
 
-# KEYS: pool, proxy counts ; ARGV: session prefix, id, reason, retired ttl -> 1 | 0
+# KEYS: pool, proxy counts, ledger ; ARGV: session prefix, id, reason, retired ttl, ledger
+# ttl -> 1 | 0
 _RETIRE = (
     _RETIRE_FUNCTION
     + """
@@ -196,22 +230,34 @@ return 1
 """
 )
 
-# KEYS: pool ; ARGV: session prefix, id, interval ms, cookie key/JSON pairs...
-# -> the new generation, 0 when the session was retired meanwhile
+# KEYS: pool, ledger ; ARGV: session prefix, id, interval ms, cookie key/JSON pairs...,
+# ledger ttl -> the new generation, 0 when the session was retired meanwhile
 _CHALLENGE_PASSED = (
     _NOW
+    + _LEDGER_FUNCTION
     + """
 local key = ARGV[1] .. ARGV[2]
 local state = redis.call('HGET', key, 'state')
 if (not state) or state == 'retired' then return 0 end
 local jar = key .. ':cookies'
 redis.call('DEL', jar)
-for i = 4, #ARGV, 2 do redis.call('HSET', jar, ARGV[i], ARGV[i + 1]) end
+for i = 4, #ARGV - 1, 2 do redis.call('HSET', jar, ARGV[i], ARGV[i + 1]) end
 redis.call('HSET', key, 'state', 'live')
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
-return redis.call('HINCRBY', key, 'generation', 1)
+local generation = redis.call('HINCRBY', key, 'generation', 1)
+ledger('passed:' .. ARGV[2] .. ':' .. generation, '1')
+return generation
 """
 )
+
+# KEYS: the defense key ; ARGV: what was seen, ttl s -> 1 newly known | 0 known (its TTL
+# renewed: a site keeps being known while it keeps answering blocks)
+_MARK_DEFENDED = """
+local known = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', tonumber(ARGV[2]))
+if known then return 1 end
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[2]))
+return 0
+"""
 
 # ARGV: session prefix, id, then (cookie key, JSON or '' to delete) pairs
 _MERGE_COOKIES = """
@@ -256,15 +302,29 @@ class RedisSessionStore(SessionStore):
         self._begin = server.register_script(_BEGIN_CHALLENGE)
         self._passed = server.register_script(_CHALLENGE_PASSED)
         self._merge = server.register_script(_MERGE_COOKIES)
+        self._mark_defended = server.register_script(_MARK_DEFENDED)
 
     @property
     def _pool_keys(self) -> list[str]:
         return [self.keys.sessions, self.keys.session_proxies]
 
-    async def acquire(self, excluded_proxies: Sequence[str] = ()) -> Session | Wait | None:
+    def _ledger(self, job: str | None) -> tuple[str, int]:
+        """The ledger's KEY and TTL ARGV for a call on behalf of ``job``."""
+        if not job:
+            return self.keys.sessions, 0
+        return self.keys.job_sessions(job), STATS_TTL_SECONDS
+
+    async def acquire(
+        self,
+        excluded_proxies: Sequence[str] = (),
+        *,
+        job: str | None = None,
+        prefer: str | None = None,
+    ) -> Session | Wait | None:
         p = self.policy
+        ledger, ttl = self._ledger(job)
         reply = await self._acquire(
-            keys=self._pool_keys,
+            keys=[*self._pool_keys, ledger],
             args=[
                 self.keys.session_prefix,
                 int(p.interval * 1000),
@@ -275,6 +335,8 @@ class RedisSessionStore(SessionStore):
                 SCAN_LIMIT,
                 RETIRED_TTL,
                 json.dumps(list(excluded_proxies)),
+                prefer or "",
+                ttl,
             ],
         )
         values = [_text(v) for v in reply]
@@ -296,11 +358,14 @@ class RedisSessionStore(SessionStore):
             probe=kind == "probe",
         )
 
-    async def create(self, identity: Mapping[str, Any], proxies: Sequence[str]) -> Session | None:
+    async def create(
+        self, identity: Mapping[str, Any], proxies: Sequence[str], *, job: str | None = None
+    ) -> Session | None:
         session_id = new_session_id()
         encoded = json.dumps(dict(identity), sort_keys=True)
+        ledger, ttl = self._ledger(job)
         proxy = await self._create(
-            keys=self._pool_keys,
+            keys=[*self._pool_keys, ledger],
             args=[
                 self.keys.session_prefix,
                 session_id,
@@ -308,15 +373,19 @@ class RedisSessionStore(SessionStore):
                 self.policy.max_sessions,
                 int(self.policy.hold * 1000),
                 json.dumps(list(proxies) or [""]),
+                ttl,
             ],
         )
         if proxy is None:
             return None
         return Session(session_id, dict(identity), _text(proxy), probe=True)
 
-    async def record(self, session_id: str, outcome: Outcome, *, pause: float = 0.0) -> None:
+    async def record(
+        self, session_id: str, outcome: Outcome, *, pause: float = 0.0, job: str | None = None
+    ) -> None:
+        ledger, ttl = self._ledger(job)
         state = await self._record(
-            keys=self._pool_keys,
+            keys=[*self._pool_keys, ledger],
             args=[
                 self.keys.session_prefix,
                 session_id,
@@ -325,15 +394,17 @@ class RedisSessionStore(SessionStore):
                 self.policy.max_errors,
                 int(pause * 1000),
                 RETIRED_TTL,
+                ttl,
             ],
         )
         if outcome != "ok" and _text(state) == "retired":
             self._retired.append(Retired(session_id, "errors"))
 
-    async def retire(self, session_id: str, reason: str) -> bool:
+    async def retire(self, session_id: str, reason: str, *, job: str | None = None) -> bool:
+        ledger, ttl = self._ledger(job)
         done = await self._retire(
-            keys=self._pool_keys,
-            args=[self.keys.session_prefix, session_id, reason, RETIRED_TTL],
+            keys=[*self._pool_keys, ledger],
+            args=[self.keys.session_prefix, session_id, reason, RETIRED_TTL, ttl],
         )
         return bool(int(done))
 
@@ -344,18 +415,22 @@ class RedisSessionStore(SessionStore):
         )
         return bool(int(held))
 
-    async def challenge_passed(self, session_id: str, cookies: Sequence[Mapping[str, Any]]) -> int:
+    async def challenge_passed(
+        self, session_id: str, cookies: Sequence[Mapping[str, Any]], *, job: str | None = None
+    ) -> int:
         live = [c for c in cookies if not expired(c, time.time())]
         pairs: list[str] = []
         for cookie in live:
             pairs += [cookie_key(cookie), json.dumps(dict(cookie), sort_keys=True)]
+        ledger, ttl = self._ledger(job)
         generation = await self._passed(
-            keys=[self.keys.sessions],
+            keys=[self.keys.sessions, ledger],
             args=[
                 self.keys.session_prefix,
                 session_id,
                 int(self.policy.interval * 1000),
                 *pairs,
+                ttl,
             ],
         )
         return int(generation)
@@ -382,3 +457,13 @@ class RedisSessionStore(SessionStore):
     def take_retired(self) -> list[Retired]:
         retired, self._retired = self._retired, []
         return retired
+
+    async def defended(self) -> str | None:
+        seen = await self.server.get(self.keys.session_defense)
+        return None if seen is None else _text(seen)
+
+    async def mark_defended(self, seen: str) -> bool:
+        marked = await self._mark_defended(
+            keys=[self.keys.session_defense], args=[seen, DEFENSE_TTL]
+        )
+        return bool(int(marked))
