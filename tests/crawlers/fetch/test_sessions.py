@@ -241,4 +241,27 @@ def test_a_worker_sigkilled_at_the_challenge_level_loses_nothing(
     products = [r for r in records if r["path"].startswith("/product/")]
     assert products and all(r["decision"] in ("pass", "challenge") for r in products)
     assert sum(r["decision"] == "verified" for r in records) >= 1
+    # The job's ledger knows every session the pool has: each was written by the same
+    # atomic step that made it, so no kill falls between the two.
+    assert ledger_events(client, job.job_id) == pool_events(client)
     client.flushdb()
+
+
+def ledger_events(client: Any, job_id: str) -> Counter[str]:
+    """What the job's ledger says became of sessions: created, passed, retired."""
+    fields = client.hkeys(SiteKeys("demo").job_sessions(job_id))
+    return Counter(field.decode().split(":", 1)[0] for field in fields)
+
+
+def pool_events(client: Any) -> Counter[str]:
+    """The same from the pool's own records (live and retired sessions)."""
+    keys = SiteKeys("demo")
+    counts: Counter[str] = Counter()
+    for key in client.scan_iter(match=keys.session_prefix + "*"):
+        if key.decode().endswith(":cookies"):
+            continue
+        state, generation = client.hmget(key, ["state", "generation"])
+        counts["created"] += 1
+        counts["passed"] += int(generation or 0)
+        counts["retired"] += state == b"retired"
+    return +counts
