@@ -73,16 +73,36 @@ def test_a_challenge_is_passed_once_per_session_and_its_cookie_serves_plain_requ
     assert skus(result.items) == {p.sku for p in shop.catalog().products}
     created = result.stat("sessions/created")
     assert 1 <= created <= 3
-    # Each session was challenged once on a plain request and once in the browser (whose
-    # script then verified and reloaded); everything else passed as plain HTTP.
+    # Sessions engaged at the site's first answer (the start page's challenge, to a
+    # request without a session). Each session was then challenged once on a plain
+    # request and once in the browser (whose script then verified and reloaded);
+    # everything else passed as plain HTTP.
+    assert result.stat("sessions/blocks_before") == result.stat("sessions/engaged") == 1
     assert result.stat("sessions/challenges_passed") == created == stats["sessions_issued"]
     assert decisions["verified"] == created
-    assert result.stat("blocks/challenge") == decisions["challenge"] == 2 * created
+    assert result.stat("blocks/challenge") == decisions["challenge"] == 2 * created + 1
     assert result.stat("render/requests") == created  # a render per session, no more
     # The platform's pages said the same browser as Chromium: one TLS fingerprint.
     fingerprints = {r["tls"] for r in defense.log_records()}
     assert len(fingerprints) == 1, fingerprints
     assert "Traceback" not in result.log
+
+
+def test_an_open_site_crawled_with_sessions_pays_nothing_for_them(
+    shop: DemoSite, tmp_path: Path
+) -> None:
+    """No defense answers: the requests go out as the crawl's own (no session, no rate
+    budget), however slow the budget is set; sessions engage only once a block is seen."""
+    shop.reset()
+    result = run_crawl(
+        tmp_path,
+        base_url=shop.url,
+        settings={"SESSIONS_ENABLED": True, "SESSION_POOL_SIZE": 1, "SESSION_MAX_RATE": 0.2},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    assert skus(result.items) == {p.sku for p in shop.catalog().products}
+    for name in ("sessions/created", "sessions/waits", "sessions/engaged", "blocks/total"):
+        assert result.stat(name) == 0, name
 
 
 def test_a_captcha_retires_its_session_and_the_page_is_fetched_on_another(
