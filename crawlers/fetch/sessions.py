@@ -117,7 +117,7 @@ class SessionMiddleware:
         self.wait_cap = settings.getfloat("SESSION_WAIT_MAX")
         self.escalation = Escalation(self)
         self.browser = ChallengeWatch.of(crawler)  # what a rendered page met on the way
-        engage = str(settings.get("SESSIONS_ENGAGE") or "defense")
+        engage = str(settings.get("SESSIONS_ENGAGE"))
         if engage not in ENGAGE_MODES:
             raise ValueError(f"SESSIONS_ENGAGE must be one of {ENGAGE_MODES}, got {engage!r}")
         self.engaged = engage == "always"
