@@ -250,19 +250,24 @@ class ChallengeWatch:
 
     async def _served(self, document: PlaywrightResponse, watch: _Watch) -> Verdict:
         """The verdict on a document the page left: as its DOM was seen, else as served
-        (its body, when the browser still has it), else a challenge: the page left it by
-        itself, as a challenge's script does."""
+        (its body, when the browser still has it). Else, a refusal's status (judged as
+        it came, a challenge's script left it too fast) is a challenge; a 200 is a page
+        that sent the browser on by itself (a script's redirect), no refusal."""
         seen = watch.seen.get(id(document))
         if seen is not None:
             return seen
         judged = watch.judged.get(id(document)) or asyncio.ensure_future(watch._judge(document))
         verdict = await judged
-        return verdict or Verdict("challenge", "a page its own script left", document.status)
+        if verdict is not None:
+            return verdict
+        kind = "ok" if document.status == 200 else "challenge"
+        return Verdict(kind, "a page its own script left", document.status)
 
     # -- after the download -------------------------------------------------------------
     async def account(self, request: Request, response: Response) -> Response:
         """The response as the browser ended (status, headers, a non-HTML body as
-        served), the challenges met before it counted; ``meta[BROWSER_CHALLENGE_META]``."""
+        served), the challenges met before it counted; what the browser did kept for
+        ``result(response)``."""
         watch = self._watches.get(id(request))
         if watch is None or watch.result is None:
             return response
