@@ -16,8 +16,14 @@ whether plain HTTP gave the same output as the browser:
 
 The state is per site in Redis (one hash under the site's hash tag: ``<callback>:mode``,
 ``:agree``, ``:disagree``, ``:probes``, ``:probes_at``, ``:checked`` (epoch seconds of
-its last comparison), ``:recheck_at``), updated atomically in Lua and kept across jobs,
-or in memory for a crawl without Redis. Framework-agnostic: no Scrapy here.
+its last comparison), ``:recheck_at``, and ``:agreed:<page>`` (epoch seconds a page of a
+learning type was found the same both ways)), updated atomically in Lua and kept across
+jobs, or in memory for a crawl without Redis. Framework-agnostic: no Scrapy here.
+
+A page compared while its type learns is evidence about that very page: asked for again
+(the next job's start page, a page type with a page or two per job) while its type is
+still learning, it goes plain for as long as a plain type's comparison holds
+(``agreed``) instead of paying a browser for the same comparison again.
 
 A learning page type has at most ``sample`` comparisons under way; one that did not come
 back within ``stale`` seconds (its page was refused, its worker killed) no longer counts,
@@ -92,8 +98,14 @@ class ChoiceStore(abc.ABC):
         check comes back or ``stale`` seconds pass."""
 
     @abc.abstractmethod
-    async def record(self, callback: str, same: bool) -> Choice:
-        """One comparison's result; returns the page type's new state."""
+    async def record(self, callback: str, same: bool, page: str = "") -> Choice:
+        """One comparison's result; returns the page type's new state. ``page`` (its
+        fingerprint) is remembered when it agreed while its type was learning."""
+
+    @abc.abstractmethod
+    async def agreed(self, callback: str, page: str, within: float) -> bool:
+        """Whether ``page`` was found the same both ways, while its type was learning,
+        less than ``within`` seconds ago."""
 
     @abc.abstractmethod
     async def put_summary(self, ref: str, summary: str) -> None:
@@ -105,11 +117,15 @@ class ChoiceStore(abc.ABC):
         """The summary put for ``ref``, removed (None: none, or taken already)."""
 
 
-# KEYS: the site's render-choice hash ; ARGV: callback, same (1|0), sample
+# KEYS: the site's render-choice hash ; ARGV: callback, same (1|0), sample, page ('' none)
 # -> mode, agree, disagree, probes, checked (epoch s)
 _RECORD = """
 local h, cb, same, sample = KEYS[1], ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
 local mode = redis.call('HGET', h, cb .. ':mode') or 'learning'
+local t = redis.call('TIME')
+if mode == 'learning' and same and ARGV[4] ~= '' then
+  redis.call('HSET', h, cb .. ':agreed:' .. ARGV[4], t[1])
+end
 local agree = tonumber(redis.call('HGET', h, cb .. ':agree') or '0')
 local disagree = tonumber(redis.call('HGET', h, cb .. ':disagree') or '0')
 local probes = tonumber(redis.call('HGET', h, cb .. ':probes') or '0')
@@ -125,7 +141,6 @@ else
   else agree, disagree = 0, disagree + 1 end
 end
 if mode ~= 'learning' then probes = 0 end
-local t = redis.call('TIME')
 redis.call('HSET', h, cb .. ':mode', mode, cb .. ':agree', agree, cb .. ':disagree', disagree,
   cb .. ':probes', probes, cb .. ':checked', t[1], cb .. ':recheck_at', 0)
 return {mode, agree, disagree, probes, t[1]}
@@ -209,9 +224,9 @@ class RedisChoiceStore(ChoiceStore):
         args = [callback, after, self.stale]
         return bool(int(await self._recheck(keys=[self.key], args=args)))
 
-    async def record(self, callback: str, same: bool) -> Choice:
+    async def record(self, callback: str, same: bool, page: str = "") -> Choice:
         mode, agree, disagree, probes, checked = await self._record(
-            keys=[self.key], args=[callback, "1" if same else "0", self.sample]
+            keys=[self.key], args=[callback, "1" if same else "0", self.sample, page]
         )
         return Choice(
             _text(mode),  # type: ignore[arg-type]
@@ -220,6 +235,10 @@ class RedisChoiceStore(ChoiceStore):
             int(probes),
             float(checked),
         )
+
+    async def agreed(self, callback: str, page: str, within: float) -> bool:
+        found = await self.server.hget(self.key, f"{callback}:agreed:{page}")
+        return found is not None and time.time() - float(found) < within
 
     async def put_summary(self, ref: str, summary: str) -> None:
         async with self.server.pipeline(transaction=False) as pipe:
@@ -239,6 +258,7 @@ class MemoryChoiceStore(ChoiceStore):
         self._summaries: dict[str, str] = {}
         self._probes_at: dict[str, float] = {}
         self._recheck_at: dict[str, float] = {}  # a claimed recheck
+        self._agreed: dict[tuple[str, str], float] = {}  # (callback, page) -> epoch s
 
     async def put_summary(self, ref: str, summary: str) -> None:
         self._summaries[ref] = summary
@@ -274,9 +294,16 @@ class MemoryChoiceStore(ChoiceStore):
         self._recheck_at[callback] = now
         return True
 
-    async def record(self, callback: str, same: bool) -> Choice:
-        choice = next_choice(self._choices.get(callback, Choice("learning")), same, self.sample)
+    async def record(self, callback: str, same: bool, page: str = "") -> Choice:
+        before = self._choices.get(callback, Choice("learning"))
+        if before.mode == "learning" and same and page:
+            self._agreed[(callback, page)] = time.time()
+        choice = next_choice(before, same, self.sample)
         choice = replace(choice, checked=time.time())
         self._choices[callback] = choice
         self._recheck_at.pop(callback, None)
         return choice
+
+    async def agreed(self, callback: str, page: str, within: float) -> bool:
+        at = self._agreed.get((callback, page))
+        return at is not None and time.time() - at < within

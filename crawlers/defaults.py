@@ -297,7 +297,8 @@ SESSION_CHALLENGE_TIMEOUT = 30.0
 # Pages of a page type compared both ways before it is decided (one difference: render);
 # the share of a rendered type's pages still compared (a plain fetch beside the render);
 # the age in seconds of a plain type's last comparison that makes one page compared again
-# (a render costs a hundred plain pages: a site that needs no browser pays that rarely).
+# (a render costs a hundred plain pages: a site that needs no browser pays that rarely),
+# and that a page found the same while its type learns goes plain when asked for again.
 RENDER_AUTO_SAMPLE = 3
 RENDER_AUTO_RECHECK = 0.02
 RENDER_AUTO_RECHECK_AFTER = 86_400.0

@@ -191,6 +191,8 @@ class AdaptiveRendering:
                 return True
             request.meta.pop(SAMPLE_META)
         if mode == "learning":
+            if await self._known_same(request, callback):
+                return False
             # Rendered until the answer is known (its items are the browser's); the
             # first pages are the samples.
             if await self.store.start_probe(callback):
@@ -205,6 +207,14 @@ class AdaptiveRendering:
             request.meta[SAMPLE_META] = True
             return True
         return False
+
+    def fingerprint(self, request: Request) -> str:
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+
+    async def _known_same(self, request: Request, callback: str) -> bool:
+        """This very page was found the same both ways while its type learns, less than
+        ``RENDER_AUTO_RECHECK_AFTER`` ago (the next job's start page): plain, no sample."""
+        return await self.store.agreed(callback, self.fingerprint(request), self.recheck_after)
 
     async def _recheck_due(self, callback: str) -> bool:
         """A plain page type is compared again once its last comparison is
@@ -230,7 +240,7 @@ class AdaptiveRendering:
         ):
             return False
         callback = callback_name(request)
-        if self.mode(callback) != "learning":
+        if self.mode(callback) != "learning" or await self._known_same(request, callback):
             return False
         if await self.store.start_probe(callback):
             request.meta[SAMPLE_META] = True
@@ -267,8 +277,8 @@ class AdaptiveRendering:
         except Exception as exc:  # Redis away: keep the last known choices
             logger.debug("render choices not refreshed: %s", type(exc).__name__)
 
-    async def record(self, callback: str, same: bool) -> Choice:
-        choice = await self.store.record(callback, same)
+    async def record(self, callback: str, same: bool, page: str = "") -> Choice:
+        choice = await self.store.record(callback, same, page)
         known = self._choices.get(callback)
         self._choices[callback] = choice
         self._decided.set()
@@ -297,9 +307,6 @@ class AdaptiveRenderMiddleware:
     @property
     def stats(self) -> Any:
         return self.crawler.stats
-
-    def _fingerprint(self, request: Request) -> str:
-        return self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
 
     def _eligible(self, response: Response) -> bool:
         request = response.request
@@ -334,7 +341,7 @@ class AdaptiveRenderMiddleware:
                 continue
             yield output
         if sampled:
-            ref = self._fingerprint(request)
+            ref = self.adaptive.fingerprint(request)
             await self.adaptive.store.put_summary(ref, json.dumps(summarize(outputs)))
             self.stats.inc_value("render/auto/probes")
             yield self._probe(request, ref)  # before the held ones wait: their verdict
@@ -373,7 +380,7 @@ class AdaptiveRenderMiddleware:
         same = plain_loses_nothing(summarize(outputs), json.loads(stored))
         callback = callback_name(request)
         self.stats.inc_value(f"render/auto/{'same' if same else 'differ'}")
-        choice = await self.adaptive.record(callback, same)
+        choice = await self.adaptive.record(callback, same, ref)
         self.stats.set_value(f"render/auto/mode/{callback}", choice.mode)
 
 

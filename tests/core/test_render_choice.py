@@ -101,3 +101,33 @@ def test_a_plain_type_is_checked_again_only_once_its_check_is_old(target: Target
             await server.aclose()
 
     asyncio.run(main())
+
+
+def test_a_page_found_the_same_while_its_type_learns_is_known_for_a_while(target: Target) -> None:
+    """A learning type's page that agreed is remembered (the next job's start page goes
+    plain); one that differed, or one compared once the type was decided, is not."""
+
+    async def main() -> None:
+        site = f"s{uuid.uuid4().hex[:8]}"
+        server = connect_async(target.url, cluster=target.cluster)
+        stores = [MemoryChoiceStore(site, 3), RedisChoiceStore(server, site, 3)]
+        try:
+            for store in stores:
+                assert not await store.agreed("parse", "home", 60)
+                assert (await store.record("parse", True, "home")).mode == "learning"
+                assert await store.agreed("parse", "home", 60)
+                assert not await store.agreed("parse", "home", 0)  # too old for the caller
+                assert not await store.agreed("parse", "other", 60)
+                assert not await store.agreed("parse_listing", "home", 60)  # another type
+                # Still one page type among the choices, learning.
+                assert {k: v.mode for k, v in (await store.choices()).items()} == {
+                    "parse": "learning"
+                }
+                assert (await store.record("parse_product", False, "p1")).mode == "render"
+                assert not await store.agreed("parse_product", "p1", 60)
+                await store.record("parse_product", True, "p2")  # a decided type's check
+                assert not await store.agreed("parse_product", "p2", 60)
+        finally:
+            await server.aclose()
+
+    asyncio.run(main())
