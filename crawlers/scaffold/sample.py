@@ -24,14 +24,14 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler, CrawlerProcess
-from scrapy.exceptions import DontCloseSpider
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.project import get_project_settings
@@ -40,7 +40,8 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 from core.blocks import classify as block_verdict
 from core.config import REPO_ROOT
 from crawlers.runtime.sidecrawl import isolate
-from crawlers.scaffold.classify import Page, generalise
+from crawlers.scaffold.page import Page
+from crawlers.scaffold.urls import generalise
 from crawlers.spiders.common import is_loopback
 from crawlers.spiders.generic import read_sitemap
 
@@ -60,6 +61,7 @@ class Sample:
     pages: list[Page]
     sitemaps: list[str]  # sitemap URLs that answered with a sitemap
     errors: dict[str, str]  # URL -> why it got no response
+    skipped: list[str] = field(default_factory=list)  # URLs robots.txt forbids
 
 
 def sample_site(
@@ -99,9 +101,11 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def to_sample(records: list[dict[str, Any]]) -> Sample:
-    pages, sitemaps, errors = [], [], {}
+    pages, sitemaps, errors, skipped = [], [], {}, []
     for record in records:
-        if record.get("kind") == "sitemap":
+        if record.get("skipped"):
+            skipped.append(record["url"])
+        elif record.get("kind") == "sitemap":
             if not record.get("depth"):  # an index's sitemaps are the index's to name
                 sitemaps.append(record["url"])
         elif record.get("error") and not record.get("html"):
@@ -116,7 +120,7 @@ def to_sample(records: list[dict[str, Any]]) -> Sample:
                     blocked=record.get("blocked"),
                 )
             )
-    return Sample(pages, list(dict.fromkeys(sitemaps)), errors)
+    return Sample(pages, list(dict.fromkeys(sitemaps)), errors, skipped)
 
 
 # -- the child process -------------------------------------------------------------------------
@@ -208,6 +212,12 @@ class SampleSpider(Spider):
     def page_failed(self, failure: Any) -> Iterator[Request]:
         self.in_flight -= 1
         request = failure.request
+        if failure.check(IgnoreRequest) and "robots.txt" in failure.getErrorMessage():
+            # Never fetched: a page robots.txt forbids costs the sample nothing.
+            self.scheduled -= 1
+            self._write({"url": request.url, "skipped": "robots.txt"})
+            yield from self._take()
+            return
         response = getattr(failure.value, "response", None)
         record: dict[str, Any] = {
             "url": request.url,

@@ -1,0 +1,34 @@
+"""Follow rules from the links of the sampled pages: URLs a page type's patterns alone
+name are followed wherever they appear; otherwise the region holding them, or the link
+saying "next"."""
+
+from __future__ import annotations
+
+from crawlers.scaffold.follow import NEXT_WORDS, propose_follow, sample_paths
+from crawlers.scaffold.page import Page
+from crawlers.scaffold.site_map import map_site
+from tests.crawlers.scaffold.support import BASE, shop_pages
+
+
+def test_home_listings_and_details_follow_by_url() -> None:
+    site = map_site(shop_pages(), BASE + "/")
+    follows = {
+        source: [rule.rule() for rule in rules] for source, rules in propose_follow(site).items()
+    }
+    to_detail = {"allow": [r"^https?://[^/]+/product/[^/?#]+$"], "to": "detail"}
+    to_listing = {"allow": [r"^https?://[^/]+/category/[^/?#]+(\?page=\d+)?$"], "to": "listing"}
+    assert follows["home"] == [to_listing]
+    assert to_detail in follows["listing"] and to_listing in follows["listing"]
+
+
+def test_next_words_in_six_languages() -> None:
+    for words in ("Next", "Next \u203a", "Siguiente", "Successiva \u203a", "Suivant", "Weiter",
+                  "\u00bb", "Older stories", "Próxima"):  # fmt: skip
+        assert NEXT_WORDS.match(words), words
+    assert not NEXT_WORDS.match("Previous") and not NEXT_WORDS.match("Nextdoor lamps")
+
+
+def test_sample_paths_first_pages_before_later_ones() -> None:
+    pages = [Page(f"{BASE}/c/{n}") for n in range(6)] + [Page(f"{BASE}/c/1?page=2")]
+    assert sample_paths(pages) == ["/c/0", "/c/2", "/c/3", "/c/5"]
+    assert sample_paths(pages[:2] + pages[-1:]) == ["/c/0", "/c/1", "/c/1?page=2"]
