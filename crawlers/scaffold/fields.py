@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlers.scaffold import people, rating
+from crawlers.scaffold import measures, people, rating
 from crawlers.scaffold.finders import (
     Hit,
     Site,
@@ -90,6 +90,9 @@ FINDERS: Mapping[str, Sequence[Finder]] = {
         lambda u, s, n: people.find_hinted(u, s, "brand", n),
     ),
     "address": (lambda u, s, n: people.find_hinted(u, s, "address", n),),
+    "area_m2": (lambda u, s, n: measures.find_measure(u, s, "area_m2"),),
+    "rooms": (lambda u, s, n: measures.find_measure(u, s, "rooms"),),
+    "bathrooms": (lambda u, s, n: measures.find_measure(u, s, "bathrooms"),),
     "city": (lambda u, s, n: people.find_hinted(u, s, "city", n),),
     "published_at": (lambda u, s, n: people.find_dated(u, s, "published"),),
     "date_posted": (lambda u, s, n: people.find_dated(u, s, "published"),),

@@ -68,6 +68,7 @@ class Site:
     constant: frozenset[str] = frozenset()
     listings: tuple[str, ...] = ()
     languages: tuple[str, ...] = ("en",)  # what dates and numbers are read in
+    text_slot: str | None = None  # where cards keep their own text (people.text_slot)
 
 
 def separators() -> str:
@@ -99,11 +100,22 @@ def find_name(unit: Unit, site: Site) -> Hit | None:
     its heading, else its main link's words, else its bold text."""
     root = unit.root
     if not unit.is_page:
+        # The card's own name in its microdata (not its author's, in a nested item).
+        named = (
+            ".//*[@itemprop='name' or @itemprop='headline'][not(ancestor::*[@itemprop='author'])]"
+        )
+        for element in root.xpath(named):
+            attr = "content" if element.attrib.get("content") else None
+            words = element.attrib.get("content", "") if attr else text_of(element)
+            if len(words) >= 2:
+                shaping = ({"attr": attr} if attr else {}) | unquoted(words)
+                exact, general = rules_for(element, unit, shaping)
+                return Hit(exact, general, element)
         for query in (".//*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5]",
                       ".//a[normalize-space()]", ".//*[self::strong or self::b]"):  # fmt: skip
             for element in root.xpath(query):
                 if len(text_of(element)) >= 2:
-                    exact, general = rules_for(element, unit)
+                    exact, general = rules_for(element, unit, unquoted(text_of(element)))
                     return Hit(exact, general, element)
         return None
     for element in root.xpath("//h1"):
@@ -129,6 +141,18 @@ def find_name(unit: Unit, site: Site) -> Hit | None:
         rule = _title_rule(site)
         return Hit(rule, [rule, {"data": "og:title"}])
     return None
+
+
+# Quotation marks around a text (a review's title, a quote), in the languages' styles.
+OPENING = "\u201c\"'\u00ab\u201e\u2018"
+CLOSING = "\u201d\"'\u00bb\u201c\u2019"
+
+
+def unquoted(text: str) -> dict[str, Any]:
+    """Shaping that leaves out the quotation marks around ``text``, if it has some."""
+    if len(text) > 2 and text[0] in OPENING and text[-1] in CLOSING:
+        return {"re": rf"^\W*?[{OPENING}](.*)[{CLOSING}]\W*$"}
+    return {}
 
 
 def _title_rule(site: Site) -> dict[str, Any]:

@@ -53,10 +53,12 @@ def text_of(element: Any) -> str:
 
 
 def hints(element: Any) -> set[str]:
-    """The lower-case words of the element's class, id and itemprop (``product-price``
-    -> {"product", "price"})."""
+    """The lower-case words of the element's class, id, itemprop and the names of its
+    ``data-*`` attributes (``product-price`` -> {"product", "price"};
+    ``data-consumer-name`` -> {"data", "consumer", "name"})."""
     attrib = element.attrib
     raw = " ".join(attrib.get(name, "") for name in ("class", "id", "itemprop", "aria-label"))
+    raw += " " + " ".join(name for name in attrib if name.startswith("data-"))
     return {word.lower() for word in _SPLIT.split(raw) if word}
 
 
@@ -73,6 +75,10 @@ def _is_chrome(node: Any) -> bool:
     return bool(_CHROME_WORDS.search((node.get("class") or "") + " " + (node.get("id") or "")))
 
 
+def _in_article(node: Any) -> bool:
+    return any(a.tag == "article" for a in node.iterancestors())
+
+
 _CHROME: dict[int, tuple[Any, frozenset[Any]]] = {}
 
 
@@ -83,7 +89,9 @@ def _chrome(document: Any) -> frozenset[Any]:
         return held[1]
     inside = set()
     for node in document.iter():
-        if isinstance(node.tag, str) and _is_chrome(node):
+        # A header, footer or aside inside an <article> is the article's own (its byline,
+        # a review's author box), not the site's chrome.
+        if isinstance(node.tag, str) and _is_chrome(node) and not _in_article(node):
             inside.update(n for n in node.iter() if isinstance(n.tag, str))
     if len(_CHROME) > 256:
         _CHROME.clear()

@@ -7,10 +7,11 @@ a "Tags" label) and lists under a heading ("Key features", "Skills"). Pure funct
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from crawlers.scaffold.candidates import css_candidates, exact_path
-from crawlers.scaffold.finders import Hit, Site
+from crawlers.scaffold.finders import Hit, Site, unquoted
 from crawlers.scaffold.labels import field_for, headed
 from crawlers.scaffold.look import (
     elements,
@@ -34,18 +35,17 @@ __all__ = [
 ]
 
 _BY = re.compile(r"^(by|por|di|da|par|von|de|door|av|af)\s+(\S.{1,60})$", re.I)
-_AUTHOR_WORDS = {"author", "byline", "writer", "autor", "autore", "auteur", "verfasser", "cite"}
+_AUTHOR_WORDS = {"author", "byline", "writer", "autor", "autore", "auteur", "verfasser", "cite",
+                 "reviewer", "consumer", "username", "nickname", "poster"}  # fmt: skip
 _DATE_WORDS = {"date", "time", "posted", "published", "dateline", "fecha", "data", "datum",
                "timestamp", "meta", "pubdate", "datepublished"}  # fmt: skip
-# Quotation marks around a quote: opening and closing ones, in the languages' styles.
-_OPENING = "\u201c\"'\u00ab\u201e\u2018"
-_CLOSING = "\u201d\"'\u00bb\u201c\u2019"
 _TAG_WORDS = {"tag", "tags", "topics", "topic", "keywords", "labels", "etiquetas", "categories"}
 # Words of a link's URL naming what it leads to (a company's page, an author's...).
 URL_WORDS = {
     "company": ("company", "companies", "employer", "employers", "empresa", "empresas",
                 "azienda", "aziende", "entreprise", "unternehmen", "firma", "organization"),
-    "author": ("author", "authors", "autor", "autore", "auteur", "writer", "journalist"),
+    "author": ("author", "authors", "autor", "autore", "auteur", "writer", "journalist",
+               "users", "user", "profile", "member", "reviewer"),
     "agency": ("agent", "agents", "agency", "agencia", "agenzia", "agence", "makler"),
     "brand": ("brand", "brands", "marca", "marque", "marke", "manufacturer"),
 }  # fmt: skip
@@ -57,10 +57,12 @@ def find_author(unit: Unit, site: Site) -> Hit | None:
     root = unit.root
     for query in (".//*[@rel='author']", ".//*[@itemprop='author']"):
         for element in root.xpath(query):
-            name = element.xpath(".//*[@itemprop='name']") or [element]
-            if 2 <= len(text_of(name[0])) <= 60 and not in_other_card(element, unit):
-                exact, general = rules_for(name[0], unit)
-                return Hit(exact, general, name[0])
+            name = (element.xpath("self::*[@content] | .//*[@itemprop='name']") or [element])[0]
+            attr = "content" if name.root.tag == "meta" or name.attrib.get("content") else None
+            words = name.attrib.get("content", "") if attr else text_of(name)
+            if 2 <= len(words) <= 60 and not in_other_card(element, unit):
+                exact, general = rules_for(name, unit, {"attr": attr} if attr else None)
+                return Hit(exact, general, name)
     found = elements(unit)
     for element in found:
         words = text_of(element)
@@ -145,22 +147,49 @@ def find_dated(unit: Unit, site: Site, which: str) -> Hit | None:
     return None
 
 
+def text_slot(units: Sequence[Unit]) -> str | None:
+    """Where the cards of a list keep their own text: the place (tags and classes from the
+    card down) whose texts are the longest over the cards, present on most of them; a
+    card whose longest text is elsewhere (a business's long reply) does not decide."""
+    lengths: dict[str, list[int]] = {}
+    for unit in units:
+        seen: dict[str, int] = {}
+        for element in _texts(unit):
+            key = _slot(element, unit)
+            seen[key] = max(seen.get(key, 0), len(text_of(element)))
+        for key, n in seen.items():
+            lengths.setdefault(key, []).append(n)
+    common = {k: v for k, v in lengths.items() if len(v) >= 0.6 * len(units)}
+    if not common:
+        return None
+    return max(common, key=lambda k: sorted(common[k])[len(common[k]) // 2])
+
+
+def _texts(unit: Unit) -> list[Any]:
+    return [
+        e
+        for e in elements(unit)
+        if e.root.tag not in ("a", "button", "script", "style") and len(text_of(e)) >= 20
+    ]
+
+
+def _slot(element: Any, unit: Unit) -> str:
+    node, parts = element.root, []
+    while node is not None and node is not unit.root.root:
+        parts.append(node.tag + "." + ".".join(sorted((node.get("class") or "").split())))
+        node = node.getparent()
+    return "/".join(reversed(parts))
+
+
 def find_text(unit: Unit, site: Site) -> Hit | None:
-    """A card's own text: its longest (a quote, a review's body)."""
-    best = None
-    for element in elements(unit):
-        words = text_of(element)
-        if element.root.tag in ("a", "button", "script", "style") or len(words) < 20:
-            continue
-        if best is None or len(words) > len(text_of(best)):
-            best = element
+    """A card's own text: in the place the cards keep it (``site.text_slot``), else its
+    longest (a quote, a review's body)."""
+    found = _texts(unit)
+    placed = [e for e in found if site.text_slot and _slot(e, unit) == site.text_slot]
+    best = placed[0] if placed else max(found, key=lambda e: len(text_of(e)), default=None)
     if best is None:
         return None
-    words = text_of(best)
-    shaping = {}
-    if len(words) > 2 and words[0] in _OPENING and words[-1] in _CLOSING:
-        shaping = {"re": rf"^\W*?[{_OPENING}](.*)[{_CLOSING}]\W*$"}
-    exact, general = rules_for(best, unit, shaping)
+    exact, general = rules_for(best, unit, unquoted(text_of(best)))
     return Hit(exact, general)
 
 

@@ -109,9 +109,9 @@ def profile_text(proposal: Proposal, command: str) -> str:
         f"{proposal.site}: scaffolded by `{command}`.",
         "A profile-driven site (crawlers/spiders/generic.py): page types, follow rules and",
         "the field map below were proposed from a sample of the site's pages and checked on",
-        f"it ({study.why}). Lines marked GUESS are guesses; a commented field is one the",
-        "scaffold was not sure of. After changing a rule's selector:",
-        f"`python -m fingerprints baseline {proposal.site}` (docs/sites.md).",
+        f"it. Item type {proposal.item_type}: {study.why}. Lines marked GUESS are guesses; a",
+        "commented field is one the scaffold was not sure of. After changing a rule's",
+        f"selector: `python -m fingerprints baseline {proposal.site}` (docs/sites.md).",
     ]
     top = [
         Entry("site", proposal.site),

@@ -85,6 +85,26 @@ class Records:
     def chars(self) -> int:
         return sum(len(" ".join(t)) for t in self.texts)
 
+    @property
+    def item_score(self) -> float:
+        """How much this block looks like a list of items (0: not one): entries of two
+        or more texts that differ, none a large part of the page (a layout's columns),
+        several of them; microdata items weigh double."""
+        if self.multi_text < 0.8 or not self.varied:
+            return 0.0
+        page_chars = len(
+            " ".join(" ".join(self.page.response.xpath("//body//text()").getall()).split())
+        )
+        largest = max((len(" ".join(t)) for t in self.texts), default=0)
+        if page_chars and largest > 0.4 * page_chars:
+            return 0.0
+        marked = sum(
+            bool(e.attrib.get("itemscope") is not None and e.attrib.get("itemtype"))
+            for e in self.elements
+        )
+        weight = 2.0 if marked >= 0.8 * len(self.elements) else 1.0
+        return self.chars * weight * min(1.0, len(self.elements) / 5)
+
 
 def _skipped_href(url: str) -> bool:
     return url.startswith(("javascript:", "mailto:", "tel:"))

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from crawlers.scaffold.page import Page
+from crawlers.scaffold.page import Page, page_number
 from crawlers.scaffold.records import Records, find_records
 from crawlers.scaffold.skeleton import Template, find_templates, similarity, skeleton
 from crawlers.scaffold.urls import Pattern, generalise
@@ -222,9 +222,9 @@ def _items(
     best: tuple[int, int, str] | None = None
     for n, found in blocks.items():
         for sig, records in found.items():
-            if not all(r.multi_text >= 0.8 and r.varied for r in records):
+            if not all(r.item_score for r in records):
                 continue
-            score = sum(r.chars for r in records)
+            score = sum(r.item_score for r in records)
             if best is None or score > best[0]:
                 best = (score, n, sig)
     return (best[1], best[2]) if best else None
@@ -259,13 +259,29 @@ def _named(
         else:
             name = _segment_name(members[-1].path, taken)
         taken.add(name)
-        types[name] = PageType(name, role, members, generalise([p.url for p in members]), sig)
+        urls = [p.url for p in members]
+        if role in (LISTING, ITEMS):
+            urls += _later_pages(members)
+        types[name] = PageType(name, role, members, generalise(urls), sig)
     placed = {p.url for t in types.values() for p in t.pages}
     if home is not None and home.url not in placed:
         types[HOME] = PageType(HOME, HOME, [home], generalise([home.url]))
         placed.add(home.url)
     unclassified = [p for t in templates for p in t.pages if p.url not in placed]
     return SiteMap(types, unclassified, list(templates))
+
+
+def _later_pages(members: Sequence[Page]) -> list[str]:
+    """The list's links to its own other pages (``?page=2``, ``/page/3/``): its patterns
+    must take them, sampled or not."""
+    paths = {urlsplit(p.url).path for p in members}
+    out = []
+    for page in members:
+        for link in page.links:
+            numbered = page_number(link.url) is not None
+            if numbered and (urlsplit(link.url).path in paths or "next" in link.rel.split()):
+                out.append(link.url)
+    return out
 
 
 def _like_the_rest(home: Page, members: Sequence[Page]) -> bool:

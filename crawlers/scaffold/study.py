@@ -5,6 +5,7 @@ map (crawlers.scaffold.fields). Pure: sampled pages in, a ``Study`` out."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,8 @@ def study(pages: Sequence[Page], start_url: str, wanted: str | None = None) -> S
     titles = [" ".join(u.page.response.xpath("//title//text()").getall()).strip() for u in units]
     suffix = title_suffix(titles) if page_type.role == DETAIL else ""
     site = Site(suffix, frozenset(), listings, languages or ("en",))
+    if page_type.role == ITEMS:
+        site.text_slot = people.text_slot(units)
     seen = survey(units, site)
     evidence = _evidence(units, seen, site, page_type)
     found.evidence = evidence
@@ -227,8 +230,40 @@ def _id_from_cards(found: Study, units: Sequence[Unit], item_type: str) -> None:
         if all(ids) and unique and all(any(c.isdigit() for c in i or "") for i in ids):
             n = len(units)
             rule = {"xpath": f"./@{attr}"}
-            found.fields[id_field] = FieldProposal(id_field, Choice([rule], n, n, units=n), ["card"])
+            found.fields[id_field] = FieldProposal(
+                id_field, Choice([rule], n, n, units=n), ["card"]
+            )
             return
+    if rule := permalink_rule(units):
+        n = len(units)
+        found.fields[id_field] = FieldProposal(id_field, Choice([rule], n, n, units=n), ["link"])
+
+
+def permalink_rule(units: Sequence[Unit]) -> dict[str, Any] | None:
+    """A card's link to its own page (``/reviews/68228cf6...``): the id at the end of it,
+    when every card has one under the same path and no two share it."""
+    by_prefix: dict[str, list[str]] = {}
+    for unit in units:
+        for href in dict.fromkeys(unit.root.xpath(".//a/@href").getall()):
+            match = re.search(r"(/[A-Za-z][\w-]*/)([\w-]{6,})/?(?:[?#].*)?$", href)
+            if match and any(c.isdigit() for c in match.group(2)):
+                by_prefix.setdefault(match.group(1), []).append(match.group(2))
+    # The card's own link first: the one around its heading.
+    headed = {
+        m.group(1)
+        for unit in units
+        for href in unit.root.xpath(".//a[.//h1|.//h2|.//h3|.//h4|.//h5]/@href").getall()
+        if (m := re.search(r"(/[A-Za-z][\w-]*/)[\w-]{6,}/?(?:[?#].*)?$", href))
+    }
+    ranked = sorted(by_prefix.items(), key=lambda kv: (kv[0] not in headed, -len(kv[1])))
+    for prefix, ids in ranked:
+        if len(ids) == len(units) and len(set(ids)) == len(ids):
+            literal = prefix.replace("'", "")
+            return {
+                "xpath": f".//a[contains(@href, '{literal}')]/@href",
+                "re": re.escape(prefix) + r"([\w-]+)",
+            }
+    return None
 
 
 def _id_from_url(found: Study, units: Sequence[Unit], item_type: str) -> None:

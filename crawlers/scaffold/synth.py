@@ -185,8 +185,10 @@ def _wrong(values: Sequence[Any], expected: Sequence[Any]) -> bool:
 def _best(
     results: Sequence[tuple[Mapping[str, Any], list[Any]]], expected: Sequence[Any]
 ) -> tuple[Mapping[str, Any], list[Any]] | None:
+    # The structured data wins a tie: a field it holds is read from it.
     scored = [
-        (_score(values, expected), -n, rule, values) for n, (rule, values) in enumerate(results)
+        (_score(values, expected) + 0.01 * ("data" in rule), -n, rule, values)
+        for n, (rule, values) in enumerate(results)
     ]
     scored = [s for s in scored if s[0] > 0]
     if not scored:
