@@ -20,8 +20,9 @@ each other and unlike the demo shop, served on loopback by ``harness.plain_site`
 
 Prints one row per site, then the mean accuracy, the lowest and the items found, and
 whether they meet the bar (mean >= 95%, no site below 85%, items >= 99%); exit status 1
-when they do not. ``--real-pages`` adds the saved real pages of the production sites
-(bench/onboarding_real.py).
+when they do not. Then the saved real pages of the production sites, replayed locally:
+the scaffold's unedited fields against the site spiders' output for the same pages
+(bench/onboarding_real.py; left out, said so, when the pages are absent).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -41,15 +41,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from bench.onboarding_values import path_of, same
 from core.config import ENVIRONMENT, REPO_ROOT
 from harness.plain_site import PlainSite
 from plain_sites.corpus import CORPUS, build
 from plain_sites.site import Truth
 
 MEAN_BAR, SITE_BAR, ITEMS_BAR = 0.95, 0.85, 0.99
-URL_FIELDS = {"images", "image", "company_url", "url"}
+REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
 
 
 @dataclass
@@ -117,46 +117,11 @@ def crawl(name: str, url: str, scratch: Path) -> tuple[list[dict[str, Any]], flo
     return items, seconds, tail[0] if tail else ""
 
 
-def same(shown: Any, stored: Any, name: str) -> bool:
-    """The stored value is the shown one: numbers to the cent, texts with their spaces
-    normalised, URLs by their path, dates by their day, lists element by element."""
-    if isinstance(shown, list):
-        return (
-            isinstance(stored, list)
-            and len(shown) == len(stored)
-            and all(same(a, b, name) for a, b in zip(shown, stored, strict=True))
-        )
-    if stored is None:
-        return False
-    if isinstance(shown, bool) or isinstance(stored, bool):
-        return isinstance(shown, bool) and isinstance(stored, bool) and shown == stored
-    if isinstance(shown, int | float):
-        return isinstance(stored, int | float) and math.isclose(shown, stored, abs_tol=0.005)
-    if name in URL_FIELDS:
-        return _path(str(shown)) == _path(str(stored))
-    if _is_date(str(shown)):
-        return str(stored)[:10] == str(shown)
-    return " ".join(str(shown).split()) == " ".join(str(stored).split())
-
-
-def _path(url: str) -> str:
-    parts = urlsplit(url)
-    return parts.path + (f"?{parts.query}" if parts.query else "")
-
-
-def _is_date(value: str) -> bool:
-    try:
-        dt.date.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
-
-
 def measure(items: Sequence[Mapping[str, Any]], truth: Truth) -> tuple[int, float, Counter[str]]:
     """(items found, field accuracy over them, wrong values per field)."""
     by_key: dict[str, Mapping[str, Any]] = {}
     for item in items:
-        key = _path(str(item.get("url", ""))) if truth.match == "url" else item.get(truth.match)
+        key = path_of(str(item.get("url", ""))) if truth.match == "url" else item.get(truth.match)
         if isinstance(key, str):
             by_key.setdefault(" ".join(key.split()), item)
     right = total = found = 0
@@ -262,6 +227,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20260301, help="the sites' generator seed")
     parser.add_argument("--pages", type=int, default=60, help="the scaffold's sample")
     parser.add_argument("--keep", type=Path, help="keep profiles, fixtures and items here")
+    parser.add_argument(
+        "--real-pages",
+        type=Path,
+        default=REAL_PAGES,
+        help=f"the saved real pages of the production sites (default {REAL_PAGES}; "
+        "absent: left out, said so)",
+    )
     args = parser.parse_args(argv)
     kinds = [k for k in args.sites.split(",") if k]
     unknown = sorted(set(kinds) - set(CORPUS))
@@ -282,6 +254,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(rows))
     ok, text = verdict(rows)
     print(text)
+    if args.real_pages.is_dir():
+        from bench.onboarding_real import run_real
+        from bench.onboarding_real import table as real_table
+
+        print("\nthe production sites' saved real pages, replayed: the scaffold's unedited")
+        print("fields against the site spiders' items (outside the bar above):")
+        print(real_table(run_real(args.real_pages)))
+    else:
+        print(f"\n(no saved real pages at {args.real_pages}: their rows left out)")
     return 0 if ok else 1
 
 

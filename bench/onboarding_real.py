@@ -25,6 +25,7 @@ from typing import Any
 
 from itemadapter import ItemAdapter
 
+from bench.onboarding_values import same
 from crawlers.profile_schema import PageTable
 from crawlers.scaffold.fields import FieldProposal, propose_fields, survey
 from crawlers.scaffold.finders import Site
@@ -167,8 +168,6 @@ def compare(
     truth: Sequence[Mapping[str, Any]], found: Sequence[Mapping[str, Any]], row: RealRow
 ) -> None:
     """Items paired in page order; the spider's filled fields the scaffold's type has."""
-    from bench.onboarding import same
-
     names = set(found[0]) if found else set()
     for expected, item in zip(
         truth, list(found) + [{}] * max(0, len(truth) - len(found)), strict=False

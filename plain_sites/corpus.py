@@ -20,6 +20,7 @@ from plain_sites import (
     oldbooks,
     pages,
     quotebook,
+    shipped,
     vacancies,
 )
 from plain_sites.site import Built, Truth
@@ -28,9 +29,7 @@ __all__ = ["CORPUS", "KINDS", "build"]
 
 
 def _werkstatt(seed: int, count: int) -> Built:
-    from plain_sites.server import PlainSiteConfig, werkstatt
-
-    render = werkstatt(PlainSiteConfig("werkstatt", seed=seed, items=count))
+    render = shipped.werkstatt(seed, count)
     truth: dict[str, dict[str, Any]] = {}
     for p in data.products(seed, count):
         truth[f"/artikel/{p.sku}-{p.slug}"] = {
@@ -47,9 +46,7 @@ def _werkstatt(seed: int, count: int) -> Built:
 
 
 def _sayings(seed: int, count: int) -> Built:
-    from plain_sites.server import PlainSiteConfig, sayings
-
-    render = sayings(PlainSiteConfig("sayings", seed=seed, items=count))
+    render = shipped.sayings(seed, count)
     truth = {
         q.text: {
             "text": q.text, "author": q.author, "tags": list(q.tags), "like_count": q.likes,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.onboarding import SITE_BAR, Row, measure, run_site, same, table, verdict
+from bench.onboarding import SITE_BAR, Row, measure, run_site, table, verdict
+from bench.onboarding_values import same
 from plain_sites.corpus import CORPUS, build
 from plain_sites.site import Truth
 
