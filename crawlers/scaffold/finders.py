@@ -168,7 +168,15 @@ def money_elements(unit: Unit) -> list[Any]:
     """Elements printing one amount with a currency sign (``$1,299.00``, ``1.234,56 €``),
     not struck out, not in the chrome or another item's card."""
     out = []
+    # Elements with digits of their own, and the two around them: a sign and an amount
+    # in elements of their own (<span>€</span><span>29,99</span>) are read together.
+    seen: dict[Any, Any] = {}
     for element in elements(unit):
+        if any(c.isdigit() for c in element.root.text or ""):
+            seen.setdefault(element.root, element)
+            for parent in element.xpath("ancestor::*[position() <= 2]"):
+                seen.setdefault(parent.root, parent)
+    for element in sorted(seen.values(), key=lambda e: unit.page.order.get(e.root, 0)):
         tag = element.root.tag
         if tag in ("script", "style", "option", "title", "del", "s", "strike"):
             continue

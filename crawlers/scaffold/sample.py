@@ -10,8 +10,8 @@ dupefilter are Scrapy's own, REDIS_URL, ITEM_PIPELINES and FEEDS are switched of
 The crawl starts at the URL and the site's sitemaps (robots.txt ``Sitemap:`` lines, else
 ``/sitemap.xml`` and ``/sitemap_index.xml``; an index is followed one level), stays on
 the URL's host, obeys robots.txt and fetches a few pages at a time. Of the links found it
-fetches next the one whose URL shape (``classify.generalise``) was fetched least, then the
-shallowest: a balanced, breadth-first sample. Sitemap URLs take at most a third of it.
+fetches next the one whose URL shape (``_shape``: path segments and the first) was fetched
+least, then the shallowest: a balanced, breadth-first sample. Sitemap URLs take at most a third of it.
 Each page is written as one JSON line to the plan's output file.
 """
 
@@ -41,7 +41,6 @@ from core.blocks import classify as block_verdict
 from core.config import REPO_ROOT
 from crawlers.runtime.sidecrawl import isolate
 from crawlers.scaffold.page import Page
-from crawlers.scaffold.urls import generalise
 from crawlers.spiders.common import is_loopback
 from crawlers.spiders.generic import read_sitemap
 
@@ -339,7 +338,13 @@ def _spread(items: list[str], n: int) -> list[str]:
 
 
 def _shape(url: str) -> str:
-    return generalise([url])[0].regex
+    """A URL's shape for balancing the sample: its number of path segments and its first
+    one (``/c/bikes`` and ``/c/tents`` are one shape, ``/p/red-tent-5003`` another), so a
+    menu of a hundred categories does not fill the sample before one product is read."""
+    parts = urlsplit(url)
+    segments = [s for s in parts.path.split("/") if s]
+    first = segments[0] if len(segments) > 1 else ""
+    return f"{len(segments)}:{first}:{'?' if parts.query else ''}"
 
 
 def main() -> int:

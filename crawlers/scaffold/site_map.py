@@ -169,7 +169,7 @@ def _edges(
                     for target, (url, label) in hit.items():
                         counts[target] += 1
                         if url in by_url:
-                            shown[target].append(float(_titled(label, by_url[url])))
+                            shown[target].append(float(_titled(label, words, by_url[url])))
             for target, n in counts.items():
                 edges.append(
                     _Edge(
@@ -181,19 +181,22 @@ def _edges(
     return edges
 
 
-def _titled(label: str, page: Page) -> bool:
-    """The link's words head the page it leads to: in its title or a heading (a card's
-    product name is the product page's ``<h1>``; "(about)" heads no author page)."""
+def _titled(label: str, texts: Sequence[str], page: Page) -> bool:
+    """The entry names the page it leads to: the link's words are in the page's title or
+    a heading (a card's product name is the product page's ``<h1>``; "(about)" heads no
+    author page), or the page's ``<h1>`` is one of the entry's texts (a link reading
+    "Red Shoe - $29" to the page of the Red Shoe)."""
     words = re.sub(r"(\.\.\.|…)$", "", label).strip().casefold()
-    if len(words) < 2:
-        return False
     heads = " ".join(
         " ".join(text.split())
         for text in page.response.xpath(
             "//title//text() | //h1//text() | //h2//text() | //h3//text() | //b//text()"
         ).getall()
     ).casefold()
-    return words in heads
+    if len(words) >= 2 and words in heads:
+        return True
+    h1 = " ".join(" ".join(page.response.xpath("//h1//text()").getall()).split()).casefold()
+    return len(h1) >= 4 and any(h1 in text.casefold() for text in [label, *texts])
 
 
 def _detail(edges: Sequence[_Edge], templates: Sequence[Template], home: Page | None) -> int | None:
@@ -281,6 +284,9 @@ def _later_pages(members: Sequence[Page]) -> list[str]:
             numbered = page_number(link.url) is not None
             if numbered and (urlsplit(link.url).path in paths or "next" in link.rel.split()):
                 out.append(link.url)
+        # <link rel="next"> in the head names the next page too.
+        for href in page.response.xpath("//link[@rel='next']/@href").getall():
+            out.append(page.response.urljoin(href))
     return out
 
 

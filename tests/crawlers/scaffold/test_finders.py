@@ -88,6 +88,12 @@ def test_a_cards_name_is_its_heading_or_its_link() -> None:
             "GBP",
             Reading(("en-GB",), market(language="en-GB")),
         ),
+        (  # the sign and the amount in elements of their own
+            "<div class='p'><span>€</span><span>29,99</span></div>",
+            29.99,
+            "EUR",
+            Reading(("it",), market(language="it")),
+        ),
     ],
 )
 def test_a_price_is_the_amount_printed_after_the_name(
