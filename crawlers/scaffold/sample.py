@@ -11,8 +11,8 @@ The crawl starts at the URL and the site's sitemaps (robots.txt ``Sitemap:`` lin
 ``/sitemap.xml`` and ``/sitemap_index.xml``; an index is followed one level), stays on
 the URL's host, obeys robots.txt and fetches a few pages at a time. Of the links found it
 fetches next the one whose URL shape (``_shape``: path segments and the first) was fetched
-least, then the shallowest: a balanced, breadth-first sample. Sitemap URLs take at most a third of it.
-Each page is written as one JSON line to the plan's output file.
+least, then the shallowest: a balanced, breadth-first sample. Sitemap URLs take at most a
+third of it. Each page is written as one JSON line to the plan's output file.
 """
 
 from __future__ import annotations
