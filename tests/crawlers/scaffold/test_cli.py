@@ -132,7 +132,7 @@ def test_scaffold_the_demo_shop(shop: DemoSite, tmp_path: Path) -> None:
     assert coverage["fields"]["name"]["rate"] == 1.0
     # Paths as the operator would type them: relative to the working directory.
     assert "\nwrote sites/shop/baseline.json\n" in report
-    assert report.endswith("wrote sites/shop/coverage.json")
+    assert report.endswith("wrote sites/shop/coverage.json\n")
 
     again = scaffold(tmp_path, "shop", shop.url + "/")
     assert again.returncode == 2
