@@ -192,12 +192,11 @@ def propose_fields(
     site: Site,
     schema: str | None = None,
     surveyed: Sequence[Mapping[str, Any]] | None = None,
-    only: Sequence[str] | None = None,
 ) -> dict[str, FieldProposal]:
     """Field -> its proposal, for every field of ``item_type`` a source found."""
     kinds = field_kinds(item_type)
     surveyed = surveyed if surveyed is not None else survey(units, site)
-    names = [n for n in kinds if n not in PLATFORM and (only is None or n in only)]
+    names = [n for n in kinds if n not in PLATFORM]
     wanted = {LABEL_OF.get(n, n) for n in names} | {"@id"}
     id_field = _id_field(item_type)
     nodes = [main_node(u.page, schema) if schema and u.is_page else None for u in units]

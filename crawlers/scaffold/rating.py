@@ -43,7 +43,7 @@ _ATTRS = ("aria-label", "title", "alt", "data-rating", "content")
 
 
 def find_rating(unit: Unit, site: Site) -> Hit | None:
-    for finder in (_itemprop, _of_five, _class_word, _icon_row, _glyphs, _bare_number):
+    for finder in (_itemprop, _of_five, _class_word, _icon_row, _glyphs, _width, _bare_number):
         hit = finder(unit)
         if hit is not None:
             return hit
@@ -155,6 +155,27 @@ def _glyphs(unit: Unit) -> Hit | None:
             table = {"★" * n + "☆" * (5 - n): n for n in range(6)}
             exact, general = rules_for(element, unit, {"map": table})
             return Hit(exact, general)
+    return None
+
+
+# A filled bar's width in tenths of its length: half stars of five.
+WIDTHS = {f"{n * 10}": n / 2 for n in range(11)} | {f"{n * 10}.0": n / 2 for n in range(11)}
+WIDTH_RE = r"width:\s*(\d+(?:\.0)?)\s*%"
+
+
+def _width(unit: Unit) -> Hit | None:
+    """Stars drawn as a bar filled to a width (``style="width: 80%"``) in an element named
+    for ratings: 80% is 4 of 5 (in tenths: half stars)."""
+    for element in unit.root.xpath(".//*[contains(@style, 'width')]"):
+        style = element.attrib.get("style", "")
+        match = re.search(WIDTH_RE, style)
+        named = hints(element) & _STAR_HINTS or any(
+            hints(a) & _STAR_HINTS for a in element.xpath("ancestor::*[position() <= 2]")
+        )
+        if not match or not named or match.group(1) not in WIDTHS or in_other_card(element, unit):
+            continue
+        exact, general = rules_for(element, unit, {"attr": "style", "re": WIDTH_RE, "map": WIDTHS})
+        return Hit(exact, general)
     return None
 
 

@@ -26,6 +26,7 @@ ICONS = "<span class='row'>" + "<i class='s on'></i>" * 3 + "<i class='s'></i>" 
         (ICONS, 3.0, EN),
         ("<span class='r'>★★★★☆</span>", 4.0, EN),
         ("<div class='rating rating-4'></div>", 4.0, EN),
+        ("<div class='stars'><span style='width: 70%'></span></div>", 3.5, EN),
     ],
 )
 def test_ratings(markup: str, rating: float, reading: Reading) -> None:
