@@ -69,6 +69,7 @@ class Site:
     listings: tuple[str, ...] = ()
     languages: tuple[str, ...] = ("en",)  # what dates and numbers are read in
     text_slot: str | None = None  # where cards keep their own text (people.text_slot)
+    names: dict[str, set[str]] = field(default_factory=dict)  # page URL -> its links' words
 
 
 def separators() -> str:
@@ -126,6 +127,9 @@ def find_name(unit: Unit, site: Site) -> Hit | None:
         if text_of(element) and not in_other_card(element, unit):
             exact, general = rules_for(element, unit)
             return Hit(exact, general, element)
+    if named := _named_by_links(unit, site):
+        exact, general = rules_for(named, unit)
+        return Hit(exact, general, named)
     title = " ".join(" ".join(root.xpath("//title//text()").getall()).split())
     stem = title.removesuffix(site.title_suffix).strip() if site.title_suffix else title
     best = None
@@ -153,6 +157,28 @@ def unquoted(text: str) -> dict[str, Any]:
     if len(text) > 2 and text[0] in OPENING and text[-1] in CLOSING:
         return {"re": rf"^\W*?[{OPENING}](.*)[{CLOSING}]\W*$"}
     return {}
+
+
+def _named_by_links(unit: Unit, site: Site) -> Any | None:
+    """The heading-like element whose words the listings' links to this page read (a
+    card's "Lenovo ThinkPad..." over an ``<h4>`` reading the same)."""
+    said = {
+        re.sub(r"(\.\.\.|…)$", "", name).strip().casefold()
+        for name in site.names.get(unit.page.url, ())
+    }
+    said = {name for name in said if len(name) >= 3}
+    if not said:
+        return None
+    for element in unit.root.xpath(
+        "//body//*[self::h2 or self::h3 or self::h4 or self::h5 or self::strong or self::b "
+        "or self::span or self::div or self::p or self::a][text()[normalize-space()]]"
+    ):
+        words = text_of(element).casefold()
+        if len(words) > 200 or in_chrome(element) or in_other_card(element, unit):
+            continue
+        if any(words == name or (len(name) > 12 and words.startswith(name)) for name in said):
+            return element
+    return None
 
 
 def _title_rule(site: Site) -> dict[str, Any]:

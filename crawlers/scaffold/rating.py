@@ -62,10 +62,18 @@ def _candidates(unit: Unit) -> list[Any]:
 
 
 def _itemprop(unit: Unit) -> Hit | None:
+    """``itemprop=ratingValue``, or a rating kept in a data attribute (``data-rating="4"``)."""
     for element in unit.root.xpath(".//*[@itemprop='ratingValue']"):
         attr = "content" if element.attrib.get("content") else None
         exact, general = rules_for(element, unit, {"attr": attr} if attr else None)
         return Hit(exact, general)
+    for name in ("data-rating", "data-score", "data-stars", "data-star-rating"):
+        for element in unit.root.xpath(f".//*[@{name}]"):
+            if re.fullmatch(r"[0-5](?:[.,]\d+)?", element.attrib[name].strip()):
+                if in_other_card(element, unit):
+                    continue
+                exact, general = rules_for(element, unit, {"attr": name})
+                return Hit(exact, general)
     return None
 
 

@@ -62,9 +62,9 @@ class Records:
             for anchor in anchors:
                 url = urljoin(self.page.url, anchor.attrib["href"].strip()).split("#", 1)[0]
                 words = " ".join(" ".join(anchor.xpath(".//text()").getall()).split())
-                words = (
-                    words or anchor.attrib.get("title") or anchor.xpath("string(.//img/@alt)").get()
-                )
+                # Its fullest name: the text, or a title the text was cut from, or the alt.
+                title = " ".join((anchor.attrib.get("title") or "").split())
+                words = max((words, title), key=len) or anchor.xpath("string(.//img/@alt)").get()
                 if len(words or "") > len(said.get(url, "")):
                     said[url] = " ".join((words or "").split())
             out.append(said)

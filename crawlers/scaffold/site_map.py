@@ -61,6 +61,8 @@ class SiteMap:
     types: dict[str, PageType]  # in routing order: detail or items, listings, hubs, home
     unclassified: list[Page] = field(default_factory=list)
     templates: list[Template] = field(default_factory=list)
+    # Page URL -> what the listings' links to it say (their words, title, image's alt).
+    names: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def item_type(self) -> PageType | None:
@@ -109,7 +111,14 @@ def map_site(pages: Sequence[Page], start_url: str) -> SiteMap:
     for edge in edges:
         if edge.source not in roles and edge.target in led_to and edge.leads >= LEADS:
             roles[edge.source] = (HUB, edge.blocks)
-    return _named(templates, roles, home)
+    found = _named(templates, roles, home)
+    for n, (role, sig) in roles.items():
+        if role == LISTING:
+            for records in blocks[n].get(sig or "", []):
+                for said in records.anchors:
+                    for url, words in said.items():
+                        found.names.setdefault(url, set()).add(words)
+    return found
 
 
 def _blocks(templates: Sequence[Template]) -> dict[int, dict[str, list[Records]]]:
@@ -190,7 +199,8 @@ def _titled(label: str, texts: Sequence[str], page: Page) -> bool:
     heads = " ".join(
         " ".join(text.split())
         for text in page.response.xpath(
-            "//title//text() | //h1//text() | //h2//text() | //h3//text() | //b//text()"
+            "//title//text() | //h1//text() | //h2//text() | //h3//text() | //h4//text() | "
+            "//b//text() | //*[@itemprop='name']//text()"
         ).getall()
     ).casefold()
     if len(words) >= 2 and words in heads:

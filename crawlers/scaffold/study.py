@@ -84,7 +84,7 @@ def study(pages: Sequence[Page], start_url: str, wanted: str | None = None) -> S
     listings = tuple(r for t in site_map.types.values() if t.role == LISTING for r in t.regexes)
     titles = [" ".join(u.page.response.xpath("//title//text()").getall()).strip() for u in units]
     suffix = title_suffix(titles) if page_type.role == DETAIL else ""
-    site = Site(suffix, frozenset(), listings, languages or ("en",))
+    site = Site(suffix, frozenset(), listings, languages or ("en",), names=site_map.names)
     if page_type.role == ITEMS:
         site.text_slot = people.text_slot(units)
     seen = survey(units, site)
