@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
-from urllib.parse import parse_qsl, urljoin, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from scrapy.http import HtmlResponse
 
@@ -97,7 +97,7 @@ class Page:
                 continue
             if "nofollow" in rel.split():
                 continue
-            target = urljoin(self.response.url, href).split("#", 1)[0]
+            target = self.response.urljoin(href).split("#", 1)[0]  # <base href> too
             parts = urlsplit(target)
             if parts.netloc != host or parts.scheme not in ("http", "https"):
                 continue

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
-from urllib.parse import urljoin
 
 from parsel import Selector
 
@@ -47,7 +46,7 @@ class Records:
             hrefs = element.xpath(".//@href").getall()
             if element.root.tag == "a" and element.attrib.get("href"):
                 hrefs.insert(0, element.attrib["href"])
-            targets = [urljoin(self.page.url, h.strip()).split("#", 1)[0] for h in hrefs]
+            targets = [self.page.response.urljoin(h.strip()).split("#", 1)[0] for h in hrefs]
             out.append(list(dict.fromkeys(t for t in targets if t and not _skipped_href(t))))
         return out
 
@@ -60,7 +59,7 @@ class Records:
             said: dict[str, str] = {}
             anchors = element.xpath("self::a[@href] | .//a[@href]")
             for anchor in anchors:
-                url = urljoin(self.page.url, anchor.attrib["href"].strip()).split("#", 1)[0]
+                url = self.page.response.urljoin(anchor.attrib["href"].strip()).split("#", 1)[0]
                 words = " ".join(" ".join(anchor.xpath(".//text()").getall()).split())
                 # Its fullest name: the text, or a title the text was cut from, or the alt.
                 title = " ".join((anchor.attrib.get("title") or "").split())
