@@ -59,6 +59,10 @@ def label_maps(languages: tuple[str, ...] | None = None) -> dict[str, dict[str, 
     return maps
 
 
+def all_fields() -> tuple[str, ...]:
+    return tuple(label_words())
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(_BRACKETS.sub(" ", text.casefold()))
 
@@ -208,3 +212,6 @@ def headed(root: Any, on_page: bool) -> list[tuple[str, Any]]:
         if nxt:
             out.append((label.rstrip(":").strip(), nxt[0]))
     return out
+
+
+ALL_FIELDS = all_fields()

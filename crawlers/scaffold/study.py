@@ -28,6 +28,7 @@ from crawlers.scaffold.item_types import (
     full_declaration,
     register_declared,
 )
+from crawlers.scaffold.labelled_fields import labelled_fields
 from crawlers.scaffold.labels import field_for, label_words
 from crawlers.scaffold.look import text_of
 from crawlers.scaffold.market import country_of_host, languages_of
@@ -103,8 +104,12 @@ def study(pages: Sequence[Page], start_url: str, wanted: str | None = None) -> S
         _id_from_cards(found, units, item_type)
     else:
         _id_from_url(found, units, item_type)
+    extra: dict[str, dict[str, Any]] = {}
+    if item_type == "item":  # no known kind: what the site labels, named by its labels
+        more, extra = labelled_fields(units, seen, found.fields, reading)
+        found.fields |= more
     if item_type in DECLARED:
-        found.declared = _declaration(item_type, found.fields, page_type.role == ITEMS)
+        found.declared = _declaration(item_type, found.fields, page_type.role == ITEMS) | extra
         register_declared(item_type, found.declared)
     return found
 

@@ -55,3 +55,29 @@ def test_names_read_as_the_listings_links_read_them() -> None:
     rating = found.fields["rating"]
     assert rating.rules()[0]["attr"] == "data-rating" and rating.sure
     assert found.fields["review_count"].sure and found.fields["description"].sure
+
+
+def event(n: int) -> str:
+    return (
+        f"<html><head><title>Gig {n}</title></head><body><main><h1>The Band {n}</h1>"
+        f"<ul class='facts'><li>Venue: Hall {n}</li><li>Doors: {n + 6}pm</li></ul>"
+        "<p>An evening of loud songs and quiet ones, as the band likes it best.</p>"
+        "</main></body></html>"
+    )
+
+
+def test_a_site_of_no_known_kind_keeps_what_it_labels_by_its_labels() -> None:
+    home = "<html><body><ul class='gigs'>" + "".join(
+        f"<li><a href='/gig/{n}'>The Band {n}</a> <span>Hall {n}</span></li>" for n in range(6)
+    ) + "</ul></body></html>"  # fmt: skip
+    pages = [Page("http://gigs.test/", html=home, source="start")]
+    pages += [Page(f"http://gigs.test/gig/{n}", html=event(n)) for n in range(6)]
+    found = study(pages, "http://gigs.test/")
+    assert found.item_type == "item"
+    assert {"name", "venue", "doors"} <= set(found.fields)
+    assert found.declared["venue"] == {"type": "text"} and found.declared["name"]["required"]
+    en = Reading(("en",), market(language="en"))
+    venue = found.fields["venue"].rules()[0]
+    assert [read(u, "item", "venue", venue, en) for u in found.units] == [
+        f"Hall {n}" for n in range(6)
+    ]
