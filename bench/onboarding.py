@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -235,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "absent: left out, said so)",
     )
     args = parser.parse_args(argv)
+    # Stopped (SIGTERM), the sites it serves and the command it runs stop with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     kinds = [k for k in args.sites.split(",") if k]
     unknown = sorted(set(kinds) - set(CORPUS))
     if unknown:
