@@ -15,9 +15,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from crawlers.scaffold.candidates import region_css
-from crawlers.scaffold.page import Link, Page, page_number
+from crawlers.scaffold.page import PAGE_PARAMS, Link, Page, page_number
 from crawlers.scaffold.site_map import DETAIL, HOME, HUB, ITEMS, LISTING, PageType, SiteMap
 from crawlers.scaffold.urls import link_regex, matches
 from crawlers.spiders.rules import url_target
@@ -47,6 +48,7 @@ class FollowProposal:
     css: str | None = None
     xpath: str | None = None
     allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
     pagination: bool = False
 
     def rule(self) -> dict[str, Any]:
@@ -57,6 +59,8 @@ class FollowProposal:
             rule["xpath"] = self.xpath
         if self.allow:
             rule["allow"] = list(self.allow)
+        if self.deny:
+            rule["deny"] = list(self.deny)
         rule["to"] = self.to
         return rule
 
@@ -97,7 +101,8 @@ def _rule(
         return None
     if _distinct(target, types, others):
         allow = tuple(link_regex(r) for r in target.regexes)
-        return FollowProposal(target.name, allow=allow, pagination=source is target)
+        deny = _first_page_again(target)
+        return FollowProposal(target.name, allow=allow, deny=deny, pagination=source is target)
     region = _region(per_page, target, types)
     if region:
         return FollowProposal(target.name, css=region, pagination=source is target)
@@ -105,6 +110,20 @@ def _rule(
         return FollowProposal(target.name, xpath=nxt, pagination=True)
     allow = tuple(link_regex(r) for r in target.regexes)
     return FollowProposal(target.name, allow=allow, pagination=source is target)
+
+
+def _first_page_again(target: PageType) -> tuple[str, ...]:
+    """A list whose first page is also linked as page 1 (``/c/x`` and ``/c/x?page=1``,
+    the "previous" link of page 2): the second URL is denied, so the page is read once."""
+    sampled = {urlsplit(p.url).path for p in target.pages if not urlsplit(p.url).query}
+    names = set()
+    for page in target.pages:
+        for link in page.links:
+            parts = urlsplit(link.url)
+            for name, value in parse_qsl(parts.query):
+                if value == "1" and name.lower() in PAGE_PARAMS and parts.path in sampled:
+                    names.add(name)
+    return tuple(rf"[?&]{re.escape(name)}=1(?:&|$)" for name in sorted(names))
 
 
 def _leads(url: str, target: PageType, types: dict[str, PageType]) -> bool:

@@ -32,3 +32,15 @@ def test_sample_paths_first_pages_before_later_ones() -> None:
     pages = [Page(f"{BASE}/c/{n}") for n in range(6)] + [Page(f"{BASE}/c/1?page=2")]
     assert sample_paths(pages) == ["/c/0", "/c/2", "/c/3", "/c/5"]
     assert sample_paths(pages[:2] + pages[-1:]) == ["/c/0", "/c/1", "/c/1?page=2"]
+
+
+def test_a_lists_first_page_linked_again_as_page_1_is_denied() -> None:
+    pages = shop_pages()
+    # Page 2 links back to page 1 by its number, as "previous" links do.
+    second = next(p for p in pages if p.url.endswith("?page=2"))
+    again = Page(second.url, html=second.html.replace("</ul>", "<a href='?page=1'>1</a></ul>"))
+    pages = [again if p is second else p for p in pages]
+    site = map_site(pages, BASE + "/")
+    rules = {rule.to: rule for rule in propose_follow(site)["listing"]}
+    assert rules["listing"].deny == (r"[?&]page=1(?:&|$)",)
+    assert rules["detail"].deny == ()
