@@ -58,10 +58,12 @@ lint: bootstrap
 	$(PY) -m crawlers.profiles check
 	$(PY) -m orchestration.wiring --check
 
-## Benchmarks: medians and same-run ratios (see bench/); `make bench BENCH=rendering` for one.
-BENCH ?= frontier pipelines embedding rendering reclaim scaling recrawl access blocks
+## Benchmarks: medians and same-run ratios (see bench/), each run's table written into
+## docs/benchmarks.md with its date, machine and load (bench.results); `make bench
+## BENCH=rendering` for one. Exit status 1 when one missed a goal or failed.
+BENCH ?= frontier pipelines embedding search multilingual rendering reclaim scaling recrawl access blocks
 bench: bootstrap
-	for name in $(BENCH); do $(PY) -m bench.$$name || exit 1; done
+	$(PY) -m bench.results $(BENCH)
 
 ## Serve the demo shop on http://127.0.0.1:8000 in the foreground.
 demo-site: bootstrap
@@ -95,16 +97,17 @@ endif
 ## make prefect-flow FLOW=scrape-site PROFILE=idealista  |  FLOW=check-site-versions
 ## Flow parameters: PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0"
 ## (KEY=VALUE, space separated; a value is read as JSON when it parses, else as text).
+## A paused deployment runs only with FORCE=1. Exit status 0 only when the run ends
+## Completed; any other final state ends with one line naming it and its message.
 BAD_PARAMS = $(strip $(foreach p,$(PARAMS),$(if $(findstring =,$(p)),$(filter =%,$(p)),$(p))))
+FLOW_ARGS = $(FLOW) --site $(PROFILE) $(foreach param,$(PARAMS),--param $(param)) \
+	$(if $(filter-out 0 no false,$(FORCE)),--force)
 prefect-flow:
 	$(if $(BAD_PARAMS),$(error flow parameter '$(firstword $(BAD_PARAMS))' is not KEY=VALUE (e.g. PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0")))
 ifeq ($(HAVE_DOCKER),yes)
-	$(COMPOSE) exec prefect-worker prefect deployment run \
-		$(if $(filter scrape-site,$(FLOW)),scrape-site/scrape-$(PROFILE),$(FLOW)/$(FLOW)) \
-		$(foreach param,$(PARAMS),--param $(param)) --watch
+	$(COMPOSE) exec prefect-worker python -m orchestration.deployment_run $(FLOW_ARGS)
 else
-	$(PY) -m orchestration.local_stack flow $(FLOW) --site $(PROFILE) \
-		$(foreach param,$(PARAMS),--param $(param))
+	$(PY) -m orchestration.local_stack flow $(FLOW_ARGS)
 endif
 
 prefect-ui:

@@ -1,7 +1,7 @@
 """The demo spider's crawl written for crawlee-python's HTTP crawler (ParselCrawler).
 
 Run in its own virtualenv (crawlee's pins differ from the platform's), with the
-repository on ``PYTHONPATH`` (``bench.frontier.ensure_crawlee`` installs what the demo
+repository on ``PYTHONPATH`` (``bench.crawlee_env.ensure_crawlee`` installs what the demo
 spider's extraction imports, at the project's pins):
 
     PYTHONPATH=. .venv-crawlee/bin/python bench/crawlee_demo.py <base_url> <concurrency> <dir>

@@ -37,20 +37,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from elasticsearch import Elasticsearch, NotFoundError
 
+from bench import smoke
+from bench.crawlee_env import CRAWLEE_SCRIPT, crawlee_python, ensure_crawlee
 from bench.equal_work import DIGEST_DIR_SETTING, combined, read_digests
 from bench.scaling import ITEM_INDEX, CpuSampler, Sample, catalogue_pages, machine_cpu
 from bench.stack import SITE, WorkerPool
@@ -62,24 +62,6 @@ from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 
-CRAWLEE_VENV = REPO_ROOT / ".venv-crawlee"
-CRAWLEE_REQUIREMENT = "crawlee[parsel]==1.11.0"
-# What importing the demo spider's extraction (crawlers.spiders.demo, crawlers.items)
-# needs in crawlee's venv; versions are the project's pins (pyproject.toml).
-EXTRACTION_PACKAGES = (
-    "scrapy",
-    "scrapy-redis",
-    "redis",
-    "elasticsearch",
-    "aiohttp",
-    "pydantic-settings",
-    "itemadapter",
-    "extruct",
-    "price-parser",
-    "html-text",
-    "cronsim",
-    "rich",
-)
 CONCURRENCY = 16
 DEFAULT_ROUNDS = 2
 # Goals of issue 18 (medians of one run).
@@ -137,49 +119,6 @@ def configurations(latency_ms: int, crawlee: bool) -> list[Config]:
     if crawlee:
         configs.append(Config(CRAWLEE, "crawlee"))
     return configs
-
-
-# -- crawlee's venv ---------------------------------------------------------------------------
-
-
-def crawlee_requirements() -> list[str]:
-    """crawlee, and the extraction's packages at the project's pins."""
-    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-    pins = {
-        re.split(r"[=<>!~\[;\s]", spec, maxsplit=1)[0].lower(): spec
-        for spec in project["dependencies"]
-    }
-    return [CRAWLEE_REQUIREMENT, *(pins[name] for name in EXTRACTION_PACKAGES)]
-
-
-def ensure_crawlee() -> Path | None:
-    """crawlee in its own venv (its pins differ from ours) with what the demo spider's
-    extraction imports; None if it cannot be installed (its row is then left out)."""
-    python = CRAWLEE_VENV / "bin" / "python"
-    marker = CRAWLEE_VENV / "bench-requirements.txt"
-    wanted = "\n".join(crawlee_requirements()) + "\n"
-    if python.exists() and marker.exists() and marker.read_text() == wanted:
-        return python
-    try:
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(CRAWLEE_VENV)], check=True)
-        # Few retries: without a package index the row is left out, quickly.
-        pip = [str(python), "-m", "pip", "install", "-q", "--retries", "1", "--timeout", "30"]
-        subprocess.run([*pip, *wanted.split()], check=True)
-    except subprocess.CalledProcessError as exc:
-        print(f"crawlee unavailable ({exc}); its row is left out", file=sys.stderr)
-        shutil.rmtree(CRAWLEE_VENV, ignore_errors=True)
-        return None
-    marker.write_text(wanted)
-    return python
-
-
-def crawlee_python() -> Path | None:
-    """crawlee's venv as ``ensure_crawlee`` left it, or None (never installs)."""
-    python = CRAWLEE_VENV / "bin" / "python"
-    marker = CRAWLEE_VENV / "bench-requirements.txt"
-    wanted = "\n".join(crawlee_requirements()) + "\n"
-    return python if marker.exists() and marker.read_text() == wanted else None
 
 
 # -- one run --------------------------------------------------------------------------------
@@ -293,8 +232,7 @@ class Bench:
 
     def run_crawlee(self, run_dir: Path, digests: Path) -> tuple[list[int], CpuSampler]:
         assert self.crawlee is not None
-        script = REPO_ROOT / "bench" / "crawlee_demo.py"
-        argv = [str(self.crawlee), str(script), self.site.url, str(self.plan.concurrency)]
+        argv = [str(self.crawlee), str(CRAWLEE_SCRIPT), self.site.url, str(self.plan.concurrency)]
         env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARIABLES}
         # The repository's code (the demo spider's extraction) on crawlee's side too.
         env["PYTHONPATH"] = os.pathsep.join(
@@ -562,7 +500,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=int, nargs="+", default=list(default.latencies))
     parser.add_argument("--seed", type=int, default=default.seed)
     parser.add_argument("--run-dir", type=Path, help="default: a new directory in the run dir")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--no-crawlee-setup",
+        action="store_true",
+        help="use .venv-crawlee only as it is (never install); without it, no crawlee row",
+    )
+    # The smoke run installs nothing (tests never download): crawlee's row runs when its
+    # venv is set up at the current requirements.
+    args = smoke.parse_args(
+        parser, argv, rounds=1, products=24, latency_ms=[0], no_crawlee_setup=True
+    )
     if args.rounds < 1 or args.products < 1 or min(args.latency_ms) < 0:
         parser.error("--rounds and --products must be positive, --latency-ms >= 0")
     plan = Plan(
@@ -574,7 +521,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_root = get_settings().platform_run_dir
     run_root.mkdir(parents=True, exist_ok=True)
     workdir = args.run_dir or Path(tempfile.mkdtemp(prefix="frontier-", dir=run_root))
-    crawlee = ensure_crawlee()
+    crawlee = crawlee_python() if args.no_crawlee_setup else ensure_crawlee()
+    if crawlee is None:
+        print("no crawlee row: .venv-crawlee is not set up at the current requirements")
     started = time.monotonic()
     print(f"load average at start: {load_average()}")
     tables = run(

@@ -1,6 +1,6 @@
 """Search in the sites' languages: recall@5 per language, before and after.
 
-    .venv/bin/python -m bench.multilingual
+    .venv/bin/python -m bench.multilingual [--languages en es pt it fr]
 
 Starts a real Elasticsearch node, stores the catalogue of ``bench.multilingual_catalog``
 once per language as that language's site (shaped as the store pipeline writes items),
@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from elasticsearch import Elasticsearch
 
+from bench import smoke
 from bench.items import store_products
 from bench.multilingual_catalog import LANGUAGES, PRODUCTS, QUERIES
 from crawlers.items import DemoProduct
@@ -98,20 +99,25 @@ def measure(es_url: str, setup: Setup, languages: tuple[str, ...] = LANGUAGES) -
     return recalls
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args()
+    parser.add_argument(
+        "--languages", nargs="+", choices=LANGUAGES, default=list(LANGUAGES), metavar="LANG"
+    )
+    args = smoke.parse_args(parser, argv, languages=["en", "es"])
+    languages = tuple(args.languages)
     with tempfile.TemporaryDirectory() as tmp, ElasticsearchNode(run_dir=Path(tmp)) as node:
-        results = {setup.name: measure(node.url, setup) for setup in SETUPS}
-    queries = sum(len(QUERIES[lang]) for lang in LANGUAGES)
+        results = {setup.name: measure(node.url, setup, languages) for setup in SETUPS}
+    queries = sum(len(QUERIES[lang]) for lang in languages)
     print(f"recall@{K}: {len(PRODUCTS)} products per language, {queries} queries")
     print(f"{'language':<10}" + "".join(f"{f'{m} {s.name}':>16}" for m in MODES for s in SETUPS))
-    for language in LANGUAGES:
+    for language in languages:
         cells = (results[s.name][m, language] for m in MODES for s in SETUPS)
         print(f"{language:<10}" + "".join(f"{cell:>16.2f}" for cell in cells))
     print("before: standard analyzer + all-MiniLM-L6-v2 (English only)")
     print("after:  the site language's analyzer + USE multilingual v3")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -30,6 +30,7 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,14 @@ from elasticsearch import Elasticsearch
 from itemadapter import ItemAdapter
 from scrapy.utils.test import get_crawler
 
+from bench import smoke
 from core.items_schema import schema_for
 from core.store import ensure_item_index
 from crawlers.items import DemoProduct
 from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
+from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
 from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
@@ -57,12 +60,12 @@ class PerItemStorePipeline(StorePipeline):
     """The store step with one Elasticsearch request per item (the baseline)."""
 
     async def process_item(self, item: Any) -> Any:
-        assert self.es is not None
+        es = self.services.es  # the crawl's one client, as the bulk store's
         action = self._action_for(item)
         if not self._ensured:
-            await ensure_item_index(self.es, action.site, action.item_type, _properties())
+            await ensure_item_index(es, action.site, action.item_type, _properties())
             self._ensured = True
-        await self.es.index(
+        await es.index(
             index=action.index,
             id=action.doc_id,
             document=action.document,
@@ -113,7 +116,8 @@ async def push(
         elapsed = time.perf_counter() - started
     finally:
         await store.close_spider()
-        await dedup.close_spider()
+        # What the engine's stop does in a crawl: the crawl's clients close.
+        await CrawlServices.of(crawler).aclose()
     stored = crawler.stats.get_value("store/indexed", 0) if store_cls is StorePipeline else None
     if stored is not None and stored != len(items):
         raise RuntimeError(f"bulk mode stored {stored} of {len(items)} items")
@@ -125,14 +129,22 @@ def reset(es: Elasticsearch, redis_server: RedisServer) -> None:
     es.indices.delete(index="items-*", ignore_unavailable=True, allow_no_indices=True)
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=10000)
     parser.add_argument("--per-item-items", type=int, default=2000)
     parser.add_argument("--sequential-items", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=1000)
-    args = parser.parse_args()
+    args = smoke.parse_args(
+        parser,
+        argv,
+        items=300,
+        per_item_items=100,
+        sequential_items=30,
+        rounds=1,
+        concurrency=100,
+    )
 
     items = make_items(args.items)
     modes: list[tuple[str, type[StorePipeline], int, int]] = [

@@ -34,6 +34,7 @@ from unittest import mock
 import redis
 
 import core.drain
+from bench import smoke
 from core.drain import drain_state
 from core.frontier import START_MARKER, RedisFrontier
 from core.workers import WorkerInfo, WorkerRegistry
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live-workers", type=int, default=8)
     parser.add_argument("--dead-workers", type=int, default=3)
     parser.add_argument("--dead-leases", type=int, default=10)
-    args = parser.parse_args(argv)
+    args = smoke.parse_args(parser, argv, rounds=2, sizes=[10, 300])
     sizes = sorted(args.sizes)
 
     results: dict[int, dict[str, float]] = {}

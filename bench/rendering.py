@@ -43,10 +43,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import smoke
 from core.config import REPO_ROOT, get_settings
 from harness.demo_site import DemoSite
 
@@ -381,7 +382,7 @@ def product_urls(site: DemoSite, count: int) -> list[str]:
     return [f"{site.url}{products[i % len(products)].url}" for i in range(count)]
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--pages", type=int, default=200, help="per shared run")
@@ -397,7 +398,7 @@ def main() -> int:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = smoke.parse_args(parser, argv, runs=1, pages=8, baseline_pages=2, memory_pages=120)
     if args.worker:
         spec = json.loads(sys.stdin.read())
         run = run_shared if spec["kind"] == "shared" else run_per_page

@@ -40,6 +40,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
 
+from bench import smoke
 from bench.stack import SITE, WorkerPool
 from core.config import get_settings
 from core.frontier import RedisFrontier
@@ -484,7 +485,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=default.seed)
     parser.add_argument("--redis", choices=("single", "cluster", "both"), default="both")
     parser.add_argument("--run-dir", type=Path, help="default: a new directory in the run dir")
-    args = parser.parse_args(argv)
+    args = smoke.parse_args(
+        parser, argv, workers=[1, 2], products=24, latency_ms=50, redis="single"
+    )
     if min(args.workers) < 1 or args.products < 1 or args.rounds < 1:
         parser.error("--workers, --products and --rounds must be positive")
     if args.latency_ms < 1 or args.concurrency < 1 or not 0 <= args.trim < 0.5:

@@ -1,13 +1,16 @@
 """Truth from outside: what a chaos run stored, against the generator and the job's report.
 
-The report side is read exactly as the flow's report step builds it: the jobs document
-``core.jobs_index.job_document`` over ``job_counters`` (never re-derived here). The truth
+The report side is what the flow's report step writes and what its readers read: the jobs
+document, written into Elasticsearch's ``jobs`` index by ``core.jobs_index.write_job_document``
+over ``job_counters`` as the step writes it, then read back from there (never re-derived
+here). The truth
 side is the items index in Elasticsearch (read through ``core.store.read``) compared with
 the demo shop's generator (``demo_site.catalog``), and the shop's access log.
 
 * ``tally(expected, docs, started_ms)`` is pure: expected products by item key and the
   stored documents in, a ``Truth`` out;
-* ``read_docs`` / ``report_document`` do the I/O;
+* ``read_docs`` / ``report_document`` do the I/O (``report_document`` writes the jobs
+  document and reads it back);
 * ``checks(document, truth, ...)`` pairs each report figure with its truth.
 """
 
@@ -23,7 +26,7 @@ import redis
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan
 
-from core.jobs_index import job_counters, job_document, job_started_at
+from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import get_items, items_index, spill_size
 from crawlers.items import schema_by_type
 from demo_site.catalog import Catalog
@@ -200,9 +203,12 @@ def read_docs(es: Elasticsearch, expected_keys: Iterable[str]) -> list[dict[str,
     return docs
 
 
-def report_document(server: redis.Redis, job_id: str) -> dict[str, Any]:
-    """The jobs document exactly as the flow's report step computes it."""
-    return job_document(
+def report_document(server: redis.Redis, es: Elasticsearch, job_id: str) -> dict[str, Any]:
+    """The job's document as the flow's report step writes it into the ``jobs`` index
+    (``orchestration.scrape_tasks.report_task``: the job's counters from Redis, the spill
+    left), read back from Elasticsearch: what the run report, Kibana and Slack show."""
+    write_job_document(
+        es,
         SITE,
         job_id,
         "completed",
@@ -210,7 +216,9 @@ def report_document(server: redis.Redis, job_id: str) -> dict[str, Any]:
         dt.datetime.now(dt.UTC),
         job_counters(server, SITE, job_id),
         spill_remaining=spill_size(server, SITE),
+        refresh=True,
     )
+    return dict(es.get(index=JOBS_ALIAS, id=f"{SITE}:{job_id}")["_source"])
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -238,6 +246,12 @@ class Check:
         if self.limit:
             return self.report <= self.truth
         return self.report == self.truth
+
+    @property
+    def failed(self) -> bool:
+        """Whether this check fails the run: an enforced one that is not ok (``info`` rows
+        are shown, never counted)."""
+        return self.enforced and not self.ok
 
     @property
     def verdict(self) -> str:

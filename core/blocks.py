@@ -41,7 +41,8 @@ Scope = Literal["anywhere", "title", "thin"]
 BLOCK_KINDS: frozenset[str] = frozenset({"blocked", "challenge", "captcha", "throttled"})
 _MARKER_KINDS = ("blocked", "challenge", "captcha", "throttled")
 # A challenge page often also says "denied": report the more specific kind; a page that
-# shows a CAPTCHA widget inside a JavaScript challenge needs the person.
+# loads a CAPTCHA service's own challenge (DataDome's c.js) needs the person, but a widget
+# or wording challenge pages embed too (``Marker.generic``) yields to the challenge.
 _PRECEDENCE = ("captcha", "challenge", "blocked", "throttled")
 _SCOPES = ("anywhere", "title", "thin")
 _SCOPE_TEXT = {"anywhere": "", "title": " in <title>", "thin": " on a thin page"}
@@ -84,6 +85,10 @@ class Marker:
     kind: MarkerKind = "blocked"
     where: Scope = "anywhere"
     needles: tuple[str, ...] = ()
+    # A widget or wording that challenge pages embed too (Cloudflare's Turnstile, "verify
+    # you are human"): a CAPTCHA on its own, but a page a challenge marker also matches is
+    # that challenge, which a browser passes.
+    generic: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in _MARKER_KINDS:
@@ -142,6 +147,22 @@ GENERIC_MARKERS: tuple[Marker, ...] = (
         needles=("cf_chl", "cf-chl"),
     ),
     Marker("cloudflare challenge", r"^\s*just a moment", "challenge", "title"),
+    # The challenge page's own scripts (/cdn-cgi/challenge-platform/h/<x>/orchestrate/...);
+    # real pages load only the platform's bot detection (.../scripts/jsd/main.js), so the
+    # platform's path counts on a thin page only.
+    Marker(
+        "cloudflare challenge",
+        r"/cdn-cgi/challenge-platform/h/\w+/orchestrate/",
+        "challenge",
+        needles=("orchestrate",),
+    ),
+    Marker(
+        "cloudflare challenge",
+        r"/cdn-cgi/challenge-platform/",
+        "challenge",
+        "thin",
+        needles=("challenge-platform",),
+    ),
     Marker("cloudflare block", r"attention required!? \| cloudflare", "blocked", "title"),
     Marker(
         "cloudflare block",
@@ -189,19 +210,29 @@ GENERIC_MARKERS: tuple[Marker, ...] = (
     # CAPTCHA widgets: real pages embed them in login/contact forms, so thin pages only.
     Marker(
         "captcha widget",
-        r"class=[\"'][^\"']*\b(?:g-recaptcha|h-captcha|cf-turnstile)\b"
-        r"|hcaptcha\.com/1/api\.js|challenges\.cloudflare\.com/turnstile",
+        r"class=[\"'][^\"']*\b(?:g-recaptcha|h-captcha)\b|hcaptcha\.com/1/api\.js",
         "captcha",
         "thin",
-        needles=("recaptcha", "h-captcha", "hcaptcha.com", "turnstile"),
+        needles=("recaptcha", "h-captcha", "hcaptcha.com"),
     ),
-    Marker("human check", _HUMAN, "captcha", "title"),
+    # Cloudflare's Turnstile: alone, a CAPTCHA; inside its JavaScript challenge ("Just a
+    # moment...", the challenge platform's scripts), part of the challenge (generic).
+    Marker(
+        "turnstile widget",
+        r"class=[\"'][^\"']*\bcf-turnstile\b|challenges\.cloudflare\.com/turnstile",
+        "captcha",
+        "thin",
+        needles=("turnstile",),
+        generic=True,
+    ),
+    Marker("human check", _HUMAN, "captcha", "title", generic=True),
     Marker(
         "human check",
         _HUMAN + r"|unusual (?:traffic|activity) from your",
         "captcha",
         "thin",
         needles=("human", "robot", "unusual"),
+        generic=True,
     ),
     # Imperva/Incapsula injects _Incapsula_Resource into real pages too: thin only.
     Marker(
@@ -375,10 +406,17 @@ def classify(
         return Verdict("captcha", "aws waf captcha (x-amzn-waf-action header)", status)
 
     page = _Page(body, rules)
+    generic: Marker | None = None  # a generic CAPTCHA marker: a challenge page's wins
     for kind in _PRECEDENCE:
         for marker in rules.markers:
-            if marker.kind == kind and page.matches(marker):
-                return Verdict(kind, marker.name + _SCOPE_TEXT[marker.where], status)
+            if marker.kind != kind or not page.matches(marker):
+                continue
+            if marker.generic and kind == "captcha":
+                generic = generic or marker
+                continue
+            return Verdict(kind, marker.name + _SCOPE_TEXT[marker.where], status)
+        if generic is not None and kind == "challenge":
+            return Verdict("captcha", generic.name + _SCOPE_TEXT[generic.where], status)
 
     if status in (401, 403, 407, 451):
         return Verdict("blocked", f"HTTP {status}", status)

@@ -16,12 +16,19 @@ of these hold (``decide``, the rule):
 * that fetch is younger than ``max_age_days``,
 * this run is not the item's rolling-refresh run: ``(slot(key) + run) % N == 0``, so
   about 1/N of the items are fetched in full each run,
-* fewer than N runs have passed since that fetch (covers items that missed their slot).
+* fewer than N runs have passed since that fetch (covers items that missed their slot),
+* the record was made under the layout of this job (``core.layouts``: the id of the
+  site's accepted fingerprint baseline): a baseline accepted since voids it,
+* the job has not stopped skipping the page type: once an item page fetched in the job
+  could not be parsed (``crawlers.recrawl.unparsed``), none of its kind is skipped, and
+  the ones already skipped in the job are fetched after all (``CardState.stop``).
 
 Framework-free: one Lua script reads what the rule needs for a listing page's cards in
-one round trip (``CardState.decide``); another records full fetches after the items are
-durable (``CardState.record``), idempotent per (key, job). Every key of a call is one
-site's (hash tag ``{site}``): the scripts work on a Redis Cluster as on one Redis.
+one round trip (``CardState.decide``); another records the page's skips in the job,
+unless the job stopped skipping meanwhile (``CardState.skip``); another records full
+fetches after the items are durable (``CardState.record``), idempotent per (key, job).
+Every key of a call is one site's (hash tag ``{site}``): the scripts work on a Redis
+Cluster as on one Redis.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from typing import Any
 
 from core import redis_client
 from core.items_schema import content_hash
+from core.jobstats import STATS_TTL_SECONDS
 from core.keys import REDIS_ERRORS, SiteKeys
 from core.redis_client import AsyncClient
 
@@ -43,7 +51,9 @@ UNKNOWN = "unknown"  # a card is recorded, but dedup no longer knows the item
 CHANGED = "changed"  # the card differs from the one at the last full fetch
 TOO_OLD = "too_old"  # the last full fetch is older than max_age_days
 REFRESH = "refresh"  # the rolling refresh: the item's slot, or N runs since its fetch
-REASONS = (NEW, UNKNOWN, CHANGED, TOO_OLD, REFRESH)
+LAYOUT = "layout"  # recorded under another accepted baseline (or before layouts were kept)
+UNPARSED = "unparsed"  # the job met item pages of this kind it could not parse
+REASONS = (NEW, UNPARSED, LAYOUT, UNKNOWN, CHANGED, TOO_OLD, REFRESH)
 
 DAY_MS = 86_400_000
 
@@ -58,16 +68,22 @@ end
 run = tonumber(run)
 """
 
-# KEYS: job_seq, job_seq_of, card_state, item_hashes
-# ARGV: job id, item keys...
-# -> {now ms, run, record 1 (or false), known 1 (0/1), record 2, known 2, ...}
+# The job's layout (core.layouts): the producer's, else the worker's own (ARGV[2]).
+_LAYOUT = """
+local layout = redis.call('GET', KEYS[LAYOUT_KEY]) or ARGV[2]
+"""
+
+# KEYS: job_seq, job_seq_of, card_state, item_hashes, job_layout, job_unparsed
+# ARGV: job id, worker's layout, detail callback, item keys...
+# -> {now ms, run, layout, stopped (0/1), record 1 (or false), known 1 (0/1), ...}
 _DECIDE = (
     _RUN
+    + _LAYOUT.replace("LAYOUT_KEY", "5")
     + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out = {now, run}
-for i = 2, #ARGV do
+local out = {now, run, layout, redis.call('SISMEMBER', KEYS[6], ARGV[3])}
+for i = 4, #ARGV do
   table.insert(out, redis.call('HGET', KEYS[3], ARGV[i]) or false)
   table.insert(out, redis.call('HEXISTS', KEYS[4], ARGV[i]))
 end
@@ -75,36 +91,69 @@ return out
 """
 )
 
-# Idempotent per (key, job): a record of the same run and hash is kept as it is (a
-# re-delivered item does not move its time), and a later run's record is never replaced
-# by an earlier run's (a late re-delivery of an old job).
-# KEYS: job_seq, job_seq_of, card_state
-# ARGV: job id, key 1, card hash 1, key 2, card hash 2, ...
+# Idempotent per (key, job): a record of the same run, hash and layout is kept as it is
+# (a re-delivered item does not move its time), and a later run's record is never
+# replaced by an earlier run's (a late re-delivery of an old job). A record without a
+# layout (made before layouts were kept) matches no pattern: it is replaced.
+# KEYS: job_seq, job_seq_of, card_state, job_layout
+# ARGV: job id, worker's layout, key 1, card hash 1, key 2, card hash 2, ...
 # -> the number of records written
 _RECORD = (
     _RUN
+    + _LAYOUT.replace("LAYOUT_KEY", "4")
     + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local written = 0
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local old = redis.call('HGET', KEYS[3], ARGV[i])
   local keep = false
   if old then
-    local hash, _, old_run = string.match(old, '^(.*):(%d+):(%d+)$')
+    local hash, _, old_run, old_layout = string.match(old, '^(.*):(%d+):(%d+):L(%w*)$')
     old_run = tonumber(old_run)
-    if old_run and (old_run > run or (old_run == run and hash == ARGV[i + 1])) then
+    if old_run and (old_run > run
+        or (old_run == run and hash == ARGV[i + 1] and old_layout == layout)) then
       keep = true
     end
   end
   if not keep then
-    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1] .. ':' .. now .. ':' .. run)
+    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1] .. ':' .. now .. ':' .. run .. ':L' .. layout)
     written = written + 1
   end
 end
 return written
 """
 )
+
+# A listing page's skips, kept per job and detail callback (item key -> the page to fetch
+# should the job stop skipping), unless the job stopped skipping that callback meanwhile:
+# then nothing is kept and the caller fetches them all.
+# KEYS: job_unparsed, job_skipped ; ARGV: callback, ttl, key 1, page 1, key 2, page 2, ...
+# -> 1 (skipped) or 0 (stopped: fetch)
+_SKIP = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+if #ARGV > 2 then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
+return 1
+"""
+
+# The job stops skipping a callback's pages: the pages it skipped so far (key, page, ...)
+# go to the first caller (``token``) to fetch, and to it again if it retries a call whose
+# reply was lost; another worker stopping it too gets none.
+# KEYS: job_unparsed, job_skipped, job_skipped taken ; ARGV: callback, ttl, token
+_STOP = """
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+local owner = redis.call('HGET', KEYS[3], '__taken_by')
+if not owner then
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[3]) end
+  redis.call('HSET', KEYS[3], '__taken_by', ARGV[3])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+  owner = ARGV[3]
+end
+if owner ~= ARGV[3] then return {} end
+return redis.call('HGETALL', KEYS[3])
+"""
 
 
 @dataclass(frozen=True)
@@ -125,14 +174,17 @@ class CardPolicy:
 
 @dataclass(frozen=True)
 class CardRecord:
-    """An item's card at its last full fetch."""
+    """An item's card at its last full fetch, and the layout it was made under (None: a
+    record made before layouts were kept, which no layout matches)."""
 
     card_hash: str
     fetched_ms: int  # Redis' clock
     run: int
+    layout: str | None = None
 
     def encode(self) -> str:
-        return f"{self.card_hash}:{self.fetched_ms}:{self.run}"
+        text = f"{self.card_hash}:{self.fetched_ms}:{self.run}"
+        return text if self.layout is None else f"{text}:L{self.layout}"
 
     @classmethod
     def decode(cls, raw: bytes | str | None) -> CardRecord | None:
@@ -140,11 +192,15 @@ class CardRecord:
         if raw is None:
             return None
         text = raw.decode() if isinstance(raw, bytes) else raw
-        card_hash, _, rest = text.rpartition(":")
+        layout = None
+        rest, _, last = text.rpartition(":")
+        if last.startswith("L"):
+            text, layout = rest, last[1:]
+        card_hash, _, run = text.rpartition(":")
         card_hash, _, fetched = card_hash.rpartition(":")
-        if not card_hash or not fetched.isdigit() or not rest.isdigit():
+        if not card_hash or not fetched.isdigit() or not run.isdigit():
             return None
-        return cls(card_hash, int(fetched), int(rest))
+        return cls(card_hash, int(fetched), int(run), layout)
 
 
 @dataclass(frozen=True)
@@ -188,22 +244,37 @@ def refresh_due(key: str, run: int, refresh_runs: int) -> bool:
     return (key_slot(key) + run) % refresh_runs == 0
 
 
+@dataclass(frozen=True)
+class JobView:
+    """What a job's decisions share: its run, its time and layout, and whether it stopped
+    skipping the page type (an item page of it it could not parse)."""
+
+    now_ms: int
+    run: int
+    layout: str
+    stopped: bool = False
+
+
 def decide(
     key: str,
     digest: str,
     record: CardRecord | None,
     known: bool,
-    now_ms: int,
-    run: int,
+    job: JobView,
     policy: CardPolicy,
 ) -> Decision:
-    """Fetch or skip the card ``digest`` of item ``key`` in run ``run`` at ``now_ms``.
+    """Fetch or skip the card ``digest`` of item ``key`` in the job ``job``.
 
     ``record``: the card at the item's last full fetch (None: none); ``known``: dedup
     still has the item's state.
     """
+    now_ms, run = job.now_ms, job.run
     if record is None:
         reason: str | None = NEW
+    elif job.stopped:
+        reason = UNPARSED
+    elif record.layout != job.layout:
+        reason = LAYOUT
     elif not known:
         reason = UNKNOWN
     elif record.card_hash != digest:
@@ -240,9 +311,11 @@ class CardState:
         self._cluster = redis_client.is_cluster(server)
         self._decide = server.register_script(_DECIDE)
         self._record = server.register_script(_RECORD)
+        self._skip = server.register_script(_SKIP)
+        self._stop = server.register_script(_STOP)
 
     async def _eval(self, script: Any, source: str, keys: list[str], args: list[Any]) -> Any:
-        # Both scripts are idempotent, so a lost connection is retried here, briefly (the
+        # Every script is idempotent, so a lost connection is retried here, briefly (the
         # platform's clients do not retry: this is the hop's one retry layer). A burst of
         # new connections to a cluster node loses one now and then.
         for attempt in range(EVAL_ATTEMPTS):
@@ -256,47 +329,86 @@ class CardState:
                 await asyncio.sleep(EVAL_BACKOFF * 2**attempt)
         raise AssertionError("unreachable")
 
+    def _decide_keys(self, job_id: str) -> list[str]:
+        k = self.keys
+        return [
+            k.job_seq,
+            k.job_seq_of,
+            k.card_state,
+            k.item_hashes,
+            k.job_layout(job_id),
+            k.job_unparsed(job_id),
+        ]
+
     async def decide(
-        self, job_id: str, cards: Sequence[tuple[str, str]], policy: CardPolicy
+        self,
+        job_id: str,
+        cards: Sequence[tuple[str, str]],
+        policy: CardPolicy,
+        *,
+        callback: str,
+        layout: str,
     ) -> list[Decision]:
         """The decision for each ``(item key, card hash)`` of a listing page, in order:
-        one round trip (the job's run assigned on first use)."""
+        one round trip (the job's run assigned on first use). ``callback``: the spider
+        method parsing the cards' pages; ``layout``: this worker's baseline id, for a job
+        the producer recorded none for."""
         if not cards:
             return []
-        k = self.keys
-        keys = [k.job_seq, k.job_seq_of, k.card_state, k.item_hashes]
-        raw = await self._eval(self._decide, _DECIDE, keys, [job_id, *(key for key, _ in cards)])
-        now_ms, run = int(raw[0]), int(raw[1])
+        args = [job_id, layout, callback, *(key for key, _ in cards)]
+        raw = await self._eval(self._decide, _DECIDE, self._decide_keys(job_id), args)
+        job = JobView(int(raw[0]), int(raw[1]), _text(raw[2]), bool(int(raw[3])))
         return [
             decide(
                 key,
                 digest,
-                CardRecord.decode(raw[2 + 2 * i] or None),
-                bool(int(raw[3 + 2 * i])),
-                now_ms,
-                run,
+                CardRecord.decode(raw[4 + 2 * i] or None),
+                bool(int(raw[5 + 2 * i])),
+                job,
                 policy,
             )
             for i, (key, digest) in enumerate(cards)
         ]
 
-    async def record(self, job_id: str, entries: Sequence[tuple[str, str]]) -> int:
+    async def skip(self, job_id: str, callback: str, pages: Sequence[tuple[str, str]]) -> bool:
+        """Keep a listing page's skips (``(item key, page)``: what to fetch should the job
+        stop skipping ``callback``); False when it stopped meanwhile: fetch them all."""
+        keys = [self.keys.job_unparsed(job_id), self.keys.job_skipped(job_id, callback)]
+        args: list[str | int] = [callback, STATS_TTL_SECONDS]
+        for key, page in pages:
+            args += [key, page]
+        return bool(int(await self._eval(self._skip, _SKIP, keys, args)))
+
+    async def stop(self, job_id: str, callback: str, token: str) -> list[tuple[str, str]]:
+        """The job stops skipping ``callback``'s pages: the ``(item key, page)`` it skipped
+        so far, to fetch now (empty for any caller but the first, ``token``)."""
+        k = self.keys
+        skipped = k.job_skipped(job_id, callback)
+        keys = [k.job_unparsed(job_id), skipped, f"{skipped}:taken"]
+        raw = await self._eval(self._stop, _STOP, keys, [callback, STATS_TTL_SECONDS, token])
+        pairs = [(_text(raw[i]), _text(raw[i + 1])) for i in range(0, len(raw), 2)]
+        return [(key, page) for key, page in pairs if key != "__taken_by"]
+
+    async def record(self, job_id: str, entries: Sequence[tuple[str, str]], *, layout: str) -> int:
         """Record ``(item key, card hash)`` pairs as fully fetched in ``job_id`` now
-        (Redis' clock): call it only once each item is durable and complete. Returns
-        how many records were written (a re-delivery in the same job writes none)."""
+        (Redis' clock), under the job's layout (``layout``: the worker's, for a job the
+        producer recorded none for): call it only once each item is durable and
+        complete. Returns how many records were written (a re-delivery in the same job
+        writes none)."""
         if not entries:
             return 0
         k = self.keys
-        keys = [k.job_seq, k.job_seq_of, k.card_state]
-        args: list[str] = [job_id]
+        keys = [k.job_seq, k.job_seq_of, k.card_state, k.job_layout(job_id)]
+        args: list[str] = [job_id, layout]
         for key, digest in entries:
             args += [key, digest]
         return int(await self._eval(self._record, _RECORD, keys, args))
 
     async def run_of(self, job_id: str) -> int:
         """The job's run sequence number (assigned now if it has none)."""
-        k = self.keys
-        raw = await self._eval(
-            self._decide, _DECIDE, [k.job_seq, k.job_seq_of, k.card_state, k.item_hashes], [job_id]
-        )
+        raw = await self._eval(self._decide, _DECIDE, self._decide_keys(job_id), [job_id, "", ""])
         return int(raw[1])
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -238,6 +238,9 @@ class CrawlEnvironment(PlatformSettings):
     """
 
     scrape_job_id: str | None = None
+    # Without Redis: where the store's file spill waits for Elasticsearch (None: under
+    # PLATFORM_RUN_DIR). Checked writable by the crawl at start (crawlers.pipelines.store).
+    store_spill_dir: Path | None = None
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -307,6 +310,14 @@ ENVIRONMENT: tuple[Variable, ...] = (
         "PIDs, logs and data of locally started services; the store's file spill",
         "<repo>/.run",
         value=lambda environment: str(environment.platform_run_dir),
+    ),
+    Variable(
+        "STORE_SPILL_DIR",
+        "STORE_SPILL_DIR",
+        "without Redis: the directory of the store's spill files (`<site>.jsonl`), where "
+        "items Elasticsearch does not take wait; checked writable when a crawl starts",
+        "<PLATFORM_RUN_DIR>/spill",
+        value=lambda environment: str(environment.store_spill_dir),
     ),
     Variable(
         "SCRAPE_JOB_ID",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import redis
 
 from core import frontier_scripts as scripts
+from core.jobstats import STATS_TTL_SECONDS
 from core.keys import SiteKeys
 
 # Entries of the start list are leased with this marker instead of a score.
@@ -132,9 +133,28 @@ class RedisFrontier:
             ]
         return [bool(queued) for queued in self._push_many(keys=keys, args=args)]
 
-    def start_job(self, job_id: str) -> None:
-        """Make ``job_id`` the site's current job, started now by Redis' clock."""
+    def start_job(self, job_id: str, *, layout: str | None = None) -> None:
+        """Make ``job_id`` the site's current job, started now by Redis' clock.
+
+        ``layout``: the id of the site's accepted fingerprint baseline (``core.layouts``)
+        the job's re-crawl records belong to; None leaves the job's workers to their own.
+        """
         self._start_job(keys=[self.keys.current_job, self.keys.jobs], args=[job_id])
+        if layout is not None:
+            self.server.set(self.keys.job_layout(job_id), layout, ex=STATS_TTL_SECONDS)
+
+    def record_drops(self, drops: Sequence[tuple[str, str, str]]) -> None:
+        """Record ``(job id, request fingerprint, reason)`` of leased requests some
+        component dropped (``crawlers.frontier.fates``), in the job's ledger
+        (``core.ledger.dropped_figures`` counts them). Idempotent per request."""
+        by_job: dict[str, dict[str, str]] = {}
+        for job_id, fingerprint, reason in drops:
+            by_job.setdefault(job_id, {})[fingerprint] = reason
+        with self.server.pipeline(transaction=False) as pipe:
+            for job_id, mapping in by_job.items():
+                pipe.hset(self.keys.job_dropped(job_id), mapping=mapping)
+                pipe.expire(self.keys.job_dropped(job_id), STATS_TTL_SECONDS)
+            pipe.execute()
 
     def push_start(self, entries: Sequence[str | bytes]) -> int:
         """Append start entries (JSON) for workers to turn into requests."""

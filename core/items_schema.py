@@ -102,7 +102,16 @@ class GeoPoint:
 
 # Fields every stored document carries besides the item's own (see core.store).
 RESERVED_FIELDS = frozenset(
-    {"item_key", "site", "item_type", "content_hash", "first_seen", "last_seen", "last_changed"}
+    {
+        "item_key",
+        "site",
+        "item_type",
+        "content_hash",
+        "first_seen",
+        "last_seen",
+        "last_changed",
+        "extracted_job_id",
+    }
 )
 # Never part of the content hash: they differ between crawls of identical content.
 ALWAYS_VOLATILE = frozenset({"job_id"})

@@ -10,6 +10,12 @@ what the orchestration flow calls after the drain; ``counters`` are the job's co
 ledger, ``core.ledger``), or a single crawl's Scrapy stats. Headline
 numbers are lifted out of them into typed fields; all of them are kept in ``counters``
 (a ``flattened`` field: any counter name, no mapping explosion).
+
+Every document says how the job ended: ``close_reason`` (``finished``, ``refused``,
+``nothing_stored``, ``store_failed``, ``elasticsearch_auth``, a budget's ``budget_pages``
+/ ``budget_time``) and ``outcome``, the one line saying why (``core.outcome``). A local
+crawl passes its own verdict (Scrapy's ``finish_reason``); a job's is judged from its
+counters here, the same way.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from core.items_schema import DATE, KEYWORD
 from core.jobstats import JobStats, unparsed_pages
 from core.keys import SiteKeys
 from core.ledger import job_figures
+from core.outcome import job_reason, judge
 from core.refusal import KINDS, Presented, refusal
 from core.removals import removal_figures
 from core.store.layout import cluster_replicas, cluster_replicas_sync
@@ -61,6 +68,9 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "sessions_created": _LONG,
     "sessions_retired": _LONG,
     "refusal": {"type": "keyword", "ignore_above": 2048},
+    # How the job ended (core.outcome): its close reason and the one line saying why.
+    "close_reason": dict(KEYWORD),
+    "outcome": {"type": "keyword", "ignore_above": 2048},
     # The crawl budgets the job reached (core.budget.reached_text): "pages, chain (3
     # requests refused)"; None when none was.
     "budgets": {"type": "keyword", "ignore_above": 1024},
@@ -170,9 +180,12 @@ def job_document(
     spill_remaining: int | None = None,
     extra: Mapping[str, Any] | None = None,
     presented: Presented | None = None,
+    close_reason: str | None = None,
+    outcome: str | None = None,
 ) -> dict[str, Any]:
     """The jobs-index document of a job (pure: no I/O). ``presented``: what the crawl
-    showed the site, for the refusal line's advice."""
+    showed the site, for the refusal line's advice. ``close_reason``/``outcome``: a
+    crawl's own verdict; None: judged from ``counters`` (``core.outcome``)."""
     # Counters are integers; gauges such as ``blocks/rate`` (a float) are not summed.
     numbers = {
         name: int(value)
@@ -229,6 +242,15 @@ def job_document(
         "spill_remaining": spill_remaining,
         "counters": {name: str(value) for name, value in sorted(numbers.items())},
     }
+    if close_reason is None or outcome is None:
+        verdict = judge(
+            numbers,
+            reason=job_reason(numbers),
+            spill_remaining=spill_remaining,
+            refusal=document["refusal"],
+        )
+        close_reason, outcome = verdict.reason, verdict.line
+    document["close_reason"], document["outcome"] = close_reason, outcome
     if extra:
         document["extra"] = dict(extra)
     return document
@@ -248,7 +270,8 @@ def write_job_document(
     refresh: bool = False,
     presented: Presented | None = None,
 ) -> dict[str, Any]:
-    """Write (or replace) the job's document in the ``jobs`` index; returns it."""
+    """Write (or replace) the job's document in the ``jobs`` index; returns it (with its
+    ``close_reason`` and ``outcome``, judged from ``counters``)."""
     ensure_jobs_index(es)
     document = job_document(
         site,
@@ -276,8 +299,11 @@ async def write_job_document_async(
     *,
     spill_remaining: int | None = None,
     extra: Mapping[str, Any] | None = None,
+    close_reason: str | None = None,
+    outcome: str | None = None,
 ) -> dict[str, Any]:
-    """``write_job_document`` on a crawl's own asynchronous client (a local crawl's close)."""
+    """``write_job_document`` on a crawl's own asynchronous client (a local crawl's close,
+    with its verdict: ``close_reason``, ``outcome``)."""
     await ensure_jobs_index_async(es)
     document = job_document(
         site,
@@ -288,6 +314,8 @@ async def write_job_document_async(
         counters,
         spill_remaining=spill_remaining,
         extra=extra,
+        close_reason=close_reason,
+        outcome=outcome,
     )
     await es.index(**_index_request(document, refresh=False))
     return document

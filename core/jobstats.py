@@ -40,6 +40,10 @@ class JobStats:
         raw = self.server.hgetall(self.keys.stats(job_id))
         return {name.decode(): int(value) for name, value in raw.items()}
 
+    def value(self, job_id: str, name: str) -> int:
+        """One counter of the job (0 when not counted)."""
+        return int(self.server.hget(self.keys.stats(job_id), name) or 0)
+
 
 def unparsed_pages(counters: Mapping[str, object]) -> dict[str, int]:
     """The job's unreadable pages by counter (``demo/product_unparsed``: 111)."""

@@ -160,6 +160,11 @@ class SiteKeys:
         -> its reason."""
         return f"{self.tag}:job:{job_id}:sessions"
 
+    def job_dropped(self, job_id: str) -> str:
+        """Hash: request fingerprint -> the named reason a leased request of the job was
+        dropped (robots, offsite_redirect, redirect_loop, ...: crawlers.frontier.fates)."""
+        return f"{self.tag}:job:{job_id}:dropped"
+
     def job_budget(self, job_id: str) -> str:
         """Hash: ``reason`` (``pages`` or ``time``) and ``limit`` once the job's budget
         ended it (core.budget); absent while it runs."""
@@ -221,8 +226,25 @@ class SiteKeys:
     # -- re-crawls: listing cards (core.cards, issue 19 part "cards") ------------------
     @property
     def card_state(self) -> str:
-        """Hash: item key -> ``<card hash>:<epoch ms>:<run>`` of its last full fetch."""
+        """Hash: item key -> ``<card hash>:<epoch ms>:<run>:L<layout>`` of its last full
+        fetch (``<layout>``: the accepted baseline it was recorded under, core.layouts)."""
         return f"{self.tag}:cards"
+
+    def job_layout(self, job_id: str) -> str:
+        """String: the id of the site's accepted fingerprint baseline when the job started
+        (core.layouts; set by the producer): the layout its re-crawl records belong to."""
+        return f"{self.tag}:job:{job_id}:layout"
+
+    def job_skipped(self, job_id: str, callback: str) -> str:
+        """Hash: item key -> the page (JSON: url, errback) of each listing card the job
+        skipped for ``callback``, fetched after all if the job stops skipping it
+        (``:taken`` appended: the ones a worker took to fetch)."""
+        return f"{self.tag}:job:{job_id}:skipped:{callback}"
+
+    def job_unparsed(self, job_id: str) -> str:
+        """Set: spider callbacks of item pages the job fetched and could not parse: it
+        skips none of their pages for the rest of the job (crawlers.recrawl.unparsed)."""
+        return f"{self.tag}:job:{job_id}:unparsed"
 
     @property
     def job_seq(self) -> str:

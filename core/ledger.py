@@ -28,7 +28,13 @@ unchanged``
 ``sessions/created``,       ``job_sessions`` (event -> value)   the fetch session layer
 ``sessions/retired[/<why>]``,
 ``sessions/challenges_passed``
+``requests/dropped/<why>``, ``job_dropped`` (fingerprint ->      the frontier, before the
+``requests/failed``         reason)                             dropped lease's ack
 ==========================  ==================================  ========================
+
+``requests/failed``: leased requests dropped with a reason that loses their page (an
+offsite redirect, a redirect loop, ...; ``crawlers.frontier.fates``): robots.txt and
+duplicates are ``requests/dropped/*`` only.
 
 ``pages/refused``: requests (by fingerprint) whose every response was a block: pages the
 job did not get because the site refused them. A block followed by a good answer (a
@@ -65,6 +71,7 @@ FIGURES = (
     "sessions/created",
     "sessions/retired",
     "sessions/challenges_passed",
+    "requests/failed",
 )
 # Block kinds the fetch layer records (core.blocks.BLOCK_KINDS), each its own figure.
 BLOCK_FIGURES = ("blocked", "challenge", "captcha", "throttled")
@@ -154,7 +161,10 @@ def job_figures(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
         pipe.hlen(keys.job_incomplete(job_id))
         pipe.hgetall(keys.job_responses(job_id))
         pipe.hgetall(keys.job_sessions(job_id))
-        scraped, verdicts, stored, invalid, incomplete, responses, sessions = pipe.execute()
+        pipe.hvals(keys.job_dropped(job_id))
+        scraped, verdicts, stored, invalid, incomplete, responses, sessions, dropped = (
+            pipe.execute()
+        )
     new, changed, unchanged = (int(value or 0) for value in verdicts)
     return {
         "items/scraped": int(scraped),
@@ -167,7 +177,27 @@ def job_figures(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
         **response_figures({_text(k): _text(v) for k, v in responses.items()}),
         **session_figures(_text(k) for k in sessions),
         **{f"sessions/retired/{why}": n for why, n in _retired_reasons(sessions).items()},
+        **dropped_figures(_text(reason) for reason in dropped),
     }
+
+
+# Drops that lose no page (crawlers.frontier.fates.POLICY): robots.txt, a duplicate.
+POLICY_DROPS = frozenset({"robots", "duplicate"})
+
+
+def dropped_figures(reasons: Iterable[str]) -> dict[str, int]:
+    """``requests/dropped/<reason>`` per reason and ``requests/failed`` (the drops that
+    lost a page), from the ``job_dropped`` records' reasons."""
+    counts: Counter[str] = Counter(reasons)
+    return {
+        "requests/failed": sum(n for why, n in counts.items() if why not in POLICY_DROPS),
+        **{f"requests/dropped/{why}": n for why, n in sorted(counts.items())},
+    }
+
+
+def stored_count(server: redis.Redis, site: str, job_id: str) -> int:
+    """Items of the job Elasticsearch accepted so far (``items/stored``), by any worker."""
+    return int(server.scard(SiteKeys(site).job_stored(job_id)))
 
 
 def response_figures(responses: dict[str, str]) -> dict[str, int]:

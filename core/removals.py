@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -50,10 +50,14 @@ CHUNKS_PREFIX = "chunks-"
 
 # Job counters that mean a page's items may have gone unseen: retries ran out (blocks,
 # errors, network), an errback gave up on a request, a callback raised, an item never
-# became durable. Summed from the workers' counters (``core.jobstats``).
-FAILED_PREFIXES = ("fetch/gave_up/", "errors/request_failed/", "spider_exceptions/")
-FAILED_SUFFIXES = ("/request_failed",)  # a spider's own count (e.g. demo/request_failed)
-FAILED_NAMES = ("frontier/item_error_gave_up",)
+# became durable. Summed from the workers' counters (``core.jobstats``). One request
+# failed for good shows in several of them (``failed_requests``).
+GAVE_UP_PREFIX = "fetch/gave_up/"  # the retry layer gave up; the failure then reaches the errback
+ERRBACK_PREFIX = "errors/request_failed/"  # an errback's count by exception class
+ERRBACK_SUFFIX = "/request_failed"  # a spider's own count (e.g. demo/request_failed)
+FAILED_PREFIXES = ("spider_exceptions/",)  # a callback raised: a page of its own
+# ``requests/failed``: a leased request dropped with its page lost (crawlers.frontier.fates).
+FAILED_NAMES = ("frontier/item_error_gave_up", "requests/failed")
 
 # KEYS: 1 job verdicts, 2 job invalid, 3 misses, 4 removed, 5 job removed, 6 job restored,
 #       7 pending, 8 item_first_seen
@@ -144,14 +148,23 @@ class RemovalReport:
 
 
 def failed_requests(counters: Mapping[str, int]) -> int:
-    """Requests of the job that failed for good, by its counters (see ``FAILED_*``)."""
-    return sum(
-        int(value)
-        for name, value in counters.items()
-        if name.startswith(FAILED_PREFIXES)
-        or name.endswith(FAILED_SUFFIXES)
-        or name in FAILED_NAMES
+    """Requests of the job that failed for good, by its counters, each counted once.
+
+    An errback counts its request under ``errors/request_failed/<class>``, under
+    ``<spider>/request_failed``, or both (a generic spider does both), and a request the
+    retry layer gave up on (``fetch/gave_up/<kind>``) reaches that errback as well: the
+    largest of the three is the number of requests. A callback that raised and an item
+    that never became durable are requests of their own."""
+
+    def total(test: Callable[[str], bool]) -> int:
+        return sum(int(value) for name, value in counters.items() if test(name))
+
+    errback = max(
+        total(lambda name: name.startswith(ERRBACK_PREFIX)),
+        total(lambda name: name.endswith(ERRBACK_SUFFIX)),
+        total(lambda name: name.startswith(GAVE_UP_PREFIX)),
     )
+    return errback + total(lambda name: name.startswith(FAILED_PREFIXES) or name in FAILED_NAMES)
 
 
 def skip_reason(server: Client, site: str, job_id: str, *, finished: bool = True) -> str | None:

@@ -27,7 +27,9 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
 * the spider middlewares ``crawlers.frontier.scheduler.LeaseAckMiddleware`` (0, the outermost: acks
   frontier leases when a response's output and items are done; off without the frontier)
   and ``crawlers.runtime.middlewares.JobTagMiddleware`` (50): every request and item carries its
-  job id; ``crawlers.fetch.adaptive.AdaptiveRenderMiddleware`` (70, with
+  job id; ``crawlers.recrawl.context.RecrawlContextMiddleware`` (60) and
+  ``crawlers.recrawl.unparsed.UnparsedPagesMiddleware`` (65, an unparsed item page stops
+  the job's re-crawl skips); ``crawlers.fetch.adaptive.AdaptiveRenderMiddleware`` (70, with
   ``RENDER_MODE = "auto"``) compares rendered samples with plain probes;
 * the item pipelines, in this order: validate (100) -> dedup (200) -> change history
   (250, Redis and Elasticsearch) -> store (300) -> listing cards recorded (390, Redis and
@@ -37,7 +39,12 @@ settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
   works with no services at all;
 * the Elasticsearch client's loggers at ERROR/WARNING (``crawlers.runtime.logs``): the store logs
   one line per outage state change, not the client's per-attempt lines and tracebacks;
-* only when REDIS_URL is set: the distributed frontier (scheduler
+* the extensions: the local-mode line, the refusal check (10), the job's budgets (20) and
+  ``crawlers.runtime.outcome.CrawlOutcome`` (50): the close reason that says what the crawl
+  got (``finish_reason``, the last line and exit status of ``scrapy crawl``);
+* without REDIS_URL, the scheduler ``crawlers.frontier.local.LocalScheduler`` (Scrapy's own,
+  failing and counting every request something drops, ``crawlers.frontier.fates``); only
+  when REDIS_URL is set: the distributed frontier (scheduler
   ``crawlers.frontier.scheduler.LeasingScheduler``, queue ``LeasedQueue``, dupefilter
   ``JobDupeFilter``, ``SCHEDULER_PERSIST``, ``REDIS_PARAMS``) and the worker extension
   ``crawlers.frontier.worker.FrontierWorker`` (100).
@@ -83,7 +90,6 @@ from crawlers.compat import check_private_api
 from crawlers.fetch.identity import check_identity
 from crawlers.fetch.proxies import configured_proxies
 from crawlers.runtime.logs import quiet_client_loggers
-from crawlers.runtime.moved import rename_moved
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +135,9 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         # A response's re-crawl context (item key, card hash, validators) goes on to
         # the requests and items its callback yields (crawlers.recrawl.context).
         "crawlers.recrawl.context.RecrawlContextMiddleware": 60,
+        # An item page the spider could not parse stops the job's skips of its kind
+        # (listing cards, 304s) and fetches the pages it skipped (crawlers.recrawl.unparsed).
+        "crawlers.recrawl.unparsed.UnparsedPagesMiddleware": 65,
         # Next to the spider: sees a callback's own output, to compare a rendered sample
         # with its plain probe (RENDER_MODE=auto; NotConfigured otherwise).
         "crawlers.fetch.adaptive.AdaptiveRenderMiddleware": 70,
@@ -159,6 +168,14 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "crawlers.limits.budget.JobBudgetCheck": 20,
         # Log lines cut at LOG_MAX_LINE_CHARS (crawlers.limits.bounded).
         "crawlers.limits.bounded.LogLineCap": 1,
+        # Lines repeated but for their URLs said once with a count (crawlers.limits.log_repeats).
+        "crawlers.limits.log_repeats.LogRepeats": 2,
+        # Response header lines as long as a browser reads (crawlers.fetch.header_limit).
+        "crawlers.fetch.header_limit.HeaderLimit": 3,
+        # The close reason that says what the crawl got (finish_reason, the last line, the
+        # exit status): after the refusal check (10), before the frontier worker's last
+        # stats push (100).
+        "crawlers.runtime.outcome.CrawlOutcome": 50,
     },
 }
 
@@ -176,6 +193,8 @@ FRONTIER: dict[str, Any] = {
     "SCHEDULER_PERSIST": True,
 }
 FRONTIER_EXTENSIONS: dict[str, int | None] = {"crawlers.frontier.worker.FrontierWorker": 100}
+# Without REDIS_URL: Scrapy's scheduler, with the frontier's request fates.
+LOCAL_SCHEDULER = "crawlers.frontier.local.LocalScheduler"
 
 
 def redis_params() -> dict[str, Any]:
@@ -249,7 +268,6 @@ def install(settings: BaseSettings) -> None:
     Idempotent: Scrapy may call it before the crawler exists and again on its settings.
     """
     settings.setmodule(defaults, priority=PRIORITY)
-    rename_moved(settings)  # before the add-on's own: a project's None entry keeps its path
     for name, components in COMPONENTS.items():
         setdefault_components(settings, name, components)
     if project_level(settings, "DOWNLOAD_HANDLERS"):
@@ -261,6 +279,9 @@ def install(settings: BaseSettings) -> None:
     verify_certificates(settings)
     if settings.get("REDIS_URL"):
         install_frontier(settings)
+    else:
+        # Scrapy's own scheduler, watching that every request ends (crawlers.frontier.fates).
+        settings.set("SCHEDULER", LOCAL_SCHEDULER, priority=PRIORITY)
 
 
 def verify_certificates(settings: BaseSettings) -> None:

@@ -22,7 +22,8 @@ from typing import Literal
 # own source as ``self.<attribute> =`` (absent from the class until __init__ ran).
 # "meta key": the library's source names the key (a ``request.meta`` entry it reads or
 # sets). For the last two the target (a class or module) must still resolve too.
-Kind = Literal["attribute", "instance attribute", "meta key"]
+# "module": ``<target>.<attribute>`` is an importable (private) submodule.
+Kind = Literal["attribute", "instance attribute", "meta key", "module"]
 
 
 class PrivateApiMissing(RuntimeError):
@@ -49,6 +50,9 @@ class PrivateUse:
     def present(self) -> bool:
         try:
             target = self.resolve()
+            if self.kind == "module":
+                importlib.import_module(f"{self.target}.{self.attribute}")
+                return True
         except (ImportError, AttributeError):
             return False
         if self.kind == "attribute":
@@ -71,6 +75,15 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         kind="instance attribute",
     ),
     PrivateUse(
+        "Twisted",
+        "twisted.web",
+        "_newclient",
+        "HTTPClientParser, the response parser of Scrapy's HTTP/1.1 client: its header line "
+        "limit raised to a browser's (DOWNLOAD_MAX_HEADER_SIZE), a longer line failing with "
+        "its own error (crawlers.fetch.header_limit); Twisted has no public setting for it",
+        kind="module",
+    ),
+    PrivateUse(
         "lxml",
         "lxml.etree",
         "_Element",
@@ -78,6 +91,15 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
         "reference documents it as the element type, with no public alias",
     ),
 )
+
+
+def http11_response_parser() -> type:
+    """Twisted's HTTP/1.1 response parser, whose header line limit crawlers.fetch.header_limit
+    sets (declared above: twisted.web._newclient)."""
+    from twisted.web import _newclient
+
+    parser: type = _newclient.HTTPClientParser
+    return parser
 
 
 def _in_distribution_source(distribution: str, pattern: re.Pattern[str]) -> bool:

@@ -75,9 +75,13 @@ RETRY_ENABLED = True
 RETRY_TIMES = 3
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
 REDIRECT_MAX_TIMES = 10
-# A page over this size is refused rather than parsed; counted by Scrapy as an error.
+# A page over this size is refused rather than parsed (one whose Content-Length says so
+# before its body is read); counted by Scrapy as an error, never retried.
 DOWNLOAD_MAXSIZE = 32 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
+# Response header lines up to this size are read (Chromium reads 256 KB of headers;
+# Twisted's own limit is 16 KB a line): crawlers/fetch/header_limit.py. 0: Twisted's.
+DOWNLOAD_MAX_HEADER_SIZE = 256 * 1024
 
 COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False
@@ -89,6 +93,8 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
+# Scrapy's, with items the store gave up at DEBUG: its one ERROR line says why for all.
+LOG_FORMATTER = "crawlers.runtime.logs.PlatformLogFormatter"
 
 # HTTP cache: for local debugging only (`-s HTTPCACHE_ENABLED=1`), never in production.
 HTTPCACHE_ENABLED = False
@@ -313,6 +319,11 @@ CRAWL_LINK_BATCH = 100  # requests handed to the scheduler before the event loop
 ITEM_FIELD_MAX_CHARS = 100_000
 # Log lines longer than this are cut (the rest counted in the line); 0: never cut.
 LOG_MAX_LINE_CHARS = 4000
+# WARNING/ERROR lines repeated but for their URLs (crawlers/limits/log_repeats.py): the
+# first few are written, the rest summed up in one line per LOG_REPEATS_INTERVAL seconds
+# and at close, with a few of their URLs; log_count/* still counts each. 0: all written.
+LOG_REPEATS_SHOWN = 3
+LOG_REPEATS_INTERVAL = 60.0
 
 # --- spiders ---
 MAX_LISTING_PAGES = 10  # listing pages followed per start entry (a profile may lower it)

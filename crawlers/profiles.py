@@ -25,9 +25,9 @@ import sys
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
 from core.config import site_profiles_dir
@@ -44,6 +44,7 @@ from crawlers.profile_schema.messages import describe, shown
 from crawlers.profile_schema.pages import ItemField, MarketTable, PageTable
 from crawlers.profile_schema.values import (
     Cron,
+    EnvName,
     HttpUrl,
     PageTypeName,
     RenderMode,
@@ -51,6 +52,7 @@ from crawlers.profile_schema.values import (
     Table,
     Text,
     UrlPaths,
+    list_as_tuple,
 )
 
 __all__ = [
@@ -118,6 +120,9 @@ class SiteProfile(Table):
     render: RenderMode = "never"
     needs_proxies: bool = False
     needs_session: bool = False
+    # The environment variables holding this site's own secrets (a logged-in session's
+    # cookies): under compose they reach this site's worker only (orchestration.wiring).
+    secrets: Annotated[tuple[EnvName, ...], BeforeValidator(list_as_tuple)] = ()
     # The scrape-<site> deployment: a 5-field cron in UTC (None: manual runs only) and the
     # text Prefect shows for it.
     schedule: Cron | None = None
@@ -142,6 +147,14 @@ class SiteProfile(Table):
     # The fields of an item type of the site's own (crawlers.declared_items): declared
     # here, registered as ``item_type`` when the profile loads.
     item_fields: dict[Text, ItemField] = {}
+
+    @model_validator(mode="after")
+    def _session_named(self) -> SiteProfile:
+        if self.needs_session and not self.secrets:
+            raise _expected(
+                "secrets", "the variable holding the session (needs_session = true)", []
+            )
+        return self
 
     @model_validator(mode="after")
     def _pages_consistent(self) -> SiteProfile:

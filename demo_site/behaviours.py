@@ -9,6 +9,8 @@ one of the same name, and a query-forced one overrides both. Settings are JSON o
   selected key fails on its first ``attempts`` requests (a resource that stays down
   while the rest of the site answers).
 - ``redirect_loop`` {rate: 1.0}: 302 from p to p?__loop=1, which 302s back to p.
+- ``offsite_redirect`` {rate: 1.0}: 302 to the same path on the other loopback name of
+  this server (``127.0.0.1`` <-> ``localhost``, same port): another host to a crawler.
 - ``forbidden`` {rate: 1.0, attempts: 1}: 403 block page.
 - ``throttle`` {rate: 1.0, attempts: 1, retry_after: 1}: 429 with ``Retry-After``.
 - ``captcha`` {rate: 1.0, attempts: 1}: HTTP 200 CAPTCHA challenge page.
@@ -16,9 +18,12 @@ one of the same name, and a query-forced one overrides both. Settings are JSON o
 - ``malformed_html`` {rate: 1.0}: unclosed/misnested tags, all data still present.
 - ``bad_encoding`` {rate: 1.0}: cp1252 bytes while header and <meta> say UTF-8.
 - ``huge_page`` {rate: 1.0, mb: 20}: the page padded to about ``mb`` MB.
+- ``unreadable`` {rate: 1.0}: a layout no crawler was written for: scripts stripped and
+  every element of the body a bare ``div`` (no JSON-LD, microdata, classes, headings or
+  links' targets), the text kept.
 
 Every setting also takes ``paths``: a list of path prefixes it is limited to (default:
-every path). Content behaviours (the last three) change HTML pages only.
+every path). Content behaviours (the last four) change HTML pages only.
 
 The rate rule, deterministic so a retry can succeed: a request's *key* is its path plus
 its query without ``__`` parameters. A key is *selected* for behaviour ``b`` when
@@ -27,7 +32,7 @@ block behaviours (forbidden, throttle, captcha) and ``unavailable``, a selected 
 blocked (or answered 503) on its first ``attempts`` requests *within the scope* (the
 global scope counts every client's requests, a client scope only that client's), and
 served normally afterwards; ``attempts: null`` fails every request of a selected key.
-``slow``, ``redirect_loop`` and the content behaviours apply to every request of a
+``slow``, the redirects and the content behaviours apply to every request of a
 selected key. Query-forced behaviours always apply and take parameters as
 ``__<param>=value`` (``__ms=200``).
 """
@@ -47,6 +52,7 @@ BEHAVIOURS: dict[str, dict[str, Any]] = {
     "error_burst": {"count": 5},
     "unavailable": {"rate": 1.0, "attempts": 1},
     "redirect_loop": {"rate": 1.0},
+    "offsite_redirect": {"rate": 1.0},
     "forbidden": {"rate": 1.0, "attempts": 1},
     "throttle": {"rate": 1.0, "attempts": 1, "retry_after": 1},
     "captcha": {"rate": 1.0, "attempts": 1},
@@ -54,6 +60,7 @@ BEHAVIOURS: dict[str, dict[str, Any]] = {
     "malformed_html": {"rate": 1.0},
     "bad_encoding": {"rate": 1.0},
     "huge_page": {"rate": 1.0, "mb": 20},
+    "unreadable": {"rate": 1.0},
 }
 BLOCKS = ("forbidden", "throttle", "captcha")
 # Behaviours that count a selected key's attempts (the rate rule below).
@@ -215,7 +222,9 @@ class BehaviourEngine:
         key: str,
         client: str | None,
         forced: Mapping[str, dict[str, Any]],
+        base: str = "http://127.0.0.1",
     ) -> Decision:
+        """What to do with a request (``base``: the scheme and Host it was sent to)."""
         decision = Decision()
         client_specs = self.client_specs.get(client, {}) if client else {}
         for name in BEHAVIOURS:
@@ -253,6 +262,12 @@ class BehaviourEngine:
                 )
                 return decision
 
+            if name == "offsite_redirect":
+                decision.applied.append(name)
+                location = other_host(base) + key
+                decision.response = web.Response(status=302, headers={"Location": location})
+                return decision
+
             if name in COUNTED:
                 if not forced_now:
                     counter = (scope, name, key)
@@ -271,6 +286,14 @@ class BehaviourEngine:
             else:
                 decision.transforms.append((name, spec))
         return decision
+
+
+def other_host(base: str) -> str:
+    """``base`` (``scheme://host[:port]``) on the server's other loopback name."""
+    scheme, _, netloc = base.partition("://")
+    host, colon, port = netloc.rpartition(":") if netloc.count(":") == 1 else (netloc, "", "")
+    other = "127.0.0.1" if host == "localhost" else "localhost"
+    return f"{scheme}://{other}{colon}{port}"
 
 
 def loop_location(key: str, forced: Mapping[str, dict[str, Any]]) -> str:
@@ -360,6 +383,23 @@ def error_response() -> web.Response:
 # -- content transforms -----------------------------------------------------------------
 
 _BODY_OPEN = re.compile(r"<body[^>]*>")
+
+
+_SCRIPT = re.compile(r"<script\b.*?</script>", re.DOTALL | re.IGNORECASE)
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)\b[^>]*>")
+_KEPT_TAGS = frozenset({"html", "head", "body", "title"})
+
+
+def unreadable(html: str) -> str:
+    """The page in markup nothing was written for: no scripts, and every element of the
+    body a bare ``div``; the text is all there, but no selector (not even ``h1``),
+    microdata or JSON-LD finds it."""
+
+    def bare(match: re.Match[str]) -> str:
+        closing, name = match.group(1), match.group(2).lower()
+        return f"<{closing}{name if name in _KEPT_TAGS else 'div'}>"
+
+    return _TAG.sub(bare, _SCRIPT.sub("", html))
 
 
 def malformed(html: str) -> str:

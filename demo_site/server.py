@@ -67,6 +67,7 @@ from demo_site.behaviours import (
     misencoded,
     normalize,
     padded,
+    unreadable,
 )
 from demo_site.catalog import Catalog, build_catalog
 
@@ -349,6 +350,8 @@ def _transform(
     assert isinstance(body, bytes)
     by_name = dict(transforms)
     text = body.decode("utf-8")
+    if "unreadable" in by_name:
+        text = unreadable(text)
     if "malformed_html" in by_name:
         text = malformed(text)
     data = misencoded(text) if "bad_encoding" in by_name else text.encode("utf-8")
@@ -474,7 +477,11 @@ async def _with_behaviours(
     except BehaviourError as exc:
         return web.json_response({"error": str(exc)}, status=400)
     decision = state.engine.decide(
-        path=request.path, key=_request_key(request), client=client, forced=forced
+        path=request.path,
+        key=_request_key(request),
+        client=client,
+        forced=forced,
+        base=_base(request),
     )
     applied.extend(decision.applied)
     if decision.response is not None:

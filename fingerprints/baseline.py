@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.blocks import classify
-from crawlers.profile_schema import FingerprintTable, describe
+from crawlers.profile_schema import Evidence, FingerprintTable, Shown, describe
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.comparison import PageTypeBaseline, SelectorBaseline
 from fingerprints.structure import DEFAULT_THRESHOLD, FINGERPRINT_VERSION, fingerprint
@@ -59,8 +59,10 @@ class PageTypeConfig:
     selectors: Mapping[str, str] = field(default_factory=dict)
     threshold: float | None = None
     callback: str | None = None  # the spider method that parses this page type
-    # Field -> selector matching where a page shows the field (fingerprints.evidence).
-    shows: Mapping[str, str] = field(default_factory=dict)
+    # Field -> where a page shows it / what says it lacks it (fingerprints.evidence).
+    shows: Mapping[str, tuple[Shown, ...]] = field(default_factory=dict)
+    absent: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)
+    empty: tuple[Evidence, ...] = ()  # evidence a page has no record at all
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,16 @@ class FingerprintConfig:
     # Where the profile declares its page types: ``[pages.<type>]`` for a profile-only
     # site (which refuses ``[fingerprint.page_types]``), so hints name a key that works.
     page_types_table: str = "fingerprint.page_types"
+    # The fields the site is scraped for (their fall stops the run), the share of its
+    # baseline rate a field must keep (None: fingerprints.fields.DEFAULT_FLOOR) and the
+    # item fields its spider never fills (fingerprints/fields.py, docs/fingerprints.md).
+    required: tuple[str, ...] = ()
+    floor: float | None = None
+    not_read: tuple[str, ...] = ()
 
     @classmethod
     def from_table(
-        cls, table: FingerprintTable, *, page_types_table: str = "fingerprint.page_types"
+        cls, table: FingerprintTable, *, page_types_table: str | None = None
     ) -> FingerprintConfig:
         """The gate's view of a validated ``[fingerprint]`` table (the profile's schema
         checked every key when it loaded: nothing is checked again here)."""
@@ -90,6 +98,8 @@ class FingerprintConfig:
                 pt.threshold,
                 pt.callback,
                 dict(pt.shows),
+                dict(pt.absent),
+                tuple(pt.empty),
             )
             for name, pt in table.page_types.items()
         }
@@ -98,7 +108,10 @@ class FingerprintConfig:
             page_types=page_types,
             declared=True,
             strict=table.strict,
-            page_types_table=page_types_table,
+            page_types_table=page_types_table or "fingerprint.page_types",
+            required=tuple(table.required),
+            floor=table.floor,
+            not_read=tuple(table.not_read),
         )
 
     @classmethod
@@ -123,9 +136,9 @@ class FingerprintConfig:
         table = profile.gate_table
         if table is None:
             return cls()
-        if profile.pages:
-            return cls.from_table(table, page_types_table="pages")
-        return cls.from_table(table)
+        config = cls.from_table(table, page_types_table="pages" if profile.pages else None)
+        _check_field_names(site, profile.item_type, config)
+        return config
 
     def sample(self) -> dict[str, tuple[str, ...]]:
         return {name: pt.sample_paths for name, pt in self.page_types.items() if pt.sample_paths}
@@ -147,6 +160,35 @@ class FingerprintConfig:
         the others' callbacks stay known (``declared_callbacks``)."""
         kept = {name: pt for name, pt in self.page_types.items() if name in page_types}
         return replace(self, page_types=kept, site_callbacks=self.callbacks)
+
+
+def _check_field_names(site: str, item_type: str, config: FingerprintConfig) -> None:
+    """Every field the gate's tables name is a field of the site's item type (else a
+    typo would leave a required field unjudged): one line naming the key and the fix."""
+    from core.items_schema import UnknownItemType
+    from crawlers.items import schema_by_type  # the registry, when needed
+
+    try:
+        fields = set(schema_by_type(item_type).field_names)
+    except UnknownItemType:
+        return  # the profile's own check names an unknown item type
+    named = [("required", name) for name in config.required]
+    named += [("not_read", name) for name in config.not_read]
+    for page_type, pt in config.page_types.items():
+        named += [(f"page_types.{page_type}.shows", name) for name in pt.shows]
+        named += [(f"page_types.{page_type}.absent", name) for name in pt.absent]
+        named += [
+            (f"page_types.{page_type}.absent.{name}", rule.field)
+            for name, rules in pt.absent.items()
+            for rule in rules
+            if rule.field
+        ]
+    for key, name in named:
+        if name not in fields:
+            raise BaselineError(
+                f"{site} profile: [fingerprint] {key} names {name!r}, which is no field of "
+                f"item type {item_type!r} (its fields: {', '.join(sorted(fields))})"
+            )
 
 
 # -- the site baseline --------------------------------------------------------------------------

@@ -64,6 +64,9 @@ def fill_rates(items: Iterable[Any], fields: Iterable[str] = ()) -> tuple[int, d
 class FieldExpectation:
     rate: float
     tolerance: float | None = None  # None: the baseline's default
+    # The rate among the items whose pages show the field (fingerprints.evidence), when
+    # some pages lack it (a hotel without reviews has no score): None, the same as rate.
+    when_shown: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ class CoverageBaseline:
             "fields": {
                 name: {"rate": e.rate}
                 | ({"tolerance": e.tolerance} if e.tolerance is not None else {})
+                | ({"when_shown": e.when_shown} if e.when_shown is not None else {})
                 for name, e in sorted(self.fields.items())
             },
         }
@@ -112,7 +116,11 @@ class CoverageBaseline:
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<coverage>") -> CoverageBaseline:
         try:
             fields = {
-                str(name): FieldExpectation(float(entry["rate"]), entry.get("tolerance"))
+                str(name): FieldExpectation(
+                    float(entry["rate"]),
+                    entry.get("tolerance"),
+                    None if entry.get("when_shown") is None else float(entry["when_shown"]),
+                )
                 for name, entry in data["fields"].items()
             }
             return cls(

@@ -20,16 +20,24 @@ Two halves, I/O at the edges:
   site's profile, also when only some page types are judged (``--page-type``). A POST
   (a GraphQL continuation) is never a part: ``fetch`` gets URLs. Requests back to the
   page's own callback are counted apart (``pagination``). Items are tagged with the
-- ``fingerprints.judgement.judge_extraction`` is pure: outputs and the site's coverage
-  baseline in, a report out.
+  spider's job id. Each page's evidence (``fingerprints.evidence``: what it shows and
+  lacks) is read with its page type's rules; an item completed by a part of another
+  page type (a search card's hotel page, in the coverage builder's crawl) carries that
+  page's. With ``visible``, a page that yields cards is read a second time without its
+  scripts: the cards a reader sees, apart from any embedded store.
+- ``fingerprints.judgement.judge_extraction`` is pure: outputs and the baselines in, a
+  report out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+import logging
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from itemadapter import ItemAdapter, is_item
@@ -41,7 +49,7 @@ from scrapy.settings import Settings
 from scrapy.spiderloader import get_spider_loader
 from scrapy.statscollectors import MemoryStatsCollector
 
-from fingerprints.evidence import page_evidence
+from fingerprints.evidence import NO_EVIDENCE, EvidenceRules, PageEvidence
 from fingerprints.sampler import Page
 
 SETTINGS_MODULE = "crawlers.settings"
@@ -49,6 +57,8 @@ PART_DEPTH = 2  # product page -> reviews API -> (one more, e.g. a second API pa
 HARNESS_FIELDS = frozenset({"job_id", "incomplete"})  # set by middlewares, not extraction
 # Fetch absolute URLs (the follow-up requests of a sample): one Page per URL, by URL.
 Fetch = Callable[[Sequence[str]], Mapping[str, Page]]
+# Inline scripts: what a page embeds as data (JSON state, JSON-LD, variables), not shows.
+_SCRIPTS = re.compile(rb"<script\b(?![^>]*\bsrc=)[^>]*>.*?</script\s*>", re.S | re.I)
 
 
 @dataclass(frozen=True)
@@ -65,18 +75,46 @@ class PageOutput:
     # The partial items of requests to another page type's callback (a search card).
     cards: tuple[Any, ...] = ()
     card_callbacks: frozenset[str] = frozenset()  # the callbacks the cards go to
-    # Field -> whether the page shows it, for the fields its profile gives a ``shows`` rule.
-    evidence: Mapping[str, bool] = field(default_factory=dict)
+    # What the page shows and lacks, by its page type's rules (fingerprints.evidence).
+    evidence: PageEvidence = NO_EVIDENCE
+    # Parallel to ``items`` when some came from a part of another page type (its page's
+    # evidence); empty: every item is the page's.
+    item_evidence: tuple[PageEvidence, ...] = ()
+    # The cards read from the page without its scripts (None: not read that way).
+    visible_cards: tuple[Any, ...] | None = None
+    # Parts that could not be fetched (no network in this check): the items they would
+    # complete are not there, through no fault of the page.
+    unfetched: tuple[str, ...] = ()
+
+    def item_groups(self) -> list[tuple[list[Any], PageEvidence]]:
+        """The items with the evidence of the page each describes."""
+        if len(self.item_evidence) != len(self.items):
+            return [(list(self.items), self.evidence)]
+        groups: list[tuple[list[Any], PageEvidence]] = []
+        for item, evidence in zip(self.items, self.item_evidence, strict=True):
+            if groups and groups[-1][1] is evidence:
+                groups[-1][0].append(item)
+            else:
+                groups.append(([item], evidence))
+        return groups
 
 
 # -- the harness (builds the spider, calls callbacks; fetches only through ``fetch``) ------
+
+
+class NoSpider(LookupError):
+    """The project has no spider of the site's name (a site kept outside the repository,
+    fetched by the sampler's plain spider): there are no callbacks to run."""
 
 
 def site_spider(site: str, base_url: str | None = None) -> Spider:
     """The site's spider with its profile's settings, ready for callbacks, never crawling."""
     settings = Settings()
     settings.setmodule(SETTINGS_MODULE, priority="project")
-    spider_class = get_spider_loader(settings).load(site)
+    try:
+        spider_class = get_spider_loader(settings).load(site)
+    except KeyError:
+        raise NoSpider(f"no spider named {site!r} in this project") from None
     crawler = Crawler(spider_class, settings)
     crawler.stats = MemoryStatsCollector(crawler)  # the spiders count what they see
     kwargs: dict[str, Any] = {"job_id": f"fingerprint-{site}"}
@@ -105,17 +143,23 @@ def run_callbacks(
     *,
     fetch: Fetch | None = None,
     declared: Iterable[str] | None = None,
-    shows: Mapping[str, Mapping[str, str]] | None = None,
+    rules: Mapping[str, EvidenceRules] | None = None,
+    page_types: Mapping[str, str] | None = None,
+    visible: bool = False,
 ) -> list[PageOutput]:
     """Each page through its page type's callback; parts fetched with ``fetch`` (none:
-    a part is reported as not fetched, e.g. in the fixture check, which has no network).
+    a part is recorded as not fetched, e.g. in the fixture check, which has no network).
 
     ``declared``: every callback the site's profile names (None: those of ``callbacks``);
-    a request to one is another page type's page, never fetched. ``shows``: page type ->
-    field -> the rule of ``fingerprints.evidence`` (what each page shows is recorded)."""
+    a request to one is another page type's page, never fetched. ``rules``: page type ->
+    its evidence rules (each page's evidence is recorded); ``page_types``: callback ->
+    page type, for the evidence of parts (default: ``callbacks`` inverted). ``visible``:
+    pages that yield cards are read again without their scripts (``visible_cards``)."""
     outputs: list[PageOutput] = []
     pending: list[tuple[int, Request]] = []
     declared = set(declared or ()) | {name for name in callbacks.values() if name}
+    rules = rules or {}
+    kinds = dict(page_types or {cb: pt for pt, cb in callbacks.items() if cb})
     for page in pages:
         name = callbacks.get(page.page_type)
         method = getattr(spider, name, None) if name else None
@@ -130,15 +174,22 @@ def run_callbacks(
         base = str(getattr(spider, "base_url", "") or "http://fixture.invalid")
         response = page_response(page, base=base)
         output, parts = _call(spider, method, response, {}, page, name, declared)
-        rules = (shows or {}).get(page.page_type) or {}
-        if rules:
-            output = replace(output, evidence=page_evidence(page.body, rules))
+        page_rules = rules.get(page.page_type)
+        if page_rules:
+            output = replace(output, evidence=page_rules.read(page.body))
+        if visible and output.cards:
+            shown = replace(page, body=_SCRIPTS.sub(b"", page.body))
+            with _quiet(spider):  # its "no embedded data" warnings are this read's point
+                seen, _ = _call(
+                    spider, method, page_response(shown, base=base), {}, shown, name, declared
+                )
+            output = replace(output, visible_cards=seen.cards)
         pending += [(len(outputs), part) for part in parts]
         outputs.append(output)
     for _ in range(PART_DEPTH):
         if not pending:
             break
-        pending = _follow(spider, outputs, pending, fetch)
+        pending = _follow(spider, outputs, pending, fetch, rules, kinds)
     for index, request in pending:
         outputs[index] = _with_error(outputs[index], f"{request.url}: more than {PART_DEPTH} hops")
     return outputs
@@ -149,11 +200,13 @@ def _follow(
     outputs: list[PageOutput],
     pending: list[tuple[int, Request]],
     fetch: Fetch | None,
+    rules: Mapping[str, EvidenceRules],
+    kinds: Mapping[str, str],
 ) -> list[tuple[int, Request]]:
     if fetch is None:
         for index, request in pending:
             problem = f"{request.url}: follow-up request not fetched (no network in this check)"
-            outputs[index] = _with_error(outputs[index], problem)
+            outputs[index] = replace(outputs[index], unfetched=(*outputs[index].unfetched, problem))
         return []
     fetched = fetch(list(dict.fromkeys(request.url for _, request in pending)))
     more: list[tuple[int, Request]] = []
@@ -167,14 +220,31 @@ def _follow(
         output, parts = _call(
             spider, method, page_response(page, request), request.cb_kwargs, page, None, set()
         )
+        before = outputs[index]
+        # A part of another page type (a card's hotel page) is that page's evidence; an API
+        # answer completes the page's own item.
+        part_rules = rules.get(kinds.get(_callback_name(request), ""))
+        evidence = part_rules.read(page.body) if part_rules else before.evidence
+        own = before.item_evidence or (before.evidence,) * len(before.items)
         outputs[index] = replace(
-            outputs[index],
-            items=outputs[index].items + output.items,
-            requests=outputs[index].requests + output.requests,
-            errors=outputs[index].errors + output.errors,
+            before,
+            items=before.items + output.items,
+            item_evidence=(*own, *(evidence,) * len(output.items)),
+            requests=before.requests + output.requests,
+            errors=before.errors + output.errors,
         )
         more += [(index, part) for part in parts]
     return more
+
+
+@contextlib.contextmanager
+def _quiet(spider: Spider) -> Iterator[None]:
+    logger = logging.getLogger(spider.name)
+    disabled, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
 
 
 def _unusable(page: Page | None) -> str:

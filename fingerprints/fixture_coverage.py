@@ -9,6 +9,11 @@ are the coverage baseline; the tolerances already reviewed in ``coverage.json`` 
 
 A field some fixture page fills (alone, or on a card) but that no complete item has
 (rate 0.0) means the builder lost it, not the site: ``BaselineError``, nothing written.
+So does a *hole*: a field of the item type that no derived item has and that the
+profile does not declare unread (``[fingerprint] not_read``): no fixture shows it, so
+the gate could never see it go (a rental listing's category, a vacation home's missing
+score). Each field's rate where the page shows it (``fingerprints.evidence``) is kept
+beside its rate over all items (``when_shown``) when some pages lack it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from fingerprints.coverage import (
     is_filled,
     load_coverage_baseline,
 )
+from fingerprints.evidence import EvidenceRules, Tally, tallies
 from fingerprints.extraction import HARNESS_FIELDS, PageOutput, run_callbacks, site_spider
 from fingerprints.sampler import Page
 
@@ -94,9 +100,14 @@ def fixture_outputs(
 
     config = FingerprintConfig.for_site(site, profiles_dir)
     callbacks = config.callbacks
+    rules = {
+        name: EvidenceRules(pt.shows, pt.absent, pt.empty)
+        for name, pt in config.page_types.items()
+        if pt.shows or pt.absent or pt.empty
+    }
     spider = site_spider(site)
     pages = _at_sample_urls(spider, config, _fixture_sample(site, sites_dir), sites_dir)
-    alone = run_callbacks(spider, pages, callbacks, declared=config.declared_callbacks)
+    alone = run_callbacks(spider, pages, callbacks, declared=config.declared_callbacks, rules=rules)
     # The page types a listing's cards lead to are reached through the cards, as a crawl
     # reaches them: their requests become parts (with the card), answered from the files.
     targets = {callback for output in alone for callback in output.card_callbacks}
@@ -106,6 +117,8 @@ def fixture_outputs(
         [page for page in pages if page.page_type in entry],
         entry,
         fetch=replay_fetch(site, sites_dir),
+        rules=rules,
+        page_types={cb: pt for pt, cb in callbacks.items() if cb},
     )
     return alone, crawl
 
@@ -148,22 +161,55 @@ def derive_coverage(
     alone: Sequence[PageOutput],
     crawl: Sequence[PageOutput],
     previous: CoverageBaseline | None = None,
+    *,
+    fields: Sequence[str] = (),
+    not_read: Sequence[str] = (),
 ) -> CoverageBaseline:
     """The coverage baseline of the crawl's items (pure); ``previous``' tolerances kept.
 
-    Raises ``BaselineError`` when there is no item, or a field the fixtures carry has a
-    rate of 0.0 (the builder missed it: a card not joined, a part not answered)."""
-    items = [
-        {k: v for k, v in ItemAdapter(item).items() if k not in _SET_ON_FAILURE}
+    Raises ``BaselineError`` when there is no item, a field the fixtures carry has a rate
+    of 0.0 (the builder missed it: a card not joined, a part not answered), a field of
+    ``fields`` (the item type's) has none and is not in ``not_read`` (a hole), or a field
+    of ``not_read`` is filled."""
+    groups = [
+        ([_without_failure(item) for item in items], evidence)
         for output in crawl
-        for item in output.items
+        for items, evidence in output.item_groups()
     ]
+    items = [item for chunk, _ in groups for item in chunk]
     derived = CoverageBaseline.from_items(
         site,
         items,
         tolerance=previous.tolerance if previous else DEFAULT_TOLERANCE,
         min_items=previous.min_items if previous else DEFAULT_MIN_ITEMS,
     )
+    shown = tallies(groups)
+    derived = replace(
+        derived,
+        fields={
+            name: replace(e, when_shown=_when_shown(shown.get(name), len(items)))
+            for name, e in derived.fields.items()
+        },
+    )
+    holes = sorted(
+        name
+        for name in fields
+        if name not in not_read
+        and name not in HARNESS_FIELDS | _SET_ON_FAILURE
+        and derived.fields.get(name, FieldExpectation(0.0)).rate == 0.0
+    )
+    if holes:
+        raise BaselineError(
+            f"{site}: no fixture shows {', '.join(holes)} (rate 0.0): add a fixture page "
+            "that has it, or name it in the profile's [fingerprint] not_read; "
+            "coverage.json not written"
+        )
+    unread = sorted(n for n in not_read if derived.fields.get(n, FieldExpectation(0)).rate > 0)
+    if unread:
+        raise BaselineError(
+            f"{site}: the profile's [fingerprint] not_read names {', '.join(unread)}, which "
+            "the fixtures fill; coverage.json not written"
+        )
     missed = sorted(
         name
         for name in carried_fields([*alone, *crawl])
@@ -176,13 +222,24 @@ def derive_coverage(
         )
     if previous is None:
         return derived
-    fields = {
-        name: FieldExpectation(e.rate, previous.fields[name].tolerance)
+    kept = {
+        name: replace(e, tolerance=previous.fields[name].tolerance)
         if name in previous.fields
         else e
         for name, e in derived.fields.items()
     }
-    return CoverageBaseline(site, fields, derived.tolerance, derived.min_items, derived.items)
+    return CoverageBaseline(site, kept, derived.tolerance, derived.min_items, derived.items)
+
+
+def _without_failure(item: Any) -> dict[str, Any]:
+    return {k: v for k, v in ItemAdapter(item).items() if k not in _SET_ON_FAILURE}
+
+
+def _when_shown(total: Tally | None, items: int) -> float | None:
+    """The rate among the items expected to have the field, when that is not all of them."""
+    if total is None or total.expected >= items or not total.expected:
+        return None
+    return round(total.filled / total.expected, 4)
 
 
 def coverage_from_fixtures(
@@ -194,7 +251,23 @@ def coverage_from_fixtures(
     except BaselineError:
         previous = None
     alone, crawl = fixture_outputs(site, sites_dir, profiles_dir)
-    return derive_coverage(site, alone, crawl, previous)
+    config = FingerprintConfig.for_site(site, profiles_dir)
+    return derive_coverage(
+        site,
+        alone,
+        crawl,
+        previous,
+        fields=item_fields(crawl),
+        not_read=config.not_read,
+    )
+
+
+def item_fields(outputs: Sequence[PageOutput]) -> tuple[str, ...]:
+    """Every field of the item type the outputs yield (none without an item)."""
+    for output in outputs:
+        for item in output.items:
+            return tuple(ItemAdapter(item).field_names())
+    return ()
 
 
 def describe(baseline: CoverageBaseline) -> Mapping[str, float]:

@@ -35,8 +35,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from scrapy.exceptions import NotConfigured
+
 from core.blocks import BlockRules
 from core.config import ConfigurationError
+from core.items_schema import UnknownItemType
+from crawlers.items import schema_for
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.baseline import (
     SITES_DIR,
@@ -51,8 +55,10 @@ from fingerprints.baseline import (
     site_dir,
 )
 from fingerprints.coverage import CoverageBaseline, fill_rates, load_coverage_baseline
-from fingerprints.extraction import Fetch, PageOutput, run_callbacks, site_spider
-from fingerprints.judgement import card_baselines, judge_extraction
+from fingerprints.evidence import EvidenceRules
+from fingerprints.extraction import Fetch, NoSpider, PageOutput, run_callbacks, site_spider
+from fingerprints.fields import DEFAULT_FLOOR, FieldPolicy
+from fingerprints.judgement import judge_extraction, page_type_baselines
 from fingerprints.results import (
     PARTS,
     GateResult,
@@ -79,11 +85,12 @@ __all__ = [
     "check_all",
     "check_page",
     "check_site",
-    "coverage_for_page_types",
     "decide",
     "evaluate",
+    "evidence_rules",
     "extraction_targets",
     "failure",
+    "field_policy",
     "judge_sample",
     "propose_baseline",
     "verify_site",
@@ -145,70 +152,93 @@ def judge_sample(
     base_url: str | None = None,
     fetch: Fetch | None = None,
 ) -> GateResult:
-    """A structure change judged by the data: the site's callbacks on the changed page
-    types' pages, their items against the item schemas and the coverage baseline. The
-    I/O edge of ``decide``: builds the spider, reads coverage.json, fetches parts."""
-    if result.status != "structure_changed":
+    """The sample judged by its data, on every run (a matching structure too): the site's
+    callbacks on every compared page, their records against the item schemas and against
+    the same callbacks' records on the site's fixtures, per page type and field. The I/O
+    edge of ``decide``: builds the spider, reads the fixtures and coverage.json, fetches
+    parts."""
+    if result.status not in ("passed", "structure_changed"):
         return result
-    proposed = propose_baseline(result, pages, baseline)
-    callbacks = {name: pt.callback for name, pt in config.page_types.items()}
+    changed = result.status == "structure_changed"
+    proposed = propose_baseline(result, pages, baseline) if changed else None
+    targets = extraction_targets(result, pages)
+    judged = {page.page_type for page in targets}
+    callbacks = config.callbacks
+    if not changed and not any(callbacks.get(name) for name in judged):
+        note = "; extraction not judged: no callback declared"
+        return replace(result, reason=result.reason + note)
     # Another page type's callback is navigation even when that type is not judged here
     # (``--page-type``): its pages are never fetched as parts of this sample.
     declared = config.declared_callbacks
-    shows = {name: pt.shows for name, pt in config.page_types.items() if pt.shows}
+    rules = evidence_rules(config)
     try:
         coverage: CoverageBaseline | None = load_coverage_baseline(result.site, sites_dir)
     except BaselineError:
         coverage = None
     try:
         spider = site_spider(result.site, base_url)
-        targets = extraction_targets(result, pages)
-        changed = {page.page_type for page in targets}
+    except (NotConfigured, ConfigurationError, NoSpider) as exc:
+        # A setting the crawl needs and this process lacks (a session secret), or no spider
+        # here to call (a site kept outside the repository): the crawl itself refuses to
+        # start, saying so; a matching structure is all there is to judge.
+        note = f"extraction could not run ({type(exc).__name__}: {exc})"
+        if changed:
+            return decide(result, None, strict=config.strict, proposed=proposed, note=note)
+        return replace(result, reason=f"{result.reason}; extraction not judged: {note}")
+    except Exception as exc:  # no spider, a crash building it: fail closed
+        note = f"extraction could not run ({type(exc).__name__}: {exc})"
+        return decide(result, None, strict=config.strict, proposed=proposed, note=note)
+    try:
         fixtures = run_callbacks(
             spider,
-            _fixture_sample(result.site, sites_dir, changed),
+            _fixture_sample(result.site, sites_dir, judged),
             callbacks,
             declared=declared,
+            rules=rules,
+            visible=True,
         )
-        if coverage is not None:
-            coverage = coverage_for_page_types(coverage, fixtures, changed)
         supplied = _supplied_by_card_pages(spider, result.site, fixtures, config, sites_dir)
+        baselines = page_type_baselines(fixtures, coverage, supplied)
+        if not changed:
+            # Page types without a callback are not judged when nothing changed.
+            targets = [page for page in targets if callbacks.get(page.page_type)]
         outputs = run_callbacks(
-            spider, targets, callbacks, fetch=fetch, declared=declared, shows=shows
+            spider, targets, callbacks, fetch=fetch, declared=declared, rules=rules, visible=True
         )
-        cards = card_baselines(result.site, fixtures, supplied)
-        report = judge_extraction(outputs, coverage, cards)
+        report = judge_extraction(
+            outputs,
+            baselines,
+            field_policy(config, fixtures),
+            # Offline, a matching structure's parts are the fixtures' own: nothing to judge.
+            parts_required=changed or fetch is not None,
+        )
     except (Exception, ConfigurationError) as exc:  # no spider, a bad profile: fail closed
         note = f"extraction could not run ({type(exc).__name__}: {exc})"
         return decide(result, None, strict=config.strict, proposed=proposed, note=note)
     return decide(result, report, strict=config.strict, proposed=proposed)
 
 
-def coverage_for_page_types(
-    coverage: CoverageBaseline, fixtures: Sequence[PageOutput], page_types: Iterable[str]
-) -> CoverageBaseline:
-    """The coverage baseline narrowed to what these page types fill on their own.
-
-    The site's rates are measured on complete items, which may join a listing card and a
-    detail page; judged alone, a detail page cannot fill what only the card supplies (a
-    hermes product page has no category). So a field is expected of the sample only when
-    the same callbacks fill it on the site's own fixtures. A page type whose fixtures
-    yield no items offline (its items wait for parts from the network) keeps every field.
-    """
-    own: dict[str, float] = {}
-    for page_type in page_types:
-        items = [item for out in fixtures if out.page_type == page_type for item in out.items]
-        if not items:
-            return coverage
-        for name, rate in fill_rates(items, coverage.fields)[1].items():
-            own[name] = max(own.get(name, 0.0), rate)
-    # At most the rate the page type reaches alone (a price only some hotel pages show).
-    kept = {
-        name: replace(rule, rate=min(rule.rate, own[name]))
-        for name, rule in coverage.fields.items()
-        if own.get(name, 0.0) > 0
+def evidence_rules(config: FingerprintConfig) -> dict[str, EvidenceRules]:
+    """Page type -> its ``shows`` and ``absent`` rules (fingerprints.evidence)."""
+    return {
+        name: EvidenceRules(pt.shows, pt.absent, pt.empty)
+        for name, pt in config.page_types.items()
+        if pt.shows or pt.absent or pt.empty
     }
-    return replace(coverage, fields=kept)
+
+
+def field_policy(config: FingerprintConfig, outputs: Sequence[PageOutput] = ()) -> FieldPolicy:
+    """The site's required fields and floor; without a declared list, the required fields
+    of the item type ``outputs`` yield (what an item is invalid without)."""
+    required = set(config.required)
+    if not required:
+        for item in (item for output in outputs for item in output.items):
+            try:
+                required = set(schema_for(item).required)
+                break
+            except UnknownItemType:
+                continue
+    return FieldPolicy(required=frozenset(required), floor=config.floor or DEFAULT_FLOOR)
 
 
 def _supplied_by_card_pages(
@@ -231,6 +261,8 @@ def _supplied_by_card_pages(
         config.callbacks,
         declared=config.declared_callbacks,
     )
+    # Filled on every item, whatever the pages show: a price only dated hotel pages carry
+    # is still the card's to give.
     total, rates = fill_rates(item for output in outputs for item in output.items)
     return {name for name, rate in rates.items() if total and rate == 1.0}
 

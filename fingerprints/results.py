@@ -14,7 +14,14 @@ GateStatus = Literal[
     "passed", "structure_changed", "blocked", "fetch_failed", "no_baseline", "error"
 ]
 GateVerdict = Literal[
-    "passed", "drifted", "structure_changed", "blocked", "fetch_failed", "no_baseline", "error"
+    "passed",
+    "drifted",
+    "structure_changed",
+    "extraction_broken",
+    "blocked",
+    "fetch_failed",
+    "no_baseline",
+    "error",
 ]
 PageOutcome = Literal["ok", "changed", "blocked", "fetch_failed", "no_baseline"]
 Mode = Literal["live", "fixtures"]
@@ -143,7 +150,7 @@ class GateResult:
         """Plain text for an alert (Slack, Prefect artifact, log)."""
         what = "live structure check" if self.mode == "live" else "fixture check"
         if self.verdict == "drifted":
-            verdict = "DRIFTED (extraction complete, the run continues)"
+            verdict = "DRIFTED (the data comes out, the run continues)"
         else:
             verdict = "passed" if self.passed else f"FAILED ({self.verdict})"
         lines = [f"{self.site}: {what} {verdict}: {self.reason}"]
@@ -160,8 +167,10 @@ class GateResult:
             )
             if not result.passed:
                 lines += [f"    {line}" for line in result.details()]
-        failed = (self.extraction or {}).get("failed_fields") or {}
+        extraction = self.extraction or {}
+        failed = extraction.get("failed_fields") or {}
         lines += [f"- extraction failed on {name}: {', '.join(f)}" for name, f in failed.items()]
+        lines += [f"- extraction warning: {line}" for line in extraction.get("warnings") or ()]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from fingerprints.results import (
     PRECEDENCE,
     GateResult,
     GateStatus,
+    GateVerdict,
     Mode,
     PageCheck,
     PageTypeResult,
@@ -164,12 +165,12 @@ def _comparable(result: PageTypeResult, url: str) -> bool:
 
 
 def extraction_targets(result: GateResult, pages: Sequence[Page]) -> list[Page]:
-    """The compared pages of every page type with a changed page: what the callbacks get."""
-    changed = set(result.changed_page_types)
+    """Every compared page (matched or changed): what the callbacks get, on every run."""
     return [
         page
         for page in pages
-        if page.page_type in changed and _comparable(result.page_types[page.page_type], page.url)
+        if page.page_type in result.page_types
+        and _comparable(result.page_types[page.page_type], page.url)
     ]
 
 
@@ -181,28 +182,73 @@ def decide(
     proposed: SiteBaseline | None = None,
     note: str = "",
 ) -> GateResult:
-    """The verdict of a structural result once the extraction is judged (pure).
+    """The verdict once the extraction is judged (pure), on every run.
 
-    Only a ``structure_changed`` status is open to judgement: a block, a fetch failure, a
-    missing baseline or an error keep their precedence, and a match stays ``passed``.
+    A block, a fetch failure, a missing baseline or an error keep their precedence. Then:
+    a required field that fell is ``extraction_broken`` whatever the structure says; a
+    changed structure whose callbacks failed (raised, yielded nothing, invalid items) is
+    ``structure_changed``, a matching one ``extraction_broken``; complete extraction on a
+    changed structure is ``drifted`` (``structure_changed`` when strict), on a matching
+    one ``passed``, or ``drifted`` when an optional field fell (the warning's figures in
+    the reason). ``extraction`` None: it could not run (``note`` says why), fail closed.
     """
-    if result.status != "structure_changed":
+    if result.status not in ("passed", "structure_changed"):
         return result
-    extra: dict[str, Any] = {
-        "proposed_baseline": proposed.to_dict() if proposed is not None else None,
-        "extraction": extraction.to_dict() if extraction is not None else None,
-    }
-    if extraction is not None and extraction.complete and not strict:
-        reason = (
-            result.reason.replace("structure changed:", "structure drifted:", 1)
-            + f" | extraction complete: {extraction.describe()}"
-        )
-        return replace(result, passed=True, verdict="drifted", reason=reason, **extra)
+    changed = result.status == "structure_changed"
+    offer = proposed.to_dict() if proposed is not None and changed else None
+    data = extraction.to_dict() if extraction is not None else None
     if extraction is None:
         why = note or "extraction not judged"
-    elif not extraction.complete:
+        verdict: GateVerdict = "structure_changed" if changed else "extraction_broken"
+        return replace(
+            result,
+            passed=False,
+            verdict=verdict,
+            reason=f"{result.reason} | {why}",
+            proposed_baseline=offer,
+            extraction=None,
+        )
+    warnings = extraction.warnings()
+    warned = f" | extraction warnings: {'; '.join(warnings)}" if warnings else ""
+    if extraction.broken or (extraction.failed and not changed):
+        # Accepting a new structure would not bring the data back: nothing is proposed.
+        reason = f"{result.reason} | extraction broken: {'; '.join(extraction.problems())}"
+        return replace(
+            result,
+            passed=False,
+            verdict="extraction_broken",
+            reason=reason + warned,
+            extraction=data,
+            proposed_baseline=None,
+        )
+    if extraction.failed:
         why = "extraction failed: " + "; ".join(extraction.problems())
-    else:
+    elif strict and changed:
         why = "extraction complete, but the profile is strict (any drift fails)"
-    reason = f"{result.reason} | {why}"
-    return replace(result, passed=False, verdict="structure_changed", reason=reason, **extra)
+    else:
+        why = ""
+    if why:
+        return replace(
+            result,
+            passed=False,
+            verdict="structure_changed",
+            reason=f"{result.reason} | {why}{warned}",
+            proposed_baseline=offer,
+            extraction=data,
+        )
+    if changed:
+        reason = (
+            result.reason.replace("structure changed:", "structure drifted:", 1)
+            + f" | extraction complete: {extraction.describe()}{warned}"
+        )
+        return replace(
+            result,
+            passed=True,
+            verdict="drifted",
+            reason=reason,
+            proposed_baseline=offer,
+            extraction=data,
+        )
+    reason = f"{result.reason} | extraction complete: {extraction.describe()}{warned}"
+    verdict = "drifted" if warnings else "passed"
+    return replace(result, verdict=verdict, reason=reason, extraction=data)

@@ -135,6 +135,18 @@ class SupervisedProcess(ABC):
         """The process as a "not ready" error names it."""
         return self.name
 
+    def secret_file(self, what: str, value: str) -> Path:
+        """``value`` in ``<run_dir>/<name>.<what>``, readable by this user only, for a
+        process to read its secret from: its argv names the file, never the secret (``ps``
+        shows every argv to every user of the host)."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        path = self.run_dir / f"{self.name}.{what}"
+        path.unlink(missing_ok=True)  # created 0600 from the start, never readable by others
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(value)
+        return path
+
     # -- lifecycle -----------------------------------------------------------------
     @property
     def log_path(self) -> Path:

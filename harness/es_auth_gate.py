@@ -1,9 +1,10 @@
 """Elasticsearch's security layer in front of the loopback node, for credential tests.
 
     python -m harness.es_auth_gate --port 9201 --upstream http://127.0.0.1:9200
-        --user platform_writer:secret [--deny-index changes-] [--refuse-after N]
+        --user-file FILE [--deny-index changes-] [--refuse-after N]
 
-The harness's node has no security module (docs/elasticsearch-node.md). This gate stands
+``FILE`` holds ``user:password`` (a file: the password is never in an argv, which ``ps``
+shows). The harness's node has no security module (docs/elasticsearch-node.md). This gate stands
 in for it on the wire: a request without the right Basic credentials is answered 401
 with the body and ``WWW-Authenticate`` header Elasticsearch's security sends; a
 request that names an index starting with a ``--deny-index`` prefix is answered
@@ -25,6 +26,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from core.config import REPO_ROOT
@@ -174,7 +176,7 @@ class EsAuthGate(ManagedProcess):
             sys.executable, "-m", "harness.es_auth_gate",
             "--port", str(self.port),
             "--upstream", self.upstream,
-            "--user", f"{self.user}:{self.password}",
+            "--user-file", str(self.secret_file("user", f"{self.user}:{self.password}")),
         ]  # fmt: skip
         for prefix in self.deny_index:
             argv += ["--deny-index", prefix]
@@ -195,14 +197,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True)
-    parser.add_argument("--user", required=True, help="user:password the gate accepts")
+    parser.add_argument(
+        "--user-file", type=Path, required=True, help="a file holding user:password to accept"
+    )
     parser.add_argument("--deny-index", action="append", default=[], metavar="PREFIX")
     parser.add_argument("--refuse-after", type=int, default=None, metavar="N")
     args = parser.parse_args(argv)
     upstream = urlsplit(args.upstream)
     Gate.upstream = (upstream.hostname or "127.0.0.1", upstream.port or 9200)
-    Gate.user = args.user.partition(":")[0]
-    Gate.expected = "Basic " + base64.b64encode(args.user.encode()).decode()
+    credentials = args.user_file.read_text().strip()  # a file: never in this argv
+    Gate.user = credentials.partition(":")[0]
+    Gate.expected = "Basic " + base64.b64encode(credentials.encode()).decode()
     Gate.deny = tuple(args.deny_index)
     Gate.refuse_after = args.refuse_after
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Gate)

@@ -1,14 +1,15 @@
 """A real forwarding HTTP proxy on loopback, for fetch tests and benchmarks.
 
-``python -m harness.loopback_proxy --port 8081 [--client NAME] [--auth user:pass]
+``python -m harness.loopback_proxy --port 8081 [--client NAME] [--auth-file FILE]
 [--mode forward|drop|hang]``
 
 It speaks what Scrapy and Chromium send to an HTTP proxy: absolute-form requests
 (``GET http://host/path``), relayed with keep-alive on both sides, and ``CONNECT`` tunnels
 for HTTPS. With ``--client NAME`` every relayed request carries ``X-Demo-Client: NAME``,
 so the demo site can treat the traffic of one proxy differently (ban it, throttle it).
-With ``--auth`` a request without the right ``Proxy-Authorization`` gets 407 and a Basic
-challenge, as commercial proxies answer. ``--mode drop`` closes every connection without
+With ``--auth-file`` (a file holding ``user:pass``: never in an argv, which ``ps`` shows)
+a request without the right ``Proxy-Authorization`` gets 407 and a Basic challenge, as
+commercial proxies answer. ``--mode drop`` closes every connection without
 answering and ``--mode hang`` never answers: broken proxies of two kinds.
 
 ``GET /__proxy/stats`` (origin-form, to the proxy itself) returns its counters as JSON.
@@ -308,7 +309,7 @@ class LoopbackProxy(ManagedProcess):
         if self.client:
             argv += ["--client", self.client]
         if self.auth:
-            argv += ["--auth", self.auth]
+            argv += ["--auth-file", str(self.secret_file("auth", self.auth))]
         return argv
 
     def environment(self) -> dict[str, str]:
@@ -335,10 +336,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8081)
     parser.add_argument("--client", default=None, help="X-Demo-Client value to add")
-    parser.add_argument("--auth", default=None, help="user:password required from clients")
+    parser.add_argument(
+        "--auth-file", type=Path, default=None, help="a file holding user:password to require"
+    )
     parser.add_argument("--mode", choices=MODES, default="forward")
     args = parser.parse_args(argv)
-    server = ProxyServer(client=args.client, auth=args.auth, mode=args.mode)
+    auth = args.auth_file.read_text().strip() if args.auth_file else None
+    server = ProxyServer(client=args.client, auth=auth, mode=args.mode)
     asyncio.run(server.serve(args.host, args.port))
     return 0
 

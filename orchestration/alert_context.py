@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 # The flows whose structure alerts differ in title and advice.
 SCRAPE = "scrape"
@@ -50,6 +51,17 @@ def failed_page_types(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     return page_types
 
 
+def site_url(result: Mapping[str, Any], fallback: str | None = None) -> str | None:
+    """The site's URL as the gate sampled it (scheme and host of a sample page), else
+    ``fallback``: what ``python -m fingerprints baseline --from-url`` fetches from."""
+    for detail in (result.get("page_types") or {}).values():
+        for page in detail.get("pages") or []:
+            parts = urlsplit(str(page.get("url") or ""))
+            if parts.scheme and parts.netloc:
+                return f"{parts.scheme}://{parts.netloc}"
+    return fallback
+
+
 def structure_change_context(
     site: str,
     result: Mapping[str, Any],
@@ -58,9 +70,11 @@ def structure_change_context(
     waiting_until: str | None = None,
     run_url: str | None = None,
     repairs: str = "",
+    base_url: str | None = None,
 ) -> dict[str, Any]:
     """``structure_change``: the gate stopped ``flow`` (``waiting_until``: the run is
-    suspended for an operator's accept/reject until then)."""
+    suspended for an operator's accept/reject until then). ``base_url``: the site's URL
+    when no sample page names it (the fixes' ``--from-url``)."""
     status = str(result.get("verdict") or result.get("status") or "error")
     return {
         "site": site,
@@ -72,6 +86,9 @@ def structure_change_context(
         "run_url": run_url,
         "repairs": repairs,
         "waiting_until": waiting_until,
+        # A proposed baseline can be accepted in the Prefect UI (orchestration/approval.py).
+        "approvable": bool(result.get("proposed_baseline")),
+        "site_url": site_url(result, base_url),
     }
 
 

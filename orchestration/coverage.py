@@ -1,9 +1,13 @@
-"""The job's field coverage at job end (``fingerprints.coverage``), from what it stored.
+"""The job's field coverage at job end (``fingerprints.coverage``), from what it extracted.
 
-The items are the job's documents in Elasticsearch (``core.store.read.seen_by_job``:
-every item the job stored or touched, unchanged ones included), each reduced to its item
-type's fields (the store's own fields, ``content_hash``, ``first_seen``..., are not the
-site's data). Their fill rates are judged against ``fingerprints/sites/<site>/
+The items are the job's documents in Elasticsearch that it extracted from their pages
+(``core.store.read.extracted_by_job``: written in full by the job, new, changed or
+unchanged). Items it only saw, unchanged by a 304 or by their listing card, are not: their
+documents hold what an earlier job read, and judging those would pass a layout the
+spider can no longer read as "coverage ok". Each is reduced to its item type's fields
+(the store's own fields, ``content_hash``, ``first_seen``..., are not the site's data);
+a job that extracted fewer items than the baseline's ``min_items`` is not judged (the
+report says so). Their fill rates are judged against ``fingerprints/sites/<site>/
 coverage.json`` when the site has one; a drop beyond its tolerance alerts
 (``coverage_drop``). A site without one gets its measured rates in the report only.
 """
@@ -18,7 +22,7 @@ from elasticsearch import Elasticsearch
 
 from core.config import PlatformSettings
 from core.store.layout import COMMON_PROPERTIES
-from core.store.read import seen_by_job
+from core.store.read import extracted_by_job
 from crawlers.items import registered_types
 from fingerprints.coverage import CoverageReport, job_end_coverage
 from orchestration.alerts import Delivery, notify
@@ -36,8 +40,9 @@ def item_fields(document: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def job_coverage(es: Elasticsearch, site: str, job_id: str, *, sites_dir: Path) -> CoverageReport:
-    """The job's fill rates, judged against the site's coverage baseline if it has one."""
-    items = [item_fields(document) for document in seen_by_job(es, site, job_id)]
+    """The fill rates of the items the job extracted, judged against the site's coverage
+    baseline if it has one."""
+    items = [item_fields(document) for document in extracted_by_job(es, site, job_id)]
     fields = {name for item in items for name in item}
     return job_end_coverage(site, items, fields=sorted(fields), sites_dir=sites_dir)
 

@@ -10,10 +10,15 @@ Retrying a failed run (Prefect's "Retry", same flow run) keeps its job id, and t
 producer and drain steps are cached on (site, job id) with persisted results: the retry
 resumes at the failed step without crawling again.
 
+A scrape run's final state is what its data came to (``orchestration/outcome.py``):
+Completed, CompletedWithWarnings (nothing lost), Incomplete or NothingStored (Failed, the
+report written all the same).
+
 Alerts are Prefect state hooks (``orchestration/hooks.py``): each step's ``on_failure``
 names the failed step, the flows' ``on_failure`` / ``on_crashed`` cover the rest, and the
-report's ``on_completion`` sends the job summary. An alert Slack does not take never fails
-a run: it is logged in the run's log and recorded for the daily health check.
+report's ``on_completion`` sends the job summary; a failed run whose hooks could not run
+is alerted by the server (``orchestration/automations.py``). An alert Slack does not take
+never fails a run: it is logged in the run's log and recorded for the daily health check.
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ from prefect.states import Completed, Failed
 from core.config import get_settings
 from crawlers.profiles import SiteProfile, unknown_site
 from fingerprints.gate import check_all
-from orchestration import alert_context, approval, health
+from orchestration import alert_context, approval, health, run_log
 from orchestration.alerts import notify
 from orchestration.clients import es_client, redis_client
 from orchestration.hooks import alert_failed_run
+from orchestration.outcome import LOSING_STATES, WARNINGS
 from orchestration.scrape_tasks import (
     StructureGateFailed,
     accept_baseline_task,
@@ -46,6 +52,10 @@ from orchestration.scrape_tasks import (
     verify_structure_task,
     warn_structure_drift,
 )
+
+# The worker's engine loads this module before it runs a flow: a run that fails by returning
+# a Failed state ends its log on that state's line, not on Prefect's traceback of it.
+run_log.install()
 
 
 # -- flows --------------------------------------------------------------------------------
@@ -90,7 +100,7 @@ def scrape_site(
         )
         timeout = approval.timeout_seconds(approval_timeout)
         if not approval.can_approve(result, timeout):
-            alert_structure_change(site, result)
+            alert_structure_change(site, result, base_url=base_url)
             return Failed(name="FailedClosed", message=f"structure gate: {result.get('reason')}")
         result = approval_request_task(site, job_id, result, timeout)
         # Suspends the run (its process exits); the resumed run gets the operator's answer.
@@ -113,11 +123,20 @@ def scrape_site(
     llm = llm_process_task(site, job_id)
     summary = report_task(site, job_id, llm, removals, drift)
     result = {"site": site, "job_id": job_id, "items": summary["items"]}
-    if summary["warnings"]:
+    return final_state(summary["outcome"], result)
+
+
+def final_state(outcome: dict[str, Any], result: dict[str, Any]) -> Any:
+    """The run's state from its outcome (``orchestration.outcome``): Failed named
+    ``NothingStored`` or ``Incomplete`` when data was lost (the report is written and the
+    job summary sent all the same), Completed named ``CompletedWithWarnings`` when a
+    warning lost nothing, else plain Completed."""
+    state, message = outcome["state"], outcome["message"]
+    if state in LOSING_STATES:
+        return Failed(name=state, message=message)
+    if state == WARNINGS:
         # Completed, but not plain green: the runs list shows the name and the message.
-        return Completed(
-            name="CompletedWithWarnings", message="; ".join(summary["warnings"]), data=result
-        )
+        return Completed(name=state, message=message, data=result)
     return result
 
 

@@ -12,7 +12,10 @@
   ``scrape-<site-with-dashes>-failure`` (an artifact key has no ``_``): the failed step, its
   error and its last log lines.
 - The report task's ``on_completion`` sends the job summary (its result is the summary's
-  template context).
+  template context): the alert of a run that ends ``Incomplete`` or ``NothingStored``.
+- Once a failed or crashed run's own alert is out (or was not needed), the flow's hook
+  emits ``ALERTED_EVENT``; the server-side automation (``orchestration/automations.py``)
+  alerts the failed runs that never emit it (their process was gone).
 
 An alert Slack does not take after its retries never changes the run's state: ``notify``
 logs one WARNING in the run's log (template, error class; never the webhook URL) and
@@ -41,6 +44,7 @@ from prefect.client.schemas.filters import (
 from prefect.client.schemas.objects import FlowRun, StateType, TaskRun
 from prefect.client.schemas.sorting import LogSort
 from prefect.context import FlowRunContext
+from prefect.events import Event, emit_event
 from prefect.logging.handlers import APILogHandler
 from prefect.states import State
 from prefect.utilities.urls import url_for
@@ -48,6 +52,7 @@ from prefect.utilities.urls import url_for
 from core.config import get_settings
 from core.jobs_index import add_failed_alert
 from orchestration.alerts import Delivery, notify, run_logger
+from orchestration.outcome import LOSING_STATES
 from orchestration.report import failure_markdown
 from orchestration.steps import job_id_for
 
@@ -64,8 +69,12 @@ ENGINE_FAILURE_LINES = (
     "Finished in state ",
     "Crash detected!",
 )
-# Failed states whose flow sent its own alert (structure change, health report).
-SELF_ALERTED = frozenset({"FailedClosed", "StructureChanged", "Unhealthy"})
+# Failed states whose flow sent its own alert (structure change, health report, the job
+# summary of a run that lost data).
+SELF_ALERTED = frozenset({"FailedClosed", "StructureChanged", "Unhealthy", *LOSING_STATES})
+# Emitted once a failed or crashed run's own alert is out (or was not needed): the
+# server-side automation (orchestration/automations.py) alerts the runs without one.
+ALERTED_EVENT = "platform.flow-run.alerted"
 UNFINISHED = (StateType.RUNNING, StateType.FAILED, StateType.CRASHED)
 
 # Run attempts (flow run id, run count) whose failed step alerted. Process memory on
@@ -90,20 +99,70 @@ def alert_failed_step(task: Task[..., Any], task_run: TaskRun, state: State[Any]
 
 
 def alert_failed_run(flow: Flow[..., Any], flow_run: FlowRun, state: State[Any]) -> None:
-    """``on_failure`` / ``on_crashed`` of a flow: the error alert no step sent."""
-    if state.name in SELF_ALERTED:
-        return
-    attempt = (flow_run.id, flow_run.run_count)
-    if attempt in _step_alerted:
-        _step_alerted.discard(attempt)
-        return
-    step_run = running_step(flow_run) if state.is_crashed() else None
-    send_error_alert(
-        flow.name,
-        flow_run,
-        step=step_name(step_run) if step_run else "flow",
-        error=error_text(state),
-        log_lines=last_log_lines(flow_run.id, step_run.id if step_run else None),
+    """``on_failure`` / ``on_crashed`` of a flow: the error alert no step sent. Either
+    way, the run is then marked alerted (``mark_alerted``)."""
+    try:
+        if state.name in SELF_ALERTED:
+            return
+        attempt = (flow_run.id, flow_run.run_count)
+        if attempt in _step_alerted:
+            _step_alerted.discard(attempt)
+            return
+        step_run = running_step(flow_run) if state.is_crashed() else None
+        send_error_alert(
+            flow.name,
+            flow_run,
+            step=step_name(step_run) if step_run else "flow",
+            error=error_text(state),
+            log_lines=last_log_lines(flow_run.id, step_run.id if step_run else None),
+        )
+    finally:
+        mark_alerted(flow.name, flow_run, state)
+
+
+def mark_alerted(flow_name: str, flow_run: FlowRun, state: State[Any]) -> None:
+    """Emit the run's ``ALERTED_EVENT``: its own alert is out, the automation stays quiet.
+    Best effort: Prefect logs an event it cannot send, and the automation then alerts a
+    second time rather than never."""
+    event = alerted_event(flow_name, flow_run, state)
+    emit_event(
+        event.event,
+        resource=dict(event.resource),
+        related=[dict(resource) for resource in event.related],
+        follows=alerted_after(flow_run, state),
+    )
+
+
+def alerted_event(flow_name: str, flow_run: FlowRun, state: State[Any]) -> Event:
+    """The ``ALERTED_EVENT`` of a run: the run as its resource, its flow as related (what
+    the automation's trigger matches, as on the run's state events)."""
+    return Event(
+        event=ALERTED_EVENT,
+        resource={
+            "prefect.resource.id": f"prefect.flow-run.{flow_run.id}",
+            "prefect.resource.name": flow_run.name,
+            "prefect.state-name": state.name or "",
+        },
+        related=[
+            {
+                "prefect.resource.id": f"prefect.flow.{flow_run.flow_id}",
+                "prefect.resource.role": "flow",
+                "prefect.resource.name": flow_name,
+            }
+        ],
+    )
+
+
+def alerted_after(flow_run: FlowRun, state: State[Any]) -> Event | None:
+    """The run's state event as the server names it (the state's id): the alerted event
+    follows it, so the server never takes it for earlier."""
+    if state.id is None or state.timestamp is None:
+        return None
+    return Event(
+        id=state.id,
+        occurred=state.timestamp,
+        event=f"prefect.flow-run.{state.name}",
+        resource={"prefect.resource.id": f"prefect.flow-run.{flow_run.id}"},
     )
 
 

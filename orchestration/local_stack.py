@@ -2,6 +2,7 @@
 
     python -m orchestration.local_stack up     # Redis, ES, demo site, Prefect server + worker
     python -m orchestration.local_stack flow scrape-site --site demo [--param KEY=VALUE ...]
+                                              [--force]
     python -m orchestration.local_stack status | ui | logs | down
     python -m orchestration.local_stack demo      # up + the scrape-demo deployment, end to end
 
@@ -9,11 +10,12 @@ Every process runs in its own session with its PID and log under one run directo
 (``$PLATFORM_RUN_DIR/stack``); ``down`` stops them by PID. Deployments are registered in
 local mode: each scrape run launches its own ``scrapy crawl`` workers.
 
-``flow`` runs a deployment and watches it (``prefect deployment run --watch``); each
+``flow`` runs a deployment and watches it (``orchestration.deployment_run``): each
 ``--param KEY=VALUE`` is a flow parameter, the value read as JSON when it parses
-(``approval_timeout=0`` is a number) and as text otherwise. A run that ends in any state but
-Completed ends with one line naming the deployment, the state and its message, and where
-the worker's log is; the exit status is then non-zero.
+(``approval_timeout=0`` is a number) and as text otherwise; a paused deployment runs only
+with ``--force``. A run that ends in any state but Completed ends with one line naming the
+deployment, the state and its message, and where the worker's log is; the exit status is
+then non-zero.
 
 Ports: ``PORTS`` by default; each is settable (``LOCAL_STACK_REDIS_PORT``,
 ``LOCAL_STACK_ELASTICSEARCH_PORT``, ``LOCAL_STACK_PREFECT_PORT``,
@@ -26,14 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
-import re
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,13 +43,12 @@ from harness.es_node import ElasticsearchNode
 from harness.prefect_server import PrefectServer, PrefectWorker
 from harness.proc import recorded_pid
 from harness.redis_server import RedisServer
+from orchestration import deployment_run
 
 PORTS = {"redis": 16379, "elasticsearch": 19200, "prefect": 4200, "demo": 8000}
 PORT_VARIABLE = "LOCAL_STACK_{}_PORT"
 LOCAL_WORKERS = 2
 POOL = "scraping"
-# `prefect deployment run` prints the new flow run's id on a line of its own.
-_RUN_ID = re.compile(r"UUID: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
 
 def stack_ports() -> dict[str, int]:
@@ -195,124 +192,33 @@ def down() -> None:
     state_path().unlink(missing_ok=True)
 
 
-def check_parameters(parameters: Sequence[str]) -> list[str]:
-    """``KEY=VALUE`` flow parameters as given; a malformed one is an operator mistake."""
-    for parameter in parameters:
-        key, separator, _ = parameter.partition("=")
-        if not separator or not key.strip():
-            raise OperatorError(
-                f"flow parameter {parameter!r} is not KEY=VALUE "
-                '(e.g. PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0")'
-            )
-    return list(parameters)
-
-
 def worker_log() -> Path:
     """The local Prefect worker's log: the flows' own log lines are there."""
     return stack_dir() / f"prefect-worker-{POOL}.log"
 
 
-def final_state(api_url: str, flow_run_id: str) -> dict[str, str]:
-    """The flow run's state (type, name, message) as the Prefect server holds it."""
-    url = f"{api_url}/flow_runs/{flow_run_id}"  # the stack's own loopback http API
-    with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310
-        state = json.loads(answer.read()).get("state") or {}
-    return {key: str(state.get(key) or "") for key in ("type", "name", "message")}
-
-
-def failure_line(deployment: str, state: dict[str, str]) -> str:
-    """One line: the deployment, the run's final state and its message, the worker log."""
-    message = " ".join(state["message"].split()) or "no state message"
-    return f"{deployment}: {state['name'] or state['type']}: {message} (worker log: {worker_log()})"
-
-
-def run_flow(flow: str, site: str | None, parameters: Sequence[str] = ()) -> int:
-    parameters = check_parameters(parameters)
+def run_flow(
+    flow: str, site: str | None, parameters: Sequence[str] = (), *, force: bool = False
+) -> int:
+    """``orchestration.deployment_run`` on this stack's Prefect server."""
+    parameters = deployment_run.check_parameters(parameters)
     if site and (unknown := unknown_site(site)) is not None:
         print(unknown, file=sys.stderr)  # there is no deployment scrape-<site> to run
-        return 2
+        return deployment_run.USAGE
     state = read_state()
     if not state:
         print("the stack is not up: run `make prefect-up` first", file=sys.stderr)
-        return 2
-    if flow in ("scrape-site", "scrape"):
-        if not site:
-            print("scrape-site needs PROFILE=<site>", file=sys.stderr)
-            return 2
-        deployment = f"scrape-{site}"
-        name = f"scrape-site/{deployment}"
-    else:
-        deployment = flow
-        name = f"{flow}/{flow}"
-    argv = [sys.executable, "-m", "prefect", "deployment", "run", name]
-    for parameter in parameters:
-        argv += ["--param", parameter]
-    started = subprocess.run(
-        argv, cwd=REPO_ROOT, env=client_env(state), capture_output=True, text=True, check=False
+        return deployment_run.USAGE
+    return deployment_run.run_deployment(
+        flow,
+        site,
+        parameters,
+        api_url=state["prefect_api_url"],
+        env=client_env(state),
+        logs=f"worker log: {worker_log()}",
+        ui_url=state["prefect_ui"],
+        force=force,
     )
-    found = _RUN_ID.search(started.stdout)
-    if started.returncode != 0 or found is None:
-        # Prefect refused the run (unknown deployment, bad parameter) and said why.
-        sys.stderr.write(started.stdout + started.stderr)
-        return started.returncode or 1
-    flow_run_id = found.group(1)
-    print(f"{deployment}: flow run {flow_run_id} (Prefect UI: {state['prefect_ui']})")
-    try:
-        run_state = follow(state["prefect_api_url"], flow_run_id)
-    except (OSError, ValueError) as exc:
-        print(f"{deployment}: flow run {flow_run_id}: state unreadable ({exc})", file=sys.stderr)
-        return 1
-    if run_state["type"] == "COMPLETED":
-        print(f"{deployment}: {run_state['name'] or 'Completed'} {run_state['message']}".rstrip())
-        return 0
-    print(failure_line(deployment, run_state), file=sys.stderr)
-    return 1
-
-
-FINAL_STATES = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
-LOG_GRACE = 4.0  # seconds without a new line, once the run is final
-
-
-def follow(api_url: str, flow_run_id: str, *, poll: float = 1.0) -> dict[str, str]:
-    """Print the run's own log lines (its steps' progress: crawl, drain, llm) as they come,
-    until it reaches a final state; returns that state. Prefect's event stream (artifact
-    updates by UUID) is not what an operator reads."""
-    printed, waiting, quiet_since = 0, False, None
-    while True:
-        state = final_state(api_url, flow_run_id)
-        logs = _post(
-            f"{api_url}/logs/filter",
-            {
-                "logs": {"flow_run_id": {"any_": [flow_run_id]}},
-                "sort": "TIMESTAMP_ASC",
-                "offset": printed,
-                "limit": 200,
-            },
-        )
-        for log in logs:
-            when = str(log.get("timestamp", ""))[11:19]
-            level = logging.getLevelName(int(log.get("level", 20)))
-            first = (str(log.get("message") or "").splitlines() or [""])[0]
-            print(f"  {when} {level:<7} {first[:300]}")
-        printed += len(logs)
-        if state["type"] == "PAUSED" and not waiting:
-            print(f"  the run waits: {state['name']} (answer it in the Prefect UI)")
-        waiting = state["type"] == "PAUSED"
-        if state["type"] in FINAL_STATES:
-            # The run's last lines reach the API after its state (batched): wait for a
-            # quiet few seconds before calling it done.
-            quiet_since = None if logs else (quiet_since or time.monotonic())
-            if quiet_since is not None and time.monotonic() - quiet_since >= LOG_GRACE:
-                return state
-        if not logs:
-            time.sleep(poll)
-
-
-def _post(url: str, body: dict[str, object]) -> list[dict[str, object]]:
-    data, headers = json.dumps(body).encode(), {"Content-Type": "application/json"}
-    request = urllib.request.Request(url, data=data, headers=headers)  # noqa: S310
-    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
-        return list(json.loads(answer.read()))
 
 
 def demo() -> int:
@@ -340,10 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("ui")
     commands.add_parser("logs")
     commands.add_parser("demo")
-    flow = commands.add_parser("flow")
-    flow.add_argument("flow")
-    flow.add_argument("--site")
-    flow.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    deployment_run.add_arguments(commands.add_parser("flow"))
     args = parser.parse_args(argv)
     if args.command == "up":
         up()
@@ -352,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "demo":
         return demo()
     elif args.command == "flow":
-        return run_flow(args.flow, args.site, args.param)
+        return run_flow(args.flow, args.site, args.param, force=args.force)
     elif args.command == "ui":
         state = read_state()
         print(state.get("prefect_ui", "the stack is not up: make prefect-up"))

@@ -45,7 +45,7 @@ RATE_WINDOW_SECONDS = 60.0
 class DrainProgress:
     """The crawl of one job as one poll of the frontier saw it."""
 
-    pages_done: int  # responses received (downloaded pages, any status)
+    pages_done: int  # pages fetched (``pages_fetched``: any status, robots.txt apart)
     queued: int
     leased: int
     items: Mapping[str, int]  # new / changed / unchanged / invalid
@@ -114,10 +114,20 @@ class RateMeter:
         return max(0.0, (pages - first_pages) / (at - first_at))
 
 
+def pages_fetched(counters: Mapping[str, int]) -> int:
+    """The workers' count of the job's pages: responses classified, robots.txt fetches
+    apart, as the job's ledger counts the report's ``pages fetched``; Scrapy's response
+    count when the fetch layer classified none."""
+    classified = int(counters.get("responses/classified", 0))
+    if not classified:
+        return int(counters.get("downloader/response_count", 0))
+    return classified - int(counters.get("responses/robots_txt", 0))
+
+
 def drain_progress(state: DrainState, pages_per_second: float | None) -> DrainProgress:
     """The figures of one drain poll (``state``), with the recent rate measured apart."""
     counters = state.counters
-    pages = int(counters.get("downloader/response_count", 0))
+    pages = pages_fetched(counters)
     pending = state.queued + state.leased
     left = None
     if pending == 0:
@@ -282,8 +292,7 @@ class DrainWatcher:
         return figures
 
     def figures(self, state: DrainState) -> DrainProgress:
-        pages = int(state.counters.get("downloader/response_count", 0))
-        return drain_progress(state, self.rate.add(self.clock(), pages))
+        return drain_progress(state, self.rate.add(self.clock(), pages_fetched(state.counters)))
 
 
 def llm_progress(report: ProcessReport, done: int) -> LlmProgress:

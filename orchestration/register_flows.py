@@ -14,8 +14,11 @@ of running beside it (and late runs do not pile up into parallel runs).
 Local mode (``--local-workers N``, N > 0: what ``make demo`` / ``make prefect-up`` register
 on this machine's stack) registers every scheduled ``scrape-<site>`` deployment *paused*:
 a laptop never scrapes a production site by itself at 04:00. Its runs start only when
-asked (``make prefect-flow PROFILE=<site>``, or Run in the UI); ``--schedules active``
-overrides that.
+asked (``make prefect-flow PROFILE=<site> FORCE=1``, or Run in the UI); ``--schedules
+active`` overrides that.
+
+With the deployments goes the automation that alerts Slack about a failed run of these
+flows whose own alert never came (``orchestration/automations.py``; ``--alert-grace``).
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLi
 from prefect.deployments.runner import RunnerDeployment
 from prefect.exceptions import ObjectNotFound
 
-from core.config import REPO_ROOT, OperatorError
+from core.config import REPO_ROOT, OperatorError, get_settings
 from crawlers.profiles import ProfileError, load_profiles
+from orchestration import automations
 from orchestration.flows import check_site_versions, daily_health_check, scrape_site
 
 WORK_POOL = "scraping"
@@ -132,15 +136,25 @@ async def ensure_work_pool(name: str = WORK_POOL, limit: int = WORK_POOL_CONCURR
             await client.update_work_pool(name, WorkPoolUpdate(concurrency_limit=limit))
 
 
-def register(local_workers: int = 0, *, pause_scrapes: bool | None = None) -> list[str]:
-    """Create the pool and apply every deployment; returns the deployment names (a
-    paused one marked so)."""
+def register(
+    local_workers: int = 0,
+    *,
+    pause_scrapes: bool | None = None,
+    alert_grace: float = automations.GRACE_SECONDS,
+) -> list[str]:
+    """Create the pool, apply every deployment and the automation that alerts their
+    failed runs without an alert of their own (``orchestration/automations.py``);
+    returns what was registered, one line each (a paused deployment marked so)."""
     asyncio.run(ensure_work_pool())
     names = []
-    for deployment in build_deployments(local_workers, pause_scrapes=pause_scrapes):
+    deployments = build_deployments(local_workers, pause_scrapes=pause_scrapes)
+    for deployment in deployments:
         deployment.apply(work_pool_name=WORK_POOL)
         paused = " (schedule paused: local mode)" if deployment.paused else ""
         names.append(f"{deployment.flow_name}/{deployment.name}{paused}")
+    flows = sorted({deployment.flow_name for deployment in deployments})
+    webhook = get_settings().slack_webhook_url
+    names.append(asyncio.run(automations.register(webhook, flows, grace=alert_grace)))
     return names
 
 
@@ -154,20 +168,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         "0 when always-on workers serve the frontier (compose)",
     )
     parser.add_argument(
+        "--alert-grace",
+        type=float,
+        default=automations.GRACE_SECONDS,
+        metavar="SECONDS",
+        help="how long the automation waits for a failed run's own alert before it sends "
+        f"one (default {automations.GRACE_SECONDS}; at least {automations.MIN_GRACE_SECONDS})",
+    )
+    parser.add_argument(
         "--schedules",
         choices=("auto", "active", "paused"),
         default="auto",
         help="scheduled scrape deployments: paused in local mode (auto, the default), or as given",
     )
     args = parser.parse_args(argv)
+    if args.alert_grace < automations.MIN_GRACE_SECONDS:
+        raise OperatorError(
+            f"--alert-grace {args.alert_grace:g}: Prefect waits at least "
+            f"{automations.MIN_GRACE_SECONDS} s for an expected event"
+        )
     pause = {"auto": None, "active": False, "paused": True}[args.schedules]
     try:
-        names = register(args.local_workers, pause_scrapes=pause)
+        names = register(args.local_workers, pause_scrapes=pause, alert_grace=args.alert_grace)
     except ProfileError as exc:
         # Nothing registered: one line naming the profile, its key and the expected value.
         raise OperatorError(str(exc)) from None
     for name in names:
-        print(f"registered {name}")
+        print(name if name.startswith("automation ") else f"registered {name}")
     return 0
 
 

@@ -8,8 +8,9 @@ from typing import Any
 from urllib.parse import quote
 
 from core.history import notable_text
-from core.jobstats import unparsed_pages
 from core.refusal import top_reasons
+from core.removals import failed_requests
+from orchestration.outcome import Outcome, judge, numbers
 
 # The dashboard docker/kibana/generate.py creates ("Scraping platform").
 KIBANA_DASHBOARD_ID = "platform-overview"
@@ -94,59 +95,43 @@ def notable_changes(document: Mapping[str, Any], changes: Mapping[str, int] | No
     return notable_text(changes or {}, removed=removed if isinstance(removed, int) else None)
 
 
-def job_warnings(
-    document: Mapping[str, Any],
-    *,
-    coverage: Mapping[str, Any] | None = None,
-    drift: str | None = None,
-    errors_per_1000_pages: float = 10.0,
-) -> list[str]:
-    """Why a job that completed is not plain green, one line each: pages it could not
-    parse, errors above ``errors_per_1000_pages``, a drifted structure gate, a coverage
-    drop. Empty: nothing to warn about."""
-    warnings = []
-    unparsed = int(document.get("pages_unparsed") or 0)
-    if unparsed:
-        counters = document.get("counters") or {}
-        which = ", ".join(f"{name} {count}" for name, count in unparsed_pages(counters).items())
-        warnings.append(
-            f"{unparsed} page(s) could not be parsed{f' ({which})' if which else ''}: "
-            "their items are missing from this job and no removal was counted"
-        )
-    errors = int(document.get("errors") or 0)
-    pages = int(document.get("pages") or document.get("responses") or 0)
-    if errors and errors > errors_per_1000_pages * max(pages, 1) / 1000:
-        warnings.append(
-            f"{errors} errors in {pages} pages (over {errors_per_1000_pages:g} per 1,000 pages)"
-        )
-    if document.get("budgets"):
-        warnings.append(f"crawl budget reached, the crawl was cut short: {document['budgets']}")
-    if drift:
-        warnings.append(f"structure drifted (the data still came out): {drift}")
-    if coverage and coverage.get("drops"):
-        warnings.append(f"field coverage dropped: {len(coverage['drops'])} field(s)")
-    return warnings
+def block_rate_text(document: Mapping[str, Any]) -> str:
+    """``1.25% (31 of 2480 pages fetched)``: the job's block rate with what it is counted
+    over (the ledger's pages, else the responses when a job has no page figure). The
+    report's table and the Slack summary both show this line."""
+    rate, blocks = document.get("block_rate"), int(document.get("blocks") or 0)
+    pages = int(document.get("pages") or 0)
+    over = f"{pages} pages fetched" if pages else f"{document.get('responses') or 0} responses"
+    if rate is None:
+        return "n/a (nothing fetched)"
+    return f"{rate:.2%} ({blocks} of {over})"
 
 
 def summary_context(
     document: Mapping[str, Any],
     *,
     chunks: int,
+    outcome: Outcome | None = None,
     new_items: Sequence[str] = (),
     run_url: str | None = None,
     changes: Mapping[str, int] | None = None,
     coverage: Mapping[str, Any] | None = None,
-    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The job_summary template's variables, taken from the job document, the job's
-    change counts, its field coverage (``CoverageReport.to_dict()``) and ``warnings``
-    (``job_warnings``)."""
+    change counts, its field coverage (``CoverageReport.to_dict()``) and the run's
+    ``outcome`` (``orchestration.outcome.judge``; judged on the document when not given)."""
+    outcome = outcome or judge(document, coverage=coverage)
+    refusal = document.get("refusal")
     return {
-        "warnings": list(warnings),
+        "state": outcome.state,
+        "reason": outcome.reason,
+        "losses": list(outcome.losses),
+        "warnings": list(outcome.warnings),
         "site": document["site"],
         "status": document["status"],
         "job_id": document["job_id"],
         "items": document["items_scraped"],
+        "stored": document["items_stored"],
         "new": document["items_new"],
         "changed": document["items_changed"],
         "unchanged": document["items_unchanged"],
@@ -155,14 +140,15 @@ def summary_context(
         "removed": document.get("items_removed", 0),
         "restored": document.get("items_restored", 0),
         "removals_skipped": removals_skipped(document),
-        "block_rate": document["block_rate"] or 0.0,
+        "block_rate": block_rate_text(document),
         "blocks": document["blocks"],
-        "responses": document.get("pages") or document["responses"],
         "blocks_by_kind": blocks_by_kind_text(document),
         "access": access_text(document),
-        "refusal": document.get("refusal"),
+        # Said once: a run that stored nothing because it was refused leads with it.
+        "refusal": refusal if refusal != outcome.reason else None,
         "budgets": document.get("budgets"),
         "errors": document["errors"],
+        "requests_failed": outcome.counts.get("requests_failed", 0),
         # Older job documents have no such figure.
         "error_responses": document.get("error_responses", 0),
         "duration": duration_text(document["duration_seconds"]),
@@ -237,7 +223,8 @@ def table_rows(
     changes: Mapping[str, int] | None = None,
     coverage: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    rate = document["block_rate"]
+    """The report's figures, each labelled with what it counts (a label shown twice,
+    in Slack or the live table, is the same figure)."""
     rows = [
         ("status", document["status"]),
         ("items scraped", document["items_scraped"]),
@@ -252,16 +239,17 @@ def table_rows(
         ("removed", removed_text(document)),
         ("restored", document.get("items_restored", 0)),
         ("requests", document["requests"]),
-        ("responses", document["responses"]),
+        ("responses (every HTTP answer: retries, robots.txt)", document["responses"]),
         ("pages fetched", document.get("pages", document["responses"])),
         ("blocked", document["blocks"]),
         ("blocks by kind", blocks_by_kind_text(document)),
-        ("block rate", "n/a" if rate is None else f"{rate:.2%}"),
+        ("block rate", block_rate_text(document)),
         ("pages refused (only blocks)", document.get("pages_refused", 0)),
+        ("requests failed for good", failed_requests(numbers(document))),
         ("access", access_text(document)),
         ("budgets reached", document.get("budgets") or "none"),
         ("values bounded", bounded_text(document)),
-        ("errors", document["errors"]),
+        ("errors (ERROR log lines)", document["errors"]),
         ("pages unparsed", document.get("pages_unparsed", 0)),
         ("error responses (HTTP 4xx/5xx)", document.get("error_responses", 0)),
         ("duration", duration_text(document["duration_seconds"])),
@@ -323,22 +311,28 @@ def failure_markdown(flow: str, step: str, error: str, log_lines: Sequence[str])
     return "\n".join(lines)
 
 
+def outcome_markdown(outcome: Outcome) -> list[str]:
+    """The report's first lines: the run's state and what it lost or warns about."""
+    if outcome.reason:
+        return [f"**{outcome.state}:** {outcome.reason}", ""]
+    lines = [f"**{outcome.state}**" + (":" if outcome.losses or outcome.warnings else ".")]
+    lines += [f"- :x: {line}" for line in outcome.losses]
+    lines += [f"- :warning: {line}" for line in outcome.warnings]
+    return [*lines, ""]
+
+
 def markdown(
     document: Mapping[str, Any],
     *,
     chunks: int,
+    outcome: Outcome | None = None,
     changes: Mapping[str, int] | None = None,
     kibana_url: str | None = None,
     coverage: Mapping[str, Any] | None = None,
-    warnings: Sequence[str] = (),
 ) -> str:
+    outcome = outcome or judge(document, coverage=coverage)
     lines = [f"# scrape-{document['site']}: job `{document['job_id']}`", ""]
-    if warnings:
-        lines += [
-            f"**Completed with {len(warnings)} warning(s):**",
-            *(f"- :warning: {warning}" for warning in warnings),
-            "",
-        ]
+    lines += outcome_markdown(outcome)
     lines += [
         "| metric | value |",
         "|---|---|",

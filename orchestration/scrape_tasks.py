@@ -20,12 +20,13 @@ from prefect.runtime import flow_run
 from core.config import get_settings
 from core.dedup import job_changes
 from core.history import job_change_counts
-from core.jobs_index import job_counters, job_started_at, write_job_document
+from core.jobs_index import job_counters, job_document, job_started_at, write_job_document
 from core.removals import apply_job
 from core.store import spill_size
 from crawlers import addon
 from crawlers.cli.producer import produce
 from crawlers.fetch.refusal import presented
+from crawlers.profiles import SiteProfile
 from crawlers.runtime.site_language import site_language
 from fingerprints.baseline import dumps
 from fingerprints.gate import verify_site
@@ -37,9 +38,10 @@ from orchestration.alerts import notify
 from orchestration.clients import crawl_settings, es_client, redis_client
 from orchestration.coverage import alert_coverage_drop, job_coverage
 from orchestration.hooks import alert_failed_step, send_job_summary
+from orchestration.outcome import judge
 from orchestration.progress import DrainWatcher, LlmWatcher
 from orchestration.repairs import alert_lines
-from orchestration.report import job_warnings, markdown, summary_context, table_rows
+from orchestration.report import markdown, summary_context, table_rows
 from orchestration.steps import LocalWorkers, StepError, job_id_for, preflight, wait_for_drain
 
 # Cached per task, inputs and flow run: a retry of the same run (same run id) skips the
@@ -79,8 +81,12 @@ def alert_structure_change(
     *,
     waiting_until: str | None = None,
     flow: str = alert_context.SCRAPE,
+    base_url: str | None = None,
 ) -> None:
-    """``waiting_until``: the run is suspended for an operator's accept/reject until then."""
+    """``waiting_until``: the run is suspended for an operator's accept/reject until then.
+    ``base_url``: the run's, for the fix's ``--from-url`` (default: the profile's)."""
+    if flow == alert_context.SCRAPE and base_url is None:
+        base_url = str(SiteProfile.load(site).base_url).rstrip("/")
     notify(
         "structure_change",
         **alert_context.structure_change_context(
@@ -90,6 +96,7 @@ def alert_structure_change(
             waiting_until=waiting_until,
             run_url=run_url(),
             repairs=alert_lines(site, result),  # validated rule suggestions for failed fields
+            base_url=base_url,
         ),
     )
 
@@ -268,47 +275,45 @@ def report_task(
     removals: dict[str, Any] | None = None,
     drift: str | None = None,
 ) -> dict[str, Any]:
-    """The job document, the run's artifacts; returns the job summary's template context
-    (sent to Slack by the ``on_completion`` hook). ``drift``: the drifted gate's reason;
-    it, unparsed pages, errors over the threshold or a coverage drop are the summary's
-    ``warnings``."""
+    """The job document, the run's artifacts and its outcome (``orchestration.outcome``:
+    what the data came to, judged on the job's figures, its field coverage and ``drift``,
+    the drifted gate's reason). Returns the job summary's template context (sent to Slack
+    by the ``on_completion`` hook), its ``outcome`` the flow's final state."""
     server, es = redis_client(), es_client()
     counters = job_counters(server, site, job_id)
     skipped = (removals or {}).get("skipped")  # why the job counted no misses, if it did not
-    document = write_job_document(
-        es,
-        site,
-        job_id,
-        "completed",
-        job_started_at(server, site, job_id),
-        dt.datetime.now(dt.UTC),
-        counters,
-        spill_remaining=spill_size(server, site),
-        extra={"removals_skipped": skipped} if skipped else None,
-        refresh=True,
-        presented=presented(addon.site_settings(site)),
-    )
-    chunks = int(llm.get("chunks_written", 0))
-    changes = job_change_counts(es, site, job_id)
+    started, finished = job_started_at(server, site, job_id), dt.datetime.now(dt.UTC)
+    figures: dict[str, Any] = {
+        "spill_remaining": spill_size(server, site),
+        "extra": {"removals_skipped": skipped} if skipped else None,
+        "presented": presented(addon.site_settings(site)),
+    }
     coverage_report = job_coverage(es, site, job_id, sites_dir=approval.sites_dir())
     get_run_logger().info(coverage_report.summary())
     coverage = coverage_report.to_dict()
-    warnings = job_warnings(
-        document,
+    # Judged before the document is written: its status is the run's final word.
+    outcome = judge(
+        job_document(site, job_id, "completed", started, finished, counters, **figures),
         coverage=coverage,
         drift=drift,
         errors_per_1000_pages=get_settings().job_errors_warn_per_1000_pages,
     )
-    for warning in warnings:
-        get_run_logger().warning("%s", warning)
+    document = write_job_document(
+        es, site, job_id, outcome.status, started, finished, counters, refresh=True, **figures
+    )
+    log = get_run_logger().error if outcome.failed else get_run_logger().warning
+    for line in [outcome.reason] if outcome.reason else [*outcome.losses, *outcome.warnings]:
+        log("%s", line)
+    chunks = int(llm.get("chunks_written", 0))
+    changes = job_change_counts(es, site, job_id)
     create_markdown_artifact(
         markdown(
             document,
             chunks=chunks,
+            outcome=outcome,
             changes=changes,
             kibana_url=get_settings().kibana_public_url,
             coverage=coverage,
-            warnings=warnings,
         ),
         key=f"{artifact_prefix(site)}-report",
     )
@@ -318,17 +323,14 @@ def report_task(
     )
     # Inside the task: a retried report step alerts again only if it runs again.
     alert_coverage_drop(coverage, job_id=job_id, run_url=run_url())
-    if document.get("refusal"):
-        # Nothing was obtained: the run fails with the one line that says why.
-        get_run_logger().error("%s", document["refusal"])
-        raise StepError(f"{site}: {document['refusal']}")
     new_names = health.item_names(es, site, sorted(job_changes(server, site, job_id).new)[:10])
-    return summary_context(
+    summary = summary_context(
         document,
         chunks=chunks,
+        outcome=outcome,
         new_items=new_names,
         run_url=run_url(),
         changes=changes,
         coverage=coverage,
-        warnings=warnings,
     )
+    return summary | {"outcome": outcome.as_dict()}

@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.config import OperatorError, get_settings
-from core.es_access import auth_line, client_kwargs, is_auth_error
+from core.es_access import auth_line, client_kwargs, is_auth_error, where, who
 from indexing.embedders import Embedder, EmbeddingError, default_embedder
 from indexing.index import CHUNKS_PREFIX
 from search.api import SITE_PATTERN
@@ -126,12 +126,33 @@ def main(argv: list[str] | None = None) -> int:
     except (TransportError, ApiError) as exc:
         if is_auth_error(exc):
             assert isinstance(exc, ApiError)
-            raise OperatorError(auth_line(exc.meta.status, client_kwargs(es))) from None
+            raise OperatorError(_auth_line(exc.meta.status, es)) from None
+        if isinstance(exc, TransportError):  # no answer at all: one line, the fix in it
+            print(
+                f"Elasticsearch unreachable at {where(client_kwargs(es))} "
+                f"({type(exc).__name__}): start it, or set ELASTICSEARCH_URL to where it runs",
+                file=sys.stderr,
+            )
+            return 1
         # Elasticsearch's text names paths in brackets ([/chunks-*/_search]): never markup.
         console.print(f"[red]Elasticsearch error:[/red] {escape(f'{type(exc).__name__}: {exc}')}")
         return 1
     finally:
         es.close()
+
+
+def _auth_line(status: int, es: Elasticsearch) -> str:
+    """``auth_line``, or, when a password is set without its user (so the client sent no
+    credentials at all), the missing user named."""
+    kwargs = client_kwargs(es)
+    settings = get_settings()
+    if status == 401 and who(kwargs) == "no credentials" and settings.elasticsearch_password:
+        return (
+            f"Elasticsearch refused the request (401) at {where(kwargs)}: "
+            "ELASTICSEARCH_PASSWORD is set but ELASTICSEARCH_USERNAME is not, so no "
+            "credentials were sent; set ELASTICSEARCH_USERNAME to the password's user"
+        )
+    return auth_line(status, kwargs)
 
 
 def _indexed_sites(es: Elasticsearch) -> list[str]:

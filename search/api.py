@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
+import time
 from typing import Annotated, Any
 
 import uvicorn
@@ -103,6 +104,24 @@ def create_app(
     return app
 
 
+def warm_up(embedder: Embedder) -> None:
+    """One embedding before serving: an offline model loads on first use, once, and an
+    endpoint's connection opens; not in the first query's time. An endpoint that does not
+    answer yet is tried again by each query (502 meanwhile)."""
+    started = time.perf_counter()
+    try:
+        embedder.embed(["warm-up"])
+    except EmbeddingError as exc:
+        logger.warning("query embedder %s did not answer at start: %s", embedder.name, exc)
+        return
+    logger.info(
+        "query embedder: %s (%d dims), ready in %.1f s",
+        embedder.name,
+        embedder.dims,
+        time.perf_counter() - started,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve the search API with uvicorn.")
     parser.add_argument("--host", default="127.0.0.1")
@@ -120,10 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     embedder: Embedder | None
     try:
         embedder = default_embedder()
-        logger.info("query embedder: %s (%d dims)", embedder.name, embedder.dims)
     except EmbeddingError as exc:
         logger.warning("no query embedder (%s): serving BM25 only", exc)
         embedder = None
+    if embedder is not None:
+        warm_up(embedder)
     app = create_app(es, embedder, stale_after=dt.timedelta(hours=args.stale_after_hours))
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)

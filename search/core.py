@@ -1,6 +1,7 @@
 """Hybrid search over the chunks indices: BM25 and kNN, fused client-side with RRF.
 
-Each query runs twice against ``chunks-<site>`` (or every site's chunks index):
+Each query is two searches of ``chunks-<site>`` (or every site's chunks index), sent in
+one ``_msearch`` request:
 
 * **BM25**: ``multi_match`` on the chunk text and the item title (title boosted);
 * **kNN**: the query embedded with the index's own embedder, HNSW over ``vector``.
@@ -12,27 +13,34 @@ then the two item rankings are fused with reciprocal rank fusion:
 items are returned with their fields from ``items-<site>`` and each list's rank and
 score, so a caller can see why an item ranked where it did. Items marked removed
 (``removed_at``) are left out unless asked for (``include_removed``).
+
+A query costs its embedding and two round trips (the lists, then the top items' fields
+from the site's items). The embedder recorded on a site's chunks index, which every query
+checks, is read once per ``metadata_ttl`` seconds (a site deleted meanwhile is found at
+once: its search fails and the site is looked up again).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from elasticsearch import Elasticsearch, NotFoundError
+from elastic_transport import ApiResponseMeta
+from elasticsearch import ApiError, Elasticsearch, NotFoundError
+from elasticsearch.exceptions import HTTP_EXCEPTIONS
 
 from core.store import doc_id_for, get_items, items_index
 from core.store.changes import changes_alias
 from indexing.embedders import Embedder
-from indexing.index import CHUNKS_PREFIX, chunks_index, index_embedder
+from indexing.index import CHUNKS_PREFIX, chunks_index, index_embedder, index_embedders
 
 Mode = Literal["hybrid", "bm25", "knn"]
 MODES: tuple[Mode, ...] = ("hybrid", "bm25", "knn")
 RANK_CONSTANT = 60  # the usual RRF constant (Cormack et al.); ES uses the same default
 # Item fields never returned: bookkeeping, and nested lists that would bloat a result list.
-HIDDEN_FIELDS = frozenset({"content_hash", "job_id", "reviews"})
+HIDDEN_FIELDS = frozenset({"content_hash", "job_id", "extracted_job_id", "reviews"})
 
 
 class SearchError(RuntimeError):
@@ -76,6 +84,9 @@ class SearchResult:
     embedder: str | None
     took_ms: float
     hits: list[Hit]
+    # Where ``took_ms`` went: ``embed`` (the query's vector), ``lists`` (the BM25/kNN
+    # request), ``items`` (the top items' fields), ms each.
+    timings_ms: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,12 +125,16 @@ class HybridSearch:
         rank_constant: int = RANK_CONSTANT,
         window: int = 50,
         num_candidates: int = 200,
+        metadata_ttl: float = 30.0,
     ) -> None:
         self.es = es
         self.embedder = embedder
         self.rank_constant = rank_constant
         self.window = window  # chunks fetched per list (several per item collapse into one)
         self.num_candidates = num_candidates
+        self.metadata_ttl = metadata_ttl
+        # chunks index -> (monotonic expiry, its recorded embedder): see the module docstring.
+        self._recorded: dict[str, tuple[float, tuple[str, int]]] = {}
 
     def search(
         self,
@@ -140,13 +155,23 @@ class HybridSearch:
             raise SearchError(f"mode must be one of {', '.join(MODES)}")
         index = self._index_for(site, needs_vectors=mode != "bm25")
         window = max(self.window, 4 * k)
-        bm25 = self._bm25(index, query, window) if mode != "knn" else []
-        knn = self._knn(index, query, window) if mode != "bm25" else []
+        timings: dict[str, float] = {}
+        vector = None
+        if mode != "bm25":
+            assert self.embedder is not None  # checked by _index_for
+            embed_started = time.perf_counter()
+            vector = self.embedder.embed([query])[0]
+            timings["embed"] = _ms_since(embed_started)
+        lists_started = time.perf_counter()
+        bm25, knn = self._lists(site, index, query if mode != "knn" else None, vector, window)
+        timings["lists"] = _ms_since(lists_started)
         bm25_items = _collapse(bm25)
         knn_items = _collapse(knn)
         fused = rrf([list(bm25_items), list(knn_items)], self.rank_constant)
         order = sorted(fused, key=lambda key: (-fused[key], key))
-        ranked, items = self._present(order, k, include_removed=include_removed)
+        items_started = time.perf_counter()
+        ranked, items = self._present(order, k, site, include_removed=include_removed)
+        timings["items"] = _ms_since(items_started)
         bm25_ranks = {key: i for i, key in enumerate(bm25_items, start=1)}
         knn_ranks = {key: i for i, key in enumerate(knn_items, start=1)}
         hits = []
@@ -179,15 +204,41 @@ class HybridSearch:
             k=k,
             mode=mode,
             embedder=self.embedder.name if self.embedder and mode != "bm25" else None,
-            took_ms=round((time.perf_counter() - started) * 1000, 1),
+            took_ms=_ms_since(started),
             hits=hits,
+            timings_ms=timings,
         )
 
     # -- the two lists -----------------------------------------------------------------------
-    def _bm25(self, index: str, query: str, window: int) -> list[_ChunkHit]:
-        response = self.es.search(
-            index=index,
-            query={
+    def _lists(
+        self,
+        site: str | None,
+        index: str,
+        query: str | None,
+        vector: list[float] | None,
+        window: int,
+    ) -> tuple[list[_ChunkHit], list[_ChunkHit]]:
+        """The BM25 list of ``query`` and the kNN list of ``vector`` (each when given), in
+        one round trip."""
+        searches: list[dict[str, Any]] = []
+        if query is not None:
+            searches += [{"index": index}, self._bm25_body(query, window)]
+        if vector is not None:
+            searches += [{"index": index}, self._knn_body(vector, window)]
+        result = self.es.msearch(searches=searches)
+        responses = result["responses"]
+        for response in responses:
+            if "error" in response:
+                self._fail(site, response, result.meta)
+        lists = [_chunk_hits(response) for response in responses]
+        bm25 = lists.pop(0) if query is not None else []
+        knn = lists.pop(0) if vector is not None else []
+        return bm25, knn
+
+    @staticmethod
+    def _bm25_body(query: str, window: int) -> dict[str, Any]:
+        return {
+            "query": {
                 "multi_match": {
                     "query": query,
                     "fields": ["title^2", "text"],
@@ -199,39 +250,49 @@ class HybridSearch:
                     "minimum_should_match": BM25_MINIMUM_SHOULD_MATCH,
                 }
             },
-            size=window,
-            source_excludes=["vector"],
-        )
-        return _chunk_hits(response)
+            "size": window,
+            "_source": {"excludes": ["vector"]},
+        }
 
-    def _knn(self, index: str, query: str, window: int) -> list[_ChunkHit]:
-        assert self.embedder is not None  # checked by _index_for
-        vector = self.embedder.embed([query])[0]
-        response = self.es.search(
-            index=index,
-            knn={
+    def _knn_body(self, vector: list[float], window: int) -> dict[str, Any]:
+        return {
+            "knn": {
                 "field": "vector",
                 "query_vector": vector,
                 "k": window,
                 "num_candidates": max(self.num_candidates, window),
             },
-            size=window,
-            source_excludes=["vector"],
+            "size": window,
+            "_source": {"excludes": ["vector"]},
+        }
+
+    def _fail(self, site: str | None, response: dict[str, Any], meta: ApiResponseMeta) -> None:
+        """One of the lists failed: a site whose index is gone is unknown (looked up again
+        next time), anything else is raised as the client raises Elasticsearch's errors."""
+        error = response["error"]
+        kind = error.get("type", "") if isinstance(error, dict) else str(error)
+        if site is not None:
+            self._recorded.pop(chunks_index(site), None)
+        if kind == "index_not_found_exception":
+            raise UnknownSite(f"no chunks index for site {site!r}" if site else "no chunks index")
+        status = int(response.get("status", 500))
+        raise HTTP_EXCEPTIONS.get(status, ApiError)(
+            message=kind, meta=replace(meta, status=status), body={"error": error}
         )
-        return _chunk_hits(response)
 
     # -- indices and items -------------------------------------------------------------------
     def _index_for(self, site: str | None, *, needs_vectors: bool) -> str:
         """The chunks index (or comma-joined indices) to query, checked for the embedder."""
+        recorded: Mapping[str, tuple[str, int] | None]
         if site is not None:
             indices = [chunks_index(site)]
-            recorded = {indices[0]: index_embedder(self.es, indices[0])}
+            recorded = {indices[0]: self._recorded_embedder(indices[0])}
             if recorded[indices[0]] is None:
                 raise UnknownSite(f"no chunks index for site {site!r} ({indices[0]})")
         else:
-            names = self.es.indices.get(index=f"{CHUNKS_PREFIX}*", allow_no_indices=True)
-            indices = sorted(names.body)
-            recorded = {name: index_embedder(self.es, name) for name in indices}
+            # Every site: read afresh (one request), so a new site is searched at once.
+            recorded = index_embedders(self.es, f"{CHUNKS_PREFIX}*")
+            indices = sorted(recorded)
             if not indices:
                 raise UnknownSite("no chunks index exists yet")
         if needs_vectors:
@@ -250,8 +311,19 @@ class HybridSearch:
                 )
         return ",".join(indices)
 
+    def _recorded_embedder(self, index: str) -> tuple[str, int] | None:
+        """The embedder recorded on ``index``, read at most once per ``metadata_ttl``."""
+        now = time.monotonic()
+        cached = self._recorded.get(index)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        recorded = index_embedder(self.es, index)
+        if recorded is not None:
+            self._recorded[index] = (now + self.metadata_ttl, recorded)
+        return recorded
+
     def _present(
-        self, order: Sequence[str], k: int, *, include_removed: bool
+        self, order: Sequence[str], k: int, site: str | None, *, include_removed: bool
     ) -> tuple[list[str], dict[str, dict[str, Any]]]:
         """The first ``k`` keys of ``order`` whose item is not removed, with their items.
         A removed item's chunks are deleted with it, so this is one lookup of ``k`` items
@@ -262,7 +334,7 @@ class HybridSearch:
         while len(ranked) < k and start < len(order):
             batch = order[start : start + k - len(ranked)]
             start += len(batch)
-            found = self._items(batch)
+            found = self._items(batch, site)
             for key in batch:
                 item = found.get(key, {})
                 if item.get("removed_at") and not include_removed:
@@ -271,12 +343,13 @@ class HybridSearch:
                 items[key] = item
         return ranked, items
 
-    def _items(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The item documents of ``keys`` (current fields: name, price, URL...)."""
+    def _items(self, keys: Sequence[str], site: str | None) -> dict[str, dict[str, Any]]:
+        """The item documents of ``keys`` (current fields: name, price, URL...), from the
+        site's items when the search was one site's (not every site's shards)."""
         if not keys:
             return {}
         response = self.es.search(
-            index=items_index(),
+            index=items_index(site),
             query={"ids": {"values": [doc_id_for(key) for key in keys]}},
             size=len(keys),
             ignore_unavailable=True,
@@ -284,6 +357,10 @@ class HybridSearch:
         )
         docs = (hit["_source"] for hit in response["hits"]["hits"])
         return {str(doc.get("item_key")): doc for doc in docs if doc.get("item_key") in keys}
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 def _chunk_hits(response: Any) -> list[_ChunkHit]:

@@ -7,15 +7,16 @@ the tests exercise exactly what local mode and the demo run.
 Tiers: a test is ``integration`` when it needs a service or runs a Python subprocess (a
 crawl, a CLI); ``make test-fast`` runs the rest (``-m "not integration"``). Among them,
 ``e2e`` tests are the long end-to-end cases: Prefect flow runs (a ``prefect_server``),
-Redis and Elasticsearch clusters, the benchmarks' tiny runs (``tests/bench``) and tests
-marked ``@pytest.mark.e2e`` by hand; ``make test`` runs everything else and ``make
-test-e2e`` those. The marks are set here, at collection, so a new test lands in the right
-tier without marking itself: a test is integration when its fixture closure holds a
-service fixture below, or when the test, a fixture it uses or a ``tests.*`` helper they
-call names a harness process class (``harness.base.SupervisedProcess``) or starts a
-process whose argv names ``scrapy`` or the interpreter (``sys.executable``). A test may
-also carry ``@pytest.mark.integration`` itself. In the fast tier a service or a Python
-subprocess that slips through fails its test loudly instead of running.
+Redis and Elasticsearch clusters, the benchmarks' tiny and smoke runs (the integration
+tests of ``tests/bench``; its unit tests are fast) and tests marked ``@pytest.mark.e2e``
+by hand; ``make test`` runs everything else and ``make test-e2e`` those. The marks are set
+here, at collection, so a new test lands in the right tier without marking itself: a test
+is integration when its fixture closure holds a service fixture below, or when the test, a
+fixture it uses or a ``tests.*`` helper they call names a harness process class
+(``harness.base.SupervisedProcess``) or starts a process whose argv names ``scrapy`` or
+the interpreter (``sys.executable``). A test may also carry ``@pytest.mark.integration``
+itself. In the fast tier a service or a Python subprocess that slips through fails its
+test loudly instead of running.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ SERVICE_FIXTURES = frozenset({"redis_server", "es_node", "prefect_server", "demo
 SERVICE_FIXTURES |= {"redis_cluster", "es_cluster"}
 # Services of the long end-to-end cases: flow runs on a Prefect server, the clusters.
 E2E_FIXTURES = frozenset({"prefect_server", "redis_cluster", "es_cluster"})
-E2E_DIRS = (REPO_ROOT / "tests" / "bench",)  # the benchmarks' tiny runs: whole stacks
+# The benchmarks' tiny and smoke runs (whole stacks): their tests that start services.
+E2E_DIRS = (REPO_ROOT / "tests" / "bench",)
 
 
 # -- the tiers ---------------------------------------------------------------------------------
@@ -111,7 +113,9 @@ def _is_integration(item: pytest.Function) -> bool:
 def _is_e2e(item: pytest.Function) -> bool:
     if E2E_FIXTURES.intersection(item.fixturenames):
         return True
-    return any(item.path.is_relative_to(directory) for directory in E2E_DIRS)
+    # A benchmark's arithmetic checked on figures given by hand is a unit test.
+    in_dir = any(item.path.is_relative_to(directory) for directory in E2E_DIRS)
+    return in_dir and _is_integration(item)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects on the marks

@@ -6,7 +6,8 @@ One module per job:
 * ``actions``: one document write (``StoreAction``) and its outcomes;
 * ``bulk``: the hop to Elasticsearch (one bulk, each result classified);
 * ``writer``: ``ItemStore``, buffered durable writes (the one retry layer of the hop),
-  with ``batch`` (its pending writes) and ``outage`` (Elasticsearch's availability);
+  with ``batch`` (its pending writes), ``outage`` (Elasticsearch's availability) and
+  ``failures`` (dead letters, a spill that cannot be written, items given up);
 * ``spill`` / ``spill_redis`` / ``spill_file``: where writes wait while ES is away;
 * ``settings``: ``StoreSettings`` from the crawl's ``STORE_*`` settings;
 * ``state``: dedup state read back from the stored documents (local mode, no Redis);

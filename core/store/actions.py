@@ -114,6 +114,7 @@ def build_action(
         site=site,
         item_type=item_type,
         job_id=job_id,
+        extracted_job_id=job_id,  # a full write: the item's page was read in this job
         content_hash=content_hash,
         first_seen=iso_ms(first_seen_ms),
         last_seen=iso_ms(seen_ms),
@@ -156,8 +157,13 @@ class Outcome(enum.StrEnum):
 
 
 class StoreUnavailable(RuntimeError):
-    """Neither Elasticsearch nor the spill could take an item (only at close)."""
+    """Neither Elasticsearch nor the spill could take an item in time (given up)."""
 
 
 class DeadLettered(RuntimeError):
-    """Elasticsearch rejected the document for good; it is kept in the dead-letter list."""
+    """Elasticsearch rejected the document for good; it is kept in the dead-letter list.
+    ``repeated``: its cause (index and kind of error) was already reported."""
+
+    def __init__(self, error: str | None, *, repeated: bool = False) -> None:
+        super().__init__(error)
+        self.repeated = repeated

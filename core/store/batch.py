@@ -32,6 +32,9 @@ class Pending:
     future: asyncio.Future[Outcome]
     enqueued: float
     next_try: float
+    # Since when it could be neither written nor spilled (None: not so): given up after
+    # STORE_CLOSE_TIMEOUT (core.store.failures).
+    unspillable: float | None = None
 
 
 # What ``put()`` counts as stored (recorded in the job's ledger for item writes).

@@ -14,11 +14,18 @@ index name prefix to an ``IndexPreparer``, called once per index per process bef
 first write (register one when its module is imported, e.g.
 ``INDEX_PREPARERS["changes-"] = ensure_changes_index``); an index no preparer claims is
 written as it is (its template, if any, applies).
+
+An index whose declaration Elasticsearch refuses for good (400: an existing index with a
+conflicting mapping, ``mapper [price] cannot be changed from type [keyword] to
+[double]``; or 403, a privilege missing) is not declared again: every write to it is a
+dead letter at once (no retries), its error naming the index, the field and the fix
+(``conflict_line``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,7 +36,7 @@ from elasticsearch.helpers import async_streaming_bulk
 from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, schema_by_type
 from core.store.actions import TOUCH, Outcome, StoreAction
-from core.store.layout import ensure_item_index, epoch_ms
+from core.store.layout import IndexLayout, ensure_item_index, epoch_ms
 from core.store.settings import StoreSettings
 
 logger = logging.getLogger(__name__)
@@ -45,6 +52,11 @@ PERMANENT_ERRORS = frozenset(
         "mapper_exception",
         "action_request_validation_exception",
     }
+)
+# "mapper [price] cannot be changed from type [keyword] to [double]"
+_MAPPER_CONFLICT = re.compile(
+    r"mapper \[(?P<field>[^\]]+)\] cannot be changed from type \[(?P<old>[^\]]+)\] "
+    r"to \[(?P<new>[^\]]+)\]"
 )
 # Errors that mean "Elasticsearch is unreachable" (not a verdict about a document).
 UNREACHABLE = (TransportError, TimeoutError, OSError)
@@ -98,6 +110,8 @@ class BulkSender:
         self._on_down = on_down
         self._on_up = on_up
         self._ensured: set[tuple[str, str] | str] = set()
+        # Declarations refused for good: their writes' result, without asking again.
+        self._refused: dict[tuple[str, str] | str, Result] = {}
 
     async def send(self, actions: list[StoreAction]) -> list[Result]:
         """One bulk request (per chunk) for ``actions``; an outcome per action, in order."""
@@ -249,6 +263,8 @@ class BulkSender:
         where = _target(action)
         if where in self._ensured:
             return None
+        if where in self._refused:
+            return self._refused[where]
         try:
             if action.is_item:
                 await ensure_item_index(
@@ -268,7 +284,13 @@ class BulkSender:
         except ApiError as exc:
             denied = self._security(exc)
             if denied is not None:
+                if denied[0] == Outcome.DEAD_LETTER:  # a 403: not asked again either
+                    self._refused[where] = denied
                 return denied
+            if exc.meta.status == 400 and exc.error in PERMANENT_ERRORS:
+                self._count(f"store/errors/{exc.error}", 1)
+                result = self._refused[where] = (Outcome.DEAD_LETTER, conflict_line(action, exc))
+                return result
             logger.error("cannot declare the index of %s: %s", where, exc)
             return RETRY, f"cannot declare the index: {exc}"
         except UnknownItemType as exc:
@@ -276,6 +298,32 @@ class BulkSender:
             return RETRY, f"cannot declare the index: {exc}"
         self._ensured.add(where)
         return None
+
+
+def conflict_line(action: StoreAction, exc: ApiError) -> str:
+    """A declaration refused for good, with the fix: the concrete index the alias points
+    at keeps a mapping the item's schema cannot have."""
+    reason = _reason(exc)
+    layout = IndexLayout
+    index = layout.index(action.site, action.item_type) if action.is_item else action.index
+    conflict = _MAPPER_CONFLICT.search(reason)
+    what = (
+        f"a conflicting mapping for field {conflict['field']} ({conflict['old']} there, "
+        f"{conflict['new']} in the {action.item_type} schema)"
+        if conflict
+        else f"a mapping Elasticsearch will not change ({reason})"
+    )
+    new = layout.index(action.site, action.item_type, 2)
+    fix = (
+        f"reindex it into a new version with the schema's mapping ({new}) and move the "
+        f"aliases to it, or drop it (DELETE /{index}: its documents are lost), then crawl again"
+        if action.is_item
+        else f"reindex or drop it (DELETE /{index}), then crawl again"
+    )
+    return (
+        f"{exc.meta.status} {exc.error}: index {index} has {what}: every write to it is "
+        f"refused (kept in the dead letters, not retried); {fix}"
+    )
 
 
 def _reason(exc: ApiError) -> str:

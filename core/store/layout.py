@@ -42,6 +42,9 @@ COMMON_PROPERTIES: dict[str, Any] = {
     "site": dict(KEYWORD),
     "item_type": dict(KEYWORD),
     "job_id": dict(KEYWORD),
+    # The last job that extracted the item from its page (a full write; a touch of an
+    # item seen unchanged without its page, moves job_id only): what coverage judges.
+    "extracted_job_id": dict(KEYWORD),
     "content_hash": dict(KEYWORD),
     "first_seen": dict(DATE),
     "last_seen": dict(DATE),

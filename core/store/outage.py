@@ -28,7 +28,6 @@ class Outage:
         self.spill = spill  # the spill's description (None: no spill)
         self.since: float | None = None  # monotonic; None while Elasticsearch answers
         self.last_probe = 0.0
-        self._spill_warned = 0.0
 
     def down_for(self, now: float) -> float | None:
         """Seconds Elasticsearch has been down, if longer than ``spill_after``."""
@@ -61,11 +60,3 @@ class Outage:
         logger.info("Elasticsearch reachable again after %.1fs", time.monotonic() - self.since)
         self.since = None
         return True
-
-    def warn_spill(self, exc: BaseException) -> None:
-        now = time.monotonic()
-        if now - self._spill_warned > 10:
-            self._spill_warned = now
-            logger.error(
-                "spill unavailable (%s: %s); keeping items in memory", type(exc).__name__, exc
-            )

@@ -5,8 +5,9 @@
 * ``job_items(es, server, site, job_id)``: the documents of the job's new and changed
   items (``core.dedup.job_changes``);
 * ``item_keys(es, site)``: every stored item key of a site (a scan; for backfills);
-* ``seen_by_job(es, site, job_id)``: the documents of every item the job saw (its
-  ``job_id`` is the last job that stored or touched it), new, changed or unchanged;
+* ``extracted_by_job(es, site, job_id)``: the documents of the items the job extracted
+  from their pages (``extracted_job_id``: a full write, not a touch of an item seen
+  unchanged by a 304 or its listing card), what field coverage is judged on;
 * ``items_index(site)``: what to search, the site's read alias ``items-<site>`` or, with
   no site, every site's items (``items-*``).
 """
@@ -64,16 +65,17 @@ def item_keys(es: Elasticsearch, site: str) -> list[str]:
     ]
 
 
-def seen_by_job(es: Elasticsearch, site: str, job_id: str) -> Iterator[dict[str, Any]]:
-    """The stored documents the job wrote or touched (a scroll over ``items-<site>``,
-    refreshed first: the job's last bulk may not be searchable yet). A site that never
-    stored an item has none."""
+def extracted_by_job(es: Elasticsearch, site: str, job_id: str) -> Iterator[dict[str, Any]]:
+    """The stored documents the job extracted from their pages: written in full by it
+    (``extracted_job_id``); the documents it only touched, items seen unchanged without
+    their page, are not. A scroll over ``items-<site>``, refreshed first (the job's last
+    bulk may not be searchable yet); a site that never stored an item has none."""
     index = items_index(site)
     es.indices.refresh(index=index, ignore_unavailable=True, allow_no_indices=True)
     for hit in scan(
         es,
         index=index,
-        query={"query": {"term": {"job_id": job_id}}},
+        query={"query": {"term": {"extracted_job_id": job_id}}},
         size=1000,
         ignore_unavailable=True,
         allow_no_indices=True,

@@ -29,6 +29,7 @@ class Spill(ABC):
     """Durable storage for actions Elasticsearch has not accepted yet."""
 
     description: str
+    remedy: str  # what makes it writable again, for the store's give-up line
 
     @abstractmethod
     async def push(self, actions: Sequence[StoreAction]) -> None: ...

@@ -30,6 +30,7 @@ class FileSpill(Spill):
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._drain_lock_path = self.path.with_name(self.path.name + ".drain-lock")
         self.description = f"file {self.path}"
+        self.remedy = f"make {self.path.parent} writable, or set STORE_SPILL_DIR"
         self._mutex = asyncio.Lock()
 
     @contextlib.contextmanager

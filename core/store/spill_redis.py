@@ -50,6 +50,7 @@ class RedisSpill(Spill):
         self.keys = SiteKeys(site)
         self.lock_timeout = lock_timeout
         self.description = f"redis list {self.keys.store_spill}"
+        self.remedy = "its Redis, REDIS_URL, answering"
         self._trim = server.register_script(_TRIM_IF_OWNER)
 
     async def push(self, actions: Sequence[StoreAction]) -> None:

@@ -15,6 +15,11 @@ into Elasticsearch by every store's background loop (any worker, any process: a 
 makes one drainer at a time) and at close; an entry failing ``dead_after_attempts``
 drains is dead-lettered (counted).
 
+Neither written nor spilled (Elasticsearch refusing the writes while the spill cannot be
+written, or there is no spill): an item waits at most ``close_timeout`` seconds, then is
+given up (``StoreUnavailable``, ``store/unsaved``) with one ERROR line handed to
+``on_failed`` (``core.store.failures``), so a store that can do neither always closes.
+
 Credentials: a 401 from Elasticsearch is handled as an outage (items wait, then spill,
 so a run with the right credentials stores them) and reported once through ``on_auth``;
 a 403 (the user lacks a privilege on the index) is permanent: dead letter, no retries
@@ -39,7 +44,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from core.keys import REDIS_ERRORS
-from core.store.actions import DeadLettered, Outcome, StoreAction, StoreUnavailable
+from core.store.actions import DeadLettered, Outcome, StoreAction
 from core.store.batch import (
     ACCEPTED,
     Pending,
@@ -52,12 +57,12 @@ from core.store.batch import (
     resolve,
 )
 from core.store.bulk import (
-    FORBIDDEN,
     BulkSender,
     IndexPreparer,
     PropertiesFor,
     schema_properties,
 )
+from core.store.failures import Failures
 from core.store.outage import Outage
 from core.store.settings import StoreSettings
 from core.store.spill import SPILL_ERRORS, Spill
@@ -83,7 +88,9 @@ class ItemStore:
         on_stored: RecordStored | None = None,
         preparers: Mapping[str, IndexPreparer] | None = None,
         on_auth: Callable[[ApiError], None] | None = None,
+        on_failed: Callable[[str], None] | None = None,
     ) -> None:
+        """``on_failed``: called once with the ERROR line when items are given up."""
         self.es = es
         self.spill = spill
         self.settings = settings
@@ -94,6 +101,9 @@ class ItemStore:
             settings,
             count=self._count,
             spill=lambda: self.spill.description if self.spill is not None else None,
+        )
+        self.failures = Failures(
+            settings, spill=lambda: self.spill, count=self._count, on_failed=on_failed
         )
         self.bulk = BulkSender(
             es,
@@ -112,7 +122,6 @@ class ItemStore:
         self._close_deadline = 0.0
         self._last_spill_check = 0.0
         self._spill_dirty = False
-        self._forbidden: set[str] = set()  # indices whose 403 was logged
 
     async def __aenter__(self) -> ItemStore:
         await self.start()
@@ -140,13 +149,17 @@ class ItemStore:
             try:
                 await self.spill.push([action])
             except SPILL_ERRORS as exc:
-                self.outage.warn_spill(exc)
+                self.failures.spill_failed(exc)
+                unspillable: float | None = now
             else:
+                self.failures.spill_ok()
                 self._count("store/spilled")
                 self._spill_dirty = True
                 return Outcome.SPILLED
+        else:
+            unspillable = None
         future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._buffer.append(Pending(action, future, now, now))
+        self._buffer.append(Pending(action, future, now, now, unspillable))
         if len(self._buffer) == 1 or len(self._buffer) >= self.settings.bulk_size:
             self._wake.set()
         return await asyncio.shield(future)
@@ -222,6 +235,9 @@ class ItemStore:
             )
         if self.outage.since is not None:
             deadlines.append(self.outage.last_probe + s.probe_interval)
+        waiting = [p.unspillable for p in self._buffer if p.unspillable is not None]
+        if waiting:  # the first item to give up
+            deadlines.append(min(waiting) + self.failures.patience)
         if self._closing:
             deadlines.append(self._close_deadline)
         return max(0.0, min(deadlines) - now)
@@ -259,7 +275,9 @@ class ItemStore:
                 # A few batches per tick, so live items are not held up by a big spill.
                 await self.drain_spill(max_batches=4)
             except SPILL_ERRORS as exc:
-                self.outage.warn_spill(exc)
+                self.failures.spill_failed(exc)
+            else:
+                self.failures.spill_ok()
             self._spill_dirty = bool(await self._spill_size())
 
     async def _spill_size(self) -> int:
@@ -294,10 +312,10 @@ class ItemStore:
                 for p in group:
                     resolve(p, Outcome.MISSING)
             elif outcome == Outcome.DEAD_LETTER:
-                await self._dead_letter(rep.action, error or "")
+                first = await self.failures.dead_letter(rep.action, error or "")
                 for p in group:
                     if not p.future.done():
-                        p.future.set_exception(DeadLettered(error))
+                        p.future.set_exception(DeadLettered(error, repeated=not first))
             else:
                 self._retry_later(group, error, now)
         # An item counts as stored once the job's ledger says so: until then its put()
@@ -350,12 +368,14 @@ class ItemStore:
                     rep.key,
                 )
             elif outcome == Outcome.DEAD_LETTER:
-                await self._dead_letter(rep, error or "")
+                await self.failures.dead_letter(rep, error or "")
             else:
                 rep.attempts += 1
                 rep.error = error
                 if rep.attempts >= self.settings.dead_after_attempts:
-                    await self._dead_letter(rep, f"gave up after {rep.attempts} attempts: {error}")
+                    await self.failures.dead_letter(
+                        rep, f"gave up after {rep.attempts} attempts: {error}"
+                    )
                 else:
                     keep.append(rep)
         if self._on_stored is not None and stored:
@@ -379,57 +399,42 @@ class ItemStore:
             ]
             if len(pending) > s.max_buffer:
                 overdue += [p for p in pending[: len(pending) - s.max_buffer] if p not in overdue]
-        if not overdue:
-            return
-        if self.spill is not None:
-            try:
-                await self.spill.push([p.action for p in overdue])
-            except SPILL_ERRORS as exc:
-                self.outage.warn_spill(exc)
-            else:
-                self._count("store/spilled", len(overdue))
-                self._spill_dirty = True
-                logger.warning(
-                    "%d items not accepted by Elasticsearch moved to the spill (%s); last "
-                    "error: %s",
-                    len(overdue),
-                    self.spill.description,
-                    overdue[-1].action.error,
-                )
-                for p in overdue:
-                    resolve(p, Outcome.SPILLED)
-        if final:
-            # Nowhere durable to put them: fail loudly rather than pretend.
-            unsaved = [p for p in overdue if not p.future.done()]
-            if unsaved:
-                self._count("store/unsaved", len(unsaved))
-                logger.error(
-                    "closing with %d items neither in Elasticsearch nor in the spill", len(unsaved)
-                )
-                for p in unsaved:
-                    p.future.set_exception(StoreUnavailable("Elasticsearch and the spill are down"))
+        if overdue and not await self._to_spill(overdue):
+            for p in overdue:  # neither written nor spilled: the clock of patience runs
+                p.unspillable = now if p.unspillable is None else p.unspillable
+        patience = self.failures.patience
+        stuck = [
+            p
+            for p in pending
+            if not p.future.done()
+            and (final or (p.unspillable is not None and now - p.unspillable >= patience))
+        ]
+        if stuck:
+            # Nowhere durable to put them: fail loudly rather than pretend (or wait forever).
+            self.failures.give_up(stuck)
         self._buffer = [p for p in self._buffer if not p.future.done()]
 
-    async def _dead_letter(self, action: StoreAction, error: str) -> None:
-        self._count("store/dead_letter")
-        if error.startswith(f"{FORBIDDEN} "):
-            # A missing privilege refuses every write to the index alike: one ERROR line
-            # per index (the alert), the rest at DEBUG, each still dead-lettered.
-            first = action.index not in self._forbidden
-            self._forbidden.add(action.index)
-            logger.log(
-                logging.ERROR if first else logging.DEBUG,
-                "Elasticsearch refused writes to %s for good: %s",
-                action.index,
-                error,
-            )
-        else:
-            logger.error("Elasticsearch rejected %s for good: %s", action.key, error)
-        if self.spill is not None:
-            try:
-                await self.spill.dead_letter(action, error)
-            except SPILL_ERRORS as exc:
-                logger.error("could not record the dead letter of %s: %s", action.key, exc)
+    async def _to_spill(self, overdue: Sequence[Pending]) -> bool:
+        """Move ``overdue`` items to the spill; False when there is none or it failed."""
+        if self.spill is None:
+            return False
+        try:
+            await self.spill.push([p.action for p in overdue])
+        except SPILL_ERRORS as exc:
+            self.failures.spill_failed(exc)
+            return False
+        self.failures.spill_ok()
+        self._count("store/spilled", len(overdue))
+        self._spill_dirty = True
+        logger.warning(
+            "%d items not accepted by Elasticsearch moved to the spill (%s); last error: %s",
+            len(overdue),
+            self.spill.description,
+            overdue[-1].action.error,
+        )
+        for p in overdue:
+            resolve(p, Outcome.SPILLED)
+        return True
 
     def _mark_up(self) -> None:
         if self.outage.mark_up():

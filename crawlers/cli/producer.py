@@ -4,7 +4,9 @@
 
 Start entries come from the site's spider (``SiteSpider.start_entries``: its profile's
 start paths and sitemaps), each tagged with the job id, and go to ``<site>:start_urls``
-where workers lease them like any request. The spider is built the way a crawl builds
+where workers lease them like any request; the job's layout (the id of the site's
+accepted fingerprint baseline, ``core.layouts``) goes to ``<site>:job:<job>:layout``, for
+its re-crawl records. The spider is built the way a crawl builds
 it (``from_crawler`` with the project's settings, e.g. DEMO_SITE_URL), so the producer
 and the workers agree on the base URL. The Redis URL is ``--redis-url``, else the
 project's REDIS_URL setting (from the environment, crawlers.runtime.environment). An unknown
@@ -26,6 +28,7 @@ from scrapy.utils.project import get_project_settings
 
 from core.config import OperatorError, check_redis_url
 from core.frontier import RedisFrontier
+from core.layouts import baseline_id
 from core.redis_client import Client
 from crawlers.commands import check_site
 from crawlers.frontier.connect import connect_checked
@@ -67,7 +70,9 @@ def produce(
     assert isinstance(spider, SiteSpider)
     entries = [{**entry, "job_id": job_id} for entry in spider.start_entries()]
     frontier = RedisFrontier(server, site)
-    frontier.start_job(job_id)
+    # The accepted baseline the job's re-crawl records belong to (core.layouts): this
+    # process ran the structure gate and any approval, its workers may not have.
+    frontier.start_job(job_id, layout=baseline_id(site))
     frontier.push_start([json.dumps(entry) for entry in entries])
     return ProducedJob(site=site, job_id=job_id, entries=len(entries))
 

@@ -22,9 +22,15 @@ requests cost a few round trips. Redis unreachable: the request goes uncondition
 not an error), so retries, ban detection and the HTTP cache leave it alone; conditional
 requests are ``dont_cache`` (the debug cache replays 200s, never a 304).
 
+A record is a shortcut only under the layout it was made under (``core.layouts``: the
+job's accepted baseline) and while the job met no page of its callback it could not
+parse (``crawlers.recrawl.unparsed``); otherwise the page is fetched whole.
+
 Stats: ``recrawl/conditional/sent``, ``recrawl/conditional/not_modified``,
 ``recrawl/conditional/modified`` (a 200 to a conditional request),
-``recrawl/conditional/lookup_failed``.
+``recrawl/conditional/lookup_failed``, ``recrawl/conditional/layout_changed`` (a record of
+another layout: fetched whole), ``recrawl/conditional/unparsed`` (the job stopped
+skipping the callback's pages: fetched whole).
 """
 
 from __future__ import annotations
@@ -42,7 +48,9 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from core.keys import REDIS_ERRORS, SiteKeys
+from core.layouts import baseline_id
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
+from crawlers.recrawl.unparsed import UnparsedWatch, callback_name
 from crawlers.runtime.jobs import JOB_META
 from crawlers.runtime.logs import not_configured
 from crawlers.runtime.services import CrawlServices
@@ -56,12 +64,15 @@ _STATS = "recrawl/conditional/"
 
 @dataclass(frozen=True)
 class PageValidators:
-    """What an item page's last complete 200 left: its validators and its item."""
+    """What an item page's last complete 200 left: its validators, its item, and the
+    layout it was parsed under (``core.layouts``; None: recorded before layouts were kept,
+    which no layout matches)."""
 
     etag: str | None
     last_modified: str | None
     key: str
     item_type: str
+    layout: str | None = None
 
     def to_json(self) -> str:
         data = {name: value for name, value in dataclasses.asdict(self).items() if value}
@@ -73,48 +84,82 @@ class PageValidators:
         try:
             data = json.loads(raw)
             record = cls(
-                data.get("etag"), data.get("last_modified"), data["key"], data["item_type"]
+                data.get("etag"),
+                data.get("last_modified"),
+                data["key"],
+                data["item_type"],
+                data.get("layout"),
             )
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
         return record if record.etag or record.last_modified else None
 
 
+@dataclass(frozen=True)
+class Lookup:
+    """A URL's record, and the callbacks its job stopped skipping (unparsed pages)."""
+
+    record: PageValidators | None
+    unparsed: frozenset[str] = frozenset()
+
+
 class ValidatorStore:
     """The site's ``page_validators`` hash: coalesced reads, pipelined writes.
 
     ``get`` calls made while a lookup is in flight are sent together in the next one
-    (as ``core.dedup.ChangeState`` batches classifications)."""
+    (as ``core.dedup.ChangeState`` batches classifications), with each job's set of
+    callbacks it stopped skipping (``crawlers.recrawl.unparsed``) in the same round trip."""
 
     def __init__(self, server: Redis, site: str, max_batch: int = 500) -> None:
         self.server = server
-        self.key = SiteKeys(site).page_validators
+        self.keys = SiteKeys(site)
+        self.key = self.keys.page_validators
         self.max_batch = max(1, max_batch)
-        self._queue: list[tuple[str, asyncio.Future[PageValidators | None]]] = []
+        self._queue: list[tuple[str, str, asyncio.Future[Lookup]]] = []
         self._sender: asyncio.Task[None] | None = None
+        self._layouts: dict[str, str] = {}
 
-    async def get(self, url: str) -> PageValidators | None:
+    async def get(self, url: str, job_id: str) -> Lookup:
         """The URL's record (Redis errors propagate to the caller)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[PageValidators | None] = loop.create_future()
-        self._queue.append((url, future))
+        future: asyncio.Future[Lookup] = loop.create_future()
+        self._queue.append((url, job_id, future))
         if self._sender is None or self._sender.done():
             self._sender = loop.create_task(self._send_queued())
         return await future
 
+    async def job_layout(self, job_id: str, own: str) -> str:
+        """The layout of the job's records: the producer's (``core.layouts``), else
+        ``own`` (this worker's); read once per job."""
+        layout = self._layouts.get(job_id)
+        if layout is None:
+            raw = await self.server.get(self.keys.job_layout(job_id))
+            layout = self._layouts[job_id] = own if raw is None else _text(raw)
+        return layout
+
     async def _send_queued(self) -> None:
         while self._queue:
             batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            jobs = sorted({job_id for _, job_id, _ in batch})
             try:
-                raws = await self.server.hmget(self.key, [url for url, _ in batch])
+                pipe = self.server.pipeline(transaction=False)
+                pipe.hmget(self.key, [url for url, _, _ in batch])
+                for job_id in jobs:
+                    pipe.smembers(self.keys.job_unparsed(job_id))
+                raws, *stopped = await pipe.execute()
             except Exception as exc:  # every waiter gets it: each decides what it means
-                for _, future in batch:
+                for _, _, future in batch:
                     if not future.done():
                         future.set_exception(exc)
                 continue
-            for (_, future), raw in zip(batch, raws, strict=True):
+            unparsed = {
+                job: frozenset(_text(name) for name in names)
+                for job, names in zip(jobs, stopped, strict=True)
+            }
+            for (_, job_id, future), raw in zip(batch, raws, strict=True):
                 if not future.done():
-                    future.set_result(None if raw is None else PageValidators.from_json(raw))
+                    record = None if raw is None else PageValidators.from_json(raw)
+                    future.set_result(Lookup(record, unparsed[job_id]))
 
     async def write(self, records: Mapping[str, PageValidators | None]) -> None:
         """Set (a record) or delete (None) each URL's validators, in one round trip."""
@@ -133,13 +178,6 @@ def validator_store(crawler: Crawler, site: str) -> ValidatorStore:
     """A store on the crawl's Redis client (``CrawlServices``: closed by it)."""
     server = CrawlServices.of(crawler).redis
     return ValidatorStore(server, site, crawler.settings.getint("RECRAWL_CONDITIONAL_BATCH"))
-
-
-def callback_name(request: Request) -> str | None:
-    callback = request.callback
-    if isinstance(callback, str):
-        return callback
-    return getattr(callback, "__name__", None)
 
 
 def not_modified_item(
@@ -172,6 +210,8 @@ class ConditionalRequests:
         assert spider is not None
         self.site = str(spider.name)
         self.spider_statuses = list(getattr(spider, "handle_httpstatus_list", ()))
+        self.layout = baseline_id(self.site)  # for a job the producer recorded none for
+        self.watch = CrawlServices.of(crawler).component(UnparsedWatch)
         self._store: ValidatorStore | None = None
         self._last_warning = 0.0
         # RECRAWL_CONDITIONAL false: nothing is sent conditionally (a full re-crawl), but
@@ -216,13 +256,26 @@ class ConditionalRequests:
         context = request.meta.get(RECRAWL_META)
         if not self.send or (isinstance(context, RecrawlContext) and context.full):
             return  # fetched whole; its validators are still noted from the answer
+        job_id = str(request.meta.get(JOB_META) or self.watch.job_of(request))
+        callback = callback_name(request)
+        if self.watch.stopped(job_id, callback):
+            self._count("unparsed")
+            return
         try:
-            record = await self.store.get(request.url)
+            lookup = await self.store.get(request.url, job_id)
+            layout = await self.store.job_layout(job_id, self.layout)
         except REDIS_ERRORS as exc:
             self._count("lookup_failed")
             self._warn(exc)
             return
+        record = lookup.record
         if record is None:
+            return
+        if callback in lookup.unparsed:  # the job met pages of this kind it could not parse
+            self._count("unparsed")
+            return
+        if record.layout != layout:  # parsed under another accepted baseline: void
+            self._count("layout_changed")
             return
         if record.etag:
             request.headers[b"If-None-Match"] = record.etag
@@ -284,6 +337,10 @@ class ConditionalRequests:
         context.url = request.url
         context.etag = etag
         context.last_modified = last_modified
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _header(response: Response, name: bytes) -> str | None:

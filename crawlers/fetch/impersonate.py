@@ -34,7 +34,12 @@ Scrapy's retry layer and our ban policy do not know. Here:
   ``DOWNLOAD_MAXSIZE`` / ``DOWNLOAD_WARNSIZE`` (and their meta keys) on the body as it
   arrives: over the cap the transfer is cut and the request fails with
   ``DownloadCancelledError``, as Scrapy's HTTP/1.1 handler does (the size counted is the
-  decoded body's, which HttpCompressionMiddleware's own cap would count anyway).
+  decoded body's, which HttpCompressionMiddleware's own cap would count anyway). A
+  Content-Length over the cap is refused from the header, the body unread (curl's
+  ``MAXFILESIZE``, set per session: a request with its own cap gets a session of its own).
+- a header block curl refuses (over 5,000 headers, or one over 100 KB: Chromium reads
+  256 KB of them however many) fails with ``ResponseHeadersRefused``, which the rendering
+  handler answers by fetching the page with Scrapy's HTTP/1.1 client.
 - curl's errors become the exceptions in Scrapy's ``RETRY_EXCEPTIONS`` (``download_error``),
   so the retry layer (``crawlers.fetch.retry``) and the ban policy
   (``crawlers.fetch.proxies``) treat them as before.
@@ -92,12 +97,16 @@ HEADER_ORDER = "host,connection,content-length"
 PROTOCOLS = {1: "HTTP/1.0", 2: "HTTP/1.1", 3: "h2", 30: "h3"}
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
-SessionKey = tuple[str, str, str]  # proxy, session id, target
+SessionKey = tuple[str, str, str, int]  # proxy, session id, target, max size
 _CURL_HINT = re.compile(r"\s*See https://curl\.se/libcurl/c/libcurl-errors\.html[^.]*\.")
 
 
 class ConnectionLostError(DownloadFailedError):
     """The connection broke before a whole answer arrived (reset, closed, HTTP/2 error)."""
+
+
+class ResponseHeadersRefused(DownloadFailedError):
+    """curl refused the response's header block (its limits are not a browser's)."""
 
 
 def download_error(code: int, message: str, url: str, timeout: float | None) -> Exception:
@@ -115,6 +124,8 @@ def download_error(code: int, message: str, url: str, timeout: float | None) -> 
         return DownloadConnectionRefusedError(message)
     if code == CurlECode.PARTIAL_FILE:
         return ResponseDataLossError(message)
+    if code == CurlECode.TOO_LARGE:
+        return ResponseHeadersRefused(message)
     if code in (
         CurlECode.GOT_NOTHING,
         CurlECode.SEND_ERROR,
@@ -189,7 +200,11 @@ class ImpersonatingHandler(BaseDownloadHandler):
                 verify=self.verify,
                 http_version="v2tls",
                 max_clients=self.max_clients,
-                curl_options={CurlOpt.HTTPHEADER_ORDER: HEADER_ORDER},
+                curl_options={
+                    CurlOpt.HTTPHEADER_ORDER: HEADER_ORDER,
+                    # A Content-Length over it fails at the header (FILESIZE_EXCEEDED).
+                    **({CurlOpt.MAXFILESIZE_LARGE: key[3]} if key[3] else {}),
+                },
                 curl_infos=[CurlInfo.STARTTRANSFER_TIME],
             )
             self._count("sessions_opened")
@@ -235,13 +250,10 @@ class ImpersonatingHandler(BaseDownloadHandler):
             # HTTP/2 only (ALPN decides after the headers are set), as Chromium does.
             headers = with_h2_priority(headers)  # type: ignore[arg-type]
         identity = identity_of(request, self.identity)
-        key = (proxy_url or "", str(meta.get(SESSION_META) or ""), identity.impersonate)
+        maxsize = int(meta.get("download_maxsize", self.maxsize) or 0)
+        key = (proxy_url or "", str(meta.get(SESSION_META) or ""), identity.impersonate, maxsize)
         timeout = float(meta.get("download_timeout", self.timeout) or 0) or None
-        body = _Body(
-            request,
-            int(meta.get("download_maxsize", self.maxsize) or 0),
-            int(meta.get("download_warnsize", self.warnsize) or 0),
-        )
+        body = _Body(request, maxsize, int(meta.get("download_warnsize", self.warnsize) or 0))
         self._busy[key] += 1
         try:
             session = await self._session(key)
@@ -282,6 +294,17 @@ class ImpersonatingHandler(BaseDownloadHandler):
         decoded: bool,
     ) -> Response:
         code = int(getattr(exc, "code", 0) or 0)
+        if code == CurlECode.FILESIZE_EXCEEDED and not body.cut:
+            # curl's MAXFILESIZE: the Content-Length said so (the body unread), or the raw
+            # bytes of a body of unknown length passed the cap before their decoding did.
+            declared = "Maximum file size exceeded" in str(exc)
+            message = (
+                f"{'Expected to receive' if declared else 'Received'} a body larger than "
+                f"download max size ({body.maxsize}) in request {request}"
+                + (" (its Content-Length said so: the body was not read)." if declared else ".")
+            )
+            logger.warning(message)
+            raise DownloadCancelledError(message) from None
         if body.cut:
             message = (
                 f"Received {body.size} bytes which is larger than download max size "

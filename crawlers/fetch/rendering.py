@@ -70,7 +70,7 @@ from crawlers.fetch.contexts import (
     route_to_session,
 )
 from crawlers.fetch.identity import identity_for
-from crawlers.fetch.impersonate import ImpersonatingHandler
+from crawlers.fetch.impersonate import ImpersonatingHandler, ResponseHeadersRefused
 from crawlers.fetch.redact import redact
 from crawlers.fetch.retry import CHALLENGE_META
 
@@ -183,7 +183,12 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
     async def download_request(self, request: Request) -> Response:
         if not request.meta.get("playwright"):
             if self.plain is not None:
-                return await self.plain.download_request(request)
+                try:
+                    return await self.plain.download_request(request)
+                except ResponseHeadersRefused:
+                    # Headers a browser reads but curl does not: Scrapy's HTTP/1.1 client
+                    # reads them (crawlers.fetch.header_limit).
+                    self.crawler.stats.inc_value("impersonate/headers_fallback")
             return await super().download_request(request)
         primary = self._primary.get(self.crawler, self)
         if primary is not self:

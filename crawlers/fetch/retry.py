@@ -11,7 +11,13 @@ same ``retry/*`` stats, same ``get_retry_request``). Differences:
   attempt up to ``RETRY_BACKOFF_MAX``, at least a 429's ``Retry-After``), asleep on the
   event loop: other requests go on meanwhile;
 - the retry leaves through another proxy: the proxy that failed is excluded for this
-  request (``proxy_exclude`` meta, read by ``crawlers.fetch.proxies.RotatingProxies``).
+  request (``proxy_exclude`` meta, read by ``crawlers.fetch.proxies.RotatingProxies``);
+- a failure no retry changes is not retried: a header block over the client's limit
+  (``crawlers.fetch.header_limit``), and a TLS failure that repeats word for word (the
+  first may be a proxy's or the network's); a declared or received size over
+  ``DOWNLOAD_MAXSIZE`` is never retried (Scrapy's ``DownloadCancelledError``);
+- giving up names the cause's text (the exception and its message, redacted), not only
+  its class.
 
 With ``REDIS_URL`` every classified response is recorded in the job's ledger
 (``core.ledger``: one record per request fingerprint and attempt, its verdict kind and
@@ -23,13 +29,14 @@ A request may carry ``not_before`` in its meta (epoch seconds on the shared cloc
 job with backoff, ``SiteSpider.retry_part``), whichever worker set it.
 
 Stats: ``fetch/retry/<kind>``, ``fetch/gave_up/<kind>`` (kind: blocked, captcha,
-throttled, error, network), ``fetch/backoff_ms``, ``fetch/redirect_loop``.
+throttled, error, network, deterministic), ``fetch/backoff_ms``, ``fetch/redirect_loop``.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import re
 from typing import Any
 
 from scrapy import signals
@@ -43,6 +50,7 @@ from scrapy.utils.asyncio import sleep
 from core.blocks import Verdict
 from core.ledger import RENDERED, ROBOTS_SUFFIX
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
+from crawlers.fetch.header_limit import TOO_LARGE
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META
 from crawlers.fetch.redact import proxy_id, redact
 from crawlers.frontier.meta import ITEM_RETRY_META
@@ -73,6 +81,12 @@ SESSION_ATTEMPT_METAS = (
     SESSION_REPORT_META,
 )
 NOT_BEFORE_META = "not_before"
+LAST_FAILURE_META = "last_failure"  # the previous attempt's cause, to tell a repeat
+# Failures no retry changes, by their text: a header block over the HTTP/1.1 client's
+# limit, or over curl's when the HTTP/1.1 client does not take the response over.
+DETERMINISTIC = (TOO_LARGE, "Too many response headers", "grew larger than allowed")
+_TLS = re.compile(r"\b(?:SSL|TLS)\b|certificate|handshake", re.IGNORECASE)
+CAUSE_MAX_CHARS = 300
 PART_RETRY_META = "part_retries"
 # The rounds a request can be in: each restarts Scrapy's retry_times.
 ROUND_METAS = (ITEM_RETRY_META, PART_RETRY_META, "retry_times")
@@ -126,6 +140,28 @@ def forget_rotated_proxy(request: Request, *, keep_session: bool = False) -> Non
     request.headers.pop(b"Proxy-Authorization", None)
 
 
+def cause_text(exception: BaseException) -> str:
+    """What failed, in words, on one line: the exception's class and message, the reason
+    Twisted wrapped (``ResponseFailed([...])``) unwrapped, proxies' credentials redacted."""
+    reasons = getattr(exception.__cause__, "reasons", None)
+    error: BaseException | Any = exception
+    if reasons:
+        error = getattr(reasons[0], "value", reasons[0])
+    message = " ".join(str(error).split())
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return redact(text)[:CAUSE_MAX_CHARS]
+
+
+def not_worth_retrying(cause: str, previous: str | None) -> str | None:
+    """Why a failure with ``cause`` is not retried (None: it is): a failure no retry
+    changes, or a TLS failure the same as the previous attempt's."""
+    if any(marker in cause for marker in DETERMINISTIC):
+        return "the same on every attempt"
+    if cause == previous and _TLS.search(cause):
+        return "the same TLS failure twice"
+    return None
+
+
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
     """Equal-jitter exponential backoff: half of ``min(cap, base * 2**(attempt-1))`` fixed,
     half random, so delays grow with the attempt but retries of a burst spread out."""
@@ -173,7 +209,8 @@ class BlockRetryMiddleware(RetryMiddleware):
         kinds = ("blocked", "challenge", "captcha", "throttled")
         logger.info(
             "fetch summary: %d responses classified, %d blocks (%s), block rate %.2f%%; "
-            "%d errors; gave up on %d block pages, %d errors, %d network failures",
+            "%d errors; gave up on %d block pages, %d errors, %d network failures, "
+            "%d failures no retry changes",
             classified,
             blocks,
             ", ".join(f"{kind} {stats.get_value(f'blocks/{kind}', 0)}" for kind in kinds),
@@ -182,6 +219,7 @@ class BlockRetryMiddleware(RetryMiddleware):
             sum(stats.get_value(f"fetch/gave_up/{kind}", 0) for kind in kinds),
             stats.get_value("fetch/gave_up/error", 0),
             stats.get_value("fetch/gave_up/network", 0),
+            stats.get_value("fetch/gave_up/deterministic", 0),
         )
 
     @property
@@ -230,10 +268,17 @@ class BlockRetryMiddleware(RetryMiddleware):
     async def process_exception(self, request: Request, exception: Exception) -> Request | None:
         if not isinstance(exception, self.exceptions_to_retry) or request.meta.get("dont_retry"):
             return None
+        cause = cause_text(exception)
+        why = not_worth_retrying(cause, request.meta.get(LAST_FAILURE_META))
+        if why is not None:
+            self.stats.inc_value("fetch/gave_up/deterministic")
+            logger.warning("not retrying %s: %s (%s)", request.url, cause, why)
+            return None
         retry = self._retry_request(request, exception, None)
         if retry is None:
             self.stats.inc_value("fetch/gave_up/network")
             return None
+        retry.meta[LAST_FAILURE_META] = cause
         return await self._after_backoff(retry, "network", None)
 
     # -- helpers ----------------------------------------------------------------------
@@ -256,7 +301,10 @@ class BlockRetryMiddleware(RetryMiddleware):
         if max_times is None:
             max_times = request.meta.get("max_retry_times", self.max_retry_times)
         if isinstance(reason, Exception):
-            # Scrapy's stat name is the class; the message may name a proxy: redact it.
+            if int(request.meta.get("retry_times", 0)) >= max_times:
+                self._gave_up(request, cause_text(reason))
+                return None
+            # Scrapy's stat name is the class (the give-up line, ours, names the cause).
             reason = type(reason)
         retry = get_retry_request(
             request,
@@ -273,6 +321,18 @@ class BlockRetryMiddleware(RetryMiddleware):
                 retry.meta[PROXY_EXCLUDE_META] = list(dict.fromkeys(excluded))
             forget_rotated_proxy(retry)
         return retry
+
+    def _gave_up(self, request: Request, cause: str) -> None:
+        """Scrapy's give-up line and stat, with the cause's text (Scrapy's names the class)."""
+        self.stats.inc_value("retry/max_reached")
+        level = request.meta.get("give_up_log_level", self.give_up_log_level)
+        logger.log(
+            logging.getLevelName(level) if isinstance(level, str) else level,
+            "Gave up retrying %s (failed %d times): %s",
+            request,
+            int(request.meta.get("retry_times", 0)) + 1,
+            cause,
+        )
 
     async def _after_backoff(self, retry: Request, kind: str, response: Response | None) -> Request:
         attempt = int(retry.meta.get("retry_times", 1))

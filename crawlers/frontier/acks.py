@@ -85,9 +85,12 @@ class LeaseAcks:
         ack: Callable[[str], None],
         call_later: Callable[[float, Callable[[str], None], str], Any],
         on_failed: Callable[[Request], None] | None = None,
+        on_failure: Callable[[Failure], None] | None = None,
     ) -> None:
         self._ack = ack
         self._on_failed = on_failed
+        # Told of every failure before its errback runs (``crawlers.frontier.fates``).
+        self._on_failure = on_failure
         self._call_later = call_later
         self._work: dict[str, _Work] = {}
         self._settling: set[str] = set()
@@ -121,6 +124,8 @@ class LeaseAcks:
     # -- download failures (LeaseErrback) -----------------------------------------------
     def failure_output(self, failure: Failure, errback: Callable[[Failure], Any] | None) -> Any:
         """Call ``errback`` (or re-raise, as Scrapy does without one), tracking its output."""
+        if self._on_failure is not None:
+            self._on_failure(failure)
         lease_id = lease_of(failure)
         work = self._work.get(lease_id) if lease_id is not None else None
         if lease_id is None or (work is not None and work.response):

@@ -1,23 +1,15 @@
-"""The Scrapy side of the leased Redis frontier (``core.frontier``).
+"""The Scrapy side of the leased Redis frontier (``core.frontier``), docs/frontier.md.
 
 Installed when ``REDIS_URL`` is set: ``SCHEDULER = LeasingScheduler`` (a
 ``scrapy.core.scheduler.BaseScheduler``), ``SCHEDULER_QUEUE_CLASS = LeasedQueue``,
-``DUPEFILTER_CLASS = JobDupeFilter`` and the spider middleware ``LeaseAckMiddleware``
-(the outermost), next to the ``crawlers.frontier.worker.FrontierWorker`` extension. From
-scrapy-redis it uses the Redis connection factory (``REDIS_URL``, ``REDIS_PARAMS``; with
-``REDIS_CLUSTER`` redis-py's cluster client instead, ``crawlers.frontier.connect``) and
-the pickle serializer of its queues; the rest is owned here.
-
-A request popped from Redis carries its lease id in ``meta``. The lease is acked when
-the scraper is done with the request's response or failure, callbacks and item
-pipelines included (``crawlers.frontier.acks``, driven by public signals and middlewares), or
-replaced atomically when a retry/redirect of it is queued. Acks are sent in batches
-(every ``FRONTIER_ACK_BATCH`` acks or poll tick), always after the requests their
-responses found; new requests found in one reactor turn are checked against the job's
-seen-set and queued together, in one round trip. Redis being briefly unreachable loses
-nothing: pushes and acks that fail are kept locally and re-sent, and the worker does not
-close while it still holds them. A worker started while Redis is down waits for it in
-the scheduler's ``open`` (``crawlers.frontier.connect``), before anything else touches Redis.
+``DUPEFILTER_CLASS = JobDupeFilter``, the spider middleware ``LeaseAckMiddleware`` (the
+outermost) and the ``crawlers.frontier.worker.FrontierWorker`` extension; from scrapy-redis
+the Redis connection factory and the pickle serializer. A popped request carries its lease
+id in ``meta``; the lease is acked when the scraper is done with its response or failure,
+items included (``crawlers.frontier.acks``), replaced atomically when a retry/redirect of
+it is queued, or ended by ``crawlers.frontier.fates`` whatever else dropped it. Pushes and
+acks go in batches; while Redis is unreachable they are kept locally and re-sent. A worker
+started while Redis is down waits in ``open`` (``crawlers.frontier.connect``).
 """
 
 from __future__ import annotations
@@ -51,6 +43,7 @@ from crawlers.frontier.connect import (
     redis_address,
     wait_for_redis,
 )
+from crawlers.frontier.fates import DropRecords, RequestFates
 from crawlers.frontier.meta import HANDOFF_META, ITEM_RETRY_META, FrontierConfigError, new_worker_id
 from crawlers.frontier.queue import PUSH_BATCH, SEEN_LOCAL_MAX, JobDupeFilter, LeasedQueue
 from crawlers.runtime.jobs import JOB_META, new_job_id
@@ -114,7 +107,15 @@ class LeasingScheduler(BaseScheduler):
                 f"got {spider_mws}"
             )
         self.df: JobDupeFilter = build_from_crawler(dupefilter_cls, crawler)
-        self.acks = LeaseAcks(self.ack_lease, call_later, on_failed=self.recrawl_failed)
+        # Every lease ends, whatever drops its request (crawlers.frontier.fates); a drop
+        # goes to the job's ledger before its ack.
+        self.drops = DropRecords(crawler)
+        self.fates = RequestFates(
+            crawler, wrap=lambda request: wrap_errback(request, self.acks), record=self.drops.add
+        )
+        self.acks = LeaseAcks(
+            self.ack_lease, call_later, on_failed=self.recrawl_failed, on_failure=self.fates.failed
+        )
         self.item_retry_times = settings.getint("FRONTIER_ITEM_RETRY_TIMES")
         self.in_flight: set[str] = set()
         self.last_activity = time.time()
@@ -208,6 +209,7 @@ class LeasingScheduler(BaseScheduler):
         if request.meta.pop(HANDOFF_META, False):
             self._handoff.append(request)
             return True
+        self.fates.enqueued(request)
         request.meta.setdefault(JOB_META, self.job_id)
         seen_key = fingerprint = None
         if not request.dont_filter:
@@ -290,13 +292,14 @@ class LeasingScheduler(BaseScheduler):
             return None
         self.in_flight.add(request.meta[LEASE_META])
         # Download failures reach the errback without passing any spider middleware.
-        wrap_errback(request, self.acks)
+        self.fates.handed_out(request)
         self.last_activity = time.time()
         self.stats.inc_value("scheduler/dequeued/redis")
         return request
 
     def has_pending_requests(self) -> bool:
-        if self._handoff or self._pending or self._unsent or self._acks or self.queue.buffer:
+        held = self._handoff or self._pending or self._unsent or self._acks or self.drops
+        if held or self.queue.buffer:
             return True
         try:
             return len(self.queue) > 0
@@ -391,6 +394,7 @@ class LeasingScheduler(BaseScheduler):
         try:
             # Pushes first: a lease is acked only after the requests its response found.
             self.flush_pushes()
+            self.drops.flush(self.frontier)  # recorded before their leases' acks
             if self._acks:
                 acks = list(self._acks)
                 self.frontier.ack(*acks)

@@ -3,7 +3,8 @@ is durable (priority 400, after the store: an item reaching it is stored or spil
 
 ``RecrawlRecordPipeline`` takes the item's ``RecrawlContext`` (``crawlers.recrawl.context``) off
 the item and records, per item page URL, the validators of its 200 answer with the
-item's key and type (``crawlers.fetch.conditional.PageValidators``): the next crawl sends
+item's key and type and its job's layout (``crawlers.fetch.conditional.PageValidators``,
+``core.layouts``: a record of another layout is void): the next crawl sends
 them as If-None-Match / If-Modified-Since. Only a COMPLETE item earns a record: an item
 with ``incomplete`` parts deletes its URL's record, so the page is fetched and parsed in
 full next time (a 304 would otherwise count a partial item unchanged forever). A page
@@ -32,9 +33,10 @@ from scrapy.crawler import Crawler
 
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
+from core.layouts import NO_BASELINE, baseline_id
 from crawlers.fetch.conditional import PageValidators, ValidatorStore, validator_store
 from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of
-from crawlers.runtime.jobs import site_of
+from crawlers.runtime.jobs import job_of, site_of
 from crawlers.runtime.ledger import RetryPolicy
 from crawlers.runtime.logs import not_configured
 
@@ -53,15 +55,20 @@ class PendingRecord:
     key: str
     item_type: str
     complete: bool
+    job_id: str
     future: asyncio.Future[None]
 
     @property
-    def validators(self) -> PageValidators | None:
-        """The page's record, None: delete it (incomplete item, or no validators)."""
-        c = self.context
-        if not self.complete or not (c.etag or c.last_modified):
+    def keeps_record(self) -> bool:
+        """A complete item whose page gave validators (else its record is deleted)."""
+        return self.complete and bool(self.context.etag or self.context.last_modified)
+
+    def validators(self, layout: str) -> PageValidators | None:
+        """The page's record under ``layout`` (the job's), None: delete it."""
+        if not self.keeps_record:
             return None
-        return PageValidators(c.etag, c.last_modified, self.key, self.item_type)
+        c = self.context
+        return PageValidators(c.etag, c.last_modified, self.key, self.item_type, layout)
 
 
 class RecrawlRecordPipeline:
@@ -71,6 +78,7 @@ class RecrawlRecordPipeline:
         self.crawler = crawler
         self.retry = retry
         self.store: ValidatorStore | None = None
+        self.layout = NO_BASELINE
         self._queue: list[PendingRecord] = []
         self._sender: asyncio.Task[None] | None = None
 
@@ -81,7 +89,9 @@ class RecrawlRecordPipeline:
         return cls(crawler, RetryPolicy.from_settings(crawler.settings))
 
     async def open_spider(self) -> None:
-        self.store = validator_store(self.crawler, site_of(self.crawler))
+        site = site_of(self.crawler)
+        self.store = validator_store(self.crawler, site)
+        self.layout = baseline_id(site)  # for a job the producer recorded no layout for
 
     async def close_spider(self) -> None:
         if self._sender is not None and not self._sender.done():
@@ -103,6 +113,7 @@ class RecrawlRecordPipeline:
             schema.key(site_of(self.crawler), fields),
             schema.item_type,
             not fields.get("incomplete"),
+            job_of(fields, self.crawler) or "unassigned",
             asyncio.get_running_loop().create_future(),
         )
         self._queue.append(pending)
@@ -118,7 +129,7 @@ class RecrawlRecordPipeline:
             for pending in batch:
                 if pending.future.done():
                     continue
-                if error is not None and pending.validators is None:
+                if error is not None and not pending.keeps_record:
                     pending.future.set_exception(
                         RecordUnavailable(
                             f"{pending.key}: the page record of {pending.context.url} could "
@@ -151,7 +162,16 @@ class RecrawlRecordPipeline:
         """Every record of ``batch`` in one Redis pipeline: the page validators (set, or
         deleted for an incomplete item). Idempotent: a re-delivered item writes the same."""
         assert self.store is not None, "open_spider() creates the store"
-        validators = {p.context.url: p.validators for p in batch if p.context.url is not None}
+        # Each record under its job's layout (core.layouts): read once per job.
+        layouts = {
+            job_id: await self.store.job_layout(job_id, self.layout)
+            for job_id in {p.job_id for p in batch}
+        }
+        validators = {
+            p.context.url: p.validators(layouts[p.job_id])
+            for p in batch
+            if p.context.url is not None
+        }
         await self.store.write(validators)
         kept = sum(1 for record in validators.values() if record is not None)
         self._count("recrawl/record/validators", kept)

@@ -26,7 +26,19 @@ writes with the same kind of line, once. ``scrapy crawl`` checks the credentials
 the crawl starts (``crawlers.commands.crawl``), so a wrong password fetches nothing.
 
 An item Elasticsearch rejects for good (mapping error) is dropped here with the error
-(DropItem, logged and counted) and kept in the dead-letter list for replay.
+(DropItem, logged and counted) and kept in the dead-letter list for replay; the first of
+each cause is logged with it (WARNING), the others at DEBUG (the writer's ERROR line names
+the cause and the fix once).
+
+Items stored are counted ``items/stored`` (accepted by Elasticsearch, a touch included;
+spilled items once the spill is empty at close): the crawl's own figure, which its close
+reason is judged on (``crawlers.runtime.outcome``); a job's exact one is its ledger's.
+
+A store that can neither write nor spill gives its items up after
+``STORE_CLOSE_TIMEOUT`` (``core.store.failures``: one ERROR line, ``store/unsaved``) and
+closes the crawl with the reason ``store_failed``. The spill directory of a crawl
+without Redis is checked at start: one that cannot be created or written stops it with
+one line naming it and the fix (``check_spill_dir``, exit status 2).
 
 Local mode (no leasing frontier): at spider close this pipeline also writes the job's
 document into the ``jobs`` index from the crawl's Scrapy stats. With the frontier, the
@@ -42,6 +54,7 @@ import asyncio
 import datetime as dt
 import logging
 import shlex
+import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -52,11 +65,14 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.settings import BaseSettings
+from scrapy.utils.defer import deferred_from_coro
 
+from core.config import ConfigurationError
 from core.es_access import AUTH_REFUSED
 from core.items_schema import UnknownItemType
 from core.jobs_index import write_job_document_async
 from core.ledger import JobLedger
+from core.outcome import STORE_FAILED, STORE_FAILURE, STORED, exit_code, judge
 from core.store import (
     DeadLettered,
     FileSpill,
@@ -77,6 +93,7 @@ from crawlers.recrawl.context import ItemSeen
 from crawlers.runtime.item_context import DedupNote, find_context
 from crawlers.runtime.jobs import job_of, site_of
 from crawlers.runtime.logs import not_configured
+from crawlers.runtime.outcome import OUTCOME_STAT
 from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
@@ -93,6 +110,26 @@ def spill_dir(settings: BaseSettings) -> Path:
     return Path(run_dir) / "spill"
 
 
+def check_spill_dir(settings: BaseSettings) -> None:
+    """ConfigurationError (one line, exit 2) when a crawl that would spill to files
+    (Elasticsearch without Redis) cannot create or write its spill directory: found at
+    start, not by the first item that needs the spill."""
+    if settings.get("REDIS_URL") or not settings.get("ELASTICSEARCH_URL"):
+        return
+    directory = spill_dir(settings)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        name = "STORE_SPILL_DIR" if settings.get("STORE_SPILL_DIR") else "PLATFORM_RUN_DIR"
+        raise ConfigurationError(
+            f"the store's spill directory {directory} ({name}) cannot be written "
+            f"({exc.strerror or type(exc).__name__}): items Elasticsearch does not take "
+            "wait there; make it writable or set STORE_SPILL_DIR to a writable directory"
+        ) from None
+
+
 def verdict_of(item: Any) -> DedupNote | None:
     """Dedup's verdict, from the item's context."""
     context = find_context(item)
@@ -104,9 +141,12 @@ class StorePipeline:
         self.crawler = crawler
         s = crawler.settings
         self.services = CrawlServices.of(crawler)
+        if not self.services.redis_url:
+            check_spill_dir(s)
         self.spill_dir = None if self.services.redis_url else spill_dir(s)
         self.settings = StoreSettings.from_settings(s)
         self.store: ItemStore | None = None
+        self._spilled_items = 0  # items (not extra actions) whose put() spilled them
         job_doc = s.get("STORE_JOB_DOCUMENT_AT_CLOSE")
         self.job_document_at_close = (
             not frontier_enabled(s) if job_doc is None else s.getbool("STORE_JOB_DOCUMENT_AT_CLOSE")
@@ -145,7 +185,10 @@ class StorePipeline:
             on_count=self._count,
             on_stored=on_stored,
             on_auth=self._auth_refused,
+            on_failed=self._store_failed,
         )
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value(STORED, 0)  # a store is on: items stored, counted
         await self.store.start()
         logger.info(
             "storing into Elasticsearch (bulk %d, window %.1fs, spill: %s)",
@@ -161,12 +204,28 @@ class StorePipeline:
         action = self._action_for(item)
         await self._put_extra(item)
         try:
-            await self.store.put(action)
+            outcome = await self.store.put(action)
         except DeadLettered as exc:
-            raise DropItem(
-                f"Elasticsearch rejected {action.key} (kept in dead letters): {exc}"
-            ) from None
+            raise self._rejected(f"Elasticsearch rejected {action.key}", exc) from None
+        self._counted(outcome)
         return item
+
+    def _rejected(self, what: str, exc: DeadLettered) -> DropItem:
+        """The drop of an item Elasticsearch rejected for good: said at WARNING for the
+        first of its cause (kept for the crawl's outcome line), the others at DEBUG."""
+        stats = self.crawler.stats
+        if not exc.repeated and stats is not None and not stats.get_value(STORE_FAILURE):
+            stats.set_value(STORE_FAILURE, str(exc))
+        return DropItem(
+            f"{what} (kept in dead letters): {exc}", log_level="DEBUG" if exc.repeated else None
+        )
+
+    def _counted(self, outcome: Outcome) -> None:
+        """``items/stored`` (the crawl's own count); spilled items wait for the close."""
+        if outcome == Outcome.SPILLED:
+            self._spilled_items += 1
+        elif outcome != Outcome.MISSING:
+            self._count(STORED, 1)
 
     async def _touch(self, item: ItemSeen) -> ItemSeen:
         """The touch of a seen item's document; gone: its page is fetched in full."""
@@ -185,7 +244,8 @@ class StorePipeline:
         try:
             outcome = await self.store.put(action)
         except DeadLettered as exc:
-            raise DropItem(f"Elasticsearch rejected the touch of {action.key}: {exc}") from None
+            raise self._rejected(f"Elasticsearch rejected the touch of {action.key}", exc) from None
+        self._counted(outcome)
         if outcome == Outcome.MISSING:
             # Not counted from the ItemSeen: its item is counted when fetched in full.
             if note.unsee is not None:
@@ -245,6 +305,10 @@ class StorePipeline:
             stats = self.crawler.stats
             if report.spill_remaining is not None and stats is not None:
                 stats.set_value("store/spill_remaining_at_close", report.spill_remaining)
+            if report.spill_remaining == 0:
+                # The spill is empty: what this crawl spilled was stored since.
+                self._count(STORED, self._spilled_items)
+                self._spilled_items = 0
 
     async def spider_closed(self, spider: Spider, reason: str) -> None:
         if not self.job_document_at_close or self.crawler.stats is None:
@@ -256,8 +320,14 @@ class StorePipeline:
             if isinstance(value, int) and not isinstance(value, bool)
         }
         started = stats.get("start_time")
-        # The same words as the orchestration flow's report step.
-        status = "completed" if reason == "finished" else "failed"
+        # The crawl's verdict (crawlers.runtime.outcome: finish_reason, outcome), else
+        # judged here (the outcome extension is off).
+        outcome = judge(stats, reason=reason)
+        reason = str(stats.get("finish_reason") or outcome.reason)
+        line = str(stats.get(OUTCOME_STAT) or outcome.line)
+        # The same words as the orchestration flow's report step; a budget reached with
+        # items stored completed (its reason says which budget).
+        status = "completed" if exit_code(reason) == 0 else "failed"
         try:
             # The crawl's one client: the services close it when the engine stops, after
             # this signal.
@@ -271,6 +341,8 @@ class StorePipeline:
                 counters,
                 spill_remaining=stats.get("store/spill_remaining_at_close"),
                 extra={"close_reason": reason, "mode": "local"},
+                close_reason=reason,
+                outcome=line,
             )
         except (TransportError, ApiError, OSError) as exc:
             # The crawl's items are safe either way; the history entry is best effort.
@@ -289,6 +361,17 @@ class StorePipeline:
             else "its writes go to the dead letters"
         )
         report_auth_refused(self.crawler, status, self.services.es_kwargs, consequence)
+
+    def _store_failed(self, line: str) -> None:
+        """The writer gave items up (neither written nor spilled in time): the crawl
+        closes (``store_failed``), the line kept for its outcome."""
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value(STORE_FAILURE, line)
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason=STORE_FAILED)).addErrback(
+                lambda failure: logger.error("closing the crawl failed: %s", failure.value)
+            )
 
     def _count(self, name: str, n: int) -> None:
         if self.crawler.stats is not None:

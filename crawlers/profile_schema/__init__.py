@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from crawlers.profile_schema.messages import describe, shown
 from crawlers.profile_schema.pages import FieldRule, FollowRule, ItemField, MarketTable, PageTable
@@ -23,6 +24,8 @@ from crawlers.profile_schema.values import (
     FetchIdentity,
     GateSelector,
     PageTypeName,
+    Regex,
+    Scalar,
     SpiderMethod,
     Table,
     Text,
@@ -36,6 +39,7 @@ from crawlers.profile_schema.values import (
 __all__ = [
     "SITE_NAME",
     "Budget",
+    "Evidence",
     "Fetch",
     "FieldRule",
     "FingerprintTable",
@@ -46,6 +50,7 @@ __all__ = [
     "PageTypeTable",
     "Politeness",
     "Recrawl",
+    "Shown",
     "Table",
     "Timeouts",
     "describe",
@@ -73,7 +78,7 @@ class Fetch(Table):
     accept_language: Text | None = None  # the site's market, e.g. "es-ES,es;q=0.9"
     sessions: bool | None = None  # visitors with their own cookies, proxy and budget
     session_pool: Annotated[int, Field(ge=1)] | None = None  # sessions at once
-    session_rate: Annotated[float, Field(gt=0)] | None = None  # requests/s per session
+    session_rate: Annotated[float, Field(ge=0)] | None = None  # requests/s per session; 0: none
     session_max_uses: Annotated[int, Field(ge=0)] | None = None  # 0: no limit
     session_max_age: Annotated[float, Field(ge=0)] | None = None  # seconds; 0: no limit
     challenges: bool | None = None  # pass JavaScript challenges in Chromium
@@ -147,16 +152,101 @@ class Recrawl(Table):
     removed_after_jobs: Annotated[int, Field(ge=1)] = 3
 
 
+def _one_of(table: Table, keys: tuple[str, ...]) -> None:
+    found = [key for key in keys if getattr(table, key) not in (None, ())]
+    if len(found) != 1:
+        raise PydanticCustomError(
+            "expected",
+            "expected {expected}",
+            {"expected": "exactly one of " + ", ".join(keys), "detail": f"found {found}"},
+        )
+
+
+def _as_tuple(value: Any) -> Any:
+    """One value or a list of them (TOML): always a tuple."""
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    return (value,)
+
+
+class Shown(Table):
+    """Where a page shows a field, one instance per match (fingerprints.evidence):
+    ``select`` (CSS, or XPath when it starts like a path; matches with non-blank text)
+    or ``re`` (a regular expression on the page's source, e.g. a key of its JSON state)."""
+
+    select: GateSelector | None = None
+    re: Regex | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Shown:
+        _one_of(self, ("select", "re"))
+        return self
+
+
+class Evidence(Table):
+    """Evidence that a page, or one record of it, lacks a field (fingerprints.evidence).
+    Exactly one of: ``page`` (a selector: where it matches, no record of the page has the
+    field: an undated search shows no prices), ``re`` (a regular expression on the page's
+    source, the same), ``each`` (a selector: each match is one record that lacks it: a
+    card reading "price on request"), ``field`` with ``equals`` (a record whose ``field``
+    holds one of these values lacks it: ``review_count`` 0 for the review score)."""
+
+    page: GateSelector | None = None
+    re: Regex | None = None
+    each: GateSelector | None = None
+    field: Text | None = None
+    equals: Annotated[tuple[Scalar, ...], BeforeValidator(_as_tuple)] = ()
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Evidence:
+        _one_of(self, ("page", "re", "each", "field"))
+        if (self.field is None) != (not self.equals):
+            raise PydanticCustomError(
+                "expected", "expected {expected}", {"expected": "field and equals together"}
+            )
+        return self
+
+
+def _shown_rules(value: Any) -> Any:
+    # A selector string, one {select|re} table, or a list of either: always a tuple of tables.
+    items = value if isinstance(value, list | tuple) else [value]
+    return tuple({"select": item} if isinstance(item, str) else item for item in items)
+
+
+def _evidence_rules(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else (value,)
+
+
+ShownRules = Annotated[tuple[Shown, ...], BeforeValidator(_shown_rules), Field(min_length=1)]
+EvidenceRules = Annotated[
+    tuple[Evidence, ...], BeforeValidator(_evidence_rules), Field(min_length=1)
+]
+
+
 class PageTypeTable(Table):
     sample_paths: list[UrlPath] = []
     # Compiled when the profile loads (CSS, or XPath when it starts like a path).
     selectors: dict[str, GateSelector] = {}
     threshold: Threshold | None = None
-    # The spider method that parses this page type: the gate runs it on a drifted sample.
+    # The spider method that parses this page type: the gate runs it on every sample.
     callback: SpiderMethod | None = None
-    # Field -> a selector matching where a page shows the field: a field empty on a page
-    # that does not show it is absent there, not lost (fingerprints.evidence).
-    shows: dict[str, GateSelector] = {}
+    # Field -> where a page shows the field (counted: one instance per match, the largest
+    # count of the alternatives): a field is expected of at most that many records of the
+    # page, so a page that shows none lacks it (fingerprints.evidence).
+    shows: dict[str, ShownRules] = {}
+    # Field -> evidence that the page, or one record of it, lacks the field.
+    absent: dict[str, EvidenceRules] = {}
+    # Evidence that a page has no record at all (a business nobody reviewed yet): its
+    # callback yielding nothing is no loss there. ``page`` or ``re`` rules.
+    empty: Annotated[tuple[Evidence, ...], BeforeValidator(_evidence_rules)] = ()
+
+    @model_validator(mode="after")
+    def _empty_is_page_wide(self) -> PageTypeTable:
+        if any(rule.page is None and rule.re is None for rule in self.empty):
+            raise PydanticCustomError(
+                "expected", "expected {expected}", {"expected": "empty rules of page or re"}
+            )
+        return self
 
 
 class FingerprintTable(Table):
@@ -166,4 +256,13 @@ class FingerprintTable(Table):
 
     threshold: Threshold | None = None
     strict: bool = False  # any structure drift fails the gate, even with complete extraction
+    # A field falls when the sample fills less than this share of its baseline rate: a
+    # required one stops the run (extraction_broken), another warns (None: the gate's).
+    floor: Threshold | None = None
+    # The fields the site is scraped for: their fall stops the run (none: the item type's
+    # required fields).
+    required: Annotated[tuple[Text, ...], BeforeValidator(list_as_tuple)] = ()
+    # Item fields the site's spider never fills (the site has no such thing, or it is not
+    # read): the coverage baseline holds no rate for them, every other field must have one.
+    not_read: Annotated[tuple[Text, ...], BeforeValidator(list_as_tuple)] = ()
     page_types: dict[PageTypeName, PageTypeTable] = {}

@@ -78,6 +78,14 @@ SiteName = Annotated[
         lambda name: bool(SITE_NAME.fullmatch(name)),
     ),
 ]
+# The name of an environment variable holding a secret of the site (its worker's only).
+EnvName = Annotated[
+    str,
+    _expected(
+        "an environment variable name of A-Z, 0-9 and _ (e.g. ACME_SESSION_COOKIES)",
+        lambda name: bool(re.fullmatch(r"[A-Z][A-Z0-9_]*", name)),
+    ),
+]
 HttpUrl = Annotated[str, _expected("an http(s) URL like https://www.example.com", _is_http_url)]
 UrlPath = Annotated[str, _expected("a path starting with /", lambda value: value.startswith("/"))]
 UrlPaths = Annotated[tuple[UrlPath, ...], BeforeValidator(list_as_tuple)]

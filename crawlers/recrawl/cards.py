@@ -15,8 +15,13 @@ request, as before). A Redis error fetches the page's cards (a full crawl, never
 skip) and is counted.
 
 Stats: ``recrawl/cards/skipped``, ``recrawl/cards/fetched/<reason>`` (``new``,
-``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``, ``unread``: a card showing
-none of the fields), ``recrawl/cards/errors``.
+``unparsed``: the job stopped skipping the page type, ``layout``: recorded under another
+accepted baseline, ``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``,
+``unread``: a card showing none of the fields), ``recrawl/cards/errors``.
+
+A skip is kept for the job (``core.cards.CardState.skip``: the card's page, fetched after
+all should the job stop skipping, ``crawlers.recrawl.unparsed``); a record is made under
+the job's layout (``core.layouts``).
 
 Recording (``CardsPipeline``, an item pipeline at 390: after the store at 300, which
 returns only when the item is accepted by Elasticsearch or spilled): an item whose
@@ -46,11 +51,13 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from core.cards import CardPolicy, CardState, Decision, card_hash
+from core.cards import UNPARSED, CardPolicy, CardState, Decision, card_hash
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
+from core.layouts import NO_BASELINE, baseline_id
 from crawlers.profile_schema import Recrawl
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
+from crawlers.recrawl.unparsed import callback_name, skipped_page
 from crawlers.runtime.jobs import JOB_META, job_of, site_of
 from crawlers.runtime.logs import not_configured
 from crawlers.runtime.services import CrawlServices
@@ -93,6 +100,7 @@ class CardGate:
         self.crawler = crawler
         self.redis_url: str | None = crawler.settings.get("REDIS_URL")
         self.state: CardState | None = None
+        self.layout = NO_BASELINE  # this worker's baseline id (core.layouts), at opening
         self._last_warning = 0.0
 
     @classmethod
@@ -111,7 +119,9 @@ class CardGate:
             logger.info("listing cards: RECRAWL_CARD_SKIP is off, fetching every card's page")
             return
         server = CrawlServices.of(self.crawler).redis
-        self.state = CardState(server, str(self.crawler.spider.name))  # type: ignore[union-attr]
+        site = str(self.crawler.spider.name)  # type: ignore[union-attr]
+        self.state = CardState(server, site)
+        self.layout = baseline_id(site)
         logger.info("listing cards: skipping unchanged cards of %s", ", ".join(recrawl.card_fields))
 
     def spider_closed(self) -> None:
@@ -136,9 +146,25 @@ class CardGate:
             self._count("recrawl/cards/fetched/unread", len(unread))
             cards = [card for card in cards if card not in unread]
         outputs: list[Request | ItemSeen] = [card.request for card in unread]
-        if not cards:
-            return outputs
         job_id = str(response.meta.get(JOB_META) or default_job or "unassigned")
+        # One decision call per detail callback (the page type a skip stands for).
+        by_callback: dict[str, list[Card]] = {}
+        for card in cards:
+            by_callback.setdefault(callback_name(card.request) or "parse", []).append(card)
+        for callback, group in by_callback.items():
+            outputs += await self._decided(group, callback, item_type, recrawl, site, job_id)
+        return outputs
+
+    async def _decided(
+        self,
+        cards: list[Card],
+        callback: str,
+        item_type: type,
+        recrawl: Recrawl,
+        site: str,
+        job_id: str,
+    ) -> list[Request | ItemSeen]:
+        assert self.state is not None
         entries = [
             (
                 card_key(site, item_type, card),
@@ -148,14 +174,26 @@ class CardGate:
         ]
         policy = CardPolicy(recrawl.max_age_days, recrawl.refresh_runs)
         try:
-            decisions = await self.state.decide(job_id, entries, policy)
+            decisions = await self.state.decide(
+                job_id, entries, policy, callback=callback, layout=self.layout
+            )
+            skips = [
+                (decision.key, skipped_page(card.request, decision.card_hash))
+                for card, decision in zip(cards, decisions, strict=True)
+                if not decision.fetch
+            ]
+            # Kept for the job, unless it stopped skipping this page type meanwhile.
+            if skips and not await self.state.skip(job_id, callback, skips):
+                decisions = [
+                    d if d.fetch else Decision(d.key, d.card_hash, UNPARSED) for d in decisions
+                ]
         except _CLIENT_ERRORS as exc:
             self._count("recrawl/cards/errors")
             self._count("recrawl/cards/fetched/error", len(cards))
             self._warn(exc)
-            return outputs + [card.request for card in cards]
+            return [card.request for card in cards]
         type_name = schema_for(item_type).item_type
-        return outputs + [
+        return [
             self._output(card, decision, type_name, job_id)
             for card, decision in zip(cards, decisions, strict=True)
         ]
@@ -202,6 +240,7 @@ class CardsPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.state: CardState | None = None
+        self.layout = NO_BASELINE
         self._last_warning = 0.0
         self._queue: list[tuple[str, str, str, asyncio.Future[int]]] = []
         self._sender: asyncio.Task[None] | None = None
@@ -214,7 +253,9 @@ class CardsPipeline:
         return cls(crawler)
 
     async def open_spider(self) -> None:
-        self.state = CardState(CrawlServices.of(self.crawler).redis, site_of(self.crawler))
+        site = site_of(self.crawler)
+        self.state = CardState(CrawlServices.of(self.crawler).redis, site)
+        self.layout = baseline_id(site)  # for a job the producer recorded no layout for
 
     async def close_spider(self) -> None:
         # The records still queued go out before the crawl's Redis client is closed.
@@ -276,7 +317,9 @@ class CardsPipeline:
                 by_job.setdefault(job_id, []).append((key, digest, future))
             for job_id, entries in by_job.items():
                 try:
-                    written = await self.state.record(job_id, [(k, h) for k, h, _ in entries])
+                    written = await self.state.record(
+                        job_id, [(k, h) for k, h, _ in entries], layout=self.layout
+                    )
                 except Exception as exc:  # handed to each waiting item, which decides
                     for _, _, future in entries:
                         if not future.done():

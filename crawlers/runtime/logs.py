@@ -1,4 +1,5 @@
-"""Logging of crawl processes: the Elasticsearch client's per-attempt lines are kept out.
+"""Logging of crawl processes: the Elasticsearch client's per-attempt lines are kept out,
+and an item the store gave up is not a traceback each.
 
 The store (``core.store.writer``) is the one retry layer of its hop and logs one line per
 state change: Elasticsearch unreachable, items spilled, reachable again. The client under
@@ -8,14 +9,27 @@ them while saying nothing the store's lines do not. As Scrapy does for its own n
 dependencies (``filelock``, ``hpack``: ERROR in its logging configuration), those loggers
 are set once per crawl process to ``QUIET_LEVELS``. With ``LOG_LEVEL = "DEBUG"`` they are
 left alone: an operator debugging the client sees everything it says.
+
+``PlatformLogFormatter`` (Scrapy's ``LOG_FORMATTER``): Scrapy logs every item that fails
+in the pipelines at ERROR with its traceback. An item the store gave up
+(``core.store.StoreUnavailable``: neither written nor spilled in time) is one cause for
+all of them, said once by the store's ERROR line and counted (``store/unsaved``): those
+go to DEBUG. Every other item error keeps Scrapy's ERROR.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+from scrapy import Spider
 from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.logformatter import LogFormatter, LogFormatterResult
 from scrapy.settings import BaseSettings
+from twisted.python.failure import Failure
+
+from core.store.actions import StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -46,3 +60,19 @@ def not_configured(component: str, reason: str) -> NotConfigured:
     NotConfigured with the message."""
     logger.debug("%s off: %s", component, reason)
     return NotConfigured()
+
+
+class PlatformLogFormatter(LogFormatter):
+    """Scrapy's log formatter, with items the store gave up at DEBUG (module docstring)."""
+
+    def item_error(
+        self,
+        item: Any,
+        exception: BaseException,
+        response: Response | Failure | None,
+        spider: Spider,
+    ) -> LogFormatterResult:
+        entry = super().item_error(item, exception, response, spider)
+        if isinstance(exception, StoreUnavailable):
+            return {**entry, "level": logging.DEBUG}
+        return entry

@@ -27,6 +27,7 @@ from lxml import etree
 from price_parser import Price
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
+from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from crawlers import defaults
@@ -103,10 +104,13 @@ class ProductionSpider(SiteSpider):
 
 
 def failure_reason(failure: Failure, maxsize: int = 0) -> str:
-    """A failed request's reason for its one log line: the error's message, or, for a
-    download cancelled without one (a streamed body past ``DOWNLOAD_MAXSIZE``, which
-    Scrapy's HTTP/1.1 handler cancels with an empty error), what cancelled it."""
+    """A failed request's reason for its one log line: the error's message (an HTTP error's
+    status first: lines of one status are summed up as one, crawlers.limits.log_repeats),
+    or, for a download cancelled without one (a streamed body past ``DOWNLOAD_MAXSIZE``,
+    which Scrapy's HTTP/1.1 handler cancels with an empty error), what cancelled it."""
     message = failure.getErrorMessage()
+    if failure.check(HttpError):
+        return f"HTTP {failure.value.response.status}: {message}"
     if message:
         return message
     name = failure.type.__name__ if failure.type else "error"
@@ -200,6 +204,8 @@ def structured_nodes(
                 if found is None:
                     skipped.append(f"{syntax}: {type(exc).__name__}: {exc}")
                     continue
+            if syntax == "json-ld":
+                found = without_lone_surrogates(found)
             walk = _walk_jsonld if syntax == "json-ld" else _walk_microdata
             nodes.extend(node for entry in found for node in walk(entry))
     if skipped:
@@ -214,6 +220,23 @@ def structured_nodes(
             f"; and {more} more" if more > 0 else "",
         )
     return nodes
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(data: Any) -> Any:
+    """``data`` (decoded JSON) with every lone surrogate replaced by U+FFFD. JSON's
+    ``"\\ud800"`` escape decodes to a code point no UTF-8 encoder takes (the item would
+    fail at its store or feed), where a browser's JSON.parse and TextEncoder read U+FFFD:
+    one bad value, not the whole block. Pairs were joined by the decoder already."""
+    if isinstance(data, str):
+        return _LONE_SURROGATE.sub("\ufffd", data)
+    if isinstance(data, list):
+        return [without_lone_surrogates(value) for value in data]
+    if isinstance(data, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in data.items()}
+    return data
 
 
 def _commented_jsonld(script: etree._Element) -> list[Any] | None:

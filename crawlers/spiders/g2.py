@@ -6,10 +6,15 @@ Start entries are product review pages (``/products/<slug>/reviews``). The page 
 up the product as schema.org microdata (``SoftwareApplication`` / ``Product`` with
 ``aggregateRating``) and every review as a nested ``Review`` (rating, author, date,
 title, body). G2's review body is a questionnaire ("What do you like best about X?",
-"What do you dislike ...?"): the answers become ``pros``, ``cons`` and ``body``. The
-microdata is read first; the review blocks' markup (``div#survey-response-<id>``,
-``.stars-N``, ``time``) fills what it lacks. Pagination: the profile's ``next_page``
-links, the one reading "Next", up to ``MAX_LISTING_PAGES``.
+"What do you dislike ...?"): each answer (``p.formatted-text``) belongs to the question
+before it, whatever element prints the question (a ``div.l5`` in 2025, an ``h5.l5`` in
+2023); the answers become ``body``, and ``pros`` / ``cons`` by what their question asks
+(the first two answers when no question says). The microdata is read first; the review
+blocks' markup (``div#survey-response-<id>``, ``.stars-N``, ``time``) fills what it
+lacks. The product's category is the breadcrumb entry that links to a category page
+(``/categories/<slug>``), the most specific one, at whatever depth the trail puts it.
+Pagination: the profile's ``next_page`` links, the one reading "Next", up to
+``MAX_LISTING_PAGES``.
 
 G2 is behind DataDome (real pages load its ``tags.js``, which is not a block); its
 CAPTCHA answer is classified by the fetch middleware and retried through another proxy.
@@ -55,12 +60,14 @@ _REVIEW_BLOCKS = (
     '//*[@itemprop="review"][@itemscope]'
     ' | //div[starts-with(@id, "survey-response-")][not(@itemscope)]'
 )
-_SECTIONS = './/div[div[contains(@class, "l5")] and .//p[contains(@class, "formatted-text")]]'
+_ANSWERS = './/p[contains(@class, "formatted-text")]'
 # An answer's text without G2's "Review collected by and hosted on G2.com." stamp.
-_ANSWER_TEXT = (
-    './/p[contains(@class, "formatted-text")]'
-    '//text()[not(ancestor::span[contains(@class, "spht")])]'
-)
+_ANSWER_TEXT = './/text()[not(ancestor::span[contains(@class, "spht")])]'
+# What a question asks: the dislike first ("dislike" contains "like").
+_CONS_QUESTION = re.compile(r"\bdislike|\bdon.?t like|\bdo not like|\bcons\b|\bworst\b", re.I)
+_PROS_QUESTION = re.compile(r"\blike\b|\bpros\b|\bbest\b", re.I)
+_QUESTION_CHARS = 300  # a question is a short text ending with "?"
+_CATEGORY_LINK = re.compile(r"/categories/[^/?#]+")
 
 
 @dataclass
@@ -126,10 +133,6 @@ def extract_product_page(
         response, ".product-head__title [itemprop=name] ::text"
     )
     slug_match = _PRODUCT_SLUG.search(urlparse(response.url).path)
-    crumbs = [
-        text(t) for t in response.css('[itemtype$="BreadcrumbList"] [itemprop=name]::text').getall()
-    ]
-    crumbs = [c for c in crumbs if c]
     subject = None
     if name:
         slug = slug_match.group(1) if slug_match else None
@@ -138,10 +141,8 @@ def extract_product_page(
             name=name,
             subject_id=slug,
             url=response.urljoin(f"/products/{slug}/reviews") if slug else response.url,
-            # The breadcrumb's category (Home > Software > <category> > product).
-            category=crumbs[2]
-            if len(crumbs) > 3
-            else text(first(product.get("applicationCategory"))),
+            category=breadcrumb_category(response)
+            or text(first(product.get("applicationCategory"))),
         )
     language = text(response.xpath("/html/@lang").get())
     reviews = [
@@ -174,7 +175,7 @@ def _review(
     author = author if isinstance(author, dict) else {}
     stars = _STARS.search(" ".join(element.css(".stars::attr(class)").getall()))
     sections = _sections(element)
-    questions = list(sections)
+    pros, cons = _pros_cons(sections)
     tags = " ".join(element.css(".tags--teal ::text").getall()).lower()
     votes = element.css("[data-voting-options]::attr(data-voting-options)").get()
     title = text(first(item.get("name"))) or css_text(element, "a.pjax .l2 ::text")
@@ -190,8 +191,8 @@ def _review(
         "title": title.strip('"“”') if title else None,
         "body": long_text("\n\n".join(f"{q}\n{a}" for q, a in sections.items()))
         or long_text(_strip_boilerplate(text(first(item.get("reviewBody"))))),
-        "pros": sections.get(questions[0]) if questions else None,
-        "cons": sections.get(questions[1]) if len(questions) > 1 else None,
+        "pros": pros,
+        "cons": cons,
         "language": language,
         "published_at": text(first(item.get("datePublished")))
         or text(element.css("time::attr(datetime)").get()),
@@ -200,17 +201,74 @@ def _review(
     }
 
 
+def breadcrumb_category(response: TextResponse) -> str | None:
+    """The most specific breadcrumb entry linking to a category page (``/categories/
+    <slug>``): Home > Video Software > Video Editing Software > product > reviews gives
+    "Video Editing Software", Home > Sales Intelligence Software > product > reviews
+    gives "Sales Intelligence Software"."""
+    found = None
+    for entry in response.css('[itemtype$="BreadcrumbList"] [itemprop=itemListElement]'):
+        href = entry.css("[itemprop=item]::attr(href), a::attr(href)").get() or ""
+        name = text(" ".join(entry.css("[itemprop=name] ::text").getall()))
+        if name and _CATEGORY_LINK.search(urlparse(href).path):
+            found = name
+    return found
+
+
 def _sections(element: Selector) -> dict[str, str]:
-    """The questionnaire: question -> answer, in page order."""
+    """The questionnaire: question -> answer, in page order. Each answer paragraph belongs
+    to the last question printed before it (a short text ending with "?"), whatever its
+    tag."""
+    answers = {id(node.root): node for node in element.xpath(_ANSWERS)}
     sections: dict[str, str] = {}
-    # A section: a question (.l5) and its answer (p.formatted-text), with or without the
-    # reviewBody microdata around them.
-    for section in element.xpath(_SECTIONS):
-        question = css_text(section, ".l5::text")
-        answer = text(" ".join(section.xpath(_ANSWER_TEXT).getall()))
-        if question and answer:
-            sections[question] = answer
+    question: str | None = None
+    for node in element.root.iter():
+        if id(node) in answers:
+            answer = text(" ".join(answers[id(node)].xpath(_ANSWER_TEXT).getall()))
+            if question and answer:  # an answer of several paragraphs: each one kept
+                sections[question] = "\n".join(filter(None, (sections.get(question), answer)))
+            continue
+        if not isinstance(node.tag, str) or node.tag in ("script", "style"):
+            continue
+        own = text(node.text_content()) if hasattr(node, "text_content") else None
+        if own and own.endswith("?") and len(own) <= _QUESTION_CHARS:
+            question = own
+    return sections or _body_sections(element)
+
+
+def _body_sections(element: Selector) -> dict[str, str]:
+    """A layout without answer paragraphs: the review body's text, each question a short
+    text ending with "?", its answer the text up to the next question."""
+    sections: dict[str, str] = {}
+    question: str | None = None
+    for body in element.xpath('.//*[@itemprop="reviewBody"]')[:1]:
+        for piece in body.xpath(_ANSWER_TEXT).getall():
+            line = text(piece)
+            if not line:
+                continue
+            if line.endswith("?") and len(line) <= _QUESTION_CHARS:
+                question = line
+            elif question:
+                sections[question] = "\n".join(filter(None, (sections.get(question), line)))
     return sections
+
+
+def _pros_cons(sections: dict[str, str]) -> tuple[str | None, str | None]:
+    """What the reviewer likes and dislikes, by what the questions ask; by position (the
+    first two answers) when no question says."""
+    pros = next(
+        (
+            a
+            for q, a in sections.items()
+            if _PROS_QUESTION.search(q) and not _CONS_QUESTION.search(q)
+        ),
+        None,
+    )
+    cons = next((a for q, a in sections.items() if _CONS_QUESTION.search(q)), None)
+    if pros is None and cons is None:
+        answers = list(sections.values())
+        return (answers[0] if answers else None), (answers[1] if len(answers) > 1 else None)
+    return pros, cons
 
 
 def _strip_boilerplate(value: str | None) -> str | None:

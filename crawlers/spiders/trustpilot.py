@@ -8,8 +8,11 @@ business and its reviews in full, JSON-LD a ``LocalBusiness`` with ``aggregateRa
 and one ``Review`` per card, and the DOM the same cards. The spider reads
 ``__NEXT_DATA__`` first, then JSON-LD, then the cards, field by field and keyed by review
 id, so a partial change of the site still yields complete items where any layer has
-the data. Pagination: ``filters.pagination`` in the state, else ``a[name=pagination-
-button-next]`` / ``<link rel=next>``, up to ``MAX_LISTING_PAGES`` pages per business.
+the data. A card prints the date of experience ("Date of experience: March 1, 2024")
+also when the state holds ``experiencedDate: null``: it is read with dateparser in the
+page's language (``<html lang>``). Pagination: ``filters.pagination`` in the state,
+else ``a[name=pagination-button-next]`` / ``<link rel=next>``, up to
+``MAX_LISTING_PAGES`` pages per business.
 """
 
 from __future__ import annotations
@@ -36,11 +39,20 @@ from crawlers.spiders.common import (
     to_float,
     to_int,
 )
+from crawlers.spiders.printed import printed_date
 
 REVIEW_FIELDS = ("author", "rating", "title", "body", "published_at", "language")
 _NEXT_DATA = '//script[@id="__NEXT_DATA__"]/text()'
 # Cards of the main review list (the "relevant reviews" carousel has no rating block).
 _CARDS_XPATH = "//article[@data-service-review-card-paper][.//*[@data-service-review-rating]]"
+# Where a card prints its date of experience: the typography's data attribute, else the
+# paragraph its label starts (a layout without the attribute).
+_EXPERIENCE = (
+    ".//*[@data-service-review-date-of-experience-typography]"
+    ' | .//p[starts-with(normalize-space(), "Date of experience")]'
+)
+# The label inside that paragraph (``<b>Date of experience:</b> March 1, 2024``).
+_EXPERIENCE_DATE = "./text()[normalize-space()] | ./*[not(self::b or self::strong)]//text()"
 
 
 @dataclass
@@ -290,8 +302,21 @@ def _from_jsonld(
     return business, reviews
 
 
+def _experienced(card: Any, languages: tuple[str, ...]) -> str | None:
+    """The date of experience the card prints, as an ISO date (the page's language)."""
+    for node in card.xpath(_EXPERIENCE):
+        value = text(" ".join(node.xpath(_EXPERIENCE_DATE).getall()))
+        found = printed_date(value, languages) if value else None
+        found = found or printed_date(" ".join(node.xpath(".//text()").getall()), languages)
+        if found:
+            return found[:10]
+    return None
+
+
 def _from_cards(response: TextResponse, shown: PageSelectors) -> list[dict[str, Any]]:
     reviews = []
+    lang = text(response.xpath("/html/@lang").get())
+    languages = (lang,) if lang else ()
     for card in response.xpath(_CARDS_XPATH):
         href = card.css('a[href*="/reviews/"]::attr(href)').get() or ""
         review_id = href.rstrip("/").rsplit("/", 1)[-1] if "/reviews/" in href else None
@@ -315,6 +340,7 @@ def _from_cards(response: TextResponse, shown: PageSelectors) -> list[dict[str, 
                 "published_at": text(
                     card.css("time[data-service-review-date-time-ago]::attr(datetime)").get()
                 ),
+                "experienced_at": _experienced(card, languages),
                 "reply": long_text("\n".join(reply.css("::text").getall())) if reply else None,
             }
         )

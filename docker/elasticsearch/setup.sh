@@ -30,14 +30,25 @@ for name in ELASTIC_PASSWORD KIBANA_SYSTEM_PASSWORD PLATFORM_ES_PASSWORD SEARCH_
   fi
 done
 
-# curl reads the credentials from stdin (-K -), so they never appear in argv.
+# curl reads its whole configuration from stdin (-K -): the credentials and the body (which
+# holds a password) never appear in an argv, which `ps` shows to every user of the host.
+# printf and the functions are bash builtins: nothing but curl is started, with no secret.
+curl_quoted() {  # a value for curl's config syntax: in double quotes, \ " and newlines escaped
+  local value=${1//\\/\\\\}
+  value=${value//\"/\\\"}
+  value=${value//$'\n'/\\n}
+  printf '"%s"' "$value"
+}
+
 es_call() {
   local method=$1 path=$2 body=${3:-}
-  local args=(-sS -o /dev/null -w '%{http_code}' -X "$method" "$es$path" -K -)
-  if [[ -n "$body" ]]; then
-    args+=(-H 'Content-Type: application/json' --data-binary "$body")
-  fi
-  printf 'user = "elastic:%s"\n' "$ELASTIC_PASSWORD" | curl "${args[@]}"
+  {
+    printf 'user = %s\n' "$(curl_quoted "elastic:$ELASTIC_PASSWORD")"
+    if [[ -n "$body" ]]; then
+      printf 'header = "Content-Type: application/json"\n'
+      printf 'data-binary = %s\n' "$(curl_quoted "$body")"
+    fi
+  } | curl -sS -o /dev/null -w '%{http_code}' -X "$method" "$es$path" -K -
 }
 
 echo "es-setup: waiting for $es"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.crawlee_env import crawlee_python
 from bench.frontier import (
     BARE,
     CRAWLEE,
@@ -31,8 +32,6 @@ from bench.frontier import (
     Run,
     Table,
     configurations,
-    crawlee_python,
-    crawlee_requirements,
     main,
     measure_latency,
 )
@@ -136,13 +135,6 @@ def test_politeness_is_pinned_except_on_the_autothrottle_row() -> None:
         # Equal work but for the plain-request handler: only its row names an identity.
         assert settings.get("FETCH_IDENTITY") == ("crawler" if name == FULL_1_HTTP11 else None)
         assert ("ITEM_PIPELINES" in settings) is (config.kind != "full"), name
-
-
-def test_crawlee_gets_the_extraction_at_the_project_pins() -> None:
-    requirements = crawlee_requirements()
-    assert requirements[0].startswith("crawlee[parsel]==")
-    assert "extruct==0.18.0" in requirements and "price-parser==0.5.1" in requirements
-    assert all("==" in requirement for requirement in requirements)
 
 
 def test_bad_arguments_are_refused(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,9 +6,9 @@ path, once on the reviews API for longer than a request's retries), keeps the re
 of 3 products down for the whole job, serves half the pages slowly and SIGKILLs the
 spill drainer. Then every figure of the job's report (the jobs document the flow writes)
 must equal what is in Elasticsearch, nothing may be missing or duplicated, no item may
-pass as complete without its reviews, and the spill must be empty within seconds of the
-drainer kill. A second job on the healthy shop must fetch the missing parts, with exact
-figures again (new, changed, unchanged).
+pass as complete without its reviews, and another worker must take the spill's drain
+over within seconds of the drainer kill. A second job on the healthy shop must fetch the
+missing parts, with exact figures again (new, changed, unchanged).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ REQUIRED = (
     "report items_incomplete",
     "report spill_remaining",
     "faults injected",
-    "spill empty s after drainer kill",
+    "spill taken over s after drainer kill",
     "dead parts marked incomplete",
     "recrawl: complete without parts",
     "recrawl: incomplete (nothing kept parts down)",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.chaos import ChaosResult, FaultPlan, Takeover, takeover_checks
 from bench.soak import main
-from bench.truth import Check, checks, expected_products, item_key, tally
+from bench.truth import Check, Truth, checks, expected_products, item_key, tally
 from demo_site.catalog import build_catalog
 
 BASE = "http://shop.test"
@@ -97,6 +99,50 @@ def test_check_verdicts() -> None:
     assert Check("x", None, 5, enforced=False).ok
     assert Check("t", 3.2, 15.0, limit=True).ok and not Check("t", 16.0, 15.0, limit=True).ok
     assert Check("t", 1, 9, enforced=False).verdict == "info"
+
+
+def test_info_rows_never_fail_the_run(tmp_path: Path) -> None:
+    """A shown-only row that differs is ``info``, never counted: one FAIL is one failure."""
+    info = Check("report blocks vs block pages served", 3, 5, enforced=False)
+    assert not info.ok and not info.failed and info.verdict == "info"
+    wrong = Check("missing", 1, 0)
+    assert wrong.failed and wrong.verdict == "FAIL (+1)"
+    result = ChaosResult(
+        plan=FaultPlan(),
+        job_id=JOB,
+        run_dir=tmp_path,
+        events=[],
+        document={},
+        truth=Truth(expected=6, stored=5, job_docs=5, new=5, changed=0, unchanged=0),
+        checks=[Check("stored docs vs expected", 6, 6), wrong, info],
+        counters={},
+        served={"requests": 10, "503": 0, "slow": 0, "blocks": 0},
+        exits=[],
+        takeover=None,
+        crawl_seconds=None,
+        drain_seconds=None,
+    )
+    assert [check.name for check in result.failures] == ["missing"]
+    table = result.table()
+    assert table.splitlines()[-1] == "RESULT: FAIL (1 checks failed)"
+    assert "read from Elasticsearch's jobs index" in table
+
+
+def test_the_takeover_is_enforced_and_the_drain_s_pace_shown() -> None:
+    """Another worker draining (the spill shrinks) is the takeover; the spill's emptying
+    grows with its size and ES's pace: shown, with that pace."""
+    takeover = Takeover(True, "1:x", [1], 3000, shrink_seconds=9.5, empty_seconds=39.5)
+    taken, empty = takeover_checks(takeover, 15.0)
+    assert (taken.name, taken.ok, taken.enforced) == (
+        "spill taken over s after drainer kill",
+        True,
+        True,
+    )
+    assert not empty.enforced and empty.verdict == "info" and empty.note == "3000 items, 100/s"
+    late = takeover_checks(Takeover(True, "1:x", [1], 10, shrink_seconds=16.0), 15.0)[0]
+    assert late.failed and late.verdict == "FAIL"
+    never = takeover_checks(None, 15.0)[0]  # no kill measured: an enforced figure missing
+    assert never.failed
 
 
 def test_every_report_figure_is_checked(expected: dict[str, dict[str, Any]]) -> None:

@@ -260,3 +260,61 @@ def test_real_pages_are_ok() -> None:
         verdict = classify(200, {"Content-Type": "text/html; charset=utf-8"}, body)
         assert verdict.ok, f"{path.relative_to(REAL_PAGES)}: {verdict}"
     # What classifying costs per response is measured by `python -m bench.blocks`.
+
+
+# -- Cloudflare: its JavaScript challenge (with Turnstile inside) vs Turnstile alone ----------
+
+G2_BLOCKED = Path(__file__).resolve().parents[2] / "fingerprints" / "sites" / "g2" / "blocked"
+
+
+def test_cloudflare_challenge_with_its_turnstile_widget_is_a_challenge() -> None:
+    """The 2023 interstitial embeds Turnstile and says "verify you are human": the
+    challenge a browser passes, never a CAPTCHA that retires the session."""
+    body = (G2_BLOCKED / "cloudflare-challenge-2023.html").read_bytes()
+    assert b"cf-turnstile" in body and b"Verify you are human" in body
+    for status in (403, 503, 200):
+        assert classify(status, {"Content-Type": "text/html"}, body).kind == "challenge"
+
+
+@pytest.mark.parametrize(
+    ("keep", "reason"),
+    [
+        ("title", "cloudflare challenge in <title>"),
+        ("orchestrate", "cloudflare challenge"),
+        ("platform", "cloudflare challenge on a thin page"),
+        ("header", "cloudflare challenge (cf-mitigated header)"),
+    ],
+)
+def test_each_cloudflare_challenge_signal_alone_wins_over_turnstile(keep: str, reason: str) -> None:
+    """Title "Just a moment...", the challenge platform's script, the cf-mitigated header:
+    any one of them makes the Turnstile page a challenge."""
+    widget = (
+        "<div class='cf-turnstile' data-sitekey='k'></div>"
+        "<p>Verify you are human by completing the action below.</p>"
+    )
+    title = "Just a moment..." if keep == "title" else "Checking your browser"
+    script = {
+        "orchestrate": "/cdn-cgi/challenge-platform/h/g/orchestrate/chl_page/v1?ray=1",
+        "platform": "/cdn-cgi/challenge-platform/scripts/jsd/main.js",
+    }.get(keep, "/static/app.js")
+    body = (
+        f"<html><head><title>{title}</title></head><body>{widget}"
+        f"<script src='{script}'></script></body></html>"
+    )
+    headers = {"cf-mitigated": "challenge"} if keep == "header" else {}
+    assert str(classify(403, headers, body)) == f"challenge: {reason}"
+
+
+def test_turnstile_alone_is_a_captcha() -> None:
+    body = (G2_BLOCKED / "turnstile-captcha.html").read_bytes()
+    verdict = classify(200, {"Content-Type": "text/html"}, body)
+    assert str(verdict) == "captcha: turnstile widget on a thin page"
+    # The wording alone, without a challenge around it, is a CAPTCHA too.
+    thin = b"<html><body><p>Please verify you are human.</p></body></html>" + b" " * 300
+    assert classify(200, {}, thin).kind == "captcha"
+    # A non-generic CAPTCHA marker (DataDome's c.js) wins over a challenge title.
+    both = (
+        b"<html><head><title>Just a moment...</title></head><body>"
+        b"<script src='https://ct.captcha-delivery.com/c.js'></script></body></html>"
+    )
+    assert str(classify(403, {}, both)) == "captcha: datadome captcha"

@@ -204,7 +204,23 @@ def test_failed_request_counters() -> None:
         "fetch/retry/error": 100,  # retried, then fine
         "demo/reviews_failed": 100,  # a part: its item was stored (incomplete)
     }
-    assert failed_requests(counters) == 15
+    assert failed_requests(counters) == 3 + 4 + 5
+
+
+def test_a_request_failed_for_good_counts_once_whichever_counters_saw_it() -> None:
+    # A generic spider's errback counts both families; the retry layer's give-up reached it.
+    generic = {
+        "fetch/gave_up/network": 781,
+        "errors/request_failed/TCPTimedOutError": 781,
+        "shop/request_failed": 781,
+        "log_count/ERROR": 781,
+    }
+    assert failed_requests(generic) == generic["log_count/ERROR"]
+    # A spider without an errback: only the retry layer counted its give-ups.
+    assert failed_requests({"fetch/gave_up/error": 3, "fetch/gave_up/blocked": 2}) == 5
+    # 404s reach the errback without any give-up.
+    assert failed_requests({"errors/request_failed/HttpError": 7, "fetch/gave_up/error": 2}) == 7
+    assert failed_requests({}) == 0
 
 
 # -- the Redis part on one Redis and on a Redis Cluster (dedup's verdicts only, no docs) ----

@@ -11,7 +11,17 @@ per path prefix, so ``scrapy crawl demo -a base_url=<url>/<case>`` meets exactly
 * ``badutf8``: reviews JSON with invalid UTF-8, served without a charset;
 * ``oversize``: a product page larger than the crawl's ``DOWNLOAD_MAXSIZE`` (2 MB);
   ``streamed``: the same without a Content-Length;
-* ``/calendar/day/N``: a calendar whose every day links the next (the generic spider).
+* ``/calendar/day/N``: a calendar whose every day links the next (the generic spider);
+* ``charsetlie``: product pages in UTF-8 whose Content-Type header says ``charset=utf-16``;
+* ``surrogate``: a product whose JSON-LD name holds a lone surrogate escape (``\ud800``);
+* ``cookies``: a product page with 5,000 ``Set-Cookie`` headers (75 KB: Chromium reads it);
+* ``bigcookie``: a product page with one 20 KB ``Set-Cookie`` header (Chromium reads it);
+* ``hugeheader``: a product page with one 300 KB header (over Chromium's 256 KB);
+* ``declared``: a product page whose Content-Length (3 MB) is over the crawl's cap, its
+  body never sent (the server waits for the crawler to give up, and notes when it did);
+* ``links404``: a listing of 1,200 product links that all answer 404;
+* ``tlsproduct``: a listing linking its product over https to this plain-HTTP server, so
+  every handshake fails the same way.
 
 Every other product is a complete, valid one, so a case's lines are its own.
 """
@@ -23,11 +33,21 @@ import http.server
 import json
 import re
 import threading
+import time
 from typing import Any
 
 CASES = (
     "endless", "links", "bigdesc", "brokenld", "deepjson", "badutf8", "oversize", "streamed",
+    "charsetlie", "surrogate", "cookies", "bigcookie", "hugeheader", "declared", "links404",
+    "tlsproduct",
 )  # fmt: skip
+# Cases whose listing links two products (a line said once for both is the point).
+TWO_PRODUCTS = ("charsetlie", "surrogate", "cookies")
+SET_COOKIES = 5_000
+BIG_HEADER = 20 * 1024
+HUGE_HEADER = 300 * 1024
+DECLARED = 3 * 1024 * 1024
+LINKS_404 = 1_200
 LINKS = 100_000
 BROKEN_BLOCKS = 20_000
 NESTING = 200_000
@@ -80,6 +100,8 @@ class HostileSite(http.server.ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        # ``declared``: seconds each request's connection stayed open after the headers.
+        self.declared_waits: list[float] = []
         self._cache: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -128,6 +150,24 @@ class HostileSite(http.server.ThreadingHTTPServer):
         return 404, "text/html", _html("not found")
 
     def listing(self, case: str, page: int) -> tuple[int, str, bytes]:
+        if case == "links404":
+            missing = "".join(
+                f'<a class="product-link" href="/links404/missing/{n}">{n}</a>'
+                for n in range(LINKS_404)
+            )
+            return 200, "text/html", _html(missing)
+        if case == "tlsproduct":
+            https = self.url.replace("http://", "https://")
+            return (
+                200,
+                "text/html",
+                _html(f'<a class="product-link" href="{https}/{case}/product/p1">p</a>'),
+            )
+        if case in TWO_PRODUCTS:
+            two = "".join(
+                f'<a class="product-link" href="/{case}/product/p{n}">p</a>' for n in (1, 2)
+            )
+            return 200, "text/html", _html(two)
         if case == "links":
             body = self.cached(
                 "links",
@@ -162,13 +202,33 @@ class HostileSite(http.server.ThreadingHTTPServer):
         elif case in ("oversize", "streamed"):
             extra = "<!-- " + "p" * OVERSIZE + " -->"
         ld = product_jsonld(case, sku, description)
+        title = f"Product {sku}"
+        if case == "charsetlie":
+            title = f"Caf\u00e9 cr\u00e8me {sku}"  # accents: only UTF-8 reads them right
+            ld = ld.replace(f'"Product {sku}"', json.dumps(title))
+        elif case == "surrogate":
+            ld = ld.replace(f'"Product {sku}"', f'"Product \\ud800 {sku}"')
         body = (
             f'<nav class="breadcrumbs"><a href="/{case}/category/x">x</a></nav>'
             f'<script type="application/ld+json">{ld}</script>{extra}'
-            f'<h1 class="product-title">Product {sku}</h1>'
+            f'<h1 class="product-title">{title}</h1>'
             f'<div data-reviews-url="/{case}/reviews/{sku}.json"></div>'
         )
-        return 200, "text/html; charset=utf-8", _html(body)
+        charset = "utf-16" if case == "charsetlie" else "utf-8"
+        return 200, f"text/html; charset={charset}", _html(body)
+
+    def extra_headers(self, path: str) -> list[tuple[str, str]]:
+        """Headers a case's product page adds."""
+        if not _PRODUCT.match(path):
+            return []
+        case = path.strip("/").split("/", 1)[0]
+        if case == "cookies":
+            return [("Set-Cookie", f"c{n}=v{n}; Path=/") for n in range(SET_COOKIES)]
+        if case == "bigcookie":
+            return [("Set-Cookie", "big=" + "b" * BIG_HEADER)]
+        if case == "hugeheader":
+            return [("X-Huge", "h" * HUGE_HEADER)]
+        return []
 
     def reviews(self, case: str) -> tuple[int, str, bytes]:
         if case == "deepjson":
@@ -186,8 +246,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         status, content_type, body = self.server.page(self.path)
+        if self.path.startswith("/declared/product/"):
+            self._declared_but_never_sent()
+            return
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        for name, value in self.server.extra_headers(self.path):
+            self.send_header(name, value)
         if self.path.startswith("/streamed/"):
             # No length: the body streams until the connection closes (the crawler learns
             # its size only as it arrives).
@@ -198,6 +263,27 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self.wfile.write(body)  # a crawler refusing the rest (over-size) resets it
+
+    def _declared_but_never_sent(self) -> None:
+        """Headers declaring DECLARED bytes, then nothing: only a crawler that reads the
+        Content-Length gives up before its timeout. How long it took is noted."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(DECLARED))
+        self.end_headers()
+        self.wfile.flush()
+        started = time.monotonic()
+        self.connection.settimeout(0.05)
+        while time.monotonic() - started < 60:
+            try:
+                if self.connection.recv(1) == b"":
+                    break  # the client closed the connection
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+        self.server.declared_waits.append(time.monotonic() - started)
+        self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: the crawl's own log is the record

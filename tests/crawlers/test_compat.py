@@ -68,7 +68,12 @@ def test_the_scheduler_runs_the_guard_at_start_up(monkeypatch: pytest.MonkeyPatc
 
 # -- the platform's source against the declaration ------------------------------------------
 
-ATTRIBUTE_KINDS = {"attribute": "attribute", "instance attribute": "attribute"}
+# A private submodule is found as what its import names: an attribute of its package.
+ATTRIBUTE_KINDS = {
+    "attribute": "attribute",
+    "instance attribute": "attribute",
+    "module": "attribute",
+}
 
 
 def declared(uses: tuple[PrivateUse, ...] = PRIVATE_USES) -> set[tuple[str, str]]:
@@ -159,6 +164,13 @@ def test_the_platform_check_fails_on_one_new_private_use(platform: dict[str, str
     sneaky = "def proxy(request):\n    return request.meta.get('_auth_proxy')\n"
     uses = find_private_uses({**platform, "crawlers/fetch/sneaky.py": sneaky})
     assert found(uses) - declared() == {("meta key", "_auth_proxy")}
+
+
+def test_a_private_submodule_must_still_import() -> None:
+    present = PrivateUse("Twisted", "twisted.web", "_newclient", "x", "module")
+    gone = PrivateUse("Twisted", "twisted.web", "_no_such_module", "x", "module")
+    assert missing_private_api((present,)) == []
+    assert len(missing_private_api((gone,))) == 1
 
 
 def test_instance_attributes_and_meta_keys_are_checked_in_the_library_s_source() -> None:

@@ -31,8 +31,10 @@ def crawl(
     *,
     site: str = "demo",
     env: dict[str, str] | None = None,
+    code: int = 0,
 ) -> tuple[dict[str, Any], str, str]:
-    """``scrapy crawl <site>``: its final stats, its log and its finish reason."""
+    """``scrapy crawl <site>``: its final stats, its log and its finish reason; ``code``:
+    its exit status (4: a crawl that stored nothing, never a success)."""
     log = tmp_path / "crawl.log"
     merged: dict[str, object] = {
         "LOG_FILE": str(log),
@@ -53,7 +55,7 @@ def crawl(
         timeout=120,
     )
     text = log.read_text()
-    assert done.returncode == 0, done.stderr[-3000:] + text[-3000:]
+    assert done.returncode == code, done.stderr[-3000:] + text[-3000:]
     assert "Traceback" not in text, text[-5000:]
     reason = text.split("'finish_reason': '", 1)[1].split("'", 1)[0]
     return final_stats(log), text, reason
@@ -131,9 +133,10 @@ def test_a_day_n_calendar_on_the_generic_spider_stops_at_its_profile_s_chain_bud
     profiles.mkdir()
     (profiles / "calendar.toml").write_text(CALENDAR.format(base_url=hostile.url))
     stats, log, reason = crawl(
-        tmp_path, hostile.url, site="calendar", env={"SITE_PROFILES_DIR": str(profiles)}
+        tmp_path, hostile.url, site="calendar", env={"SITE_PROFILES_DIR": str(profiles)}, code=4
     )
-    assert reason == "finished"
+    # It ran out of pages to follow; the profile extracts nothing: nothing stored.
+    assert reason == "nothing_stored"
     assert stats["budget/reached/chain"] == 1
     assert len(lines(log, "crawl budget reached: chain (CRAWL_MAX_CHAIN=12)")) == 1
     assert stats["response_received_count"] == 1 + 12 + 1  # day 1, 12 more, robots.txt
@@ -205,6 +208,109 @@ def test_an_over_size_streamed_body_names_its_cancel_reason(
     hostile: HostileSite, tmp_path: Path
 ) -> None:
     settings = {"DOWNLOAD_MAXSIZE": 1_000_000, "FETCH_IDENTITY": "crawler"}
-    _, log, _ = crawl(tmp_path, f"{hostile.url}/streamed", settings)
+    _, log, _ = crawl(tmp_path, f"{hostile.url}/streamed", settings, code=4)
     (line,) = lines(log, "request failed:")
     assert "download cancelled, the body passed DOWNLOAD_MAXSIZE=1000000 bytes" in line
+
+
+# -- one bad value, not the whole item -----------------------------------------------------
+
+
+def test_a_header_charset_the_body_is_not_in_is_named_once_and_loses_nothing(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/charsetlie")
+    names = sorted(item["name"] for item in items(tmp_path))
+    assert names == ["Caf\u00e9 cr\u00e8me p1", "Caf\u00e9 cr\u00e8me p2"]
+    assert stats["responses/encoding_repaired"] == 2
+    (line,) = lines(log, "the Content-Type header says utf-16")
+    assert "WARNING" in line and "decoded as utf-8" in line
+    assert not lines(log, "no product data")
+
+
+def test_a_lone_surrogate_in_json_ld_is_replaced_not_fatal(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    stats, _log, _ = crawl(tmp_path, f"{hostile.url}/surrogate")
+    assert sorted(item["name"] for item in items(tmp_path)) == [
+        "Product \ufffd p1",
+        "Product \ufffd p2",
+    ]
+    assert stats["item_scraped_count"] == 2
+    assert stats.get("log_count/ERROR", 0) == 0
+
+
+# -- download failures -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("identity", ["browser", "crawler"])
+def test_5000_set_cookie_headers_are_read(
+    hostile: HostileSite, tmp_path: Path, identity: str
+) -> None:
+    stats, _, _ = crawl(tmp_path, f"{hostile.url}/cookies", {"FETCH_IDENTITY": identity})
+    assert stats["item_scraped_count"] == 2
+    assert "retry/count" not in stats
+    if identity == "browser":  # curl takes 5,000 headers at most: the HTTP/1.1 client reads it
+        assert stats["impersonate/headers_fallback"] == 2
+
+
+def test_a_20_kb_header_line_is_read_by_the_http11_client(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    stats, _, _ = crawl(tmp_path, f"{hostile.url}/bigcookie", {"FETCH_IDENTITY": "crawler"})
+    assert stats["item_scraped_count"] == 1
+    assert "retry/count" not in stats
+
+
+def test_a_header_over_a_browser_s_limit_is_not_retried_and_named(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/hugeheader", code=4)
+    assert stats["fetch/gave_up/deterministic"] == 1
+    assert "retry/count" not in stats and stats.get("item_scraped_count", 0) == 0
+    (line,) = lines(log, "not retrying")
+    assert "response header line over 262144 bytes" in line
+    (failed,) = lines(log, "request failed:")
+    assert "response header line over 262144 bytes" in failed
+
+
+@pytest.mark.parametrize("identity", ["browser", "crawler"])
+def test_a_declared_length_over_the_cap_is_refused_from_the_header(
+    hostile: HostileSite, tmp_path: Path, identity: str
+) -> None:
+    before = len(hostile.declared_waits)
+    settings = {"DOWNLOAD_MAXSIZE": 1_000_000, "FETCH_IDENTITY": identity, "DOWNLOAD_TIMEOUT": 25}
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/declared", settings, code=4)
+    waits = hostile.declared_waits[before:]
+    assert len(waits) == 1 and waits[0] < 5, waits  # one request, refused at its headers
+    (line,) = lines(log, "request failed:")
+    assert "download max size (1000000)" in line
+    assert "retry/count" not in stats
+
+
+def test_1000_identical_404s_make_three_lines_and_one_count(
+    hostile: HostileSite, tmp_path: Path
+) -> None:
+    stats, log, _ = crawl(tmp_path, f"{hostile.url}/links404", code=4)
+    failed = lines(log, "ERROR: request failed:")
+    assert len(failed) == 3 and all("(HTTP 404:" in line for line in failed)
+    (summary,) = lines(log, "more lines like")
+    assert "ERROR" in summary and "997 more lines like" in summary
+    assert '"request failed: <url> (HTTP 404: Ignoring non-200 response)"' in summary
+    assert summary.count("/links404/missing/") == 3  # a few examples
+    assert stats["log_count/ERROR"] == 1000  # every failure is still counted, once
+    assert stats["log/repeats_held"] == 997
+
+
+@pytest.mark.parametrize("identity", ["browser", "crawler"])
+def test_a_tls_failure_that_repeats_is_given_up_after_one_retry(
+    hostile: HostileSite, tmp_path: Path, identity: str
+) -> None:
+    stats, log, _ = crawl(
+        tmp_path, f"{hostile.url}/tlsproduct", {"FETCH_IDENTITY": identity}, code=4
+    )
+    assert stats["retry/count"] == 1 and stats["fetch/gave_up/deterministic"] == 1
+    (line,) = lines(log, "not retrying")
+    assert "(the same TLS failure twice)" in line
+    (failed,) = lines(log, "ERROR: request failed:")
+    assert "SSL" in failed or "TLS" in failed, failed

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlers.profile_schema import FingerprintTable
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, profile_sites
 from fingerprints.baseline import FingerprintConfig
 
@@ -79,6 +80,15 @@ def test_negative_delays_and_timeouts_are_refused(tmp_path: Path) -> None:
     assert error == "timeouts.drain: expected a value > 0, got -60"
     error = load_error(tmp_path, SHOP + "[politeness]\ndownload_delay = inf\n")
     assert error == "politeness.download_delay: expected a finite number, got inf"
+
+
+def test_a_session_rate_of_0_is_no_budget_and_a_negative_one_is_refused(tmp_path: Path) -> None:
+    # docs/fetching.md: "0: no budget" (a loopback replay's sessions are not paced).
+    (tmp_path / "shop.toml").write_text(SHOP + "[fetch]\nsessions = true\nsession_rate = 0\n")
+    profile = SiteProfile.load("shop", tmp_path)
+    assert profile.fetch.scrapy_settings()["SESSION_MAX_RATE"] == 0
+    error = load_error(tmp_path, SHOP + "[fetch]\nsession_rate = -1\n")
+    assert error == "fetch.session_rate: expected a value >= 0, got -1"
 
 
 def test_an_unknown_render_mode_is_refused(tmp_path: Path) -> None:
@@ -165,7 +175,15 @@ def test_a_gate_selector_is_compiled_when_the_profile_loads(tmp_path: Path) -> N
     )
     xpath = "[fingerprint.page_types.listing.shows]\nreply = '//div[@class='\n"
     assert load_error(tmp_path, SHOP + xpath).startswith(
-        "fingerprint.page_types.listing.shows.reply: expected an XPath expression"
+        "fingerprint.page_types.listing.shows.reply[0].select: expected an XPath expression"
+    )
+    absent = "[fingerprint.page_types.listing.absent]\nprice = { each = 'li[' }\n"
+    assert load_error(tmp_path, SHOP + absent).startswith(
+        "fingerprint.page_types.listing.absent.price[0].each: expected a CSS selector"
+    )
+    regex = "[fingerprint.page_types.listing.absent]\nprice = { re = '(unclosed' }\n"
+    assert load_error(tmp_path, SHOP + regex).startswith(
+        "fingerprint.page_types.listing.absent.price[0].re: expected a regular expression"
     )
 
 
@@ -178,7 +196,9 @@ def test_the_fingerprint_table_reaches_the_gate_as_written(site: str) -> None:
         written = {k: v for k, v in profile.fingerprint.items() if k != "page_types"}
         assert written == raw.get("fingerprint", {})
     else:
-        assert profile.fingerprint == raw.get("fingerprint", {})
+        # As written, in the schema's own form (a lone shows selector is a list of one).
+        written = FingerprintTable.model_validate(raw.get("fingerprint", {}))
+        assert FingerprintTable.model_validate(profile.fingerprint) == written
     config = FingerprintConfig.for_site(site)
     table = "pages" if "pages" in raw else "fingerprint.page_types"  # what hints name
     assert config == replace(

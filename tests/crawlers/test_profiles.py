@@ -80,9 +80,9 @@ def test_profile_fetch_table_becomes_the_identity_and_session_settings(tmp_path:
         (
             "unknown_key = 1\n",
             "unknown_key: unknown key (known keys: site, item_type, base_url, start_paths,"
-            " sitemaps, render, needs_proxies, needs_session, schedule, description, politeness,"
-            " fetch, timeouts, budget, recrawl, settings, fingerprint, pages, start_page, market,"
-            " item_fields)",
+            " sitemaps, render, needs_proxies, needs_session, secrets, schedule, description,"
+            " politeness, fetch, timeouts, budget, recrawl, settings, fingerprint, pages,"
+            " start_page, market, item_fields)",
         ),
         ('site = "other"\n', 'site: expected "shop" (the file\'s name), got "other"'),
         (
@@ -99,6 +99,15 @@ def test_profile_fetch_table_becomes_the_identity_and_session_settings(tmp_path:
             'schedule = "@daily"\n',
             "schedule: expected a 5-field cron (minute hour day month weekday),"
             ' got "@daily" (needs 5 fields)',
+        ),
+        (
+            "needs_session = true\n",
+            "secrets: expected the variable holding the session (needs_session = true), got []",
+        ),
+        (
+            'secrets = ["acme-cookies"]\n',
+            "secrets[0]: expected an environment variable name of A-Z, 0-9 and _"
+            ' (e.g. ACME_SESSION_COOKIES), got "acme-cookies"',
         ),
         ("schedule = 3\n", "schedule: expected a string, got 3"),
         ("description = 3\n", "description: expected a string, got 3"),

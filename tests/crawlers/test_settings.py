@@ -148,6 +148,7 @@ def test_environment_becomes_settings(tmp_path: Path) -> None:
             "elasticsearch_api_key": "key-" + SECRET,  # names are case-insensitive
             "SCRAPE_JOB_ID": "demo-job-1",
             "PLATFORM_RUN_DIR": str(tmp_path),
+            "STORE_SPILL_DIR": str(tmp_path / "spill-here"),
             "DEMO_SITE_URL": "http://127.0.0.1:8123",
             "FACEBOOK_SESSION_COOKIES": "c_user=1; xs=" + SECRET,
             "PROXY_LIST": "http://p1:8080, http://p2:8080",
@@ -165,6 +166,7 @@ def test_environment_becomes_settings(tmp_path: Path) -> None:
         "ELASTICSEARCH_USERNAME": "platform",
         "JOB_ID": "demo-job-1",
         "PLATFORM_RUN_DIR": str(tmp_path),
+        "STORE_SPILL_DIR": str(tmp_path / "spill-here"),
         "DEMO_SITE_URL": "http://127.0.0.1:8123",
         "ROTATING_PROXY_LIST": [f"http://p{n}:8080" for n in (1, 2, 3, 4)],
         "PLAYWRIGHT_LAUNCH_OPTIONS": {
@@ -224,7 +226,8 @@ def test_the_add_on_defaults_apply_without_environment() -> None:
     assert settings["REDIS_URL"] is None and settings["ELASTICSEARCH_URL"] is None
     assert settings.getfloat("STORE_FLUSH_INTERVAL") == defaults.STORE_FLUSH_INTERVAL
     assert settings["DEMO_SITE_URL"] == defaults.DEMO_SITE_URL
-    assert settings["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"  # no frontier
+    # No frontier: Scrapy's scheduler, watching that every request ends (frontier/fates).
+    assert settings["SCHEDULER"] == "crawlers.frontier.local.LocalScheduler"
     assert "crawlers.frontier.worker.FrontierWorker" not in settings.getdict("EXTENSIONS")
     pipelines = settings.getdict("ITEM_PIPELINES")
     assert sorted(pipelines, key=pipelines.__getitem__) == [
@@ -290,27 +293,6 @@ def test_a_project_keeps_the_components_it_lists() -> None:
         "crawlers.recrawl.cards.CardsPipeline": 390,
         "crawlers.pipelines.recrawl.RecrawlRecordPipeline": 400,
     }
-
-
-def test_old_component_paths_of_a_project_or_the_command_line_still_name_their_component(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    settings = crawl_settings(
-        project={"ITEM_PIPELINES": {"crawlers.cards.CardsPipeline": None}},
-        cmdline={
-            "SPIDER_MIDDLEWARES": {"crawlers.budget.LinkCap": 700},
-            "SCHEDULER": "crawlers.frontier.LeasingScheduler",
-        },
-    )
-    pipelines = settings.getdict("ITEM_PIPELINES")
-    # The project's None still switches the card pipeline off, under its new path.
-    assert pipelines["crawlers.recrawl.cards.CardsPipeline"] is None
-    assert "crawlers.cards.CardsPipeline" not in pipelines
-    assert settings.getdict("SPIDER_MIDDLEWARES") == {"crawlers.limits.budget.LinkCap": 700}
-    assert settings["SCHEDULER"] == "crawlers.frontier.scheduler.LeasingScheduler"
-    assert "crawlers.budget.LinkCap, which moved: use crawlers.limits.budget.LinkCap" in (
-        caplog.text
-    )
 
 
 class NoPipelinesSpider(DemoSpider):

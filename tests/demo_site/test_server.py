@@ -442,6 +442,34 @@ def test_redirect_loop(site: DemoSite, catalog: Catalog) -> None:
     assert second.status == 302 and second.headers["location"] == path
 
 
+def test_offsite_redirect_goes_to_the_other_loopback_name(site: DemoSite, catalog: Catalog) -> None:
+    path = product_path(catalog, 6)
+    site.control(offsite_redirect={"paths": [path]})
+    moved = fetch(site, path)
+    assert moved.status == 302
+    other = "localhost" if site.host == "127.0.0.1" else "127.0.0.1"
+    assert moved.headers["location"] == f"http://{other}:{site.port}{path}"
+    # The same server under its other name: the path itself answers there.
+    back = fetch(site, path, Host=f"{other}:{site.port}")
+    assert (
+        back.status == 302 and back.headers["location"] == f"http://{site.host}:{site.port}{path}"
+    )
+    assert fetch(site, product_path(catalog, 7)).status == 200  # only the paths given
+
+
+def test_unreadable_keeps_the_text_and_loses_every_handle(site: DemoSite, catalog: Catalog) -> None:
+    product = catalog.products[8]
+    site.control(unreadable={"paths": [product.url]})
+    page = fetch(site, product.url)
+    assert page.status == 200
+    assert product.name in page.body.decode()  # the text is all there
+    assert b"<script" not in page.body and b"class=" not in page.body
+    assert b"itemprop" not in page.body and b"data-reviews-url" not in page.body
+    assert not page.selector.css("h1") and not page.selector.css("[itemtype]")
+    clean = fetch(site, catalog.products[9].url)
+    assert clean.selector.css("h1.product-title")  # only the paths given
+
+
 def test_huge_page(site: DemoSite, catalog: Catalog) -> None:
     product = catalog.products[7]
     site.control(huge_page={"mb": 2})

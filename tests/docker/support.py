@@ -1,14 +1,20 @@
-"""Helpers for the docker/ tests: the compose file, its interpolation, .env.example, and
-the environment variables the project's code reads."""
+"""Helpers for the docker/ tests: the compose file, its interpolation, .env.example, the
+environment variables the project's code reads, and a recording HTTP server standing in
+for Elasticsearch."""
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib.util
+import json
 import re
 import secrets
+import threading
+import time
 from collections.abc import Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -246,3 +252,58 @@ def code_environment_reads() -> dict[str, list[str]]:
             for name in _environ_reads(tree):
                 reads.setdefault(name, []).append(str(path.relative_to(REPO_ROOT)))
     return reads
+
+
+# -- a recording HTTP server ---------------------------------------------------------------
+
+
+class Recorder(ThreadingHTTPServer):
+    """Answers every request (``statuses`` by path, else ``default_status``) after
+    ``delay`` seconds, and records it (method, path, headers, body)."""
+
+    def __init__(self, statuses: dict[str, int] | None = None) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[dict[str, Any]] = []
+        self.statuses = statuses or {}
+        self.default_status = 200
+        self.delay = 0.0  # a slow server keeps its clients running (sampled by ps)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    @classmethod
+    @contextlib.contextmanager
+    def serving(cls) -> Iterator[Recorder]:
+        server = cls()
+        thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+        thread.start()
+        try:
+            yield server
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Recorder
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self.server.requests.append(
+            {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+        )
+        time.sleep(self.server.delay)
+        status = self.server.statuses.get(self.path.split("?")[0], self.server.default_status)
+        payload = json.dumps({"acknowledged": True}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

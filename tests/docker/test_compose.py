@@ -310,7 +310,10 @@ def test_images_are_pinned_and_builds_name_real_stages(compose: dict[str, Any]) 
         ("prefect-down", "down"),
         ("prefect-build", "build"),
         ("prefect-logs", "logs -f"),
-        ("prefect-flow", "exec prefect-worker prefect deployment run scrape-site/scrape-demo"),
+        (
+            "prefect-flow",
+            "exec prefect-worker python -m orchestration.deployment_run scrape-site --site demo",
+        ),
     ],
 )
 def test_make_targets_use_this_compose_file_when_docker_answers(target: str, expected: str) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from crawlers.profiles import load_profiles
 from tests.docker.support import (
     REPO_ROOT,
     example_environment,
@@ -28,10 +29,12 @@ SECRETS = {
     "OPENAI_API_KEY",
     "PREFECT_API_AUTH_STRING",
 }
+# What every site's worker holds: the frontier and the writer. No alerts, no LLM, no
+# Prefect; a fetch secret only as its profile declares (test_each_site_worker_...).
+CRAWL = {"REDIS_URL", "ELASTICSEARCH_PASSWORD", "ELASTICSEARCH_API_KEY"}
 ALLOWED = {
-    # Crawls: the frontier, the writer, what a fetch presents. No alerts, no LLM, no Prefect.
-    "worker-demo": {"REDIS_URL", "ELASTICSEARCH_PASSWORD", "ELASTICSEARCH_API_KEY"}
-    | {"PROXY_LIST", "FACEBOOK_SESSION_COOKIES"},
+    # The demo shop needs no proxy and no session: nothing that fetches for another site.
+    "worker-demo": CRAWL,
     # The flows run every step: all of the platform's secrets (behind the API's auth).
     "prefect-worker": SECRETS,
     # Searches: the read-only user and the embedder's key.
@@ -73,7 +76,33 @@ def test_each_service_holds_only_the_secrets_it_uses(resolved: dict[str, Any]) -
     assert len(every_site) > 1
     for name in every_site:
         held = SECRETS & set(services[name]["environment"])
-        assert held == ALLOWED["worker-demo"], name
+        assert held >= CRAWL, name
+        assert held <= SECRETS - {"SLACK_WEBHOOK_URL", "OPENAI_API_KEY", "PREFECT_API_AUTH_STRING"}
+
+
+def test_each_site_worker_holds_the_fetch_secrets_its_profile_declares(
+    resolved: dict[str, Any],
+) -> None:
+    """A site's proxies and session reach only that site's worker: PROXY_LIST (and the file
+    naming proxies) with needs_proxies = true, the variables of its ``secrets``; the flows'
+    worker, which fetches every site's gate samples, holds them all."""
+    services = resolved["services"]
+    holders: dict[str, set[str]] = {}
+    for profile in load_profiles():
+        environment = set(services[f"worker-{profile.site}"]["environment"])
+        fetch = environment - CRAWL - set(resolved["x-platform-env"]) - {"ELASTICSEARCH_USERNAME"}
+        proxies = {"PROXY_LIST", "PROXY_LIST_FILE"} if profile.needs_proxies else set()
+        assert fetch == proxies | set(profile.secrets), profile.site
+        for name in fetch:
+            holders.setdefault(name, set()).add(f"worker-{profile.site}")
+    # Facebook's session: its worker and the flows', nobody else (the g2 or demo worker).
+    everyone = {name for name, service in services.items() if service.get("environment")}
+    with_session = {n for n in everyone if "FACEBOOK_SESSION_COOKIES" in services[n]["environment"]}
+    assert with_session == {"worker-facebook_marketplace", "prefect-worker"}
+    assert holders["FACEBOOK_SESSION_COOKIES"] == {"worker-facebook_marketplace"}
+    assert {"worker-g2", "worker-idealista"} <= holders["PROXY_LIST"]
+    assert "worker-demo" not in holders["PROXY_LIST"]
+    assert set(holders) <= set(services["prefect-worker"]["environment"])
 
 
 def test_the_stores_and_kibana_hold_no_platform_secret(

@@ -10,11 +10,8 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,6 +21,7 @@ from tests.docker.support import (
     DOCKER_DIR,
     ENV_EXAMPLE,
     REPO_ROOT,
+    Recorder,
     env_example_entries,
     interpolate_document,
     load_compose,
@@ -35,52 +33,10 @@ HEALTHCHECK = DOCKER_DIR / "healthcheck.py"
 SETUP = DOCKER_DIR / "elasticsearch" / "setup.sh"
 
 
-# -- a recording HTTP server -------------------------------------------------------------------
-
-
-class Recorder(ThreadingHTTPServer):
-    def __init__(self, statuses: dict[str, int] | None = None) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.requests: list[dict[str, Any]] = []
-        self.statuses = statuses or {}
-        self.default_status = 200
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Recorder
-
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        self.server.requests.append(
-            {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
-        )
-        status = self.server.statuses.get(self.path.split("?")[0], self.server.default_status)
-        payload = json.dumps({"acknowledged": True}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    do_GET = do_POST = do_PUT = _answer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def recorder() -> Iterator[Recorder]:
-    server = Recorder()
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with Recorder.serving() as server:
+        yield server
 
 
 # -- init_env.py -------------------------------------------------------------------------------

@@ -5,12 +5,15 @@ from __future__ import annotations
 import pytest
 
 import crawlers.settings
-from fingerprints.baseline import BaselineError
+from crawlers.items import schema_by_type
+from crawlers.profiles import SiteProfile
+from fingerprints.baseline import BaselineError, FingerprintConfig
 from fingerprints.coverage import load_coverage_baseline
 from fingerprints.extraction import PageOutput
 from fingerprints.fixture_coverage import coverage_from_fixtures, derive_coverage
 
 SITES = ("booking_com", "trustpilot", "g2", "hermes", "idealista", "facebook_marketplace")
+HARNESS = {"job_id", "incomplete"}  # set by middlewares and failed parts, not extraction
 
 
 @pytest.fixture(autouse=True)
@@ -45,3 +48,32 @@ def test_a_zero_rate_for_a_carried_field_is_refused() -> None:
     # A field no fixture fills may stay at 0.0.
     ok = derive_coverage("x", crawl, crawl)
     assert ok.fields["description"].rate == 0.0
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_every_field_the_spider_fills_has_a_rate_from_a_fixture_showing_it(site: str) -> None:
+    """No holes: each field of the site's item type has a rate > 0 in coverage.json, unless
+    the profile declares it unread ([fingerprint] not_read); an unread one has none. A field
+    with no fixture showing it would never be judged by the gate (a rental's category)."""
+    coverage = load_coverage_baseline(site)
+    not_read = set(FingerprintConfig.for_site(site).not_read)
+    fields = schema_by_type(SiteProfile.load(site).item_type).field_names
+    rates = {
+        name: coverage.fields[name].rate if name in coverage.fields else 0.0 for name in fields
+    }
+    holes = sorted(n for n, r in rates.items() if r == 0.0 and n not in not_read | HARNESS)
+    assert holes == [], f"{site}: no fixture shows {', '.join(holes)}"
+    assert sorted(n for n in not_read if rates.get(n, 0.0) > 0) == []
+
+
+def test_a_hole_is_refused_naming_the_field() -> None:
+    url = "https://x.invalid/p"
+    crawl = [PageOutput(url, "detail", "parse", ({"name": "A", "category": None},))]
+    with pytest.raises(BaselineError, match="no fixture shows category"):
+        derive_coverage("x", crawl, crawl, fields=["name", "category"])
+    # Declared unread: no hole; filled although declared unread: refused.
+    assert derive_coverage("x", crawl, crawl, fields=["name", "category"], not_read=["category"])
+    with pytest.raises(BaselineError, match="not_read names name"):
+        derive_coverage(
+            "x", crawl, crawl, fields=["name", "category"], not_read=["name", "category"]
+        )

@@ -1,4 +1,4 @@
-"""The gate's verdicts on data: passed, drifted (extraction complete), structure_changed.
+"""The gate's verdicts on data: passed, drifted, structure_changed, extraction_broken.
 
 No services: the pure verdict functions over made-up outputs, and the harness on stored
 pages (the site's own spider callbacks, in process, no network).
@@ -31,6 +31,7 @@ from fingerprints.baseline import (
 )
 from fingerprints.coverage import CoverageBaseline, FieldExpectation, lost_fields
 from fingerprints.extraction import PageOutput, run_callbacks, site_spider
+from fingerprints.fields import ITEMS, FieldPolicy
 from fingerprints.gate import GateResult, Page, check_site, decide, evaluate, failure, judge_sample
 from fingerprints.judgement import judge_extraction
 from fingerprints.proposed import save_proposed_baseline
@@ -64,6 +65,9 @@ COVERAGE = CoverageBaseline(
         "cons": FieldExpectation(0.0),
     },
 )
+# The product page type's baseline: the rates its fixtures fill the fields at.
+BASELINES = {"product": {ITEMS: {"name": 1.0, "brand": 1.0, "reviews": 0.5}}}
+POLICY = FieldPolicy(required=frozenset({"name", "price", "currency"}))
 
 
 # -- the pure judgement ------------------------------------------------------------------------
@@ -83,37 +87,43 @@ def test_complete_extraction_of_valid_items() -> None:
     outputs = [PageOutput(item.url, "product", "parse_product", (item,)) for item in items] + [
         PageOutput(f"{BASE}/", "home", "parse", (), requests=12)
     ]
-    report = judge_extraction(outputs, COVERAGE)
+    report = judge_extraction(outputs, BASELINES, POLICY)
     assert report.complete, report.problems()
-    assert report.failed_fields == {}
+    assert report.failed_fields == {} and report.warnings() == []
     data = report.to_dict()
     assert data["page_types"]["product"]["items"] == 4
     assert data["page_types"]["home"]["requests"] == 12
 
 
-def test_invalid_items_lost_fields_and_silent_pages_fail_extraction() -> None:
+def test_invalid_items_fallen_fields_and_silent_pages_fail_extraction() -> None:
     items = products()
     invalid = dataclasses.replace(items[0], price=None)  # required
     no_brand = [dataclasses.replace(item, brand=None) for item in items[1:]]
     outputs = [PageOutput(invalid.url, "product", "parse_product", (invalid,))] + [
         PageOutput(item.url, "product", "parse_product", (item,)) for item in no_brand
     ]
-    report = judge_extraction(outputs, COVERAGE)
-    assert not report.complete
+    report = judge_extraction(outputs, BASELINES, POLICY)
+    assert not report.complete and report.failed and not report.broken
     product = report.page_types["product"]
     assert product.invalid[0]["errors"] == ["price: missing"]
-    assert report.failed_fields == {"product": ["price"]}  # brand is on 1 of 4: not lost
+    # brand is optional: 1 of 4 (baseline 100%) is a warning with the figure.
+    assert report.warnings() == ["product: brand: 1 of 4 items (25.0%), baseline 100.0%"]
+    assert report.failed_fields == {"product": ["price"]}
 
+    required = dataclasses.replace(POLICY, required=POLICY.required | {"brand"})
     all_lost = judge_extraction(
-        [PageOutput(i.url, "product", "parse_product", (i,)) for i in no_brand], COVERAGE
+        [PageOutput(i.url, "product", "parse_product", (i,)) for i in no_brand],
+        BASELINES,
+        required,
     )
-    assert all_lost.failed_fields == {"product": ["brand"]}
+    assert all_lost.broken and all_lost.failed_fields == {"product": ["brand"]}
     assert all_lost.lost == ("brand",)
+    assert "required fields fell: brand: 0 of 3 items (0.0%)" in all_lost.problems()[0]
 
-    silent = judge_extraction([PageOutput(f"{BASE}/p", "product", "parse_product")], COVERAGE)
+    silent = judge_extraction([PageOutput(f"{BASE}/p", "product", "parse_product")], BASELINES)
     assert not silent.complete
     assert "the callback yielded nothing" in silent.problems()[0]
-    # Nothing came out: every field the coverage baseline expects failed.
+    # Nothing came out: every field the baseline fills on at least half the items failed.
     assert silent.failed_fields == {"product": ["brand", "name", "reviews"]}
 
 
@@ -121,11 +131,11 @@ def _changed(site: str = "demo") -> GateResult:
     return GateResult(False, "structure_changed", site, "structure changed: product (...)")
 
 
-def test_decide_drifted_strict_and_precedence() -> None:
+def test_decide_on_a_changed_structure() -> None:
     complete = judge_extraction(
-        [PageOutput(i.url, "product", "parse_product", (i,)) for i in products()], COVERAGE
+        [PageOutput(i.url, "product", "parse_product", (i,)) for i in products()], BASELINES
     )
-    broken = judge_extraction([PageOutput(f"{BASE}/p", "product", "parse_product")], COVERAGE)
+    broken = judge_extraction([PageOutput(f"{BASE}/p", "product", "parse_product")], BASELINES)
 
     drifted = decide(_changed(), complete)
     assert (drifted.verdict, drifted.passed, drifted.status) == (
@@ -149,14 +159,55 @@ def test_decide_drifted_strict_and_precedence() -> None:
     unjudged = decide(_changed(), None, note="extraction could not run (KeyError)")
     assert (unjudged.verdict, unjudged.passed) == ("structure_changed", False)
 
-    # Blocks, fetch failures and passes are not open to judgement.
+    # Blocks, fetch failures, missing baselines and errors keep their precedence.
     for status in ("blocked", "fetch_failed", "no_baseline", "error"):
-        kept = decide(failure("demo", status, "x"), complete)  # type: ignore[arg-type]
+        kept = decide(failure("demo", status, "x"), broken)  # type: ignore[arg-type]
         assert (kept.verdict, kept.passed) == (status, False)
-    passed = GateResult(True, "passed", "demo", "ok")
-    assert decide(passed, broken) is passed
-    assert passed.to_dict()["verdict"] == "passed"
-    assert passed.to_dict()["proposed_baseline"] is None
+
+
+def test_decide_on_a_matching_structure_judges_the_items_too() -> None:
+    """Extraction is judged on every run: a layout that still matches can lose its data."""
+    matched = GateResult(True, "passed", "demo", "3 page(s) match the baseline")
+    items = products()
+    complete = judge_extraction(
+        [PageOutput(i.url, "product", "parse_product", (i,)) for i in items], BASELINES, POLICY
+    )
+    kept = decide(matched, complete)
+    assert (kept.verdict, kept.passed, kept.status) == ("passed", True, "passed")
+    assert kept.proposed_baseline is None and kept.extraction is not None
+
+    # A required field below the floor of its baseline: stopped, the field named.
+    unnamed = [dataclasses.replace(i, name=None) for i in items]
+    broken = judge_extraction(
+        [PageOutput(i.url, "product", "parse_product", (i,)) for i in unnamed], BASELINES, POLICY
+    )
+    stopped = decide(matched, broken)
+    assert (stopped.verdict, stopped.passed, stopped.status) == (
+        "extraction_broken",
+        False,
+        "passed",
+    )
+    assert "name: 0 of 4 items (0.0%), baseline 100.0%" in stopped.reason
+    assert stopped.proposed_baseline is None  # a new structure would not bring it back
+    # The same on a changed structure: extraction_broken whatever the similarity.
+    assert decide(_changed(), broken).verdict == "extraction_broken"
+
+    # An optional field's fall: a warning with the figure, the run goes on.
+    brandless = [dataclasses.replace(i, brand=None) for i in items]
+    warned = decide(
+        matched,
+        judge_extraction(
+            [PageOutput(i.url, "product", "parse_product", (i,)) for i in brandless],
+            BASELINES,
+            POLICY,
+        ),
+    )
+    assert (warned.verdict, warned.passed) == ("drifted", True)
+    assert "extraction warnings: product: brand: 0 of 4 items (0.0%)" in warned.reason
+
+    # A callback that yields nothing on a matching structure: broken, not a layout change.
+    silent = judge_extraction([PageOutput(f"{BASE}/p", "product", "parse_product")], BASELINES)
+    assert decide(matched, silent).verdict == "extraction_broken"
 
 
 # -- the harness on stored pages --------------------------------------------------------------
@@ -186,10 +237,13 @@ def test_the_demo_callbacks_on_v3_markup_yield_every_field() -> None:
     expected = {**product.to_dict(BASE), "job_id": "fingerprint-demo"}
     assert dataclasses.asdict(item) == {**expected, "incomplete": None}
 
-    # The fixture check has no network: the part cannot be fetched, which fails closed.
+    # The fixture check has no network: the part cannot be fetched (a changed structure
+    # fails closed on it; a matching one leaves the page unjudged).
     offline = run_callbacks(spider, [page], {"product": "parse_product"})
-    assert offline[0].items == ()
-    assert "follow-up request not fetched" in offline[0].errors[0]
+    assert offline[0].items == () and offline[0].errors == ()
+    assert "follow-up request not fetched" in offline[0].unfetched[0]
+    assert judge_extraction(offline).failed
+    assert judge_extraction(offline, parts_required=False).page_types["product"].unjudged == 1
     # A page type without a declared callback cannot be judged.
     undeclared = run_callbacks(spider, [page], {})
     assert "no callback declared" in undeclared[0].errors[0]

@@ -20,7 +20,7 @@ from demo_site.catalog import build_catalog
 from demo_site.pages import product_page
 from fingerprints.repair import Rule, chat_client, suggest_repairs
 from fingerprints.skeleton import TRUNCATED, skeleton
-from tests.indexing.openai_stub import OpenAIStub
+from harness.openai_stub import OpenAIStub
 
 BASE = "http://127.0.0.1:8000"
 SKUS = ("DM-00001", "DM-00420", "DM-00777")

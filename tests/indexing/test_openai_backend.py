@@ -1,5 +1,5 @@
 """The OpenAI-compatible backend through the real ``openai`` SDK over HTTP, against a local
-endpoint (tests/indexing/openai_stub.py): batching, both encodings, retry on 429/500 honouring
+endpoint (harness/openai_stub.py): batching, both encodings, retry on 429/500 honouring
 Retry-After, pacing by rate-limit headers, a clear error on a bad key, the choice of the
 default backend, and a whole llm-process run on it."""
 
@@ -16,6 +16,7 @@ from pydantic import SecretStr
 from core.config import PlatformSettings
 from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
+from harness.openai_stub import OpenAIStub, hashed_vectors
 from harness.redis_server import RedisServer
 from indexing.embedders import (
     EmbedderUnavailable,
@@ -29,7 +30,6 @@ from indexing.index import EmbedderMismatch, chunks_index, index_embedder
 from indexing.multilingual import MultilingualEmbedder
 from indexing.process import process_job
 from search.core import HybridSearch
-from tests.indexing.openai_stub import OpenAIStub, hashed_vectors
 from tests.indexing.support import RecordingEmbedder, product_item, store_job
 
 KEY = "sk-test-key"

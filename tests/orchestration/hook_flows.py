@@ -33,4 +33,5 @@ def hooked(site: str, case: str) -> object:
 if __name__ == "__main__":
     case = sys.argv[1]
     state = hooked(site="demo", case=case, return_state=True)
+    print(state.state_details.flow_run_id)
     print(state.type.value)

@@ -9,7 +9,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +43,18 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def register_deployments(
-    server: PrefectServer, extra_env: Mapping[str, str] | None = None, local_workers: int = 2
-) -> None:
+    server: PrefectServer,
+    extra_env: Mapping[str, str] | None = None,
+    local_workers: int = 2,
+    options: Sequence[str] = (),
+) -> str:
     """``python -m orchestration.register_flows`` against ``server``, with none of the
-    caller's ``PREFECT_*`` variables (and ``extra_env``, e.g. SITE_PROFILES_DIR)."""
+    caller's ``PREFECT_*`` variables (and ``extra_env``, e.g. SITE_PROFILES_DIR or
+    SLACK_WEBHOOK_URL, and ``options``, e.g. --alert-grace); returns what it printed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(extra_env or {})
     env.update(server.client_environment())
-    argv = ["--local-workers", str(local_workers)]
+    argv = ["--local-workers", str(local_workers), *options]
     done = subprocess.run(
         [sys.executable, "-m", "orchestration.register_flows", *argv],
         cwd=REPO_ROOT,
@@ -60,6 +64,7 @@ def register_deployments(
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
 
 
 def delete_deployments(server: PrefectServer) -> None:

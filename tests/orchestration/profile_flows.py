@@ -19,9 +19,9 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from harness.es_node import ElasticsearchNode
+from harness.openai_stub import OpenAIStub
 from harness.prefect_server import PrefectServer, PrefectWorker
 from harness.redis_server import RedisServer
-from tests.indexing.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api, register_deployments
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}

@@ -12,20 +12,26 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import WorkPoolCreate
 from prefect.exceptions import ObjectNotFound
-from prefect.states import Failed, State
+from prefect.states import Completed, Failed, State
 
 from core.config import REPO_ROOT
+from orchestration import run_log
+
+run_log.install()  # as orchestration.flows does
 
 
 @flow(name="stack-probe")
 def stack_probe(
-    base_url: str = "", approval_timeout: int | None = None, fail: bool = True
+    base_url: str = "", approval_timeout: int | None = None, fail: bool = True, warn: bool = False
 ) -> State | str:
     """Fails closed the way scrape-site's gate does, echoing the parameters it was given
     (a number stays a number); a two-line message, as a gate's reason can be. Logs a
-    progress line and updates an artifact, as the scrape flow's steps do."""
+    progress line and updates an artifact, as the scrape flow's steps do. ``warn``:
+    completes with a warning instead, as a drifted scrape does."""
     get_run_logger().info("progress: crawl 10/20 pages")
     create_markdown_artifact("10/20 pages", key="stack-probe-progress")
+    if warn:
+        return Completed(name="CompletedWithWarnings", message="structure drifted", data="ok")
     if fail:
         return Failed(
             name="FailedClosed",

@@ -38,11 +38,11 @@ def receiver(tmp_path: Path) -> Iterator[SlackReceiver]:
 def test_job_summary_template_carries_the_figures() -> None:
     text = render("job_summary", **SUMMARY)
     assert "*1200*" in text and "new 24" in text and "changed 60" in text
-    assert "block rate: 1.2%" in text and "2m 0s" in text
+    assert "block rate: 1.25%" in text and "2m 0s" in text
     assert "Nova Dog Bed" in text and "and 22 more" in text
-    assert "incomplete" not in text  # nothing to warn about
-    text = render("job_summary", **{**SUMMARY, "incomplete": 4})
-    assert "incomplete: *4* stored without some of their parts" in text
+    assert "incomplete" not in text and ":x:" not in text  # nothing lost
+    text = render("job_summary", **summary(**{"items/incomplete": 4, "parts/gave_up/reviews": 4}))
+    assert "• :x: 4 item(s) stored without some of their parts (gave_up/reviews 4)" in text
 
 
 def test_notify_posts_through_the_sdk(receiver: SlackReceiver) -> None:

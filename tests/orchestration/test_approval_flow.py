@@ -23,15 +23,16 @@ from fingerprints.baseline import SITES_DIR
 from fingerprints.versions import baseline_history
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
+from harness.openai_stub import OpenAIStub
 from harness.prefect_server import PrefectServer, PrefectWorker
 from harness.redis_server import RedisServer
 from harness.slack_receiver import SlackReceiver
-from tests.indexing.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api, register_deployments
 from tests.orchestration.test_scrape_flow import FINAL, PRODUCTS, Stack, job_id_of, slack_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REPO_BASELINE = SITES_DIR / "demo" / "baseline.json"
+ALERT_GRACE = 10  # seconds the automation waits for a failed run's own alert
 
 
 class ApprovalStack(Stack):
@@ -80,7 +81,12 @@ def stack(
         DemoSite(run_dir=run_dir, products=PRODUCTS, name="approval-site", layout="v2") as site,
         SlackReceiver(run_dir=run_dir) as slack,
     ):
-        register_deployments(prefect_server)
+        # The automation alerts a run its own hooks could not (an approval nobody answered).
+        register_deployments(
+            prefect_server,
+            extra_env={"SLACK_WEBHOOK_URL": slack.url},
+            options=["--alert-grace", str(ALERT_GRACE)],
+        )
         worker_env = {
             "REDIS_URL": redis_server.url,
             "ELASTICSEARCH_URL": es_node.url,
@@ -112,6 +118,14 @@ def baselines(stack: ApprovalStack) -> Iterator[Path]:
     stack.reset_baselines()
     yield stack.sites
     assert REPO_BASELINE.read_bytes() == before
+
+
+def unattended_alerts(stack: Stack, run: dict[str, Any], *, wait: bool = True) -> list[str]:
+    """The automation's alerts of ``run`` (a failed run without an alert of its own), once
+    its grace has passed (``wait``)."""
+    if wait:
+        time.sleep(ALERT_GRACE + 10)  # the grace, and the server's evaluation every 5 s
+    return [text for text in slack_texts(stack) if f"run `{run['name']}` ended" in text]
 
 
 def structure_alerts(stack: Stack) -> list[str]:
@@ -164,11 +178,10 @@ def test_an_accept_of_a_layout_that_extracts_nothing_is_refused_unless_overridde
     note = {"decision": "accept", "note": "v2 is the new shop", "accept_empty": True}
     assert stack.resume(run_id, note)["status"] == "ACCEPT"
     run = stack.wait(run_id, timeout=600)
-    assert (run["state"]["type"], run["state"]["name"]) == (
-        "COMPLETED",
-        "CompletedWithWarnings",
-    ), run["state"]
-    assert "page(s) could not be parsed" in run["state"]["message"]
+    # Accepted, crawled, and nothing came out of the product pages: never a success.
+    assert (run["state"]["type"], run["state"]["name"]) == ("FAILED", "NothingStored"), run["state"]
+    assert run["state"]["message"].startswith("0 items stored from ")
+    assert "page(s) could not be parsed (demo/product_unparsed " in run["state"]["message"]
     tasks = stack.task_states(run_id)
     assert tasks["accept-baseline"] == "COMPLETED" and tasks["report"] == "COMPLETED"
 
@@ -183,19 +196,16 @@ def test_an_accept_of_a_layout_that_extracts_nothing_is_refused_unless_overridde
 
     job = stack.es().get(index="jobs", id=f"demo:{job_id_of(run_id)}")["_source"]
     assert job["pages_unparsed"] == int(job["counters"]["demo/product_unparsed"]) > 0
-    assert job["items_removed"] == 0
+    assert (job["status"], job["items_stored"], job["items_removed"]) == ("failed", 0, 0)
     assert "page(s) could not be parsed" in job["extra"]["removals_skipped"]
+    # The report is written all the same, and leads with the run's state and why.
     report = {a["key"]: a for a in stack.artifacts(run_id)}["scrape-demo-report"]["data"]
-    assert "**Completed with" in report
-    assert f"{job['pages_unparsed']} page(s) could not be parsed" in report
-    summary = [
-        text
-        for text in slack_texts(stack)
-        if "*scrape-demo* completed" in text and job_id_of(run_id) in text
-    ]
-    assert summary and "completed with" in summary[-1], slack_texts(stack)
-    assert f"{job['pages_unparsed']} page(s) could not be parsed" in summary[-1]
-    assert ":white_check_mark:" not in summary[-1]
+    assert f"**NothingStored:** {run['state']['message']}" in report
+    summary = [text for text in slack_texts(stack) if f"job `{job_id_of(run_id)}`" in text]
+    assert len(summary) == 1, slack_texts(stack)  # the job summary is the run's one alert
+    assert summary[0].startswith(":x: *scrape-demo* stored nothing")
+    assert f"• :no_entry: {run['state']['message']}" in summary[0]
+    assert not unattended_alerts(stack, run)
 
 
 def test_suspended_runs_free_the_slot_reject_and_timeout_fail_closed(
@@ -221,6 +231,13 @@ def test_suspended_runs_free_the_slot_reject_and_timeout_fail_closed(
         "structure gate: the proposed baseline of demo was rejected in the Prefect UI: "
         "the shop is broken"
     )
+    # The unanswered run's process was gone when the server failed it: the automation
+    # alerted it, once; the rejected run's own hooks ran, so the automation did not.
+    (alert,) = unattended_alerts(stack, stack.flow_run(unanswered))
+    assert (
+        "ended *Failed* (site demo)" in alert and "Nobody answered its baseline approval" in alert
+    )
+    assert unattended_alerts(stack, run) == []
     for run_id in (rejected, unanswered):
         tasks = stack.task_states(run_id)
         assert "producer" not in tasks and "accept-baseline" not in tasks

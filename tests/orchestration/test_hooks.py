@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import pytest
 
 from harness.prefect_server import PrefectServer
 from harness.slack_receiver import SlackReceiver
+from orchestration.hooks import ALERTED_EVENT
+from tests.crawlers.support import wait_for
+from tests.orchestration.prefect_api import api
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +27,10 @@ def receiver(tmp_path: Path) -> Iterator[SlackReceiver]:
         yield server
 
 
-def run_case(case: str, prefect_server: PrefectServer, receiver: SlackReceiver) -> list[str]:
+def run_case(
+    case: str, prefect_server: PrefectServer, receiver: SlackReceiver, runs: list[str] | None = None
+) -> list[str]:
+    """The Slack texts the case's run sent; its flow run id appended to ``runs``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(prefect_server.client_environment())
     env["SLACK_WEBHOOK_URL"] = receiver.url
@@ -36,8 +43,47 @@ def run_case(case: str, prefect_server: PrefectServer, receiver: SlackReceiver) 
         timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == ("COMPLETED" if case == "ok" else "FAILED")
+    *_, run_id, final = done.stdout.strip().splitlines()
+    assert final == ("COMPLETED" if case == "ok" else "FAILED")
+    if runs is not None:
+        runs.append(run_id)
     return [str(post.get("text", "")) for post in receiver.posts()]
+
+
+def alerted_events(prefect_server: PrefectServer, run_id: str) -> list[dict[str, object]]:
+    body = {
+        "filter": {
+            "event": {"name": [ALERTED_EVENT]},
+            "resource": {"id": [f"prefect.flow-run.{run_id}"]},
+        },
+        "limit": 10,
+    }
+    return list(api(prefect_server, "/events/filter", body)["events"])
+
+
+@pytest.mark.parametrize("case", ["step", "flow", "closed"])
+def test_every_failed_run_is_marked_alerted_for_the_automation(
+    case: str, prefect_server: PrefectServer, receiver: SlackReceiver
+) -> None:
+    runs: list[str] = []
+    run_case(case, prefect_server, receiver, runs)
+    wait_for(
+        lambda: alerted_events(prefect_server, runs[0]),
+        timeout=60,
+        what="the run's alerted event on the server",
+    )
+    (event,) = alerted_events(prefect_server, runs[0])
+    flow = [r for r in event["related"] if r["prefect.resource.role"] == "flow"]
+    assert [r["prefect.resource.name"] for r in flow] == ["hooked"]
+
+
+def test_a_run_that_passed_is_not_marked_alerted(
+    prefect_server: PrefectServer, receiver: SlackReceiver
+) -> None:
+    runs: list[str] = []
+    run_case("ok", prefect_server, receiver, runs)
+    time.sleep(10)  # the server stores events in batches
+    assert alerted_events(prefect_server, runs[0]) == []
 
 
 def test_a_failed_step_alerts_once_with_its_last_log_lines(

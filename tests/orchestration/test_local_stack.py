@@ -1,6 +1,7 @@
-"""orchestration.local_stack's `flow` command and `make prefect-flow PARAMS=...`: flow
-parameters reach the run, and a run that does not complete ends with one line naming its
-state, the state's message and the worker log."""
+"""orchestration.local_stack's `flow` command and `make prefect-flow PARAMS=...`
+(orchestration.deployment_run): flow parameters reach the run, a paused deployment runs
+only when forced, and a run that does not end plain Completed ends with one line naming
+its state, the state's message and the worker log, and a non-zero exit status."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from core.config import REPO_ROOT, OperatorError, get_settings
 from crawlers.profiles import profile_sites
 from harness.base import free_port
 from harness.prefect_server import PrefectServer, PrefectWorker
-from orchestration import local_stack
+from orchestration import deployment_run, local_stack
 from orchestration.flows import check_site_versions, scrape_site
+from tests.orchestration.prefect_api import api
 
 POOL = "local-stack-probe"
 EXAMPLE = 'PARAMS="base_url=http://127.0.0.1:8010 approval_timeout=0"'
@@ -65,13 +67,18 @@ def test_make_passes_params_as_flow_parameters(docker: str) -> None:
     assert result.returncode == 0, result.stderr
     params = "--param base_url=http://h:8010 --param approval_timeout=0"
     if docker == "yes":
-        expected = f"prefect deployment run scrape-site/scrape-ztw_shop {params} --watch"
+        expected = (
+            "exec prefect-worker python -m orchestration.deployment_run scrape-site "
+            f"--site ztw_shop {params}"
+        )
     else:
         expected = f"-m orchestration.local_stack flow scrape-site --site ztw_shop {params}"
-    assert expected in joined(result.stdout)
-    # No PARAMS: no --param at all.
+    assert joined(result.stdout).endswith(expected)
+    # No PARAMS: no --param at all; FORCE=1 (only) forces a paused deployment.
     plain = make_dry_run(f"HAVE_DOCKER={docker}")
     assert plain.returncode == 0 and "--param" not in plain.stdout
+    assert "--force" not in plain.stdout + make_dry_run("FORCE=0").stdout
+    assert joined(make_dry_run(f"HAVE_DOCKER={docker}", "FORCE=1").stdout).endswith("--force")
 
 
 @pytest.mark.parametrize("docker", ["yes", "no"])
@@ -96,14 +103,44 @@ def test_local_stack_refuses_a_malformed_param_before_anything_runs(
     assert captured.err == f"flow parameter {bad!r} is not KEY=VALUE (e.g. {EXAMPLE})\n"
 
 
-def test_failure_line_is_one_line_with_state_message_and_log(platform_run_dir: Path) -> None:
+def test_the_compose_entry_point_names_the_server_it_lacks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with pytest.raises(SystemExit) as raised:
+        deployment_run.main(["scrape-site", "--site", "demo"])
+    assert raised.value.code == 2
+    assert capsys.readouterr().err == (
+        "PREFECT_API_URL is not set: point it at the Prefect server's API "
+        "(e.g. http://prefect-server:4200/api)\n"
+    )
+
+
+def test_the_final_line_is_one_line_with_state_message_and_log(platform_run_dir: Path) -> None:
     state = {"type": "FAILED", "name": "FailedClosed", "message": "structure gate:\n  drifted"}
-    line = local_stack.failure_line("scrape-ztw_shop", state)
-    log = local_stack.worker_log()
-    assert line == f"scrape-ztw_shop: FailedClosed: structure gate: drifted (worker log: {log})"
-    assert log == platform_run_dir / "stack" / "prefect-worker-scraping.log"
-    crashed = local_stack.failure_line("x", {"type": "CRASHED", "name": "", "message": ""})
-    assert crashed.startswith("x: CRASHED: no state message (worker log: ")
+    log = f"worker log: {local_stack.worker_log()}"
+    line = deployment_run.state_line("scrape-ztw_shop", state, log)
+    assert line == f"scrape-ztw_shop: FailedClosed: structure gate: drifted ({log})"
+    assert local_stack.worker_log() == platform_run_dir / "stack" / "prefect-worker-scraping.log"
+    crashed = {"type": "CRASHED", "name": "", "message": ""}
+    assert deployment_run.state_line("x", crashed, log).startswith("x: CRASHED: no state message")
+
+
+@pytest.mark.parametrize(
+    ("state_type", "name", "plain"),
+    [
+        ("COMPLETED", "Completed", True),
+        ("COMPLETED", "", True),
+        ("COMPLETED", "CompletedWithWarnings", False),
+        ("FAILED", "Incomplete", False),
+        ("FAILED", "NothingStored", False),
+        ("FAILED", "Failed", False),
+        ("CRASHED", "Crashed", False),
+        ("CANCELLED", "Cancelled", False),
+    ],
+)
+def test_only_plain_completed_counts_as_success(state_type: str, name: str, plain: bool) -> None:
+    assert deployment_run.completed({"type": state_type, "name": name, "message": ""}) is plain
 
 
 @pytest.fixture(scope="module")
@@ -138,15 +175,23 @@ def stack(
         yield env
 
 
-def run_probe(env: dict[str, str], *params: str) -> subprocess.CompletedProcess[str]:
+def run_probe(
+    env: dict[str, str], *params: str, force: bool = False
+) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "orchestration.local_stack", "flow", "stack-probe"]
     for param in params:
         argv += ["--param", param]
+    argv += ["--force"] if force else []
     return subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
+def probe_logs(prefect: PrefectServer, run_id: str) -> list[str]:
+    body = {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_ASC", "limit": 200}
+    return [log["message"] for log in api(prefect, "/logs/filter", body)]
+
+
 def test_a_failed_run_ends_with_its_state_message_and_the_worker_log(
-    stack: dict[str, str],
+    stack: dict[str, str], prefect_server: PrefectServer
 ) -> None:
     result = run_probe(stack, "base_url=http://127.0.0.1:8010", "approval_timeout=5")
     assert result.returncode == 1, result.stdout + result.stderr
@@ -160,6 +205,11 @@ def test_a_failed_run_ends_with_its_state_message_and_the_worker_log(
         "stack-probe: FailedClosed: structure gate failed closed: "
         f"http://127.0.0.1:8010 approval_timeout=5 see log (worker log: {log})"
     )
+    # The run's log ends on its state, not on Prefect's traceback of the returned state.
+    run_id = result.stdout.split("flow run ", 1)[1].split()[0]
+    lines = probe_logs(prefect_server, run_id)
+    assert lines[-1].startswith("Finished in state FailedClosed("), lines[-3:]
+    assert not [line for line in lines if "Traceback" in line or "unexpected exception" in line]
 
 
 def test_a_completed_run_adds_nothing(stack: dict[str, str]) -> None:
@@ -168,6 +218,47 @@ def test_a_completed_run_adds_nothing(stack: dict[str, str]) -> None:
     assert "worker log" not in result.stdout + result.stderr
     assert "progress: crawl 10/20 pages" in result.stdout
     assert result.stdout.splitlines()[-1].startswith("stack-probe: Completed")
+
+
+def test_a_run_completed_with_warnings_is_no_plain_success(stack: dict[str, str]) -> None:
+    result = run_probe(stack, "warn=true")
+    assert result.returncode == 1, result.stdout + result.stderr
+    log = Path(stack["PLATFORM_RUN_DIR"]) / "stack" / "prefect-worker-scraping.log"
+    assert result.stderr.splitlines() == [
+        f"stack-probe: CompletedWithWarnings: structure drifted (worker log: {log})"
+    ]
+
+
+def test_a_paused_deployment_runs_only_when_forced(
+    stack: dict[str, str], prefect_server: PrefectServer
+) -> None:
+    (deployment,) = [
+        found
+        for found in api(prefect_server, "/deployments/filter", {})
+        if found["name"] == "stack-probe"
+    ]
+    path = f"/deployments/{deployment['id']}"
+
+    def probe_runs() -> int:
+        body = {"deployments": {"id": {"any_": [deployment["id"]]}}}
+        return len(api(prefect_server, "/flow_runs/filter", body))
+
+    api(prefect_server, path, {"paused": True}, method="PATCH")
+    try:
+        before = probe_runs()
+        refused = run_probe(stack, "fail=false")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.stdout == ""
+        assert refused.stderr.splitlines() == [
+            "stack-probe: the deployment is paused (its schedule does not run), so it was not "
+            "started; to run it anyway: make prefect-flow FLOW=stack-probe FORCE=1 (or --force)"
+        ]
+        assert probe_runs() == before  # nothing was started
+        forced = run_probe(stack, "fail=false", force=True)
+        assert forced.returncode == 0, forced.stdout + forced.stderr
+        assert probe_runs() == before + 1
+    finally:
+        api(prefect_server, path, {"paused": False}, method="PATCH")
 
 
 def test_stack_ports_are_settable_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,6 +61,19 @@ def test_drain_figures_from_one_poll() -> None:
     assert "new 120, changed 3, unchanged 7, invalid 2" in line
 
 
+def test_pages_fetched_are_the_reports_pages_not_every_response() -> None:
+    # Two workers fetched robots.txt once each: responses, but no pages of the job's (the
+    # report's "pages fetched", counted by the ledger, leaves them out too).
+    counters = {
+        "downloader/response_count": 2463,
+        "responses/classified": 2463,
+        "responses/robots_txt": 2,
+    }
+    figures = drain_progress(state(0, 0, counters), pages_per_second=None)
+    assert figures.pages_done == 2461
+    assert {row["metric"]: row["value"] for row in figures.rows()}["pages fetched"] == 2461
+
+
 def test_drain_figures_before_anything_and_when_done() -> None:
     start = drain_progress(state(0, 0, {}), pages_per_second=None)
     assert start.percent == 0.0 and start.block_rate is None and start.seconds_left == 0.0

@@ -19,12 +19,12 @@ from core.config import PlatformSettings
 from demo_site.catalog import build_catalog
 from demo_site.pages import product_page
 from harness.demo_site import DemoSite
+from harness.openai_stub import OpenAIStub
 from harness.prefect_server import PrefectServer
 from harness.slack_receiver import SlackReceiver
 from orchestration.alerts import render
 from orchestration.repairs import artifact_key, failed_fields, repair_suggestions
 from tests.fingerprints.test_repair import SECRET, answering_model
-from tests.indexing.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +38,8 @@ ALERT = {
     "reason": "structure changed: product (similarity 0.412 < 0.85)",
     "page_types": [],
     "run_url": None,
+    "approvable": False,
+    "site_url": "http://127.0.0.1:8000",
 }
 
 
@@ -125,7 +127,8 @@ def test_suggestions_for_the_fixture_check_become_slack_lines_and_a_table(
     alert = render("structure_change", **ALERT, repairs=outcome.slack_text)
     assert alert.endswith(outcome.slack_text)
     assert render("structure_change", **ALERT, repairs="").endswith(
-        "`python -m fingerprints baseline demo`."
+        "`python -m fingerprints baseline demo --from-url http://127.0.0.1:8000`, and commit "
+        "them with the change."
     )
 
 

@@ -30,6 +30,8 @@ def test_the_ledgers_access_figures_reach_the_document_table_and_slack() -> None
             "sessions/retired": 1,
             "sessions/retired/captcha": 1,
             "sessions/challenges_passed": 12,
+            "items/scraped": 1200,
+            "items/stored": 1200,
         }
     )
     assert (doc["pages"], doc["pages_rendered"], doc["renders_per_1000_pages"]) == (1300, 13, 10.0)
@@ -44,7 +46,9 @@ def test_the_ledgers_access_figures_reach_the_document_table_and_slack() -> None
     )
     assert "refused" not in rows
     text = render("job_summary", **summary_context(doc, chunks=0))
-    assert "(13 of 1300 responses: challenge 12, CAPTCHA 1)" in text
+    # One figure, one text: the report's block rate is Slack's, counted over the same pages.
+    assert rows["block rate"] == "1.00% (13 of 1300 pages fetched)"
+    assert f"• block rate: {rows['block rate']}: challenge 12, CAPTCHA 1" in text
     assert "• access: 12 challenges passed" in text
     assert ":no_entry:" not in text
 
@@ -76,8 +80,13 @@ def test_a_job_whose_every_page_was_refused_says_so_in_one_line_everywhere() -> 
     by_kind = {row["metric"]: row["value"] for row in rows}["blocks by kind"]
     assert by_kind == "blocked 32 (cloudflare block 32)"
     assert f"| refused | {line} |" in markdown(doc, chunks=0)
+    assert f"**NothingStored:** {line}" in markdown(doc, chunks=0)
     text = render("job_summary", **summary_context(doc, chunks=0))
-    assert f":no_entry: {line}" in text
+    assert text.splitlines()[:2] == [
+        ":x: *scrape-demo* stored nothing — job `job-2`",
+        f"• :no_entry: {line}",
+    ]
+    assert text.count(line) == 1  # said once
 
 
 def test_a_local_crawls_stats_give_the_same_figures() -> None:

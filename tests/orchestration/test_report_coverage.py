@@ -13,8 +13,8 @@ import pytest
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 from core.config import PlatformSettings
-from core.items_schema import schema_by_type
-from core.store import ItemStore
+from core.items_schema import plain_fields, schema_by_type
+from core.store import ItemStore, StoreAction, build_touch
 from core.store.layout import ensure_item_index
 from crawlers.items import Product
 from fingerprints.coverage import CoverageBaseline, FieldExpectation, save_coverage_baseline
@@ -23,7 +23,7 @@ from harness.slack_receiver import SlackReceiver
 from orchestration.alerts import Delivery, notify
 from orchestration.coverage import alert_coverage_drop, job_coverage
 from orchestration.report import markdown, summary_context, table_rows
-from tests.core.store.support import FAST, action_for, clean_site
+from tests.core.store.support import FAST, action_for, clean_site, docs
 
 SITE = "coverageshop"
 OTHER = "coverageshop2"  # a site without coverage.json
@@ -58,7 +58,15 @@ def product(n: int, *, price: bool = True, brand: bool = True) -> Product:
     )
 
 
-def store(es_url: str, site: str, jobs: dict[str, list[Product]]) -> None:
+def store(
+    es_url: str,
+    site: str,
+    jobs: dict[str, list[Product]],
+    touched: dict[str, list[Product]] | None = None,
+) -> None:
+    """Write each job's items in full; ``touched``: items a later job only saw unchanged
+    (by a 304 or its listing card), a touch of their documents."""
+
     async def write() -> None:
         client = AsyncElasticsearch(es_url)
         try:
@@ -73,10 +81,20 @@ def store(es_url: str, site: str, jobs: dict[str, list[Product]]) -> None:
                             for item in items
                         )
                     )
+                for job, items in (touched or {}).items():
+                    await asyncio.gather(*(writer.put(touch(site, item, job)) for item in items))
         finally:
             await client.close()
 
     asyncio.run(write())
+
+
+def touch(site: str, item: Product, job: str) -> StoreAction:
+    fields = plain_fields(item)
+    key = schema_by_type("product").key(site, fields)
+    return build_touch(
+        site=site, item_type="product", key=key, job_id=job, seen_ms=1_900_000_000_000
+    )
 
 
 @pytest.fixture
@@ -87,7 +105,8 @@ def stored(es_node: ElasticsearchNode, es: Elasticsearch, tmp_path: Path) -> Ite
         clean_site(es, site)
     job_1 = [product(n) for n in range(100, 130)]
     job_2 = [product(n, price=n < 10, brand=False) for n in range(40)]
-    store(es_node.url, SITE, {"job-1": job_1, "job-2": job_2})
+    # job-3 saw job-1's items unchanged without reading their pages, and extracted none.
+    store(es_node.url, SITE, {"job-1": job_1, "job-2": job_2}, touched={"job-3": job_1})
     store(es_node.url, OTHER, {"job-7": [product(n, price=n % 2 == 0) for n in range(4)]})
     fields = {
         name: FieldExpectation(1.0)
@@ -160,6 +179,18 @@ def test_a_site_without_a_baseline_gets_its_measured_rates_and_no_alert(
     assert "price 50%" in line and "name 100%" in line and "brand 100%" in line
     text = markdown({**DOCUMENT, "site": OTHER}, chunks=0, coverage=coverage)
     assert "| price | 50.0% | - |  |" in text
+
+
+def test_only_the_items_a_job_extracted_are_judged(stored: Path, es: Elasticsearch) -> None:
+    """job-3 touched 30 documents whose fields are all filled (job-1's) and read no page:
+    judging those would pass the job as "coverage ok"; it extracted nothing to judge."""
+    touched = [doc for doc in docs(es, SITE).values() if doc["job_id"] == "job-3"]
+    assert len(touched) == 30 and {doc["extracted_job_id"] for doc in touched} == {"job-1"}
+    report = job_coverage(es, SITE, "job-3", sites_dir=stored)
+    assert report.items == 0 and not report.ok
+    assert report.problems == ("only 0 item(s), fewer than the 20 needed to judge fill rates",)
+    # job-1's items, extracted by job-1 and touched since, still count for job-1.
+    assert job_coverage(es, SITE, "job-1", sites_dir=stored).items == 30
 
 
 def test_a_job_that_stored_nothing_says_so(stored: Path, es: Elasticsearch) -> None:

@@ -23,12 +23,12 @@ from core.workers import WorkerRegistry
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
+from harness.openai_stub import OpenAIStub
 from harness.prefect_server import PrefectServer, PrefectWorker
 from harness.redis_server import RedisServer
 from harness.slack_receiver import WEBHOOK_PATH, SlackReceiver
 from orchestration.alerts import failed_deliveries
 from tests.crawlers.support import crawl_env, settings_argv, wait_for
-from tests.indexing.openai_stub import OpenAIStub
 from tests.orchestration.prefect_api import api, register_deployments
 from tests.orchestration.prefect_ui import RunPage, chromium
 
@@ -143,6 +143,25 @@ def slack_texts(stack: Stack) -> list[str]:
     return [str(post.get("text", "")) for post in stack.slack.posts()]
 
 
+def final_log_lines(stack: Stack, run_id: str) -> list[str]:
+    """The run's last 200 log lines, oldest first, once the flow's own "Finished in state"
+    line reached the API (lines are shipped in batches, after the state; a task's
+    "Finished in state" line is not the flow's)."""
+
+    def records() -> list[dict[str, Any]]:
+        body = {"logs": {"flow_run_id": {"any_": [run_id]}}, "sort": "TIMESTAMP_DESC"}
+        return list(reversed(api(stack.prefect, "/logs/filter", body | {"limit": 200})))
+
+    def finished() -> bool:
+        return any(
+            log["task_run_id"] is None and log["message"].startswith("Finished in state")
+            for log in records()
+        )
+
+    wait_for(finished, timeout=60, what="the flow's last log line")
+    return [log["message"] for log in records()]
+
+
 def product_fetches(stack: Stack) -> int:
     return sum(1 for e in stack.site.access_log() if e["path"].startswith("/product/"))
 
@@ -228,7 +247,8 @@ def test_triggered_deployment_runs_end_to_end(stack: Stack, tmp_path: Path) -> N
     summary = [text for text in slack_texts(stack) if job_id in text and "completed" in text]
     assert summary, slack_texts(stack)
     assert f"items scraped: *{PRODUCTS}* (new {PRODUCTS}, changed 0, unchanged 0)" in summary[-1]
-    assert "block rate: 0.0%" in summary[-1]
+    assert "block rate: 0.00% (0 of " in summary[-1]
+    assert summary[-1].startswith(":white_check_mark: *scrape-demo* completed")
     assert "• field coverage: ok: " in summary[-1], summary[-1]
     assert not [text for text in slack_texts(stack) if "field coverage dropped" in text]
 
@@ -281,7 +301,14 @@ def test_gate_failure_skips_the_scrape_fail_closed(stack: Stack) -> None:
     assert not server.exists(f"{{demo}}:job:{job_id}:stats")
     assert stored_counts(es) == before
     assert "producer" not in stack.task_states(run_id)
-    assert any("skipped (fail-closed)" in text for text in slack_texts(stack))
+    (alert,) = [text for text in slack_texts(stack) if "skipped (fail-closed)" in text]
+    # The fix that works: the spider updated, then fixtures and baseline from live pages.
+    fix = f"`python -m fingerprints baseline demo --from-url {stack.site.url.rstrip('/')}`"
+    assert fix in alert, alert
+    # The run's log ends on its state, with no traceback of the state it returned.
+    lines = final_log_lines(stack, run_id)
+    assert lines[-1].startswith("Finished in state FailedClosed("), lines[-3:]
+    assert not [line for line in lines if "Traceback" in line or "unexpected exception" in line]
 
 
 def test_preflight_fails_fast_when_workers_were_killed(stack: Stack, tmp_path: Path) -> None:

@@ -105,9 +105,11 @@ def assert_report(stack: PlainStack, site: str, run_id: str, **figures: int) -> 
     assert f"`items-{site}`" in report and f"`chunks-{site}`" in report
     table = report_figures(report)
     print(site, {k: table[k] for k in ("items scraped", "new", "stored", "pages fetched")})
-    for name in ("invalid (dropped)", "errors", "pages unparsed", "blocked"):
+    for name in ("invalid (dropped)", "errors (ERROR log lines)", "pages unparsed", "blocked"):
         assert table[name] == "0", (name, table[name])
-    assert table["error responses (HTTP 4xx/5xx)"] == "0" and table["block rate"] == "0.00%"
+    assert table["requests failed for good"] == "0"
+    assert table["error responses (HTTP 4xx/5xx)"] == "0"
+    assert table["block rate"] == f"0.00% (0 of {table['pages fetched']} pages fetched)"
     es = stack.flows.es()
     es.indices.refresh(index=f"chunks-{site}")
     assert table["chunks indexed"] == str(es.count(index=f"chunks-{site}")["count"])

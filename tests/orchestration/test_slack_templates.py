@@ -16,11 +16,12 @@ from fingerprints.gate import GateResult, PageCheck, PageTypeResult, failure
 from orchestration import alert_context
 from orchestration.alerts import TEMPLATES, render
 from orchestration.health import HealthReport, SiteHealth
-from orchestration.report import drop_text, job_warnings, summary_context
+from orchestration.report import drop_text, summary_context
 
 NOW = dt.datetime(2026, 12, 2, 4, 0, tzinfo=dt.UTC)
 COUNTERS = {
     "items/scraped": 1200,
+    "items/stored": 1200,
     "items/new": 24,
     "items/changed": 60,
     "items/unchanged": 1116,
@@ -28,6 +29,18 @@ COUNTERS = {
     "responses/total": 2480,
     "blocks/captcha": 31,
     "log_count/ERROR": 0,
+}
+
+
+# Every item found dropped by validation: the job stored nothing.
+NOTHING_STORED = {
+    "items/scraped": 0,
+    "items/stored": 0,
+    "items/new": 0,
+    "items/changed": 0,
+    "items/unchanged": 0,
+    "items/invalid": 20,
+    "validation/invalid/demo_product/name/missing": 20,
 }
 
 
@@ -44,7 +57,6 @@ def summary(**counters: int) -> dict[str, Any]:
         chunks=2400,
         new_items=["Nova Dog Bed", "Fjord Lamp"],
         run_url="http://prefect.invalid/runs/flow-run/1",
-        warnings=job_warnings(doc),
     )
 
 
@@ -90,9 +102,17 @@ def contexts() -> dict[str, list[dict[str, Any]]]:
     """Every template with the contexts its senders build."""
     drop = {"field": "price", "actual": 0.4, "expected": 1.0, "tolerance": 0.1}
     return {
-        "job_summary": [summary(), summary(**{"demo/product_unparsed": 111})],
+        "job_summary": [
+            summary(),
+            summary(**{"demo/product_unparsed": 111}),
+            summary(**{"budget/reached/pages": 1}),
+            summary(**NOTHING_STORED),
+        ],
         "structure_change": [
             alert_context.structure_change_context("demo", changed_gate().to_dict()),
+            alert_context.structure_change_context(
+                "demo", changed_gate().to_dict() | {"proposed_baseline": {"page_types": {}}}
+            ),
             alert_context.structure_change_context(
                 "demo", changed_gate().to_dict(), waiting_until="2026-12-02 14:00 UTC"
             ),
@@ -167,32 +187,56 @@ def test_job_summary_lines_and_warnings() -> None:
     text = render("job_summary", **summary())
     lines = text.splitlines()
     assert lines[0] == ":white_check_mark: *scrape-demo* completed — job `demo-1`"
-    assert "• errors: 0" in lines and any(line.startswith("• duration: 2m 0s") for line in lines)
+    assert "• errors (ERROR log lines): 0" in lines
+    assert any(line.startswith("• duration: 2m 0s") for line in lines)
     assert "• new: Nova Dog Bed, Fjord Lamp and 22 more" in lines
-    assert "• block rate: 1.2% (31 of 2480 responses: CAPTCHA 31)" in lines
+    # The report's block rate text, over the pages the report counts.
+    assert "• block rate: 1.25% (31 of 2480 pages fetched): CAPTCHA 31" in lines
+    assert "• items scraped: *1200* (new 24, changed 60, unchanged 1116), stored 1200" in lines
 
-    loud = render("job_summary", **summary(**{"demo/product_unparsed": 111}))
-    lines = loud.splitlines()
-    assert lines[0] == ":warning: *scrape-demo* completed with 1 warning(s) — job `demo-1`"
-    assert lines[1].startswith("• :warning: 111 page(s) could not be parsed (demo/product_unparsed")
+    lost = render("job_summary", **summary(**{"demo/product_unparsed": 111})).splitlines()
+    assert lost[0] == ":x: *scrape-demo* incomplete: data lost — job `demo-1`"
+    assert lost[1].startswith("• :x: 111 page(s) could not be parsed (demo/product_unparsed")
+
+    warned = render("job_summary", **summary(**{"budget/reached/pages": 1})).splitlines()
+    assert warned[0] == ":warning: *scrape-demo* completed with 1 warning(s) — job `demo-1`"
+    assert warned[1] == "• :warning: crawl budget reached, the crawl was cut short: pages"
+
+
+def test_a_job_that_stored_nothing_leads_with_why() -> None:
+    lines = render("job_summary", **summary(**NOTHING_STORED)).splitlines()
+    assert lines[:2] == [
+        ":x: *scrape-demo* stored nothing — job `demo-1`",
+        "• :no_entry: 0 of 20 items stored: all dropped by validation (name missing)",
+    ]
+    assert not [line for line in lines if line.startswith("• :x:")]  # the reason says it
 
 
 def test_structure_alerts_are_titled_by_flow_and_advise_by_cause() -> None:
     cases = contexts()["structure_change"]
-    skipped, waiting, fixtures, dns, blocked, no_baseline = (
+    skipped, approvable, waiting, fixtures, dns, blocked, no_baseline = (
         render("structure_change", **c) for c in cases
     )
     assert skipped.splitlines()[0] == (
         ":warning: *scrape-demo skipped (fail-closed)*: structure changed"
     )
     assert "• *product*: similarity 0.41 (threshold 0.85)" in skipped.splitlines()
-    assert "python -m fingerprints baseline demo" in skipped
+    # The fixes that work: the spider updated, then fixtures and baseline from live pages
+    # (the site's URL as the gate sampled it); no rebuild from the old fixtures.
+    fix = "`python -m fingerprints baseline demo --from-url https://shop.invalid`"
+    assert fix in skipped and "`python -m fingerprints baseline demo`" not in skipped
+    assert "Resume form" not in skipped  # nothing to accept without a proposal
+    # With a proposed baseline, the approval path in the Prefect UI comes first.
+    accept, update = [line for line in approvable.splitlines() if line.startswith("• ")][-2:]
+    assert 'make prefect-flow PROFILE=demo PARAMS="approval_timeout=3600"' in accept
+    assert "Resume form with accept" in accept and fix in update
     assert waiting.splitlines()[0].startswith(":double_vertical_bar: *scrape-demo waits for")
     assert "until 2026-12-02 14:00 UTC" in waiting and "fail-closed" not in waiting
     assert fixtures.splitlines()[0] == (
         ":warning: *check-site-versions: demo fixtures structure changed*"
     )
     assert "scrape-demo" not in fixtures and "Nothing was crawled" not in fixtures
+    assert "rebuild the baseline from them: `python -m fingerprints baseline demo`" in fixtures
     # A fetch failure is not the baseline's fault: no advice to rebuild it.
     assert "fingerprints baseline" not in dns and "the baseline is not at fault" in dns
     assert "not compared: 1 fetch failed (DNSLookupError: shop.invalid)" in dns

@@ -128,3 +128,38 @@ def test_missing_markers_are_named_with_the_fix() -> None:
     text = wiring.COMPOSE_FILE.read_text().replace(wiring.END, "")
     with pytest.raises(OperatorError, match=r"marker lines .* are missing; put them back"):
         wiring.compose_text(text, ["demo"])
+
+
+def test_a_site_s_fetch_secrets_reach_its_worker_and_the_flows_only(profiles: Path) -> None:
+    """A new site needing proxies and a session of its own: its worker passes both
+    through, the flows' worker gets the session too, no other worker gets it."""
+    facebook = (profiles / "facebook_marketplace.toml").read_text()
+    (profiles / "ztw_social.toml").write_text(
+        facebook.replace('site = "facebook_marketplace"', 'site = "ztw_social"').replace(
+            "needs_proxies = false", "needs_proxies = true"
+        )
+    )
+    document = yaml.safe_load(wiring.wanted(profiles)[wiring.COMPOSE_FILE])
+    compose = document["services"]
+    assert set(compose["worker-ztw_social"]["environment"]) >= {
+        "PROXY_LIST",
+        "PROXY_LIST_FILE",
+        "FACEBOOK_SESSION_COOKIES",
+    }
+    assert "PROXY_LIST" not in compose["worker-facebook_marketplace"]["environment"]
+    assert "FACEBOOK_SESSION_COOKIES" not in compose["worker-ztw_shop"]["environment"]
+    assert "PROXY_LIST" in compose["worker-ztw_shop"]["environment"]  # hermes' needs_proxies
+    assert set(document["x-fetch-env"]) == {
+        "PROXY_LIST",
+        "PROXY_LIST_FILE",
+        "FACEBOOK_SESSION_COOKIES",
+    }
+
+
+def test_a_secret_the_platform_does_not_read_is_refused(profiles: Path) -> None:
+    text = (profiles / "facebook_marketplace.toml").read_text()
+    (profiles / "facebook_marketplace.toml").write_text(
+        text.replace('secrets = ["FACEBOOK_SESSION_COOKIES"]', 'secrets = ["FB_COOKIES"]')
+    )
+    with pytest.raises(OperatorError, match=r"secrets names FB_COOKIES, which is no secret"):
+        wiring.wanted(profiles)

@@ -20,9 +20,15 @@ from search.api import create_app
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str, es_url: str = "http://127.0.0.1:1") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "REDIS_"))}
-    env.update(ELASTICSEARCH_URL=es_url, PYTHONPATH=str(REPO))
+def cli(
+    *args: str, es_url: str = "http://127.0.0.1:1", **env_vars: str
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "REDIS_", "ELASTICSEARCH_"))
+    }
+    env.update(ELASTICSEARCH_URL=es_url, PYTHONPATH=str(REPO), **env_vars)
     return subprocess.run(
         [sys.executable, "-m", "search", *args],
         env=env,
@@ -112,6 +118,25 @@ def test_refused_credentials_are_one_line_naming_them(
         assert (
             "status denied; Elasticsearch refused: Elasticsearch refused the credentials " in shown
         )
+
+
+def test_elasticsearch_down_is_one_line_naming_the_url_and_the_fix() -> None:
+    result = cli("waterproof dog bed", "--mode", "bm25", es_url="http://127.0.0.1:1")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        "Elasticsearch unreachable at http://127.0.0.1:1 (ConnectionError): start it, or set "
+        "ELASTICSEARCH_URL to where it runs"
+    ]
+
+
+def test_a_password_without_its_user_is_named(es_node: ElasticsearchNode, run_dir: Path) -> None:
+    with EsAuthGate(es_node.url, user="reader", password="right", run_dir=run_dir) as gate:
+        result = cli("torch", "--mode", "bm25", es_url=gate.url, ELASTICSEARCH_PASSWORD="right")
+    assert one_line(result) == (
+        f"Elasticsearch refused the request (401) at {gate.url}: ELASTICSEARCH_PASSWORD is "
+        "set but ELASTICSEARCH_USERNAME is not, so no credentials were sent; set "
+        "ELASTICSEARCH_USERNAME to the password's user"
+    )
 
 
 def test_without_elasticsearch_url_it_finds_the_local_stack(

@@ -117,7 +117,7 @@ def test_the_callbacks_extract_valid_items_from_the_detail_fixtures(
     outputs = extraction(site)
     raised = [error for output in outputs for error in output.errors if " raised " in error]
     assert raised == [], raised
-    waiting = {o.url for o in outputs if any(NOT_FETCHED in error for error in o.errors)}
+    waiting = {o.url for o in outputs if any(NOT_FETCHED in error for error in o.unfetched)}
     detail = {o.page_type for o in outputs if o.items or o.url in waiting}
     assert detail, f"{site}: no fixture page of any page type yields an item"
     schema = schema_by_type(SiteProfile.load(site).item_type)

@@ -72,7 +72,7 @@ _HOTEL_SOURCES: dict[str, tuple[str, ...]] = {
     "review_score": ("store", "ld", "shown", "old"),
     "review_count": ("store", "ld", "shown", "old"),
     "description": ("store", "shown", "ld", "old"),
-    "amenities": ("shown",),
+    "amenities": ("shown", "old"),
 }
 
 
@@ -151,11 +151,25 @@ def _hotel_store(store: dict[str, Any]) -> dict[str, Any]:
         "location": point(location.get("latitude"), location.get("longitude")),
         "star_rating": stars or None,
         "review_score": to_float(score.get("score")) if score.get("reviewsCount") else None,
-        "review_count": to_int(score.get("reviewsCount")),
+        # The score's count, else the property's own (a property nobody reviewed yet may
+        # carry no score summary at all, and a count of 0 there).
+        "review_count": to_int(score.get("reviewsCount"))
+        if score.get("reviewsCount") is not None
+        else _property_reviews(store, data.get("id")),
         "description": long_text(
             _entity(store, extended, "translation", "HotelTranslation").get("description")
         ),
     }
+
+
+def _property_reviews(store: dict[str, Any], hotel_id: Any) -> int | None:
+    """``Property:{"id":N}.reviews.reviewsCount``: the count of the page's own property."""
+    for value in store.values():
+        own = isinstance(value, dict) and value.get("__typename") == "Property"
+        if own and hotel_id is not None and str(value.get("id")) == str(hotel_id):
+            reviews = value.get("reviews") if isinstance(value.get("reviews"), dict) else {}
+            return to_int(reviews.get("reviewsCount"))
+    return None
 
 
 def _store_photos(store: dict[str, Any]) -> dict[str, str]:
@@ -269,6 +283,10 @@ def _old_layout(response: TextResponse) -> dict[str, Any]:
         "review_score": to_float(css_text(score_box, ".js--hp-scorecard-scoreval::text")),
         "review_count": to_int(count.group(1)) if count else None,
         "description": long_text(css_text(response, "#summary p ::text")),
+        # The facilities checklist, by section ("Outdoors: Terrace", ...): each item.
+        "amenities": unique(
+            text(t) for t in response.css(".facilitiesChecklistSection li ::text").getall()
+        ),
         "images": [
             absolute(response, url)
             for url in response.css(

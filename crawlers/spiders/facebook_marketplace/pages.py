@@ -198,7 +198,7 @@ def extract_item(response: TextResponse) -> dict[str, Any]:
         "price": price.amount,
         "currency": price.currency,
         "condition": condition(target),
-        "category": text((target.get("marketplace_listing_category") or {}).get("name")),
+        "category": listing_category(target),
         "location_name": location_name(target),
         "location": GeoPoint(lat=lat, lon=lon) if lat is not None and lon is not None else None,
         "seller_id": text(seller.get("id")) or text(actor.get("id")),
@@ -210,6 +210,34 @@ def extract_item(response: TextResponse) -> dict[str, Any]:
         else None,
         "is_sold": target.get("is_sold") if isinstance(target.get("is_sold"), bool) else None,
     }
+
+
+# Where a listing names its category, most precise first: the name beside the category id
+# (items; rentals carry it in the logged-out renderable), the category object, the
+# virtual-taxonomy leaf, the SEO taxonomy path's last entry.
+_CATEGORY_NAMES = ("marketplace_listing_category_name", "marketplace_listing_leaf_vt_category_name")
+# Parts of a listing that describe other things (the seller, its story, recommendations).
+_NOT_THE_LISTING = ("marketplace_listing_seller", "story", "related_listings", "parent_listing")
+
+
+def listing_category(target: dict[str, Any]) -> str | None:
+    """The listing's category name, for every listing kind (an item, a vehicle, a rental):
+    a ``*category_name`` key of the listing or of its logged-out renderable, else the name
+    of its ``marketplace_listing_category``, else its SEO taxonomy path's last entry."""
+    own = {k: v for k, v in target.items() if k not in _NOT_THE_LISTING}
+    for key in _CATEGORY_NAMES:
+        for value in find_key(own, key, limit=5_000):
+            if name := text(value) if isinstance(value, str) else None:
+                return name
+    for value in find_key(own, "marketplace_listing_category", limit=5_000):
+        if isinstance(value, dict) and (name := text(value.get("name"))):
+            return name
+    for value in find_key(own, "seo_virtual_category", limit=5_000):
+        path = value.get("taxonomy_path") if isinstance(value, dict) else None
+        names = [text(p.get("name")) for p in path or [] if isinstance(p, dict)]
+        if names := [n for n in names if n]:
+            return names[-1]
+    return None
 
 
 def listing_money(price: Any, where: Market) -> Money:

@@ -15,6 +15,7 @@ from typing import Any
 from scrapy.statscollectors import MemoryStatsCollector, StatsT
 
 from demo_site.catalog import Catalog
+from tests.argv import command_line, descendants
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 STATS_PATH_SETTING = "TEST_STATS_PATH"
@@ -132,36 +133,6 @@ def start_crawl(
 
 def run_crawl(tmp_path: Path, *, timeout: float = 180, **kwargs: Any) -> CrawlResult:
     return start_crawl(tmp_path, **kwargs).wait(timeout)
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (read from /proc: children of children too)."""
-    found: list[int] = []
-    frontier = [pid]
-    while frontier:
-        parent = frontier.pop()
-        try:
-            tasks = list(Path(f"/proc/{parent}/task").iterdir())
-        except OSError:
-            continue  # it exited meanwhile
-        for task in tasks:
-            try:
-                children = (task / "children").read_text().split()
-            except OSError:
-                continue
-            for child in map(int, children):
-                if child not in found:
-                    found.append(child)
-                    frontier.append(child)
-    return found
-
-
-def command_line(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
 def parent_pid(pid: int) -> int | None:

@@ -30,6 +30,7 @@ from scrapy.utils.test import get_crawler
 from core.blocks import classify
 from core.jobs_index import job_counters
 from core.keys import SiteKeys
+from core.layouts import NO_BASELINE
 from crawlers.cli.producer import produce
 from crawlers.fetch.conditional import (
     CONDITIONAL_META,
@@ -206,8 +207,9 @@ def test_recrawls_fetch_only_what_changed(
 # -- the middleware, without a crawl (real Redis) ---------------------------------------
 
 ITEM_URL = "http://shop.test/product/DM-00001"
+# Recorded under the layout the unit site has: no accepted baseline (core.layouts).
 RECORD = PageValidators(
-    '"abc"', "Mon, 01 Jan 2024 00:00:00 GMT", "unit:demo_product:DM-1", "demo_product"
+    '"abc"', "Mon, 01 Jan 2024 00:00:00 GMT", "unit:demo_product:DM-1", "demo_product", NO_BASELINE
 )
 
 
@@ -358,13 +360,20 @@ def test_lookups_of_requests_in_flight_are_coalesced(redis_server: RedisServer) 
 
     async def scenario() -> list[Request]:
         store = middleware.store
-        hmget = store.server.hmget
+        pipeline = store.server.pipeline
 
-        async def counted(*args: Any) -> Any:
-            calls.append(len(args[1]))
-            return await hmget(*args)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            pipe = pipeline(*args, **kwargs)
+            hmget = pipe.hmget
 
-        store.server.hmget = counted  # type: ignore[method-assign]
+            def hmget_counted(key: str, urls: list[str]) -> Any:
+                calls.append(len(urls))
+                return hmget(key, urls)
+
+            pipe.hmget = hmget_counted  # type: ignore[method-assign]
+            return pipe
+
+        store.server.pipeline = counted  # type: ignore[method-assign]
         requests = [Request(url, callback=spider.parse_item) for url in urls]
         await asyncio.gather(*(middleware.process_request(r) for r in requests))
         await CrawlServices.of(crawler).aclose()
@@ -374,6 +383,49 @@ def test_lookups_of_requests_in_flight_are_coalesced(redis_server: RedisServer) 
     assert sum(calls) == 300 and len(calls) <= 3
     conditional = [r.url for r in requests if b"If-None-Match" in r.headers]
     assert conditional == urls[::2]
+
+
+def test_a_record_of_another_layout_or_an_unparsed_page_type_is_no_shortcut(
+    redis_server: RedisServer,
+) -> None:
+    """Validators recorded under another accepted baseline (the job's, as the producer
+    recorded it, over the worker's own) are void; so are those of a callback whose pages
+    the job could not parse. Either way the page is fetched whole."""
+    server = redis_server.client()
+    keys = SiteKeys("unit")
+    for name in (keys.page_validators, keys.job_layout("job-new"), keys.job_unparsed("job-u")):
+        server.delete(name)
+    server.hset(keys.page_validators, ITEM_URL, RECORD.to_json())
+    server.set(keys.job_layout("job-new"), "0123456789abcdef")  # accepted since the record
+    server.sadd(keys.job_unparsed("job-u"), "parse_item")
+    crawler = unit_crawler(redis_server.url)
+    spider = crawler.spider
+    assert isinstance(spider, UnitSpider)
+    middleware = ConditionalRequests.from_crawler(crawler)
+
+    def item_request(job_id: str) -> Request:
+        return Request(ITEM_URL, callback=spider.parse_item, meta={"job_id": job_id})
+
+    async def scenario() -> list[Request]:
+        requests = [item_request(job) for job in ("job-new", "job-u", "job-same", "job-local")]
+        middleware.watch._stopped.add(("job-local", "parse_item"))  # this worker saw it
+        for request in requests:
+            await middleware.process_request(request)
+        await CrawlServices.of(crawler).aclose()
+        return requests
+
+    new, unparsed, same, local = asyncio.run(scenario())
+    assert [b"If-None-Match" in r.headers for r in (new, unparsed, same, local)] == [
+        False,
+        False,
+        True,  # a job of the record's layout (the worker's own: no producer's)
+        False,
+    ]
+    assert stats_of(crawler) == {
+        "recrawl/conditional/layout_changed": 1,
+        "recrawl/conditional/unparsed": 2,
+        "recrawl/conditional/sent": 1,
+    }
 
 
 def test_redis_down_sends_the_request_unconditionally(redis_server: RedisServer) -> None:
@@ -403,6 +455,7 @@ def test_a_304_is_an_ok_answer_and_records_read_back() -> None:
         "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT",
         "key": "unit:demo_product:DM-1",
         "item_type": "demo_product",
+        "layout": NO_BASELINE,
     }
     for junk in (b"{", b"[]", b'{"key": "k"}', b'{"key": "k", "item_type": "t"}'):
         assert PageValidators.from_json(junk) is None

@@ -198,6 +198,8 @@ def test_a_body_over_the_size_cap_is_cut_and_fails_the_request(
                 await client.fetch(capped)
             assert "larger than download max size (1048576)" in str(cut.value)
             assert site.url + "/huge" in str(cut.value)
+            # Its Content-Length said so: refused at the header, the body never read.
+            assert "the body was not read" in str(cut.value)
             warned = Request(site.url + "/huge", meta={"download_warnsize": 1024 * 1024})
             return await client.fetch(warned)
 

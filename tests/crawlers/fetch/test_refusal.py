@@ -27,8 +27,12 @@ def test_a_crawl_every_page_of_which_is_blocked_ends_refused_in_one_line(
     assert result.stat("finish_reason") == "refused"
     assert result.items == []
     refusals = result.log_lines("every page was refused:")
-    # One line at the close (plus the early-close line that quotes it).
-    closing = [line for line in refusals if "closing the crawl" not in line and "ERROR" in line]
+    # One line at the close (plus the early-close line that quotes it), and the crawl's
+    # final word, the log's last line, with the same reason.
+    assert result.log.splitlines()[-1].endswith(f"finish_reason refused: {result.stat('refusal')}")
+    closing = [
+        line for line in refusals[:-1] if "closing the crawl" not in line and "ERROR" in line
+    ]
     assert len(closing) == 1 and "ERROR" in closing[0]
     assert "FETCH_IDENTITY=browser" in closing[0]  # points at the client's own identity
     assert result.stat("refusal") in closing[0]

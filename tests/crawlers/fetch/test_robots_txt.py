@@ -76,4 +76,4 @@ def test_a_missing_robots_txt_is_not_an_error(
     document = job_document("robotless", "j1", "completed", None, None, stats)
     assert (document["errors"], document["error_responses"]) == (0, 1)
     rows = {row["metric"]: row["value"] for row in table_rows(document, chunks=0)}
-    assert (rows["errors"], rows["error responses (HTTP 4xx/5xx)"]) == (0, 1)
+    assert (rows["errors (ERROR log lines)"], rows["error responses (HTTP 4xx/5xx)"]) == (0, 1)

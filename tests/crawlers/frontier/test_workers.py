@@ -141,7 +141,8 @@ def test_an_item_that_failed_in_the_pipelines_is_crawled_again_not_acked(
         log_path=log,
         settings={"ITEM_PIPELINES": pipelines, "FRONTIER_ITEM_RETRY_TIMES": retry_times},
     )
-    assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
+    # Nothing stored at all (every item given up) is never success: exit 4.
+    assert wait_all([worker], timeout=180) == [0 if retry_times else 4], log_excerpt(log)
     stats = JobStats(fresh, "demo").get(job.job_id)
     hits = page_hits(site)
     # The item comes from the reviews API response: that request alone is crawled again.
@@ -158,6 +159,14 @@ def test_an_item_that_failed_in_the_pipelines_is_crawled_again_not_acked(
     else:
         # No retries allowed: each failure is given up on, counted, and the job drains.
         assert items == []
+        assert (
+            log.read_text()
+            .splitlines()[-1]
+            .endswith(
+                f"finish_reason nothing_stored: 0 items stored: {PRODUCTS} failed in the "
+                "pipelines (item_error, see the log)"
+            )
+        )
         assert stats["frontier/item_error_gave_up"] == PRODUCTS
         assert stats.get("frontier/item_error_recrawled", 0) == 0
         assert (len(api_hits), set(api_hits)) == (PRODUCTS, {1})
@@ -253,7 +262,8 @@ def test_idle_worker_closes_after_idle_time_and_always_on_does_not(
         **common, log_path=tmp_path / "always-on.log", arguments={"always_on": "true"}
     )
     started = time.monotonic()
-    assert closing.wait(timeout=60) == 0
+    # Nothing was enqueued: the job stored nothing, which is never success (exit 4).
+    assert closing.wait(timeout=60) == 4
     idle_for = time.monotonic() - started
     # 2 s idle limit; Scrapy checks idleness on its 5 s heartbeat, start-up adds a few.
     assert 2 <= idle_for < 20, idle_for
@@ -261,7 +271,14 @@ def test_idle_worker_closes_after_idle_time_and_always_on_does_not(
     time.sleep(6)
     assert always_on.poll() is None, "an always-on worker must not close when idle"
     always_on.send_signal(signal.SIGTERM)
-    assert always_on.wait(timeout=60) == 0
+    assert always_on.wait(timeout=60) == 4
+    endings = {"closing": "", "always-on": "; the crawl ended early (shutdown)"}
+    for name, ending in endings.items():
+        last = (tmp_path / f"{name}.log").read_text().splitlines()[-1]
+        assert last.endswith(
+            "finish_reason nothing_stored: 0 items: no request was made (no start URL, or "
+            f"nothing enqueued for the job?){ending}"
+        )
 
 
 def test_workers_ride_out_a_redis_restart(

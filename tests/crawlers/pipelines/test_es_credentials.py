@@ -154,7 +154,12 @@ def test_credentials_refused_mid_crawl_in_local_mode_are_one_line_not_one_per_it
     refused = [line for line in errors if "Elasticsearch refused the credentials (401)" in line]
     assert len(refused) == 1, errors
     assert refused[0].endswith("items get no verdict: the next run crawls them again")
-    assert len(errors) <= 2, errors  # and the job document's own line, if any
+    # The job document's own line, if any, and the crawl's final word, last.
+    assert errors[-1].endswith(
+        "ERROR: finish_reason elasticsearch_auth: 0 of 40 items stored: Elasticsearch refused "
+        "the crawl's credentials"
+    )
+    assert len(errors) <= 3, errors
     assert "Traceback" not in text and PASSWORD not in text
     with EsAuthGate(es_node.url, user=USER, password=PASSWORD, run_dir=run_dir) as gate:
         code, _, log = crawl(site, gate, PASSWORD, tmp_path, "local-next")

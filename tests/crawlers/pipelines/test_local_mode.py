@@ -215,7 +215,7 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
         # Killed, not stopped: a node shutting down gracefully may still take the next
         # bulk, which leaves nothing to spill (seen once on a loaded CI machine).
         node.kill()
-        assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
+        codes = wait_all([worker], timeout=180)
     except BaseException:
         if worker is not None:
             worker.kill()  # a failed test leaves no worker nor node running
@@ -228,6 +228,15 @@ def test_elasticsearch_down_at_close_the_logged_command_drains_the_spill_file(
         assert spill_file.exists(), log_excerpt(log)
         spilled = [json.loads(line) for line in spill_file.read_text().splitlines()]
         stats = final_stats(log)
+        # Stored nothing itself (its items wait in the spill): nothing_stored, exit 4.
+        assert codes == [0 if stats.get("items/stored") else 4], log_excerpt(log)
+        if not stats.get("items/stored"):
+            scraped = stats["validation/valid/demo_product"]
+            # Items classified after the node's kill fail at dedup: said too.
+            assert (
+                f"finish_reason nothing_stored: 0 of {scraped} items stored: {len(spilled)} "
+                "wait in the spill for Elasticsearch"
+            ) in log.read_text().splitlines()[-1]
         assert len(spilled) == stats["store/spilled"] == stats["store/spill_remaining_at_close"]
         assert spilled, log_excerpt(log)
         # The close line names the exact command: it works from a shell with no settings.

@@ -14,6 +14,7 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from core.keys import SiteKeys
+from core.layouts import NO_BASELINE
 from crawlers.items import DemoProduct
 from crawlers.pipelines.recrawl import RecordUnavailable, RecrawlRecordPipeline
 from crawlers.recrawl.context import (
@@ -131,6 +132,9 @@ def test_complete_items_are_recorded_incomplete_ones_cleared(redis_server: Redis
             "last_modified": "Mon, 01 Jan 2024 00:00:00 GMT",
             "key": f"{SITE}:demo_product:DM-1",
             "item_type": "demo_product",
+            # The layout it was parsed under: its job's (none recorded: the worker's own,
+            # a site without an accepted baseline).
+            "layout": NO_BASELINE,
         }
     }
     assert crawler.stats is not None
@@ -141,6 +145,24 @@ def test_complete_items_are_recorded_incomplete_ones_cleared(redis_server: Redis
     again = RecrawlRecordPipeline.from_crawler(crawler)
     run(again, [yielded(crawler, product("DM-1"), page("DM-1"))])
     assert set(records(redis_server)) == {"http://shop.test/product/DM-1"}
+
+
+def test_a_record_carries_its_jobs_layout(redis_server: RedisServer) -> None:
+    """The layout the producer recorded for the item's job (core.layouts), over the
+    worker's own: the record is a shortcut only for jobs of that layout."""
+    server = redis_server.client()
+    server.delete(KEY)
+    server.set(SiteKeys(SITE).job_layout("job-7"), "0123456789abcdef")
+    crawler = crawler_for(redis_server.url)
+    pipeline = RecrawlRecordPipeline.from_crawler(crawler)
+    item = DemoProduct(**{**product("DM-1").__dict__, "job_id": "job-7"})
+    other = yielded(crawler, product("DM-2"), page("DM-2"))  # no job: the worker's own
+    run(pipeline, [yielded(crawler, item, page("DM-1")), other])
+    layouts = {url: record["layout"] for url, record in records(redis_server).items()}
+    assert layouts == {
+        "http://shop.test/product/DM-1": "0123456789abcdef",
+        "http://shop.test/product/DM-2": NO_BASELINE,
+    }
 
 
 def test_records_of_items_in_flight_share_a_round_trip(redis_server: RedisServer) -> None:

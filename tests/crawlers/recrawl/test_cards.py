@@ -33,6 +33,7 @@ from core.cards import CardRecord, CardState, refresh_due
 from core.items_schema import plain_fields, schema_for
 from core.jobs_index import job_counters
 from core.keys import SiteKeys
+from core.layouts import baseline_id
 from core.redis_client import connect_async
 from crawlers.cli.producer import produce
 from crawlers.items import DemoProduct, MarketplaceListing, Product, PropertyListing
@@ -286,7 +287,9 @@ def test_unchanged_cards_become_item_seen_and_the_others_requests(
         client = connect_async(redis_server.url)
         try:
             await CardState(client, "demo").record(
-                "job-a", [(r.meta["recrawl"].key, r.meta["recrawl"].card_hash) for r in fetched]
+                "job-a",
+                [(r.meta["recrawl"].key, r.meta["recrawl"].card_hash) for r in fetched],
+                layout=baseline_id("demo"),  # the layout the worker reads (no producer's)
             )
         finally:
             await client.aclose()

@@ -158,3 +158,109 @@ def test_crawl_of_the_replay_follows_pagination(replay: ReplaySite, tmp_path: Pa
     paths = [entry["path"] for entry in replay.access_log()]
     assert "/products/clipforge/reviews?page=2" in paths
     assert all(entry["proxied"] for entry in replay.access_log())
+
+
+# -- the 2023 layout: questions as h5 headings, a four-level breadcrumb -----------------------
+
+
+def test_the_2023_layout_real_page_gives_pros_cons_and_the_category() -> None:
+    url = f"{HOST}/products/zoominfo-salesos/reviews"
+    page = extract_product_page(real_response("g2/product_reviews_2023.html", url))
+    assert page.subject is not None
+    # Home > Sales Intelligence Software > ZoomInfo SalesOS > Reviews: the entry linking to
+    # /categories/, not the third one (the product's name).
+    assert page.subject.category == "Sales Intelligence Software"
+    assert len(page.reviews) == 25
+    with_questions = [r for r in page.reviews if r["body"] and "?" in r["body"]]
+    assert len(with_questions) == 24  # one video review has no questionnaire
+    assert all(r["pros"] and r["cons"] for r in with_questions)
+    first = page.reviews[0]
+    assert first["pros"].startswith("The ability to pull contact information")
+    assert first["cons"].startswith("Their customer service is absolutely terrible")
+    assert "Review collected by and hosted on G2.com" not in first["cons"]
+    assert first["body"].startswith("What do you like best about ZoomInfo SalesOS?\nThe ability")
+
+
+def test_the_2023_layout_fixture_and_answers_of_several_paragraphs() -> None:
+    url = f"{HOST}/products/pipewise/reviews"
+    path = "fixtures/product_reviews_2023/pipewise-reviews.html"
+    page = extract_product_page(fixture_response(SITE, path, url))
+    assert page.subject is not None and page.subject.category == "Lead Routing Software"
+    assert [(r["review_id"], bool(r["pros"]), bool(r["cons"])) for r in page.reviews] == [
+        (rid, True, True) for rid in ("82000101", "82000102", "82000103", "82000104")
+    ]
+    second = page.reviews[1]
+    assert second["pros"] == (
+        "Territory maps import straight from our spreadsheet.\n"
+        "Working hours per rep are respected, holidays included."
+    )
+    assert second["cons"].startswith("Reports cannot be scheduled")
+
+
+def _breadcrumb_page(*entries: tuple[str, str]) -> bytes:
+    items = "".join(
+        '<li itemprop="itemListElement" itemscope itemtype="http://schema.org/ListItem">'
+        f'<a itemprop="item" href="{href}"><span itemprop="name">{name}</span></a></li>'
+        for name, href in entries
+    )
+    return (
+        '<html><body><div itemscope itemtype="http://schema.org/SoftwareApplication">'
+        '<meta itemprop="applicationCategory" content="BusinessApplication">'
+        '<div itemprop="name">Acme</div>'
+        f'<ol itemscope itemtype="http://schema.org/BreadcrumbList">{items}</ol>'
+        "</div></body></html>"
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("entries", "category"),
+    [
+        # Five levels (2025): the most specific category link.
+        (
+            [
+                ("Home", "/"),
+                ("Video Software", "/categories/video"),
+                ("Video Editing Software", "https://www.g2.com/categories/video-editing"),
+                ("Acme", "/products/acme/reviews"),
+                ("Acme Reviews", "/products/acme/reviews#details"),
+            ],
+            "Video Editing Software",
+        ),
+        # Four levels (2023): the second entry, not the third (the product).
+        (
+            [
+                ("Home", "/"),
+                ("CRM Software", "/categories/crm"),
+                ("Acme", "/products/acme/reviews"),
+                ("Acme Reviews", "/products/acme/reviews#details"),
+            ],
+            "CRM Software",
+        ),
+        # No entry links to a category: the microdata's category, never the product.
+        (
+            [("Home", "/"), ("Acme", "/products/acme/reviews"), ("Acme Reviews", "/x")],
+            "BusinessApplication",
+        ),
+    ],
+)
+def test_the_category_is_the_breadcrumb_entry_linking_to_a_category(
+    entries: list[tuple[str, str]], category: str
+) -> None:
+    url = f"{HOST}/products/acme/reviews"
+    page = extract_product_page(response(Path("x.html"), url, _breadcrumb_page(*entries)))
+    assert page.subject is not None
+    assert page.subject.category == category
+
+
+def test_a_questionnaire_without_answer_paragraphs_is_read_from_the_body_text() -> None:
+    """An older markup: questions and answers as plain elements inside the review body."""
+    block = (
+        '<div id="survey-response-77" itemprop="review" itemscope '
+        'itemtype="http://schema.org/Review"><a class="pjax" href="/x-review-77">t</a>'
+        '<div itemprop="reviewBody"><strong>What do you like best?</strong><br>Fast setup.'
+        "<br><strong>What do you dislike?</strong><br>Slow exports.<br>Big files.</div></div>"
+    )
+    body = _breadcrumb_page(("Home", "/")).replace(b"</ol>", b"</ol>" + block.encode())
+    page = extract_product_page(response(Path("x.html"), f"{HOST}/products/acme/reviews", body))
+    (review,) = page.reviews
+    assert (review["pros"], review["cons"]) == ("Fast setup.", "Slow exports.\nBig files.")

@@ -232,3 +232,54 @@ def test_crawl_of_the_replay_follows_pagination(replay: ReplaySite, tmp_path: Pa
     assert paths[0] == "/robots.txt"
     assert "/review/lumenlamps.example?page=2" in paths
     assert len(paths) == len(set(paths))
+
+
+# -- the printed date of experience ------------------------------------------------------------
+
+
+def test_printed_dates_of_experience_when_the_state_has_none() -> None:
+    """copperkettle's state holds experiencedDate null on every review; its cards print
+    the date ("May 25, 2025"): the date is read from the card."""
+    url = f"{HOST}/review/copperkettle.example"
+    page = extract_company_page(fixture_response(SITE, f"{FIXTURES}/copperkettle.html", url))
+    assert b'"experiencedDate": null' in fixture(SITE, f"{FIXTURES}/copperkettle.html").read_bytes()
+    assert [r["experienced_at"] for r in page.reviews] == [
+        "2025-05-25",
+        "2025-05-24",
+        "2025-05-23",
+        "2025-05-22",
+    ]
+
+
+def test_the_real_page_printed_dates_match_its_state() -> None:
+    name = "trustpilot/beautytheshop.com_2025.html"
+    url = f"{HOST}/review/beautytheshop.com"
+    body = real_page(name).read_bytes()
+    stated = extract_company_page(response(real_page(name), url, body))
+    nulled = re.sub(rb'"experiencedDate":"[^"]*"', b'"experiencedDate":null', body)
+    printed = extract_company_page(response(real_page(name), url, nulled))
+    assert [r["experienced_at"] for r in printed.reviews] == [
+        r["experienced_at"][:10] for r in stated.reviews
+    ]
+
+
+def test_a_printed_date_is_read_in_the_page_language() -> None:
+    def page(lang: str, label: str, date: str) -> bytes:
+        return (
+            f'<html lang="{lang}"><body><h1><span class="title_displayName__x">Kaffee</span>'
+            "</h1><article data-service-review-card-paper>"
+            '<div data-service-review-rating="4"></div><a href="/reviews/abc123">t</a>'
+            f"<p data-service-review-date-of-experience-typography><b>{label}:</b> "
+            f"<span>{date}</span></p></article></body></html>"
+        ).encode()
+
+    url = f"{HOST}/review/kaffee.example"
+    german = extract_company_page(
+        response(Path("x.html"), url, page("de-DE", "Erlebnisdatum", "12. Mai 2024"))
+    )
+    assert [r["experienced_at"] for r in german.reviews] == ["2024-05-12"]
+    # en-GB prints day first: 03/04/2024 is the 3rd of April.
+    british = extract_company_page(
+        response(Path("x.html"), url, page("en-GB", "Date of experience", "03/04/2024"))
+    )
+    assert [r["experienced_at"] for r in british.reviews] == ["2024-04-03"]

@@ -185,3 +185,36 @@ def test_hotel_page_completes_a_search_result() -> None:
     priced = {**card, "price": 1000.0, "currency": "MXN", "checkin": "2026-02-01"}
     assert merge_hotel(priced, page)["price"] == 1000.0  # the searched stay's price stays
     assert merge_hotel(priced, page)["checkin"] == "2026-02-01"
+
+
+def test_the_old_layout_lists_its_facilities() -> None:
+    found = extract_hotel(
+        response(real_page("booking_com/hotel_old.html"), f"{HOST}/hotel/de/x.html")
+    )
+    assert found["amenities"] and "Terrace" in found["amenities"]
+
+
+def test_a_holiday_home_without_reviews_has_a_count_of_zero_and_no_score() -> None:
+    url = f"{HOST}/hotel/mx/casa-del-lago-atlanga.html"
+    found = extract_hotel(fixture_response(SITE, "fixtures/hotel/casa-del-lago-atlanga.html", url))
+    assert (found["property_type"], found["review_count"], found["review_score"]) == (
+        "holiday_home",
+        0,
+        None,
+    )
+    assert found["name"] == "Casa del Lago Atlanga" and found["amenities"]
+
+
+def test_a_property_without_a_score_summary_counts_its_own_reviews() -> None:
+    """A property nobody reviewed yet may carry no score summary at all: its count is its
+    Property entity's (0), so the missing score is absent, not lost."""
+    url = f"{HOST}/hotel/mx/casa-del-lago-atlanga.html"
+    path = fixture(SITE, "fixtures/hotel/casa-del-lago-atlanga.html")
+    body = path.read_bytes()
+    summary = (
+        b'"totalScore": {"__typename": "ReviewScoreSummary", "score": 0, "reviewsCount": 0, '
+        b'"scoreOutOf10": 0}'
+    )
+    assert summary in body
+    found = extract_hotel(response(path, url, body.replace(summary, b'"totalScore": null')))
+    assert (found["review_count"], found["review_score"]) == (0, None)

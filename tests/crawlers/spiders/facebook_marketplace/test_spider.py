@@ -273,3 +273,34 @@ def test_crawl_of_the_replay_pages_through_graphql(replay: ReplaySite, tmp_path:
     assert ("POST", "/api/graphql/") in [(e["method"], e["path"]) for e in log]
     # Every page was served to the session (none got the login page).
     assert [e for e in log if e.get("session") is False] == []
+
+
+# -- the listing's category, for every listing kind ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("listing", "category"),
+    [
+        ("700000000000001", "Bicycles"),  # marketplace_listing_category_name on the listing
+        ("700000000000002", None),  # names none: absent (the gate's shows rule agrees)
+        ("700000000000003", "Sporting Goods"),  # the category object's name
+        ("700000000000004", "Property Rentals"),  # a rental: in its logged-out renderable
+    ],
+)
+def test_the_category_of_every_listing_kind(listing: str, category: str | None) -> None:
+    path = fixture(SITE, f"fixtures/item/item-{listing}.html")
+    found = extract_item(response(path, f"{HOST}/marketplace/item/{listing}/"))
+    assert found["category"] == category
+
+
+def test_the_category_from_the_seo_taxonomy_path_and_not_from_the_seller() -> None:
+    from crawlers.spiders.facebook_marketplace.pages import listing_category
+
+    target = {
+        "marketplace_listing_seller": {"marketplace_listing_category_name": "Not this"},
+        "seo_virtual_category": {
+            "taxonomy_path": [{"name": "Home Sales"}, {"name": "Property Rentals"}]
+        },
+    }
+    assert listing_category(target) == "Property Rentals"
+    assert listing_category({"marketplace_listing_category_id": "123"}) is None

@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible embeddings endpoint for tests (aiohttp, 127.0.0.1, own thread).
+"""A local stand-in for OpenAI's API, for tests and benchmarks (aiohttp, 127.0.0.1, own thread).
 
 ``POST /v1/embeddings`` as OpenAI answers it: ``float`` or ``base64`` (little-endian
 float32) ``encoding_format``, results carrying their ``index``, usage counts, and

@@ -1,0 +1,130 @@
+"""The crawl's final word: ``CrawlOutcome`` sets the close reason that says what happened.
+
+Scrapy closes a crawl with the reason its closer gave (``finished`` when it ran out of
+requests, a budget's, ``shutdown``...), before the pipelines have closed and without
+looking at what the crawl got. This extension judges the crawl as it closes
+(``core.outcome.judge``: items stored, refused, nothing stored and why, store failed)
+and writes the verdict where everything reads it:
+
+* Scrapy's stats: ``finish_reason`` (replacing Scrapy's own), ``outcome`` (the one line)
+  and ``workers/finish_reason/<reason>`` = 1, which the frontier worker pushes into the
+  job's counters with its last stats (so a job knows how its workers ended); and
+  ``item_error_count``, the items that failed in a pipeline (Scrapy counts the items
+  scraped and dropped, not those);
+* ``scrapy crawl`` logs ``outcome`` as the log's last line and exits with the reason's
+  status (``crawlers.commands.crawl``); the local jobs document carries both
+  (``crawlers.pipelines.store``).
+
+Without the frontier, a crawl that runs out of requests having stored nothing is closed
+with its reason at once (``CloseSpider`` from ``spider_idle``), so Scrapy's own "Closing
+spider (...)" and "Spider closed (...)" lines say it too; at the close the verdict is
+taken again with the store's last figures (the spill drained at close, items given up).
+
+With the frontier a worker is one of several: its items stored are its job's (the job's
+ledger, ``items/stored``), so a worker that stored nothing while its peers stored
+everything closes ``finished``. The job's own reason is judged from the job's counters
+when its document is written (``core.jobs_index.job_document``).
+"""
+
+from __future__ import annotations
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import CloseSpider
+
+from core.jobstats import JobStats
+from core.keys import REDIS_ERRORS
+from core.ledger import stored_count
+from core.outcome import (
+    FINISHED,
+    ITEM_ERRORS,
+    SCRAPED,
+    STORED,
+    WORKER_REASONS,
+    Outcome,
+    judge,
+)
+from crawlers.runtime.logs import not_configured
+from crawlers.runtime.services import CrawlServices
+
+OUTCOME_STAT = "outcome"  # the one line; ``finish_reason`` holds the reason
+REFUSAL_STAT = "refusal"  # crawlers.fetch.refusal's line of a crawl refused as a whole
+
+
+class CrawlOutcome:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.services = CrawlServices.of(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CrawlOutcome:
+        if crawler.stats is None:
+            raise not_configured("CrawlOutcome", "no stats")
+        extension = cls(crawler)
+        crawler.signals.connect(extension.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(extension.item_error, signal=signals.item_error)
+        # Synchronous: it runs whole before the receivers connected after it (the frontier
+        # worker's last stats push, the local jobs document).
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_idle(self, spider: Spider) -> None:
+        """Out of requests without the frontier: close with the reason that says what the
+        crawl got (ignored by Scrapy when another component keeps the crawl open)."""
+        if self.services.redis_url:
+            return  # a worker's idleness is the frontier's to judge (FrontierWorker)
+        outcome = self.judge(FINISHED)
+        if outcome.reason != FINISHED:
+            raise CloseSpider(outcome.reason)
+
+    def item_error(self) -> None:
+        """Scrapy counts items scraped and dropped, not those that failed: counted here."""
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value(ITEM_ERRORS)
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        stats = self.crawler.stats
+        assert stats is not None
+        outcome = self.judge(reason)
+        stats.set_value("finish_reason", outcome.reason)
+        stats.set_value(OUTCOME_STAT, outcome.line)
+        stats.inc_value(WORKER_REASONS + outcome.reason)
+
+    def judge(self, reason: str) -> Outcome:
+        stats = self.crawler.stats
+        assert stats is not None
+        figures = stats.get_stats()
+        refusal = figures.get(REFUSAL_STAT)
+        return judge(
+            figures,
+            reason=reason,
+            stored=self._job_stored(figures),
+            spill_remaining=_int(figures.get("store/spill_remaining_at_close")),
+            refusal=refusal if isinstance(refusal, str) else None,
+        )
+
+    def _job_stored(self, figures: dict[str, object]) -> int | None:
+        """With the frontier: the items the worker's job has stored, by every worker (with
+        the store pipeline, which counts ``items/stored``, its ledger's exact figure; else
+        the items its workers passed to their feeds); None without (the crawl's own)."""
+        if not self.services.redis_url:
+            return None
+        spider = self.crawler.spider
+        job_id = getattr(spider, "job_id", None) or self.crawler.settings.get("JOB_ID")
+        if spider is None or not job_id:
+            return None
+        try:
+            server = self.services.sync_redis()
+            if STORED in figures:
+                job = stored_count(server, spider.name, str(job_id))
+                own = _int(figures.get(STORED))
+            else:
+                job = JobStats(server, spider.name).value(str(job_id), SCRAPED)
+                own = _int(figures.get(SCRAPED))
+        except REDIS_ERRORS:
+            return None  # Redis away at close: the worker's own count
+        return max(job, own or 0)
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
