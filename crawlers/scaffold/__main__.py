@@ -42,6 +42,7 @@ from crawlers.items import registered_types
 from crawlers.profile_schema import SITE_NAME
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, shown_path
 from crawlers.runtime.sidecrawl import add_settings_option
+from crawlers.scaffold.follow import covering_paths
 from crawlers.scaffold.item_types import DECLARED
 from crawlers.scaffold.profile import profile_text, propose
 from crawlers.scaffold.sample import Sample, SampleError, sample_site
@@ -126,6 +127,11 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             "too few: pass --item-type if they are no "
             f"{found.item_type}, or start from a page closer to the items"
         )
+    item_page = found.page_type.name
+    fixtures = covering_paths(proposal.samples[item_page], verification.shown)
+    if fixtures != proposal.samples[item_page]:
+        proposal.samples[item_page] = fixtures
+        text = profile_text(proposal, command)
     proposal.check += sample_notes(sample)
     write_profile(profile_path, site_dir, text)
     base_url = profile.base_url

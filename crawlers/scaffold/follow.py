@@ -12,7 +12,7 @@ the link that says "next" (``rel``, its words in six languages). Pure functions.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -198,6 +198,19 @@ def sample_paths(pages: Sequence[Page], limit: int = 4) -> list[str]:
     later = [path for path in paths if page_number(path) is not None]
     chosen = _spread(first, limit)
     return chosen + _spread(later, limit - len(chosen))
+
+
+def covering_paths(chosen: Sequence[str], shown: Mapping[str, Collection[str]]) -> list[str]:
+    """``chosen`` and, for every field some page shows that none of them does, the page
+    showing most such fields (then the first path): the fixtures show every field read,
+    so the coverage baseline holds a rate for each (a rating only some products have)."""
+    paths = list(chosen)
+    missing = set().union(*shown.values()) - set().union(*(shown.get(p, ()) for p in paths))
+    while missing:
+        best = min(shown, key=lambda path: (-len(missing & set(shown[path])), path))
+        paths.append(best)
+        missing -= set(shown[best])
+    return paths
 
 
 def _spread(paths: Sequence[str], limit: int) -> list[str]:

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from crawlers.items import schema_by_type
 from crawlers.profiles import generic_callback
-from crawlers.scaffold.fields import FieldProposal
+from crawlers.scaffold.fields import PLATFORM, FieldProposal
 from crawlers.scaffold.follow import FollowProposal, propose_follow, same_host_paths, sample_paths
 from crawlers.scaffold.site_map import DETAIL, HOME, ITEMS, PageType
 from crawlers.scaffold.study import Study
@@ -45,6 +46,12 @@ class Proposal:
     @property
     def sure_fields(self) -> dict[str, FieldProposal]:
         return {name: f for name, f in self.study.fields.items() if f.sure}
+
+    @property
+    def not_read(self) -> list[str]:
+        """The item type's fields the profile has no rule for (not found, or a hint)."""
+        names = schema_by_type(self.item_type).field_names
+        return [n for n in names if n not in PLATFORM and n not in self.sure_fields]
 
 
 def propose(site: str, url: str, study: Study, sitemaps: Sequence[str]) -> Proposal:
@@ -169,6 +176,19 @@ def profile_text(proposal: Proposal, command: str) -> str:
                 [
                     f"The fields of item type {proposal.item_type!r} (no type of crawlers/items.py "
                     "fits): the platform's names for them."
+                ],
+            )
+        )
+    if proposal.not_read:
+        tables.append(
+            TomlTable(
+                "fingerprint",
+                [Entry("not_read", proposal.not_read, "no rule reads them")],
+                [
+                    "Item fields not read (not found on the sample, or a commented hint): the",
+                    "coverage baseline has no rate for them. Enabling one: take it out of",
+                    f"not_read, then `python -m fingerprints coverage {proposal.site} "
+                    "--from-fixtures`.",
                 ],
             )
         )

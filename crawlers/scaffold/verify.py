@@ -28,6 +28,7 @@ class Verification:
     follows: dict[str, Counter[str]]  # page type -> target type -> links found
     reached: tuple[int, int]  # sampled item pages the rules reach from the start, of all
     check: list[str] = field(default_factory=list)
+    shown: dict[str, set[str]] = field(default_factory=dict)  # item page path -> fields read
 
 
 def verify(profile: SiteProfile, proposal: Proposal) -> Verification:
@@ -39,9 +40,11 @@ def verify(profile: SiteProfile, proposal: Proposal) -> Verification:
     counts: Counter[str] = Counter()
     problems: Counter[str] = Counter()
     items = 0
+    shown: dict[str, set[str]] = {}
     for page in page_type.pages:
         for extraction in read_items(page.response, table, profile.item_type, reading):
             counts.update(extraction.found)
+            shown.setdefault(page.path, set()).update(extraction.found)
             problems.update(p.split(":", 1)[0] for p in extraction.problems)
             items += 1
     coverage = {name: (counts[name], items) for name in table.fields}
@@ -73,7 +76,7 @@ def verify(profile: SiteProfile, proposal: Proposal) -> Verification:
             f"the follow rules reach {reached[0]} of the {reached[1]} sampled item pages from "
             "the start page: add a rule (or a sitemap) for the others"
         )
-    return Verification(coverage, items, missing, follows, reached, check)
+    return Verification(coverage, items, missing, follows, reached, check, shown)
 
 
 def _routing(profile: SiteProfile, proposal: Proposal) -> list[str]:

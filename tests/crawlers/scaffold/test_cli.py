@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlers.items import schema_by_type
 from crawlers.profiles import SiteProfile
 from crawlers.scaffold import __main__ as cli
 from harness import job_board_site
@@ -130,6 +131,11 @@ def test_scaffold_the_demo_shop(shop: DemoSite, tmp_path: Path) -> None:
     assert set(baseline["page_types"]) == set(profile.pages)
     coverage = json.loads((site_dir / "coverage.json").read_text())
     assert coverage["fields"]["name"]["rate"] == 1.0
+    # The fields without a rule are declared unread: the coverage baseline has no hole.
+    not_read = tomllib.loads((tmp_path / "profiles" / "shop.toml").read_text())["fingerprint"]
+    unread = set(schema_by_type("product").field_names) - set(product.fields)
+    assert set(not_read["not_read"]) == unread - {"url", "job_id", "incomplete"}
+    assert set(coverage["fields"]) | unread >= set(schema_by_type("product").field_names)
     # Paths as the operator would type them: relative to the working directory.
     assert "\nwrote sites/shop/baseline.json\n" in report
     assert report.endswith("wrote sites/shop/coverage.json\n")

@@ -4,7 +4,7 @@ saying "next"."""
 
 from __future__ import annotations
 
-from crawlers.scaffold.follow import NEXT_WORDS, propose_follow, sample_paths
+from crawlers.scaffold.follow import NEXT_WORDS, covering_paths, propose_follow, sample_paths
 from crawlers.scaffold.page import Page
 from crawlers.scaffold.site_map import map_site
 from tests.crawlers.scaffold.support import BASE, shop_pages
@@ -32,6 +32,20 @@ def test_sample_paths_first_pages_before_later_ones() -> None:
     pages = [Page(f"{BASE}/c/{n}") for n in range(6)] + [Page(f"{BASE}/c/1?page=2")]
     assert sample_paths(pages) == ["/c/0", "/c/2", "/c/3", "/c/5"]
     assert sample_paths(pages[:2] + pages[-1:]) == ["/c/0", "/c/1", "/c/1?page=2"]
+
+
+def test_fixtures_show_every_field_some_sampled_page_shows() -> None:
+    shown = {
+        "/p/1": {"name", "price"},
+        "/p/2": {"name", "price"},
+        "/p/3": {"name", "price", "rating"},
+        "/p/4": {"name", "price", "rating", "review_count"},
+        "/p/5": {"name", "brand"},
+    }
+    # The pages showing most of the fields not yet shown are added, nothing else.
+    assert covering_paths(["/p/1", "/p/2"], shown) == ["/p/1", "/p/2", "/p/4", "/p/5"]
+    assert covering_paths(["/p/4", "/p/5"], shown) == ["/p/4", "/p/5"]
+    assert covering_paths([], {}) == []
 
 
 def test_a_lists_first_page_linked_again_as_page_1_is_denied() -> None:
