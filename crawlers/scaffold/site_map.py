@@ -274,7 +274,9 @@ def _named(
         taken.add(name)
         urls = [p.url for p in members]
         if role in (LISTING, ITEMS):
-            urls += _later_pages(members)
+            later = _later_pages(members)
+            urls += later
+            members += _pages_of_list(templates, roles, home, members, later)
         types[name] = PageType(name, role, members, generalise(urls), sig)
     placed = {p.url for t in types.values() for p in t.pages}
     if home is not None and home.url not in placed:
@@ -298,6 +300,30 @@ def _later_pages(members: Sequence[Page]) -> list[str]:
         for href in page.response.xpath("//link[@rel='next']/@href").getall():
             out.append(page.response.urljoin(href))
     return out
+
+
+def _pages_of_list(
+    templates: Sequence[Template],
+    roles: dict[int, tuple[str, str | None]],
+    home: Page | None,
+    members: Sequence[Page],
+    later: Sequence[str],
+) -> list[Page]:
+    """The list's later pages built otherwise (a last page of two cards and a "previous"
+    link, without the first page's blocks): sampled pages of no template with a role,
+    numbered, at a path of the list's or linked as its later pages. Left out, they would
+    take the list's URL patterns for another kind of page: its pagination not followed."""
+    paths = {urlsplit(p.url).path for p in members}
+    linked = set(later)
+    return [
+        page
+        for n, template in enumerate(templates)
+        if n not in roles
+        for page in template.pages
+        if page is not home
+        and page_number(page.url) is not None
+        and (urlsplit(page.url).path in paths or page.url in linked)
+    ]
 
 
 def _like_the_rest(home: Page, members: Sequence[Page]) -> bool:

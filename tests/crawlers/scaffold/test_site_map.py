@@ -3,6 +3,7 @@ detail pages that show their entries, lists of items, the start page."""
 
 from __future__ import annotations
 
+from crawlers.scaffold.follow import propose_follow
 from crawlers.scaffold.page import Page
 from crawlers.scaffold.records import find_records
 from crawlers.scaffold.site_map import DETAIL, HOME, ITEMS, LISTING, map_site
@@ -83,3 +84,36 @@ def test_templates_split_one_url_shape_by_skeleton() -> None:
         ["/cat-0", "/cat-1", "/cat-2"],
         ["/item-0", "/item-1", "/item-2"],
     ]
+
+
+def test_a_lists_last_page_built_otherwise_is_the_lists() -> None:
+    """A category's second page of one product and a "previous" link, without the grid of
+    its first page, is still the category's page: the list's follow rule takes it."""
+
+    def category(name: str, numbers: range, pager: str) -> str:
+        cards = "".join(
+            f"<li class='card'><a href='/p/{n}'>Lamp number {n}</a><span>{n}9,50 €</span></li>"
+            for n in numbers
+        )
+        return f"<html><body><h1>{name}</h1><ul class='grid'>{cards}</ul>{pager}</body></html>"
+
+    def product(n: int) -> str:
+        return f"<html><body><h1>Lamp number {n}</h1><p>{n}9,50 €</p></body></html>"
+
+    last = (
+        "<html><body><div class='wrap'><h2>Garden</h2><p><a href='/p/9'>Lamp number 9</a> "
+        "99,50 €</p><p><a href='/c/garden'>Previous</a></p></div></body></html>"
+    )
+    pages = [
+        Page(f"{BASE}/c/kitchen", html=category("Kitchen", range(0, 4), "")),
+        Page(f"{BASE}/c/hall", html=category("Hall", range(10, 14), "")),
+        Page(f"{BASE}/c/garden", html=category("Garden", range(5, 9), "<a href='/c/garden?page=2'>2</a>")),
+        Page(f"{BASE}/c/garden?page=2", html=last),
+    ]  # fmt: skip
+    pages += [Page(f"{BASE}/p/{n}", html=product(n)) for n in [*range(0, 9), *range(10, 14)]]
+    site = map_site(pages, BASE + "/c/kitchen")
+    listing = site.types[LISTING]
+    assert "/c/garden?page=2" in [p.path for p in listing.pages]
+    assert site.unclassified == []
+    follow = {rule.to: rule for rule in propose_follow(site)[LISTING]}
+    assert follow[LISTING].allow == (r"^https?://[^/]+/c/[^/?#]+(\?page=\d+)?$",)
