@@ -33,17 +33,18 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from core.config import REPO_ROOT, OperatorError, fingerprint_sites_dir
 from crawlers.items import registered_types
-from crawlers.profile_schema import SITE_NAME
+from crawlers.profile_schema import SITE_NAME, ItemField
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, shown_path
 from crawlers.runtime.sidecrawl import add_settings_option
 from crawlers.scaffold.follow import covering_paths
-from crawlers.scaffold.item_types import DECLARED
+from crawlers.scaffold.item_types import DECLARED, register_declared
 from crawlers.scaffold.profile import profile_text, propose
 from crawlers.scaffold.sample import Sample, SampleError, sample_site
 from crawlers.scaffold.study import Study, study
@@ -110,7 +111,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     check_reached(url, sample)
     found = study(sample.pages, url, args.item_type)
     check_items(url, sample, found)
+    renamed = own_declaration(site, found, profile_path.parent)
     proposal = propose(site, url, found, sample.sitemaps)
+    proposal.check += [renamed] if renamed else []
     command = "python -m crawlers.scaffold " + shlex.join(argv)
     text = profile_text(proposal, command)
     try:
@@ -181,6 +184,38 @@ def check_items(url: str, sample: Sample, found: Study) -> None:
             f"cannot scaffold {url}: {len(found.page_type.pages)} item page(s) found but no "
             "field read on them: start from a page closer to the items, or raise --pages"
         )
+
+
+def own_declaration(site: str, found: Study, profiles_dir: Path) -> str | None:
+    """A declared item type another profile of the directory declares otherwise (its
+    quotes keyed by their id, this site's by their text): the platform holds one class
+    per item type name, so this site's type is named after the site (``quote_<site>``),
+    its fields keeping the platform's names. The note saying so, or None."""
+    if not found.declared or found.item_type is None:
+        return None
+    mine = _declaration(found.declared)
+    for path in sorted(profiles_dir.glob("*.toml")):
+        if path.stem == site:
+            continue
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+            theirs = _declaration(raw.get("item_fields") or {})
+        except (OSError, tomllib.TOMLDecodeError, ValueError, TypeError):
+            continue  # not this command's to judge: `python -m crawlers.profiles check` is
+        if raw.get("item_type") == found.item_type and theirs and theirs != mine:
+            renamed = f"{found.item_type}_{site}"
+            note = (
+                f"item type {found.item_type!r} is declared with other fields by "
+                f"{shown_path(path)}: this site's is {renamed!r} (one class per item type)"
+            )
+            found.item_type = renamed
+            register_declared(renamed, found.declared)
+            return note
+    return None
+
+
+def _declaration(fields: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: ItemField(**spec).model_dump() for name, spec in fields.items()}
 
 
 def sample_notes(sample: Sample) -> list[str]:

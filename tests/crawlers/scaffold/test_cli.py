@@ -20,6 +20,8 @@ import pytest
 from crawlers.items import schema_by_type
 from crawlers.profiles import SiteProfile
 from crawlers.scaffold import __main__ as cli
+from crawlers.scaffold.site_map import SiteMap
+from crawlers.scaffold.study import Study
 from harness import job_board_site
 from harness.demo_site import DemoSite
 from tests.crawlers.support import REPO_ROOT
@@ -245,3 +247,31 @@ def test_required_fields_missing_is_one_line_and_nothing_written(
     )
     assert done.stderr.count("\n") == 1
     assert not (tmp_path / "profiles").exists()
+
+
+def test_a_declared_type_another_profile_declares_otherwise_is_the_sites_own(
+    tmp_path: Path,
+) -> None:
+    """Two quote sites, one keyed by its quotes' ids, the other by their text: one class
+    per item type name, so the second is named after its site."""
+    (tmp_path / "sayings.toml").write_text(
+        'site = "sayings"\nitem_type = "quote"\n[item_fields]\n'
+        'quote_id = {type = "keyword", key = true}\n'
+        'text = {type = "long_text", required = true}\n'
+    )
+    declared = {"text": {"type": "long_text", "required": True, "key": True}}
+    found = Study(SiteMap({}), None, item_type="quote", declared=declared)
+    note = cli.own_declaration("quotes2", found, tmp_path)
+    assert found.item_type == "quote_quotes2"
+    assert note is not None and note.endswith(
+        "this site's is 'quote_quotes2' (one class per item type)"
+    )
+    assert schema_by_type("quote_quotes2").id_field == "text"
+    # The same declaration (or its own file, replaced with --force) keeps the name.
+    same = Study(SiteMap({}), None, item_type="quote", declared=declared)
+    (tmp_path / "sayings.toml").write_text(
+        'site = "sayings"\nitem_type = "quote"\n[item_fields]\n'
+        'text = {type = "long_text", required = true, key = true}\n'
+    )
+    assert cli.own_declaration("quotes2", same, tmp_path) is None and same.item_type == "quote"
+    assert cli.own_declaration("sayings", same, tmp_path) is None

@@ -104,12 +104,13 @@ def test_a_lists_last_page_built_otherwise_is_the_lists() -> None:
         "<html><body><div class='wrap'><h2>Garden</h2><p><a href='/p/9'>Lamp number 9</a> "
         "99,50 €</p><p><a href='/c/garden'>Previous</a></p></div></body></html>"
     )
+    pager = "<a href='/c/garden?page=2'>2</a>"
     pages = [
         Page(f"{BASE}/c/kitchen", html=category("Kitchen", range(0, 4), "")),
         Page(f"{BASE}/c/hall", html=category("Hall", range(10, 14), "")),
-        Page(f"{BASE}/c/garden", html=category("Garden", range(5, 9), "<a href='/c/garden?page=2'>2</a>")),
+        Page(f"{BASE}/c/garden", html=category("Garden", range(5, 9), pager)),
         Page(f"{BASE}/c/garden?page=2", html=last),
-    ]  # fmt: skip
+    ]
     pages += [Page(f"{BASE}/p/{n}", html=product(n)) for n in [*range(0, 9), *range(10, 14)]]
     site = map_site(pages, BASE + "/c/kitchen")
     listing = site.types[LISTING]
