@@ -76,6 +76,15 @@ SMOKE: dict[str, Smoke] = {
         ),
     ),
     "multilingual": Smoke(table=("recall@5", "en ", "es ")),
+    "onboarding": Smoke(
+        table=(
+            "onboarding, measured",
+            "quotebook",
+            "mean unedited field accuracy",
+            "saved real pages",
+        ),
+        timeout=420.0,
+    ),
     "pipelines": Smoke(table=("median bulk", "ratio bulk / per-item sequential")),
     "reclaim": Smoke(table=("operation", "reclaim() bounded", "drain poll bounded / old")),
     "recrawl": Smoke(table=("goal:",), timeout=420.0),
