@@ -101,9 +101,7 @@ def test_an_unedited_scaffolded_site_runs_its_flow(
     table = report_figures(report)
     assert table["stored"] == str(len(items)) and table["invalid (dropped)"] == "0", table
     # The coverage was judged against the scaffold's coverage baseline.
-    assert re.search(rf"ok: \d+ field\(s\) within tolerance \({len(items)} items\)", report), (
-        report
-    )
+    assert re.search(rf"ok: \d+ field\(s\) within tolerance \({len(items)} items\)", report), report
 
 
 def stored(stack: FlowStack, index: str) -> list[dict[str, Any]]:
