@@ -18,6 +18,7 @@ from plain_sites.site import Truth
 SEED, ITEMS, PAGES = 20260415, 48, 40
 
 
+@pytest.mark.e2e  # a scaffold and a crawl per site, in subprocesses of bench.onboarding
 @pytest.mark.parametrize("kind", CORPUS)
 def test_a_corpus_site_onboards_unedited(kind: str, tmp_path: Path) -> None:
     row = run_site(kind, SEED, ITEMS, PAGES, tmp_path)

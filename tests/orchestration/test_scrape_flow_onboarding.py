@@ -85,7 +85,8 @@ def test_an_unedited_scaffolded_site_runs_its_flow(
     with PlainSite(kind, seed=SEED, items=ITEMS, run_dir=dirs.run_dir, name=f"new-{kind}") as www:
         scaffold = run(dirs, "crawlers.scaffold", site, www.url + "/", "--pages", str(PAGES))
         assert scaffold.returncode == 0, scaffold.stdout + scaffold.stderr
-        assert f"wrote sites/{site}/coverage.json" in scaffold.stdout, scaffold.stdout
+        assert scaffold.stdout.endswith(f"{site}/coverage.json\n"), scaffold.stdout
+        assert (dirs.sites / site / "coverage.json").is_file()
         baseline = run(dirs, "fingerprints", "baseline", site)
         assert baseline.returncode == 0, baseline.stdout + baseline.stderr
         register_deployments(prefect_server, dirs.env)
