@@ -187,15 +187,16 @@ def run_site(kind: str, seed: int, count: int, pages: int, scratch: Path) -> Row
 
 
 def table(rows: Sequence[Row]) -> str:
+    wide = max([16, *(len(r.item_type) for r in rows)])  # quote_<site>: a type of its own
     head = (
-        f"{'site':<11} {'exit':>4} {'type':<16} {'page kinds':>10} {'items':>11} "
+        f"{'site':<11} {'exit':>4} {'type':<{wide}} {'page kinds':>10} {'items':>11} "
         f"{'accuracy':>8} {'scaffold':>9} {'crawl':>7}  worst fields"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         worst = ", ".join(f"{n} {c}" for n, c in r.wrong.most_common(3)) or r.note or "-"
         lines.append(
-            f"{r.site:<11} {r.exit:>4} {r.item_type:<16} {r.roles[0]:>5}/{r.roles[1]:<4} "
+            f"{r.site:<11} {r.exit:>4} {r.item_type:<{wide}} {r.roles[0]:>5}/{r.roles[1]:<4} "
             f"{r.found:>5}/{r.expected:<5} {r.accuracy:>8.1%} {r.scaffold_s:>8.1f}s "
             f"{r.crawl_s:>6.1f}s  {worst}"
         )
