@@ -27,6 +27,7 @@ pages, a required field missing: one line naming it and the next step; nothing w
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import shutil
 import subprocess
@@ -153,6 +154,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             site, profile_path.parent, site_dir.parent, ["coverage", site, "--from-fixtures"]
         )
         if status == 0:
+            proposal.check += widen_tolerances(site_dir / COVERAGE_FILE, verification.coverage)
             written.append(shown_path(site_dir / COVERAGE_FILE))
         else:
             proposal.check.append(
@@ -216,6 +218,30 @@ def own_declaration(site: str, found: Study, profiles_dir: Path) -> str | None:
 
 def _declaration(fields: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: ItemField(**spec).model_dump() for name, spec in fields.items()}
+
+
+def widen_tolerances(path: Path, coverage: Mapping[str, tuple[int, int]]) -> list[str]:
+    """The coverage baseline's rates come from a few fixtures, which may all show a field
+    the sampled items showed less often (every fixture rated, 23 of 30 sampled products):
+    that field's tolerance is widened by the gap, so a crawl filling it as the sample did
+    is no drop. The notes saying so."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    default = float(data.get("tolerance") or 0.1)
+    notes = []
+    for name, (found, total) in coverage.items():
+        entry = data.get("fields", {}).get(name)
+        gap = entry["rate"] - found / total if entry and total else 0.0
+        if gap > 0.005:
+            entry["tolerance"] = round(max(entry.get("tolerance") or default, gap + default), 4)
+            notes.append(
+                f"coverage.json {name}: fixtures {entry['rate']:.0%}, sampled items "
+                f"{found}/{total}: tolerance {entry['tolerance']:.0%}"
+            )
+    if notes:
+        path.write_text(
+            json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    return notes
 
 
 def sample_notes(sample: Sample) -> list[str]:

@@ -275,3 +275,16 @@ def test_a_declared_type_another_profile_declares_otherwise_is_the_sites_own(
     )
     assert cli.own_declaration("quotes2", same, tmp_path) is None and same.item_type == "quote"
     assert cli.own_declaration("sayings", same, tmp_path) is None
+
+
+def test_a_field_the_fixtures_fill_more_than_the_sample_gets_the_gap_as_tolerance(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "coverage.json"
+    fields = {"name": {"rate": 1.0}, "rating": {"rate": 1.0}, "brand": {"rate": 0.5}}
+    path.write_text(json.dumps({"site": "s", "tolerance": 0.1, "fields": fields}))
+    notes = cli.widen_tolerances(path, {"name": (30, 30), "rating": (23, 30), "brand": (20, 30)})
+    written = json.loads(path.read_text())["fields"]
+    assert written["rating"] == {"rate": 1.0, "tolerance": 0.3333}  # the gap and the default
+    assert written["name"] == {"rate": 1.0} and written["brand"] == {"rate": 0.5}
+    assert notes == ["coverage.json rating: fixtures 100%, sampled items 23/30: tolerance 33%"]
