@@ -282,9 +282,14 @@ def test_a_field_the_fixtures_fill_more_than_the_sample_gets_the_gap_as_toleranc
 ) -> None:
     path = tmp_path / "coverage.json"
     fields = {"name": {"rate": 1.0}, "rating": {"rate": 1.0}, "brand": {"rate": 0.5}}
-    path.write_text(json.dumps({"site": "s", "tolerance": 0.1, "fields": fields}))
+    path.write_text(json.dumps({"site": "s", "items": 4, "tolerance": 0.1, "fields": fields}))
     notes = cli.widen_tolerances(path, {"name": (30, 30), "rating": (23, 30), "brand": (20, 30)})
     written = json.loads(path.read_text())["fields"]
     assert written["rating"] == {"rate": 1.0, "tolerance": 0.3333}  # the gap and the default
-    assert written["name"] == {"rate": 1.0} and written["brand"] == {"rate": 0.5}
-    assert notes == ["coverage.json rating: fixtures 100%, sampled items 23/30: tolerance 33%"]
+    assert written["name"] == {"rate": 1.0}  # on every item: nothing to widen
+    # On half of 4 fixture items: known within twice its standard error (0.5).
+    assert written["brand"] == {"rate": 0.5, "tolerance": 0.6}
+    assert notes == [
+        "coverage.json rating: fixtures 100% of 4, sampled items 23/30: tolerance 33%",
+        "coverage.json brand: fixtures 50% of 4, sampled items 20/30: tolerance 60%",
+    ]
