@@ -98,6 +98,15 @@ SMOKE: dict[str, Smoke] = {
         ),
     ),
     "multilingual": Smoke(table=("recall@5", "en ", "es ")),
+    "onboarding": Smoke(
+        table=(
+            "onboarding, measured",
+            "quotebook",
+            "mean unedited field accuracy",
+            "saved real pages",
+        ),
+        timeout=420.0,
+    ),
     "outcomes": Smoke(
         table=(
             "scenario",
