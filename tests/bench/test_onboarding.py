@@ -12,14 +12,15 @@ import pytest
 
 from bench.onboarding import SITE_BAR, Row, measure, run_site, table, verdict
 from bench.onboarding_values import same
-from plain_sites.corpus import CORPUS, build
+from plain_sites.corpus import build
 from plain_sites.site import Truth
+from tests.corpus_selection import onboarding_sites
 
 SEED, ITEMS, PAGES = 20260415, 48, 40
 
 
 @pytest.mark.e2e  # a scaffold and a crawl per site, in subprocesses of bench.onboarding
-@pytest.mark.parametrize("kind", CORPUS)
+@pytest.mark.parametrize("kind", onboarding_sites(("bookshop", "newsroom", "enoteca")))
 def test_a_corpus_site_onboards_unedited(kind: str, tmp_path: Path) -> None:
     row = run_site(kind, SEED, ITEMS, PAGES, tmp_path)
     assert row.exit == 0, row.note
