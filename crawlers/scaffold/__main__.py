@@ -114,7 +114,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     found = study(sample.pages, url, args.item_type)
     check_items(url, sample, found)
     renamed = own_declaration(site, found, profile_path.parent)
-    proposal = propose(site, url, found, sample.sitemaps)
+    missing = [p.url for p in sample.pages if p.status in (404, 410)]
+    proposal = propose(site, url, found, sample.sitemaps, missing)
     proposal.check += [renamed] if renamed else []
     command = "python -m crawlers.scaffold " + shlex.join(argv)
     text = profile_text(proposal, command)
@@ -262,7 +263,7 @@ def sample_notes(sample: Sample) -> list[str]:
     if missing:
         notes.append(
             f"{len(missing)} sampled link(s) answered {missing[0].status}, e.g. {missing[0].url}: "
-            "broken links on the site (not followed by the rules unless a page type matches)"
+            "broken links on the site (a follow rule that would take them denies them)"
         )
     refused = [p for p in sample.pages if p.blocked and p.status not in (404, 410)]
     refused = [p for p in refused if not p.blocked.startswith("error: HTTP 5")]

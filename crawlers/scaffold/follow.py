@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -23,7 +23,7 @@ from crawlers.scaffold.site_map import DETAIL, HOME, HUB, ITEMS, LISTING, PageTy
 from crawlers.scaffold.urls import link_regex, matches
 from crawlers.spiders.rules import url_target
 
-__all__ = ["NEXT_WORDS", "FollowProposal", "propose_follow", "sample_paths"]
+__all__ = ["NEXT_WORDS", "FollowProposal", "deny_missing", "propose_follow", "sample_paths"]
 
 NEXT_WORDS = re.compile(
     r"^(next|next page|more|older|older posts|older stories|load more|siguiente|"
@@ -81,6 +81,27 @@ def propose_follow(site_map: SiteMap) -> dict[str, list[FollowProposal]]:
         if rules:
             follows[source.name] = rules
     return follows
+
+
+def deny_missing(
+    follows: dict[str, list[FollowProposal]], missing: Sequence[str]
+) -> dict[str, list[FollowProposal]]:
+    """Each ``allow`` rule that would take a URL the sample found missing (404/410: a
+    broken link of the site, e.g. ``/valuation`` under a one-segment listing pattern)
+    denies that exact path, so a crawl does not count the site's broken link as a page
+    it failed to get."""
+    out: dict[str, list[FollowProposal]] = {}
+    for source, rules in follows.items():
+        out[source] = []
+        for rule in rules:
+            denied = [
+                rf"^https?://[^/]+{re.escape(urlsplit(url).path)}(?:[?#]|$)"
+                for url in missing
+                if any(re.search(allow, url) for allow in rule.allow)
+            ]
+            new = tuple(d for d in dict.fromkeys(denied) if d not in rule.deny)
+            out[source].append(replace(rule, deny=rule.deny + new) if new else rule)
+    return out
 
 
 def _target_of(url: str, types: dict[str, PageType]) -> str | None:

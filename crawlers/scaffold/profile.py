@@ -12,7 +12,13 @@ from urllib.parse import urlsplit
 from crawlers.items import schema_by_type
 from crawlers.profiles import generic_callback
 from crawlers.scaffold.fields import PLATFORM, FieldProposal
-from crawlers.scaffold.follow import FollowProposal, propose_follow, same_host_paths, sample_paths
+from crawlers.scaffold.follow import (
+    FollowProposal,
+    deny_missing,
+    propose_follow,
+    same_host_paths,
+    sample_paths,
+)
 from crawlers.scaffold.site_map import DETAIL, HOME, ITEMS, PageType
 from crawlers.scaffold.study import Study
 from crawlers.scaffold.write import Entry, TomlTable, render, value
@@ -54,14 +60,18 @@ class Proposal:
         return [n for n in names if n not in PLATFORM and n not in self.sure_fields]
 
 
-def propose(site: str, url: str, study: Study, sitemaps: Sequence[str]) -> Proposal:
+def propose(
+    site: str, url: str, study: Study, sitemaps: Sequence[str], missing: Sequence[str] = ()
+) -> Proposal:
+    """``missing``: sampled URLs that answered 404/410 (broken links of the site): a rule
+    whose ``allow`` pattern takes them denies them, so the crawl does not fail on them."""
     host = urlsplit(url).netloc
     types = study.site_map.types
     proposal = Proposal(
         site=site,
         url=url,
         study=study,
-        follows=propose_follow(study.site_map),
+        follows=deny_missing(propose_follow(study.site_map), missing),
         sitemaps=same_host_paths(list(sitemaps), host),
         samples={name: sample_paths(t.pages) for name, t in types.items()},
     )

@@ -4,7 +4,16 @@ saying "next"."""
 
 from __future__ import annotations
 
-from crawlers.scaffold.follow import NEXT_WORDS, covering_paths, propose_follow, sample_paths
+import re
+
+from crawlers.scaffold.follow import (
+    NEXT_WORDS,
+    FollowProposal,
+    covering_paths,
+    deny_missing,
+    propose_follow,
+    sample_paths,
+)
 from crawlers.scaffold.page import Page
 from crawlers.scaffold.site_map import map_site
 from tests.crawlers.scaffold.support import BASE, shop_pages
@@ -58,3 +67,19 @@ def test_a_lists_first_page_linked_again_as_page_1_is_denied() -> None:
     rules = {rule.to: rule for rule in propose_follow(site)["listing"]}
     assert rules["listing"].deny == (r"[?&]page=1(?:&|$)",)
     assert rules["detail"].deny == ()
+
+
+def test_a_broken_link_an_allow_pattern_takes_is_denied() -> None:
+    allow = r"^https?://[^/]+/[^/?#]+$"  # a one-segment listing pattern
+    follows = {
+        "home": [FollowProposal("listing", allow=(allow,)), FollowProposal("detail", css="a.x")]
+    }
+    missing = ["http://shop.test/valuation", "http://shop.test/a/b/gone"]
+    (listing, detail) = deny_missing(follows, missing)["home"]
+    assert detail == follows["home"][1]  # no allow pattern: nothing to deny
+    (deny,) = listing.deny
+    assert re.search(deny, "http://shop.test/valuation")
+    assert re.search(deny, "http://shop.test/valuation?x=1")
+    assert not re.search(deny, "http://shop.test/valuations")
+    assert not re.search(deny, "http://shop.test/for-sale")
+    assert listing.rule()["deny"] == [deny]
