@@ -78,7 +78,7 @@ def report_figures(report: str) -> dict[str, str]:
 
 
 @pytest.mark.timeout(1200)  # the scaffold's sample, the baseline, then the flow
-@pytest.mark.parametrize("kind", onboarding_sites(("gearshop", "vacancies", "quotebook")))
+@pytest.mark.parametrize("kind", onboarding_sites(("gearshop", "vacancies", "quotebook", "homes")))
 def test_an_unedited_scaffolded_site_runs_its_flow(
     kind: str, stack: tuple[ProfileDirs, FlowStack], prefect_server: PrefectServer
 ) -> None:
