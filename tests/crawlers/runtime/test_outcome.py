@@ -212,7 +212,9 @@ def test_a_worker_closed_idle_after_the_job_s_page_budget_says_budget_pages(
     )  # fmt: skip
     assert wait_all([worker], timeout=180) == [0], log_excerpt(log)
     stored = es.count(index="items-demo*")["count"]
-    assert 0 < stored < PRODUCTS
+    # Usually fewer than all: on a loaded machine the requests already in flight when the
+    # budget is reached may still bring every product; the reason is the budget's either way.
+    assert 0 < stored <= PRODUCTS
     lines = log.read_text().splitlines()
     assert "Closing spider (finished)" in log.read_text()  # Scrapy's, from the idle close
     assert lines[-1].endswith(f"INFO: finish_reason budget_pages: {stored} items stored")
