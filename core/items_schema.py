@@ -343,7 +343,7 @@ def _revalidate_dataclasses(cls: type) -> None:
         if isinstance(tp, type) and dataclasses.is_dataclass(tp) and tp not in seen:
             seen.add(tp)
             # pydantic reads a dataclass's config from this attribute, undeclared on type.
-            tp.__pydantic_config__ = ConfigDict(revalidate_instances="always")  # type: ignore[attr-defined]  # see above
+            tp.__pydantic_config__ = ConfigDict(revalidate_instances="always")  # type: ignore[attr-defined]  # pydantic's hook
             pending += typing.get_type_hints(tp, include_extras=True).values()
         elif isinstance(tp, type) and is_typeddict(tp) and tp not in seen:
             seen.add(tp)
