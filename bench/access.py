@@ -2,7 +2,8 @@
 each of its levels, crawled the full production way by each fetch configuration.
 
     .venv/bin/python -m bench.access [--products 1200] [--levels 0 1 2 3 4]
-        [--rows http11 identity sessions render] [--rounds 1] [--cap 600] [--run-dir DIR]
+        [--rows http11 identity sessions auto render] [--rounds 1] [--open-rounds 2]
+        [--cap 600] [--run-dir DIR]
 
 The stand-in (``harness.bot_defense``, docs/bot-defense.md) sits in front of the demo
 shop; its levels add up: 0 none (TLS only), 1 header consistency, 2 + TLS ClientHello
@@ -18,8 +19,19 @@ into the Elasticsearch node, the job produced once it heartbeats):
 * ``sessions``: identity + sessions + escalation (``SESSIONS_ENABLED``: a challenge is
   passed in Chromium once per session, a CAPTCHA retires the session) at a budget below
   the stand-in's rate;
+* ``auto``: ``sessions`` with rendering chosen by evidence (``RENDER_MODE=auto``): the
+  documented layers together, as a site whose profile asks for both runs;
 * ``render``: every page rendered in Chromium (``RENDER_MODE=always``), the identity's
   User-Agent, no sessions.
+
+Then the open site: the same ``auto`` configuration against the demo shop itself (no
+stand-in, no defense) and the defaults (the profile's: browser identity, no sessions, no
+rendering), interleaved over ``--open-rounds``, with their CPU and wall-time ratios
+(medians): what escalating only where a defense is seen costs where there is none. The
+``auto`` configuration runs twice per round: its site's first job (its page types
+learnt: a few pages compared in Chromium) and the next one, with what was learnt kept
+as production keeps it (``core.render_choice``); the goal is on the later jobs, the
+first job's ratio is printed beside it.
 
 Columns: products stored whole (of the catalogue; "incompl.": stored without a part, the
 reviews its API refused), the job report's blocks by kind (from the ledger), pages
@@ -33,10 +45,12 @@ are the stand-in's to count, not pages of the crawl). A configuration the stand-
 refuses ends as the crawl does: the worker closes itself once its first
 ``REFUSAL_CLOSE_AFTER`` answers were all blocks (exit status 3), or at ``--cap`` seconds.
 
-Goals (issue 28): with ``sessions`` at every level, >= 99.9% of the products with <= 5%
-of pages rendered; at the challenge level its CPU per 1,000 products <= 1.5x its own at
-level 0 (medians over ``--rounds``, the rows of a round interleaved); blocks counted
-exactly in every run. Exit status 1 when a goal or a check fails.
+Goals (issues 28 and 41): with ``sessions`` and with ``auto`` at every level, >= 99.9% of
+the products with <= 5% of pages rendered; at the challenge level the sessions row's CPU
+per 1,000 products <= 1.5x its own at level 0 (medians over ``--rounds``, the rows of a
+round interleaved); on the open site ``auto`` <= 1.2x the defaults' CPU and wall time
+once its page types are learnt;
+blocks counted exactly in every run. Exit status 1 when a goal or a check fails.
 """
 
 from __future__ import annotations
@@ -60,6 +74,7 @@ from bench.scaling import ITEM_INDEX
 from bench.stack import SITE, WorkerPool
 from core.frontier import RedisFrontier
 from core.jobs_index import job_counters, job_document
+from core.keys import SiteKeys
 from crawlers.cli.producer import produce
 from crawlers.runtime.jobs import new_job_id
 from harness.bot_defense import BotDefense
@@ -68,7 +83,15 @@ from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 
 LEVELS = (0, 1, 2, 3, 4)
-LEVEL_NAMES = {0: "none", 1: "headers", 2: "+ TLS", 3: "+ challenge", 4: "+ rate/CAPTCHA"}
+OPEN = -1  # the "level" of the open site: the demo shop without the stand-in
+LEVEL_NAMES = {
+    OPEN: "open site",
+    0: "none",
+    1: "headers",
+    2: "+ TLS",
+    3: "+ challenge",
+    4: "+ rate/CAPTCHA",
+}
 # The stand-in's per-session rate (requests per window) and the sessions row's budget:
 # below it, as a site's profile sets it below what the site tolerates.
 DEFENSE_SESSION_RATE = 40
@@ -85,12 +108,20 @@ ROWS: dict[str, dict[str, Any]] = {
     },
     "render": {"FETCH_IDENTITY": "browser", "RENDER_MODE": "always"},
 }
+ROWS["auto"] = {**ROWS["sessions"], "RENDER_MODE": "auto"}
+# The open site's baseline: the profile's own settings (browser identity, nothing else).
+DEFAULTS = "defaults"
+ROWS[DEFAULTS] = {}
 ROW_NAMES = {
     "http11": "HTTP/1.1 handler",
     "identity": "browser identity",
     "sessions": "identity + sessions + escalation",
+    "auto": "sessions + RENDER_MODE=auto",
     "render": "render every page",
+    DEFAULTS: "defaults",
 }
+MEASURED = ("http11", "identity", "sessions", "auto", "render")  # the levels' rows
+GOAL_ROWS = ("sessions", "auto")
 COMMON: dict[str, Any] = {
     "CONCURRENT_REQUESTS": 16,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
@@ -103,6 +134,7 @@ COMMON: dict[str, Any] = {
 PRODUCTS_GOAL = 0.999
 RENDERED_GOAL = 0.05
 CPU_RATIO_GOAL = 1.5
+OPEN_RATIO_GOAL = 1.2
 STABLE_SECONDS = 3.0  # the frontier empty and nothing leased this long: the crawl is over
 BROWSER_ONLY = frozenset({"/favicon.ico"})  # Chromium asks for it, the crawl does not
 
@@ -111,16 +143,19 @@ BROWSER_ONLY = frozenset({"/favicon.ico"})  # Chromium asks for it, the crawl do
 class Row:
     level: int
     config: str
+    learnt: bool = False  # the site's render choices kept from an earlier job
     products: int = 0  # stored whole
     incomplete: int = 0  # stored without a part (the reviews the API refused)
     expected: int = 0
     pages: int = 0
     rendered: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # the stand-in's first to last request (the open site: wall)
+    wall: float = 0.0  # the job's production to its end
     cpu_seconds: float = 0.0
     blocks: dict[str, int] = field(default_factory=dict)  # the report's, by kind
     defense: Counter[str] = field(default_factory=Counter)  # the stand-in's decisions
     challenges_passed: int = 0
+    sessions_created: int = 0
     sessions_retired: int = 0
     ended: str = ""
     cpu_by_kind: dict[str, float] = field(default_factory=dict)  # process kind -> seconds
@@ -179,11 +214,16 @@ class Bench:
             rate_window=DEFENSE_RATE_WINDOW,
         )
 
-    def reset(self, defense: BotDefense) -> None:
+    def reset(self, defense: BotDefense | None, *, keep_choices: bool = False) -> None:
+        choices = SiteKeys(SITE).render_choice
+        kept = self.client.hgetall(choices) if keep_choices else {}
         self.client.flushall()
+        if kept:
+            self.client.hset(choices, mapping=kept)
         self.es.indices.delete(index="items-*", ignore_unavailable=True, allow_no_indices=True)
         self.site.reset()
-        defense.clear_log()
+        if defense is not None:
+            defense.clear_log()
 
     def stored(self, *, complete: bool = False) -> int:
         """Products in the item index (``complete``: those with every part, reviews
@@ -195,11 +235,18 @@ class Bench:
         except NotFoundError:
             return 0
 
-    def measure(self, level: int, config: str, defense: BotDefense) -> Row:
-        self.reset(defense)
-        run_dir = self.workdir / f"level{level}-{config}"
+    def measure(
+        self, level: int, config: str, defense: BotDefense | None, *, learnt: bool = False
+    ) -> Row:
+        """One crawl of ``config`` through ``defense`` (None: the open demo shop);
+        ``learnt``: the render choices of the crawl before are kept."""
+        self.reset(defense, keep_choices=learnt)
+        name = "open" if defense is None else f"level{level}"
+        name += "-learnt" if learnt else ""
+        run_dir = self.workdir / f"{name}-{config}"
         run_dir.mkdir(parents=True, exist_ok=True)
         job_id = new_job_id(SITE)
+        base_url = defense.url if defense is not None else self.site.url
         settings = {
             **COMMON,
             **ROWS[config],
@@ -211,10 +258,10 @@ class Bench:
             job_id,
             run_dir=run_dir,
             settings={k: str(v) for k, v in settings.items()},
-            base_url=defense.url,
+            base_url=base_url,
             env={k: v for k, v in os.environ.items() if k != "REDIS_CLUSTER"},
         )
-        row = Row(level, config, expected=self.products)
+        row = Row(level, config, learnt, expected=self.products)
         pool.start(1, self.client)
         (pid,) = pool.pids
         cpu = ProcessCpu(pid)
@@ -222,8 +269,9 @@ class Bench:
         idle = sum(seconds for p in tree(pid) if (seconds := cpu_seconds(p)) is not None)
         started = time.monotonic()
         try:
-            produce(self.client, SITE, job_id=job_id, base_url=defense.url)
+            produce(self.client, SITE, job_id=job_id, base_url=base_url)
             row.ended = self.wait(pool, started)
+            row.wall = time.monotonic() - started
         finally:
             pool.stop()
             by_kind = cpu.stop()
@@ -251,9 +299,9 @@ class Bench:
                 quiet_since = None
             if now - started > self.cap:
                 return f"cap {self.cap:.0f}s"
-            time.sleep(0.5)
+            time.sleep(0.25)
 
-    def read_figures(self, row: Row, job_id: str, defense: BotDefense) -> None:
+    def read_figures(self, row: Row, job_id: str, defense: BotDefense | None) -> None:
         time.sleep(2.5)  # the store's last flush and the workers' last stats push
         row.products = self.stored(complete=True)
         row.incomplete = self.stored() - row.products
@@ -266,15 +314,18 @@ class Bench:
             for kind in ("blocked", "challenge", "captcha", "throttled")
         }
         row.challenges_passed = int(document["challenges_passed"])
+        row.sessions_created = int(document["sessions_created"])
         row.sessions_retired = int(document["sessions_retired"])
+        if defense is None:
+            row.seconds = row.wall
+            return
         records = [r for r in defense.log_records() if r["path"] not in BROWSER_ONLY]
         row.defense = Counter(r["decision"] for r in records)
         times = [r["ts"] for r in records if r["decision"] != "internal"]
         row.seconds = (max(times) - min(times)) if len(times) > 1 else 0.0
         if row.config == "render":
-            # The browser's own sub-resource requests (and the challenge it passes in its
-            # default context, outside any session) are the stand-in's to count, not the
-            # crawl's pages: no exact comparison for this row.
+            # The browser's own sub-resource requests are the stand-in's to count, not
+            # the crawl's pages: no exact comparison for this row.
             return
         # The report against the stand-in's own log.
         expect = {
@@ -294,46 +345,56 @@ class Bench:
 
 def print_table(rows: Sequence[Row]) -> None:
     header = (
-        f"{'level':<18} {'configuration':<34} {'products':>14} {'incompl.':>8} {'blocked':>8} "
-        f"{'challenge':>9} {'captcha':>8} {'passed':>7} {'rendered':>15} "
-        f"{'CPU s/1k prod':>13} {'pages/s':>8}  ended"
+        f"{'level':<18} {'configuration':<38} {'products':>14} {'incompl.':>8} {'blocked':>8} "
+        f"{'challenge':>9} {'captcha':>8} {'passed':>7} {'sessions':>8} {'rendered':>15} "
+        f"{'CPU s/1k prod':>13} {'pages/s':>8} {'wall s':>7}  ended"
     )
     print(header)
     print("-" * len(header))
     for row in rows:
         cpu = "n/a" if row.cpu_per_1000 is None else f"{row.cpu_per_1000:.1f}"
         rendered = f"{row.rendered} ({100 * row.rendered_share:.1f}%)"
+        name = ROW_NAMES[row.config] + (" (learnt)" if row.learnt else "")
         print(
-            f"{row.level} {LEVEL_NAMES[row.level]:<16} {ROW_NAMES[row.config]:<34} "
-            f"{row.products:>6}/{row.expected:<6} {row.incomplete:>8} "
-            f"{row.blocks.get('blocked', 0):>8} {row.blocks.get('challenge', 0):>9} "
-            f"{row.blocks.get('captcha', 0):>8} {row.challenges_passed:>7} {rendered:>15} "
-            f"{cpu:>13} {row.pages_per_s:>8.1f}  {row.ended}"
+            f"{row.level if row.level != OPEN else '-'} {LEVEL_NAMES[row.level]:<16} "
+            f"{name:<38} {row.products:>6}/{row.expected:<6} "
+            f"{row.incomplete:>8} {row.blocks.get('blocked', 0):>8} "
+            f"{row.blocks.get('challenge', 0):>9} {row.blocks.get('captcha', 0):>8} "
+            f"{row.challenges_passed:>7} {row.sessions_created:>8} {rendered:>15} "
+            f"{cpu:>13} {row.pages_per_s:>8.1f} {row.wall:>7.1f}  {row.ended}"
         )
     print()
     print("CPU seconds by process (the worker's tree, from the job's start):")
     for row in rows:
         parts = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in row.cpu_by_kind.items())
-        print(f"  level {row.level}, {ROW_NAMES[row.config]}: {parts}")
+        name = ROW_NAMES[row.config] + (" (learnt)" if row.learnt else "")
+        print(f"  {LEVEL_NAMES[row.level]}, {name}: {parts}")
 
 
-def median_cpu(rows: Sequence[Row], level: int, config: str) -> float | None:
+def median_of(
+    rows: Sequence[Row], level: int, config: str, value: str, *, learnt: bool = False
+) -> float | None:
     values = [
-        r.cpu_per_1000
+        v
         for r in rows
-        if r.level == level and r.config == config and r.cpu_per_1000 is not None
+        if r.level == level
+        and r.config == config
+        and r.learnt == learnt
+        and (v := getattr(r, value)) is not None
     ]
     return statistics.median(values) if values else None
 
 
 def goals(rows: Sequence[Row]) -> list[str]:
-    failed = [f"level {r.level} {r.config}: {c}" for r in rows for c in r.checks]
-    for row in (r for r in rows if r.config == "sessions"):
+    failed = [f"{LEVEL_NAMES[r.level]} {r.config}: {c}" for r in rows for c in r.checks]
+    for row in (r for r in rows if r.config in GOAL_ROWS and r.level != OPEN):
+        where = f"level {row.level} {row.config}"
         if row.share < PRODUCTS_GOAL:
-            failed.append(f"level {row.level} sessions: {row.share:.2%} of products < 99.9%")
+            failed.append(f"{where}: {row.share:.2%} of products < 99.9%")
         if row.rendered_share > RENDERED_GOAL:
-            failed.append(f"level {row.level} sessions: {row.rendered_share:.1%} rendered > 5%")
-    base, challenged = median_cpu(rows, 0, "sessions"), median_cpu(rows, 3, "sessions")
+            failed.append(f"{where}: {row.rendered_share:.1%} rendered > 5%")
+    base = median_of(rows, 0, "sessions", "cpu_per_1000")
+    challenged = median_of(rows, 3, "sessions", "cpu_per_1000")
     if base and challenged:
         ratio = challenged / base
         print(
@@ -342,15 +403,34 @@ def goals(rows: Sequence[Row]) -> list[str]:
         )
         if ratio > CPU_RATIO_GOAL:
             failed.append(f"challenge level CPU {ratio:.2f}x level 0 > {CPU_RATIO_GOAL}x")
+    for value, what in (("cpu_seconds", "CPU seconds"), ("wall", "wall seconds")):
+        default = median_of(rows, OPEN, DEFAULTS, value)
+        first = median_of(rows, OPEN, "auto", value)
+        learnt = median_of(rows, OPEN, "auto", value, learnt=True)
+        if not default or first is None or learnt is None:
+            continue
+        ratio = learnt / default
+        print(
+            f"open site, {what} (medians): defaults {default:.2f}; sessions + auto "
+            f"{learnt:.2f}: {ratio:.2f}x (goal <= {OPEN_RATIO_GOAL}x), its site's first job "
+            f"(page types learnt) {first:.2f}: {first / default:.2f}x"
+        )
+        if ratio > OPEN_RATIO_GOAL:
+            failed.append(f"open site: sessions + auto {what} {ratio:.2f}x the defaults")
+    for row in (r for r in rows if r.level == OPEN and r.share < PRODUCTS_GOAL):
+        failed.append(f"open site {row.config}: {row.share:.2%} of products < 99.9%")
     return failed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.access", description=__doc__)
     parser.add_argument("--products", type=int, default=1200)
-    parser.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
-    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--levels", type=int, nargs="*", default=list(LEVELS))
+    parser.add_argument("--rows", nargs="+", default=list(MEASURED), choices=list(MEASURED))
     parser.add_argument("--rounds", type=int, default=1, help="medians over this many")
+    parser.add_argument(
+        "--open-rounds", type=int, default=2, help="rounds of the open-site comparison (0: none)"
+    )
     parser.add_argument("--cap", type=float, default=600.0, help="seconds per crawl at most")
     parser.add_argument("--run-dir", type=Path, help="keep logs here (default: a temp dir)")
     args = parser.parse_args(argv)
@@ -365,6 +445,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for config in args.rows:
                         print(f"round {n}: level {level}, {ROW_NAMES[config]} ...", flush=True)
                         rows.append(bench.measure(level, config, defense))
+        for n in range(1, args.open_rounds + 1):
+            for config, learnt in ((DEFAULTS, False), ("auto", False), ("auto", True)):
+                what = ROW_NAMES[config] + (" (page types learnt)" if learnt else "")
+                print(f"open site, round {n}: {what} ...", flush=True)
+                rows.append(bench.measure(OPEN, config, None, learnt=learnt))
         print()
         print_table(rows)
         failed = goals(rows)

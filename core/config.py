@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from core.config_values import (
     CHROMIUM_CANDIDATES,
@@ -436,10 +441,25 @@ def crawl_environment(environ: Mapping[str, str] | None = None) -> CrawlEnvironm
         return CrawlEnvironment()
     names = {variable.name for variable in ENVIRONMENT}
     given = {key.upper(): value for key, value in environ.items()}
-    # model_validate skips the environment source: exactly ``environ``, nothing else.
-    return CrawlEnvironment.model_validate(
-        {name.lower(): value for name, value in given.items() if name in names}
-    )
+    # Exactly ``environ``, nothing else: the process's variables (a PLATFORM_RUN_DIR of
+    # the shell) are no source here (pydantic-settings reads them even in model_validate).
+    values: dict[str, Any] = {name.lower(): value for name, value in given.items() if name in names}
+    return _GivenEnvironment(**values)
+
+
+class _GivenEnvironment(CrawlEnvironment):
+    """A crawl environment of the values given alone (``crawl_environment(environ)``)."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
 
 
 def crawl_values(environment: CrawlEnvironment) -> dict[str, tuple[object, str | None]]:

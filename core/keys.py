@@ -189,6 +189,13 @@ class SiteKeys:
         return f"{self.tag}:session:"
 
     @property
+    def session_defense(self) -> str:
+        """String: the first block the site answered a request without a session with
+        (its kind and rule); while absent, ``SESSIONS_ENGAGE = "defense"`` sends requests
+        without sessions. Expires (core.sessions.DEFENSE_TTL)."""
+        return f"{self.tag}:sessions:defense"
+
+    @property
     def render_choice(self) -> str:
         """Hash: ``<callback>:mode|agree|disagree|probes`` -> whether a page type needs a
         browser (core.render_choice, under RENDER_MODE=auto)."""

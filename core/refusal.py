@@ -14,21 +14,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 KINDS = ("blocked", "challenge", "captcha", "throttled")
-# What each kind of refusal asks of the operator, given what the crawl presented.
+# What each kind of refusal asks of the operator, given what the crawl presented. Every
+# page refused means no request ever got through: a rate limit lets the first ones pass,
+# so the client itself is the cause (its identity first), not its pace.
 ADVICE = {
     "blocked": (
         "the site refuses this client as a whole (its identity, address or TLS "
         "fingerprint): {identity}"
     ),
-    "challenge": ("every page is a JavaScript challenge: {challenge}"),
+    "challenge": "every page is a JavaScript challenge: {challenge}",
     "captcha": (
-        "the site answers a CAPTCHA that needs a person: the platform goes too fast or "
-        "looks automated to it; lower SESSION_MAX_RATE, use more sessions or proxies"
+        "the site answers a CAPTCHA that needs a person from the first request on: it "
+        "distrusts this client, not its pace: {identity}"
     ),
-    "throttled": (
-        "the site throttles every request: lower SESSION_MAX_RATE or "
-        "CONCURRENT_REQUESTS_PER_DOMAIN, or raise DOWNLOAD_DELAY"
-    ),
+    "throttled": ("the site throttles every request, the first ones included: {throttled}"),
+}
+# The User-Agent words that announce a program (what bot defenses refuse on sight).
+_ANNOUNCING = ("bot", "crawl", "spider", "scrapy", "python", "curl", "wget", "headless",
+               "playwright", "puppeteer", "selenium", "scraping", "platform")  # fmt: skip
+# What the browser ended on when it did not get past a challenge
+# (crawlers.fetch.escalation's sessions/challenge_failed/<kind>).
+_ENDED_ON = {
+    "challenge": "still a challenge when SESSION_CHALLENGE_TIMEOUT ran out",
+    "captcha": "a CAPTCHA",
+    "blocked": "a block",
+    "throttled": "a 429",
+    "error": "a browser error or timeout",
 }
 
 
@@ -40,13 +51,22 @@ class Presented:
     user_agent: str = ""  # what plain requests said
     sessions: bool = False  # SESSIONS_ENABLED
     proxies: int = 0
+    pass_challenges: bool = True  # SESSION_PASS_CHALLENGES
+
+    @property
+    def announces_itself(self) -> bool:
+        """Plain requests named a program in their User-Agent (the crawler identity's own;
+        the browser identity sends the installed Chromium's)."""
+        agent = self.user_agent.lower()
+        return self.fetch_identity != "browser" and any(word in agent for word in _ANNOUNCING)
 
     def identity_advice(self) -> str:
         if self.fetch_identity != "browser":
+            said = "announce a program" if self.announces_itself else "present Scrapy"
             return (
-                f"plain requests announce the platform (User-Agent {self.user_agent!r}) over "
-                "Scrapy's HTTP/1.1 TLS; set FETCH_IDENTITY=browser to present the "
-                "installed Chromium's headers and TLS fingerprint"
+                f"plain requests {said} (User-Agent {self.user_agent!r}) over Scrapy's "
+                "HTTP/1.1 TLS; set FETCH_IDENTITY=browser to present the installed "
+                "Chromium's headers and TLS fingerprint"
             )
         advice = "the browser identity was refused"
         if not self.proxies:
@@ -55,15 +75,49 @@ class Presented:
             advice += "; SESSIONS_ENABLED=true gives each visitor its own cookies and budget"
         return advice
 
-    def challenge_advice(self, passed: int) -> str:
+    def throttle_advice(self) -> str:
+        if self.fetch_identity != "browser":
+            return self.identity_advice()
+        return (
+            "lower SESSION_MAX_RATE or CONCURRENT_REQUESTS_PER_DOMAIN, raise DOWNLOAD_DELAY, "
+            "or spread the crawl over more proxies"
+        )
+
+    def challenge_advice(self, figures: Mapping[str, int]) -> str:
+        """What the browser really did with the challenges, from the counters the
+        session layer keeps (each one named is in the figures)."""
         if not self.sessions:
             return (
                 "set SESSIONS_ENABLED=true so Chromium passes it once per session and plain "
                 "requests reuse its cookies"
             )
+        passed = int(figures.get("sessions/challenges_passed", 0))
+        failed = int(figures.get("sessions/challenge_failed", 0))
         if passed:
-            return f"{passed} passed in the browser, but its clearance was not accepted after"
-        return "Chromium did not get past it (see sessions/challenge_failed and the log)"
+            return (
+                f"Chromium passed it {passed} time(s) (sessions/challenges_passed), but the "
+                "pages asked with its clearance were challenged again: the site binds it to "
+                "something those requests do not share (User-Agent, address, TLS)"
+            )
+        if failed:
+            ended = [
+                f"{n} ended on {_ENDED_ON.get(kind, kind)} (sessions/challenge_failed/{kind})"
+                for kind in _ENDED_ON
+                if (n := int(figures.get(f"sessions/challenge_failed/{kind}", 0)))
+            ]
+            return (
+                f"Chromium tried it {failed} time(s) and never got past it "
+                f"(sessions/challenge_failed): {', '.join(ended) or 'no outcome recorded'}"
+            )
+        if not self.pass_challenges:
+            return (
+                "SESSION_PASS_CHALLENGES is off, so each challenged session is retired "
+                "without a browser trying: set it on to pass the challenge in Chromium"
+            )
+        return (
+            "Chromium did not get past it: no challenge was passed and no browser attempt "
+            "came back (see the log's warnings)"
+        )
 
 
 def refused_requests(figures: Mapping[str, int]) -> tuple[int, int, str]:
@@ -93,7 +147,8 @@ def refusal(
     reasons = top_reasons(figures)
     advice = ADVICE[main].format(
         identity=presented.identity_advice(),
-        challenge=presented.challenge_advice(int(figures.get("sessions/challenges_passed", 0))),
+        challenge=presented.challenge_advice(figures),
+        throttled=presented.throttle_advice(),
     )
     why = f" ({reasons})" if reasons else ""
     return (

@@ -7,19 +7,34 @@ whether plain HTTP gave the same output as the browser:
 
 - learning: the first comparison that differs makes the page type ``render``; ``sample``
   that agree make it ``plain``;
-- ``plain``: a share of its pages is still checked; one that differs makes it ``render``;
-- ``render``: a share is checked the other way; ``sample`` agreeing in a row make it
-  ``plain`` again (the site stopped needing the browser).
+- ``plain``: checked again once its last comparison is older than a while
+  (``start_recheck``: one page, one worker); one that differs makes it ``render``. A
+  check of a plain page type costs a browser, a hundred plain pages: it is rare;
+- ``render``: a share is checked the other way (a plain fetch beside the render, cheap);
+  ``sample`` agreeing in a row make it ``plain`` again (the site stopped needing the
+  browser).
 
 The state is per site in Redis (one hash under the site's hash tag: ``<callback>:mode``,
-``:agree``, ``:disagree``, ``:probes``), updated atomically in Lua, or in memory for a
-crawl without Redis. Framework-agnostic: no Scrapy here.
+``:agree``, ``:disagree``, ``:probes``, ``:probes_at``, ``:checked`` (epoch seconds of
+its last comparison), ``:recheck_at``, and ``:agreed:<page>`` (epoch seconds a page of a
+learning type was found the same both ways)), updated atomically in Lua and kept across
+jobs, or in memory for a crawl without Redis. Framework-agnostic: no Scrapy here.
+
+A page compared while its type learns is evidence about that very page: asked for again
+(the next job's start page, a page type with a page or two per job) while its type is
+still learning, it goes plain for as long as a plain type's comparison holds
+(``agreed``) instead of paying a browser for the same comparison again.
+
+A learning page type has at most ``sample`` comparisons under way; one that did not come
+back within ``stale`` seconds (its page was refused, its worker killed) no longer counts,
+so learning never waits for a sample that will not come.
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import redis.asyncio
@@ -35,6 +50,7 @@ class Choice:
     agree: int = 0
     disagree: int = 0
     probes: int = 0  # comparisons started while learning (bounds the learning cost)
+    checked: float = 0.0  # epoch seconds of its last comparison (0: unknown)
 
 
 def next_choice(choice: Choice, same: bool, sample: int) -> Choice:
@@ -54,12 +70,16 @@ def next_choice(choice: Choice, same: bool, sample: int) -> Choice:
     return Choice("render", 0, choice.disagree + 1)
 
 
+STALE_PROBES = 60.0  # seconds after which comparisons under way no longer count
+
+
 class ChoiceStore(abc.ABC):
-    def __init__(self, site: str, sample: int) -> None:
+    def __init__(self, site: str, sample: int, stale: float = STALE_PROBES) -> None:
         if sample < 1:
             raise ValueError("the render sample must be at least 1 page")
         self.site = site
         self.sample = sample
+        self.stale = stale
 
     @abc.abstractmethod
     async def choices(self) -> dict[str, Choice]:
@@ -68,11 +88,24 @@ class ChoiceStore(abc.ABC):
     @abc.abstractmethod
     async def start_probe(self, callback: str) -> bool:
         """Count a comparison started for a learning page type; False once ``sample``
-        are under way (more would only cost renders)."""
+        are under way (more would only cost renders), unless the last one started over
+        ``stale`` seconds ago (those are lost: counting starts again)."""
 
     @abc.abstractmethod
-    async def record(self, callback: str, same: bool) -> Choice:
-        """One comparison's result; returns the page type's new state."""
+    async def start_recheck(self, callback: str, after: float) -> bool:
+        """Claim the check of a ``plain`` page type whose last comparison is ``after``
+        seconds old or older: True for one caller (its page is compared), until the
+        check comes back or ``stale`` seconds pass."""
+
+    @abc.abstractmethod
+    async def record(self, callback: str, same: bool, page: str = "") -> Choice:
+        """One comparison's result; returns the page type's new state. ``page`` (its
+        fingerprint) is remembered when it agreed while its type was learning."""
+
+    @abc.abstractmethod
+    async def agreed(self, callback: str, page: str, within: float) -> bool:
+        """Whether ``page`` was found the same both ways, while its type was learning,
+        less than ``within`` seconds ago."""
 
     @abc.abstractmethod
     async def put_summary(self, ref: str, summary: str) -> None:
@@ -84,11 +117,15 @@ class ChoiceStore(abc.ABC):
         """The summary put for ``ref``, removed (None: none, or taken already)."""
 
 
-# KEYS: the site's render-choice hash ; ARGV: callback, same (1|0), sample
-# -> mode, agree, disagree, probes
+# KEYS: the site's render-choice hash ; ARGV: callback, same (1|0), sample, page ('' none)
+# -> mode, agree, disagree, probes, checked (epoch s)
 _RECORD = """
 local h, cb, same, sample = KEYS[1], ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
 local mode = redis.call('HGET', h, cb .. ':mode') or 'learning'
+local t = redis.call('TIME')
+if mode == 'learning' and same and ARGV[4] ~= '' then
+  redis.call('HSET', h, cb .. ':agreed:' .. ARGV[4], t[1])
+end
 local agree = tonumber(redis.call('HGET', h, cb .. ':agree') or '0')
 local disagree = tonumber(redis.call('HGET', h, cb .. ':disagree') or '0')
 local probes = tonumber(redis.call('HGET', h, cb .. ':probes') or '0')
@@ -105,17 +142,34 @@ else
 end
 if mode ~= 'learning' then probes = 0 end
 redis.call('HSET', h, cb .. ':mode', mode, cb .. ':agree', agree, cb .. ':disagree', disagree,
-  cb .. ':probes', probes)
-return {mode, agree, disagree, probes}
+  cb .. ':probes', probes, cb .. ':checked', t[1], cb .. ':recheck_at', 0)
+return {mode, agree, disagree, probes, t[1]}
 """
 
-# KEYS: the hash ; ARGV: callback, sample -> 1 started | 0 enough under way
+# KEYS: the hash ; ARGV: callback, after s, stale s -> 1 this caller checks | 0
+_START_RECHECK = """
+if redis.call('HGET', KEYS[1], ARGV[1] .. ':mode') ~= 'plain' then return 0 end
+local now = tonumber(redis.call('TIME')[1])
+local checked = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':checked') or '0')
+local claimed = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':recheck_at') or '0')
+if now - checked < tonumber(ARGV[2]) or now - claimed < tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1] .. ':recheck_at', now)
+return 1
+"""
+
+# KEYS: the hash ; ARGV: callback, sample, stale ms -> 1 started | 0 enough under way
 _START_PROBE = """
 local mode = redis.call('HGET', KEYS[1], ARGV[1] .. ':mode') or 'learning'
 if mode ~= 'learning' then return 1 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local probes = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':probes') or '0')
-if probes >= tonumber(ARGV[2]) then return 0 end
-redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':probes', 1)
+local since = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':probes_at') or '0')
+if probes >= tonumber(ARGV[2]) then
+  if now - since < tonumber(ARGV[3]) then return 0 end
+  probes = 0
+end
+redis.call('HSET', KEYS[1], ARGV[1] .. ':probes', probes + 1, ARGV[1] .. ':probes_at', now)
 return 1
 """
 
@@ -134,13 +188,16 @@ def _text(value: bytes | str) -> str:
 
 
 class RedisChoiceStore(ChoiceStore):
-    def __init__(self, server: redis.asyncio.Redis, site: str, sample: int) -> None:
-        super().__init__(site, sample)
+    def __init__(
+        self, server: redis.asyncio.Redis, site: str, sample: int, stale: float = STALE_PROBES
+    ) -> None:
+        super().__init__(site, sample, stale)
         self.server = server
         self.key = SiteKeys(site).render_choice
         self.probes_key = SiteKeys(site).render_probes
         self._record = server.register_script(_RECORD)
         self._start = server.register_script(_START_PROBE)
+        self._recheck = server.register_script(_START_RECHECK)
         self._take = server.register_script(_TAKE)
 
     async def choices(self) -> dict[str, Choice]:
@@ -155,17 +212,33 @@ class RedisChoiceStore(ChoiceStore):
                 int(raw.get(f"{callback}:agree", 0)),
                 int(raw.get(f"{callback}:disagree", 0)),
                 int(raw.get(f"{callback}:probes", 0)),
+                float(raw.get(f"{callback}:checked", 0)),
             )
         return out
 
     async def start_probe(self, callback: str) -> bool:
-        return bool(int(await self._start(keys=[self.key], args=[callback, self.sample])))
+        args: list[str | int | float] = [callback, self.sample, int(self.stale * 1000)]
+        return bool(int(await self._start(keys=[self.key], args=args)))
 
-    async def record(self, callback: str, same: bool) -> Choice:
-        mode, agree, disagree, probes = await self._record(
-            keys=[self.key], args=[callback, "1" if same else "0", self.sample]
+    async def start_recheck(self, callback: str, after: float) -> bool:
+        args: list[str | int | float] = [callback, after, self.stale]
+        return bool(int(await self._recheck(keys=[self.key], args=args)))
+
+    async def record(self, callback: str, same: bool, page: str = "") -> Choice:
+        mode, agree, disagree, probes, checked = await self._record(
+            keys=[self.key], args=[callback, "1" if same else "0", self.sample, page]
         )
-        return Choice(_text(mode), int(agree), int(disagree), int(probes))  # type: ignore[arg-type]  # a Mode (_RECORD)
+        return Choice(
+            _text(mode),  # type: ignore[arg-type]  # a Mode (_RECORD)
+            int(agree),
+            int(disagree),
+            int(probes),
+            float(checked),
+        )
+
+    async def agreed(self, callback: str, page: str, within: float) -> bool:
+        found = await self.server.hget(self.key, f"{callback}:agreed:{page}")
+        return found is not None and time.time() - float(found) < within
 
     async def put_summary(self, ref: str, summary: str) -> None:
         async with self.server.pipeline(transaction=False) as pipe:
@@ -179,10 +252,13 @@ class RedisChoiceStore(ChoiceStore):
 
 
 class MemoryChoiceStore(ChoiceStore):
-    def __init__(self, site: str, sample: int) -> None:
-        super().__init__(site, sample)
+    def __init__(self, site: str, sample: int, stale: float = STALE_PROBES) -> None:
+        super().__init__(site, sample, stale)
         self._choices: dict[str, Choice] = {}
         self._summaries: dict[str, str] = {}
+        self._probes_at: dict[str, float] = {}
+        self._recheck_at: dict[str, float] = {}  # a claimed recheck
+        self._agreed: dict[tuple[str, str], float] = {}  # (callback, page) -> epoch s
 
     async def put_summary(self, ref: str, summary: str) -> None:
         self._summaries[ref] = summary
@@ -197,14 +273,37 @@ class MemoryChoiceStore(ChoiceStore):
         choice = self._choices.get(callback, Choice("learning"))
         if choice.mode != "learning":
             return True
-        if choice.probes >= self.sample:
-            return False
-        self._choices[callback] = Choice(
-            "learning", choice.agree, choice.disagree, choice.probes + 1
-        )
+        now, probes = time.monotonic(), choice.probes
+        if probes >= self.sample:
+            if now - self._probes_at.get(callback, 0.0) < self.stale:
+                return False
+            probes = 0
+        self._probes_at[callback] = now
+        self._choices[callback] = Choice("learning", choice.agree, choice.disagree, probes + 1)
         return True
 
-    async def record(self, callback: str, same: bool) -> Choice:
-        choice = next_choice(self._choices.get(callback, Choice("learning")), same, self.sample)
+    async def start_recheck(self, callback: str, after: float) -> bool:
+        choice = self._choices.get(callback)
+        now = time.time()
+        if choice is None or choice.mode != "plain":
+            return False
+        if now - choice.checked < after:
+            return False
+        if now - self._recheck_at.get(callback, 0.0) < self.stale:
+            return False
+        self._recheck_at[callback] = now
+        return True
+
+    async def record(self, callback: str, same: bool, page: str = "") -> Choice:
+        before = self._choices.get(callback, Choice("learning"))
+        if before.mode == "learning" and same and page:
+            self._agreed[(callback, page)] = time.time()
+        choice = next_choice(before, same, self.sample)
+        choice = replace(choice, checked=time.time())
         self._choices[callback] = choice
+        self._recheck_at.pop(callback, None)
         return choice
+
+    async def agreed(self, callback: str, page: str, within: float) -> bool:
+        at = self._agreed.get((callback, page))
+        return at is not None and time.time() - at < within

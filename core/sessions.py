@@ -24,6 +24,16 @@ A block or a CAPTCHA retires the session at once (a person would be needed); the
 goes on with another one. Retired sessions leave the pool; their record stays a day for
 forensics.
 
+Each step that creates, clears or retires a session writes what happened into the job's
+ledger (``core.ledger``: ``created:<id>``, ``passed:<id>:<generation>``,
+``retired:<id>``) in the same atomic step, when the caller names the job: a worker killed
+between the two can no longer leave a session the report does not know.
+
+**Defense seen.** A site whose requests go out without sessions until it shows a defense
+(``SESSIONS_ENGAGE = "defense"``) keeps the first block it answered
+(``mark_defended``, for ``DEFENSE_TTL`` seconds, shared by every worker): from then on
+its requests are sessions, with their rate budget.
+
 Storage is behind ``SessionStore``: ``core.sessions_redis.RedisSessionStore`` (Lua
 scripts, every key under the site's hash tag from ``core.keys.SiteKeys``, so a Redis
 Cluster runs them as one Redis does; time is Redis' clock, never a worker's) shared by
@@ -45,6 +55,7 @@ from typing import Any, Literal
 
 Outcome = Literal["ok", "error", "throttled"]
 RETIRED_TTL = 86_400  # seconds a retired session's record is kept, for forensics
+DEFENSE_TTL = 7 * 86_400  # seconds a site stays known as defended after its last block
 SCAN_LIMIT = 64  # sessions looked at per acquire (past the budget ones are retired first)
 
 
@@ -114,25 +125,40 @@ class SessionStore(abc.ABC):
         self.site = site
         self.policy = policy
 
-    @abc.abstractmethod
-    async def acquire(self, excluded_proxies: Sequence[str] = ()) -> Session | Wait | None:
-        """A session for one request, counted as used; None: there is room for a new one
-        (``create`` it); ``Wait``: every session is busy or resting. Sessions past
-        ``max_uses`` / ``max_age`` met on the way are retired (``take_retired``)."""
+    # ``job``: the job whose ledger records what the call does to a session (created,
+    # passed, retired), in the same atomic step; None: no ledger (a local crawl).
 
     @abc.abstractmethod
-    async def create(self, identity: Mapping[str, Any], proxies: Sequence[str]) -> Session | None:
+    async def acquire(
+        self,
+        excluded_proxies: Sequence[str] = (),
+        *,
+        job: str | None = None,
+        prefer: str | None = None,
+    ) -> Session | Wait | None:
+        """A session for one request, counted as used; None: there is room for a new one
+        (``create`` it); ``Wait``: every session is busy or resting. Sessions past
+        ``max_uses`` / ``max_age`` met on the way are retired (``take_retired``).
+        ``prefer``: this live session first (a request retried on the session that just
+        passed its challenge); ``Wait`` while it rests."""
+
+    @abc.abstractmethod
+    async def create(
+        self, identity: Mapping[str, Any], proxies: Sequence[str], *, job: str | None = None
+    ) -> Session | None:
         """A new session (its probe is this request), on the candidate proxy with the
         fewest live sessions; None when the pool filled up meanwhile."""
 
     @abc.abstractmethod
-    async def record(self, session_id: str, outcome: Outcome, *, pause: float = 0.0) -> None:
+    async def record(
+        self, session_id: str, outcome: Outcome, *, pause: float = 0.0, job: str | None = None
+    ) -> None:
         """The answer to one of its requests: ``ok`` proves a new session and lowers its
         error score; ``error`` (network) and ``throttled`` (a 429; ``pause`` seconds before
         its next use) raise it, and ``max_errors`` retires it."""
 
     @abc.abstractmethod
-    async def retire(self, session_id: str, reason: str) -> bool:
+    async def retire(self, session_id: str, reason: str, *, job: str | None = None) -> bool:
         """Out of the pool for good; True if this call retired it."""
 
     @abc.abstractmethod
@@ -141,7 +167,9 @@ class SessionStore(abc.ABC):
         holds it (its request should use another session)."""
 
     @abc.abstractmethod
-    async def challenge_passed(self, session_id: str, cookies: Sequence[Mapping[str, Any]]) -> int:
+    async def challenge_passed(
+        self, session_id: str, cookies: Sequence[Mapping[str, Any]], *, job: str | None = None
+    ) -> int:
         """The browser passed the challenge: its cookie jar replaces the session's, the
         session is live again; returns the new generation (0: the session was retired
         meanwhile and the cookies are dropped)."""
@@ -157,6 +185,15 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     def take_retired(self) -> list[Retired]:
         """Sessions this store retired by itself since the last call (age, uses, errors)."""
+
+    @abc.abstractmethod
+    async def defended(self) -> str | None:
+        """The block that showed the site defends itself (``mark_defended``), or None."""
+
+    @abc.abstractmethod
+    async def mark_defended(self, seen: str) -> bool:
+        """The site answered a block (``seen``: its kind and rule): known as defended for
+        ``DEFENSE_TTL`` seconds from now. True if it was not known before."""
 
     async def close(self) -> None:  # noqa: B027 - optional hook, nothing to close by default
         """Release connections."""
@@ -191,13 +228,25 @@ class MemorySessionStore(SessionStore):
         super().__init__(site, policy)
         self._records: dict[str, _Record] = {}
         self._retired: list[Retired] = []
+        self._defense: tuple[str, float] | None = None  # (what was seen, until when)
 
     def _live(self) -> dict[str, _Record]:
         return {k: r for k, r in self._records.items() if r.state != "retired"}
 
-    async def acquire(self, excluded_proxies: Sequence[str] = ()) -> Session | Wait | None:
+    async def acquire(
+        self,
+        excluded_proxies: Sequence[str] = (),
+        *,
+        job: str | None = None,
+        prefer: str | None = None,
+    ) -> Session | Wait | None:
         p, now = self.policy, time.time()
         ready = sorted((r.ready_at, k) for k, r in self._live().items() if r.ready_at <= now)
+        preferred = self._records.get(prefer or "")
+        if preferred is not None and preferred.state == "live":
+            if preferred.ready_at > now:
+                return Wait(max(0.001, preferred.ready_at - now))
+            ready.insert(0, (preferred.ready_at, prefer or ""))
         for _, key in ready[:SCAN_LIMIT]:
             record = self._records[key]
             if p.max_uses and record.uses >= p.max_uses:
@@ -226,7 +275,9 @@ class MemorySessionStore(SessionStore):
         earliest = min(r.ready_at for r in live.values())
         return Wait(max(0.001, earliest - now))
 
-    async def create(self, identity: Mapping[str, Any], proxies: Sequence[str]) -> Session | None:
+    async def create(
+        self, identity: Mapping[str, Any], proxies: Sequence[str], *, job: str | None = None
+    ) -> Session | None:
         live = self._live()
         if len(live) >= self.policy.max_sessions:
             return None
@@ -240,7 +291,9 @@ class MemorySessionStore(SessionStore):
         self._records[key] = _Record(dict(identity), proxy, now, ready_at=now + self.policy.hold)
         return Session(key, dict(identity), proxy, probe=True)
 
-    async def record(self, session_id: str, outcome: Outcome, *, pause: float = 0.0) -> None:
+    async def record(
+        self, session_id: str, outcome: Outcome, *, pause: float = 0.0, job: str | None = None
+    ) -> None:
         record = self._records.get(session_id)
         if record is None or record.state == "retired":
             return
@@ -260,7 +313,7 @@ class MemorySessionStore(SessionStore):
         else:
             record.ready_at = max(record.ready_at, rest)
 
-    async def retire(self, session_id: str, reason: str) -> bool:
+    async def retire(self, session_id: str, reason: str, *, job: str | None = None) -> bool:
         return self._retire_record(session_id, reason, report=False)
 
     def _retire_record(self, session_id: str, reason: str, *, report: bool) -> bool:
@@ -282,7 +335,9 @@ class MemorySessionStore(SessionStore):
         record.state, record.ready_at = "challenging", now + self.policy.hold
         return True
 
-    async def challenge_passed(self, session_id: str, cookies: Sequence[Mapping[str, Any]]) -> int:
+    async def challenge_passed(
+        self, session_id: str, cookies: Sequence[Mapping[str, Any]], *, job: str | None = None
+    ) -> int:
         record = self._records.get(session_id)
         if record is None or record.state == "retired":
             return 0
@@ -319,3 +374,13 @@ class MemorySessionStore(SessionStore):
     def take_retired(self) -> list[Retired]:
         retired, self._retired = self._retired, []
         return retired
+
+    async def defended(self) -> str | None:
+        if self._defense is None or self._defense[1] <= time.time():
+            return None
+        return self._defense[0]
+
+    async def mark_defended(self, seen: str) -> bool:
+        known = await self.defended()
+        self._defense = (known or seen, time.time() + DEFENSE_TTL)
+        return known is None

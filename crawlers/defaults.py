@@ -281,6 +281,9 @@ PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 30_000
 # A session is one visitor of the site: an identity, a proxy, a cookie jar, a budget. Off
 # by default (a site that needs nothing pays nothing); a profile's [fetch] turns it on.
 SESSIONS_ENABLED = False
+# "defense": requests go out as the crawl's own until the site answers a block, challenge,
+# CAPTCHA or 429 (remembered for every worker), then as sessions; "always": from the start.
+SESSIONS_ENGAGE = "defense"
 SESSION_POOL_SIZE = 8  # sessions of the site at once, over all workers
 SESSION_MAX_RATE = 2.0  # requests per second of one session (its rate budget; 0: none)
 SESSION_MAX_USES = 500  # requests before a session is retired (0: no limit)
@@ -288,16 +291,24 @@ SESSION_MAX_AGE = 3600.0  # seconds before a session is retired (0: no limit)
 SESSION_MAX_ERRORS = 3  # network errors and throttles (each good answer takes one back)
 SESSION_WAIT_MAX = 5.0  # longest single wait for a free session, in seconds (then again)
 # A JavaScript challenge is passed in Chromium, in the session's context, within this
-# many seconds; its cookies then serve the session's plain requests. False: a challenge
-# retires the session (sites where no browser may run).
+# many seconds (any rendered page waits a challenge out as long); its cookies then serve
+# the session's plain requests. False: a challenge retires the session (sites where no
+# browser may run).
 SESSION_PASS_CHALLENGES = True
 SESSION_CHALLENGE_TIMEOUT = 30.0
 
 # --- RENDER_MODE = "auto" (crawlers/fetch/adaptive.py, core/render_choice.py) ---
-# Pages of a page type compared both ways before it is decided (one difference: render),
-# and the share of pages still compared afterwards.
+# Pages of a page type compared both ways before it is decided (one difference: render);
+# the share of a rendered type's pages still compared (a plain fetch beside the render);
+# the age in seconds of a plain type's last comparison that makes one page compared again
+# (a render costs a hundred plain pages: a site that needs no browser pays that rarely),
+# and that a page found the same while its type learns goes plain when asked for again.
 RENDER_AUTO_SAMPLE = 3
 RENDER_AUTO_RECHECK = 0.02
+RENDER_AUTO_RECHECK_AFTER = 86_400.0
+# Seconds a learning page type's other requests are held for its verdict (then rendered);
+# a sample not compared within it is taken as lost and another one starts.
+RENDER_AUTO_HOLD = 30.0
 
 # --- a site that refuses the crawl as a whole (crawlers/fetch/refusal.py) ---
 # Once this many responses came and every one was a block, the crawl closes (reason

@@ -388,7 +388,11 @@ def compute_baseline(
         )
     missing = sorted(set(config.page_types) - set(pages))
     if missing:
-        raise BaselineError(f"site {site!r}: no fixtures for page types {missing}")
+        raise BaselineError(
+            f"site {site!r}: no fixtures for page types {missing}: give each its "
+            f"sample_paths in the profile, then fetch them with `python -m fingerprints "
+            f"baseline {site} --from-url <base_url>`"
+        )
     root = site_dir(site, sites_dir)
     page_types: dict[str, PageTypeBaseline] = {}
     fixtures: dict[str, dict[str, str]] = {}

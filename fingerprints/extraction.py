@@ -289,8 +289,12 @@ def _call(
                 else:
                     navigation += 1
                     if target in declared and target != name:
-                        cards += _partial_items(output.cb_kwargs)
-                        card_callbacks.add(target)
+                        # A page type reached through cards only when the request carries
+                        # one (a profile-only site's plain links lead to pages, not cards).
+                        partial = _partial_items(output.cb_kwargs)
+                        cards += partial
+                        if partial:
+                            card_callbacks.add(target)
             elif is_item(output):
                 items.append(_tagged(output, spider))
     except Exception as exc:  # a callback that crashes on the new layout: extraction failed

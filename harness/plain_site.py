@@ -1,11 +1,15 @@
-"""The sites without structured data (``python -m plain_sites <kind>``) as supervised
-local services: ``PlainSite("werkstatt")``, ``PlainSite("sayings")``."""
+"""The local sites of ``plain_sites`` (``python -m plain_sites <kind>``) as supervised local
+services: ``PlainSite("werkstatt")``, ``PlainSite("sayings")``, and the onboarding corpus
+(``PlainSite("bookshop")``, ... ``plain_sites.corpus.CORPUS``). ``site.truth()`` is what
+the site's generator rendered, by the platform's item fields."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.base import LocalSite
+from plain_sites.corpus import build
+from plain_sites.site import Truth
 
 
 class PlainSite(LocalSite):
@@ -19,10 +23,14 @@ class PlainSite(LocalSite):
         items: int = 120,
         port: int | None = None,
         run_dir: Path | None = None,
+        name: str | None = None,
     ) -> None:
-        super().__init__(seed=seed, port=port, run_dir=run_dir, name=f"plain-site-{kind}")
+        super().__init__(seed=seed, port=port, run_dir=run_dir, name=name or f"plain-site-{kind}")
         self.kind = kind
         self.items = items
 
     def site_arguments(self) -> list[str]:
         return [self.kind, "--items", str(self.items)]
+
+    def truth(self) -> Truth:
+        return build(self.kind, self.seed, self.items).truth

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from plain_sites.server import KINDS, PlainSiteConfig, run
+from plain_sites.corpus import KINDS
+from plain_sites.server import PlainSiteConfig, run
 
 
 def main(argv: list[str] | None = None) -> None:

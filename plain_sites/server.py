@@ -1,26 +1,25 @@
-"""The two sites over HTTP (the standard library's threading server).
+"""The sites over HTTP (the standard library's threading server).
 
 ``werkstatt``: ``/``, ``/kategorie/<slug>?seite=N``, ``/artikel/<sku>-<slug>``.
 ``sayings``: ``/``, ``/quotes?page=N``, ``/tag/<tag>?page=N``, ``/author/<slug>``.
-Both: ``/robots.txt``; ``GET``/``DELETE /__control/access-log`` (never logged).
+The onboarding corpus (``plain_sites.corpus``): each module's own paths.
+Every site: ``/robots.txt``; ``GET``/``DELETE /__control/access-log`` (never logged).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import signal
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from plain_sites import data, pages
+from plain_sites import pages
+from plain_sites.site import ROBOTS, Render, number
 
-KINDS = ("werkstatt", "sayings")
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
 JSON = "application/json"
@@ -35,64 +34,7 @@ class PlainSiteConfig:
     items: int = 120
 
 
-Render = Callable[[str, dict[str, list[str]]], str | None]
-
-
-def _number(query: dict[str, list[str]], name: str) -> int:
-    value = query.get(name, ["1"])[-1]
-    return int(value) if value.isdigit() else 0
-
-
-def werkstatt(config: PlainSiteConfig) -> Render:
-    products = data.products(config.seed, config.items)
-    by_sku = {p.sku: p for p in products}
-    categories = data.CATEGORIES
-
-    def render(path: str, query: dict[str, list[str]]) -> str | None:
-        if path == "/":
-            return pages.shop_home(categories, products[:8])
-        if match := re.fullmatch(r"/kategorie/([a-z]+)", path):
-            if match[1] not in categories:
-                return None
-            shown = [p for p in products if p.category == match[1]]
-            return pages.shop_listing(categories, match[1], shown, _number(query, "seite"))
-        if match := re.fullmatch(r"/artikel/(WS-\d+)-([a-z0-9-]+)", path):
-            product = by_sku.get(match[1])
-            if product is None or product.slug != match[2]:
-                return None
-            return pages.shop_product(categories, product)
-        return None
-
-    return render
-
-
-def sayings(config: PlainSiteConfig) -> Render:
-    quotes = data.quotes(config.seed, config.items)
-    tags = data.TAGS
-
-    def render(path: str, query: dict[str, list[str]]) -> str | None:
-        if path == "/":
-            return pages.home_quotes(tags)
-        if path == "/quotes":
-            return pages.quote_list(tags, quotes, _number(query, "page"), path, "All quotes")
-        if match := re.fullmatch(r"/tag/([a-z]+)", path):
-            shown = [q for q in quotes if match[1] in q.tags]
-            if not shown:
-                return None
-            title = f"Quotes tagged {match[1]}"
-            return pages.quote_list(tags, shown, _number(query, "page"), path, title)
-        if match := re.fullmatch(r"/author/([a-z-]+)", path):
-            names = {a.lower().replace(" ", "-"): a for a in data.AUTHORS}
-            name = names.get(match[1])
-            if name is None:
-                return None
-            return pages.author_page(tags, name, sum(q.author == name for q in quotes))
-        return None
-
-    return render
-
-
-def make_handler(render: Render) -> type[BaseHTTPRequestHandler]:
+def make_handler(render: Render, robots: str = ROBOTS) -> type[BaseHTTPRequestHandler]:
     log: list[dict[str, Any]] = []
     lock = threading.Lock()
 
@@ -102,13 +44,13 @@ def make_handler(render: Render) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
             if parts.path == "/__control/access-log":
-                since = _number(parse_qs(parts.query), "since") if parts.query else 0
+                since = number(parse_qs(parts.query), "since") if parts.query else 0
                 with lock:
                     entries = [e for e in log if e["i"] >= since]
                 self._send(HTTPStatus.OK, JSON, json.dumps(entries).encode())
                 return
             if parts.path == "/robots.txt":
-                status, kind, body = HTTPStatus.OK, TEXT, pages.robots_txt()
+                status, kind, body = HTTPStatus.OK, TEXT, robots
             else:
                 page = render(parts.path, parse_qs(parts.query))
                 status, kind = (HTTPStatus.OK, HTML) if page else (HTTPStatus.NOT_FOUND, HTML)
@@ -140,8 +82,10 @@ class Server(ThreadingHTTPServer):
 
 
 def run(config: PlainSiteConfig) -> None:
-    render = {"werkstatt": werkstatt, "sayings": sayings}[config.kind](config)
-    server = Server((config.host, config.port), make_handler(render))
+    from plain_sites.corpus import build
+
+    built = build(config.kind, config.seed, config.items)
+    server = Server((config.host, config.port), make_handler(built.render, built.robots))
     port = int(server.server_address[1])
     print(f"{config.kind} ready at http://{config.host}:{port}/", flush=True)
 

@@ -9,6 +9,12 @@ pages are fetched both ways and what the callback makes of each is compared
   type that is learning, or that needs the browser, is rendered; a share of every page
   type's pages (``RENDER_AUTO_RECHECK``) is rendered and marked as a *sample*. So the
   crawl's own items always come from the browser where the answer is not known yet.
+- While a page type learns, only its samples go out: the other requests of that type a
+  callback yields are *held* (``AdaptiveRenderMiddleware``, at the source: the callback's
+  other output goes on, nothing waits in the downloader) until its verdict, then go out
+  plain or rendered as it says; after ``RENDER_AUTO_HOLD`` seconds without one they go
+  out rendered. So learning costs ``RENDER_AUTO_SAMPLE`` renders per page type, not
+  every page asked for before the verdict.
 - ``AdaptiveRenderMiddleware`` (a spider middleware next to the spider) passes a page's
   output on untouched and, for a sample, keeps a summary of it (items' filled fields and
   values, follow-up requests) and yields the same request fetched plain (a *probe*,
@@ -17,17 +23,23 @@ pages are fetched both ways and what the callback makes of each is compared
 - "Same" means plain HTTP lost nothing the browser got: as many items, each with every
   field the browser's had filled and the same values, and every follow-up request.
 - ``core.render_choice`` keeps each page type's state (learning, plain, render) for the
-  site, shared by every worker. Learning takes ``RENDER_AUTO_SAMPLE`` agreeing pages
-  (one disagreeing makes it render); afterwards the rechecked share is still compared.
+  site, shared by every worker and kept across jobs. Learning takes
+  ``RENDER_AUTO_SAMPLE`` agreeing pages (one disagreeing makes it render); afterwards a
+  ``render`` type has ``RENDER_AUTO_RECHECK`` of its pages compared (a plain fetch
+  beside the render), a ``plain`` type one page once its last comparison is
+  ``RENDER_AUTO_RECHECK_AFTER`` seconds old (a render costs a hundred plain pages: a
+  site that needs no browser pays for one only that often).
 
 Only pages worth comparing are sampled: 200 HTML answers of page requests (not APIs),
 not a challenge pass, not a conditional 304. Stats: ``render/auto/probes``,
-``render/auto/same``, ``render/auto/differ``, ``render/auto/mode/<callback>/<mode>``.
+``render/auto/same``, ``render/auto/differ``, ``render/auto/mode/<callback>/<mode>``,
+``render/auto/held`` (requests held for a verdict), ``render/auto/hold_expired``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -62,6 +74,7 @@ _ATTEMPT_META_PREFIXES = (
     "ledger", "render", "conditional", "redirect", "challenge", "dont_", "handle_httpstatus",
 )  # fmt: skip
 _ATTEMPT_METAS = frozenset({"depth", "identity", "not_before", "part_retries"})
+WAIT_POLL = 0.5  # seconds between looks at the shared state while requests are held
 
 
 def callback_name(request: Request) -> str:
@@ -133,9 +146,13 @@ class AdaptiveRendering:
         self.crawler = crawler
         self.store = store
         self.recheck = settings.getfloat("RENDER_AUTO_RECHECK")
+        self.recheck_after = settings.getfloat("RENDER_AUTO_RECHECK_AFTER")
+        self.hold = settings.getfloat("RENDER_AUTO_HOLD")
+        self._recheck_asked: dict[str, float] = {}
         self._choices: dict[str, Choice] = {}
         self._read_at = 0.0
         self._refreshing: asyncio.Task[None] | None = None
+        self._decided = asyncio.Event()  # set (and replaced) when this worker records one
 
     @classmethod
     def of(cls, crawler: Crawler) -> AdaptiveRendering:
@@ -147,11 +164,13 @@ class AdaptiveRendering:
         settings = crawler.settings
         site = crawler.spidercls.name
         sample = settings.getint("RENDER_AUTO_SAMPLE")
+        # A sample not compared within the hold is taken as lost: another may start.
+        stale = settings.getfloat("RENDER_AUTO_HOLD")
         store: ChoiceStore
         if settings.get("REDIS_URL"):
-            store = RedisChoiceStore(CrawlServices.of(crawler).redis, site, sample)
+            store = RedisChoiceStore(CrawlServices.of(crawler).redis, site, sample, stale)
         else:
-            store = MemoryChoiceStore(site, sample)
+            store = MemoryChoiceStore(site, sample, stale)
         return cls(crawler, store)
 
     def mode(self, callback: str) -> Mode:
@@ -165,16 +184,85 @@ class AdaptiveRendering:
             return False
         callback = callback_name(request)
         mode = self.mode(callback)
+        if request.meta.get(SAMPLE_META):
+            # Chosen as a sample when its callback yielded it (``hold``): while learning,
+            # rendered; decided meanwhile, it goes as the verdict says.
+            if mode == "learning":
+                return True
+            request.meta.pop(SAMPLE_META)
         if mode == "learning":
+            if await self._known_same(request, callback):
+                return False
             # Rendered until the answer is known (its items are the browser's); the
             # first pages are the samples.
             if await self.store.start_probe(callback):
                 request.meta[SAMPLE_META] = True
             return True
-        if random.random() < self.recheck:
+        if mode == "render":
+            # Checked the other way now and then: a plain fetch beside a render is cheap.
+            if random.random() < self.recheck:
+                request.meta[SAMPLE_META] = True
+            return True
+        if await self._recheck_due(callback):
             request.meta[SAMPLE_META] = True
             return True
-        return mode == "render"
+        return False
+
+    def fingerprint(self, request: Request) -> str:
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+
+    async def _known_same(self, request: Request, callback: str) -> bool:
+        """This very page was found the same both ways while its type learns, less than
+        ``RENDER_AUTO_RECHECK_AFTER`` ago (the next job's start page): plain, no sample."""
+        return await self.store.agreed(callback, self.fingerprint(request), self.recheck_after)
+
+    async def _recheck_due(self, callback: str) -> bool:
+        """A plain page type is compared again once its last comparison is
+        ``RENDER_AUTO_RECHECK_AFTER`` seconds old (one page, claimed in the shared state):
+        a check of a plain type costs a browser, a hundred plain pages."""
+        choice = self._choices.get(callback)
+        if choice is None or time.time() - choice.checked < self.recheck_after:
+            return False
+        now = time.monotonic()
+        if now - self._recheck_asked.get(callback, 0.0) < REFRESH_EVERY:
+            return False
+        self._recheck_asked[callback] = now
+        return await self.store.start_recheck(callback, self.recheck_after)
+
+    async def holds(self, request: Request) -> bool:
+        """Whether a request a callback yielded waits for its page type's verdict: a page
+        of a learning type beyond its samples (a sample is marked and goes out now)."""
+        if (
+            not is_document_request(request)
+            or request.meta.get(PROBE_META)
+            or request.meta.get(RENDER_META) is not None
+            or request.meta.get(SAMPLE_META)
+        ):
+            return False
+        callback = callback_name(request)
+        if self.mode(callback) != "learning" or await self._known_same(request, callback):
+            return False
+        if await self.store.start_probe(callback):
+            request.meta[SAMPLE_META] = True
+            return False
+        return True
+
+    async def settled(self, callbacks: set[str]) -> bool:
+        """Wait until none of ``callbacks`` is learning (True), or ``hold`` seconds
+        (False); the shared state is read every ``WAIT_POLL`` seconds meanwhile."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.hold
+        while True:
+            if all(self.mode(callback) != "learning" for callback in callbacks):
+                return True
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            decided = self._decided
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(decided.wait(), min(WAIT_POLL, left))
+            if not decided.is_set():
+                await self._refresh()  # another worker's verdict
 
     def _maybe_refresh(self) -> None:
         if time.monotonic() - self._read_at < REFRESH_EVERY:
@@ -189,10 +277,12 @@ class AdaptiveRendering:
         except Exception as exc:  # Redis away: keep the last known choices
             logger.debug("render choices not refreshed: %s", type(exc).__name__)
 
-    async def record(self, callback: str, same: bool) -> Choice:
-        choice = await self.store.record(callback, same)
+    async def record(self, callback: str, same: bool, page: str = "") -> Choice:
+        choice = await self.store.record(callback, same, page)
         known = self._choices.get(callback)
         self._choices[callback] = choice
+        self._decided.set()
+        self._decided = asyncio.Event()
         if known is None or known.mode != choice.mode:
             logger.info(
                 "page type %s: %s (plain HTTP %s)",
@@ -218,9 +308,6 @@ class AdaptiveRenderMiddleware:
     def stats(self) -> Any:
         return self.crawler.stats
 
-    def _fingerprint(self, request: Request) -> str:
-        return self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
-
     def _eligible(self, response: Response) -> bool:
         request = response.request
         return (
@@ -242,19 +329,28 @@ class AdaptiveRenderMiddleware:
             outputs = [output async for output in result]  # the probe's: compared, dropped
             await self._compare(request, str(probe_of), outputs)
             return
-        sampled = request.meta.get(SAMPLE_META) and _rendered(response)
-        if not sampled or not self._eligible(response):
-            async for output in result:
-                yield output
-            return
+        sampled = bool(request.meta.get(SAMPLE_META)) and _rendered(response)
+        sampled = sampled and self._eligible(response)
         outputs = []
+        held: list[Request] = []
         async for output in result:
-            outputs.append(output)
+            if sampled:
+                outputs.append(output)
+            if isinstance(output, Request) and await self.adaptive.holds(output):
+                held.append(output)
+                continue
             yield output
-        ref = self._fingerprint(request)
-        await self.adaptive.store.put_summary(ref, json.dumps(summarize(outputs)))
-        self.stats.inc_value("render/auto/probes")
-        yield self._probe(request, ref)
+        if sampled:
+            ref = self.adaptive.fingerprint(request)
+            await self.adaptive.store.put_summary(ref, json.dumps(summarize(outputs)))
+            self.stats.inc_value("render/auto/probes")
+            yield self._probe(request, ref)  # before the held ones wait: their verdict
+        if held:
+            self.stats.inc_value("render/auto/held", len(held))
+            if not await self.adaptive.settled({callback_name(r) for r in held}):
+                self.stats.inc_value("render/auto/hold_expired", len(held))
+            for output in held:
+                yield output
 
     def _probe(self, request: Request, ref: str) -> Request:
         """The sampled request again, plain, with nothing of the sample's attempt."""
@@ -284,7 +380,7 @@ class AdaptiveRenderMiddleware:
         same = plain_loses_nothing(summarize(outputs), json.loads(stored))
         callback = callback_name(request)
         self.stats.inc_value(f"render/auto/{'same' if same else 'differ'}")
-        choice = await self.adaptive.record(callback, same)
+        choice = await self.adaptive.record(callback, same, ref)
         self.stats.set_value(f"render/auto/mode/{callback}", choice.mode)
 
 

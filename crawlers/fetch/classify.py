@@ -89,10 +89,12 @@ class ResponseClassifier:
             return known
         verdict = classify(response.status, response.headers, response.body, rules=self.rules)
         self._verdicts[response] = verdict
-        self._count(verdict, robots_txt=is_robots_txt_fetch(request))
+        self.count(verdict, robots_txt=is_robots_txt_fetch(request))
         return verdict
 
-    def _count(self, verdict: Verdict, *, robots_txt: bool = False) -> None:
+    def count(self, verdict: Verdict, *, robots_txt: bool = False) -> None:
+        """Count one classified response: a response object's through ``verdict``; a
+        document a browser left by itself (a challenge it passed) through here."""
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value("responses/classified")

@@ -39,6 +39,7 @@ def presented(settings: BaseSettings) -> Presented:
         user_agent=str(settings.get("USER_AGENT")),
         sessions=settings.getbool("SESSIONS_ENABLED"),
         proxies=len(configured_proxies(settings)),
+        pass_challenges=settings.getbool("SESSION_PASS_CHALLENGES"),
     )
 
 

@@ -18,6 +18,7 @@ from scrapy.settings import BaseSettings
 from core.config import ConfigurationError, find_chromium
 from crawlers.fetch.adaptive import AdaptiveRendering, is_document_request
 from crawlers.fetch.identity import chromium_path
+from crawlers.fetch.retry import CHALLENGE_META
 
 RENDER_MODES = ("never", "always", "per_request", "auto")
 RENDER_META = "render"
@@ -56,6 +57,8 @@ class RenderMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
+        if request.meta.get(CHALLENGE_META):
+            return  # a session's browser fetch: rendered whatever the mode says
         explicit = request.meta.get(RENDER_META)
         if self.adaptive is not None and explicit is None:
             render = await self.adaptive.choose(request)

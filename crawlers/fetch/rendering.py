@@ -26,6 +26,8 @@ Plain requests go to ``crawlers.fetch.impersonate.ImpersonatingHandler``
   context named after its proxy, made with Playwright's ``proxy`` option; its
   credentials are not left in the request's meta.
 - **bounded contexts and page reuse**: ``crawlers.fetch.browser_pool.BrowserPool``.
+- **challenges waited out** (``crawlers.fetch.challenge``): a page that meets a
+  JavaScript challenge is left to pass it; the answer is the page it ended on.
 - **resource blocking**: ``RENDER_ABORT_RESOURCE_TYPES`` (image, font, media by default)
   through ``PLAYWRIGHT_ABORT_REQUEST = crawlers.fetch.browser.abort_request``, unless a
   request has ``render_keep_resources`` meta.
@@ -59,6 +61,7 @@ from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from crawlers.fetch.browser import abort_request
 from crawlers.fetch.browser_pool import CLOSE_TIMEOUT, BrowserPool, close_quietly
+from crawlers.fetch.challenge import ChallengeWatch
 from crawlers.fetch.contexts import (
     CONTEXT_KWARGS_META,
     CONTEXT_META,
@@ -151,6 +154,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
         self._pages: dict[int, Page] = {}  # by id(request): the page it renders in
         self._browsers: weakref.WeakSet[Browser] = weakref.WeakSet()  # disconnect watched
         self.session_cookies = SessionCookies()
+        self.challenges = ChallengeWatch.of(crawler)
         self._recycled: weakref.WeakSet[Browser] = weakref.WeakSet()
         self._consecutive_timeouts = 0
         self._closing = False
@@ -211,6 +215,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             meta[INCLUDE_PAGE_META] = True  # scrapy-playwright leaves it open
         spider_init = meta.get(PAGE_INIT_META)
         meta[PAGE_INIT_META] = self._page_init(spider_init)
+        self.challenges.prepare(request)
         task = asyncio.ensure_future(self._admitted_download(request, reuse))
         self._inflight[task] = request
         self._watch_idle()
@@ -225,6 +230,8 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
                 response = task.result()
             except PlaywrightError as exc:
                 raise self._failure(exc) from None
+            # A challenge met on the way was waited out: the page it ended on, counted.
+            response = await self.challenges.account(request, response)
             self._consecutive_timeouts = 0
             stats.inc_value("render/ok")
             self._check_languages(request)
@@ -236,6 +243,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
             self._inflight.pop(task, None)
             self._crash_cancelled.discard(task)
             self._pages.pop(id(request), None)
+            self.challenges.release(request)
             # Nothing of this attempt stays in the meta a retry (or a disk queue) gets.
             if spider_init is None:
                 meta.pop(PAGE_INIT_META, None)
@@ -308,6 +316,7 @@ class ResilientPlaywrightHandler(ScrapyPlaywrightDownloadHandler):
                 # what it shows is not read.
                 types = types | CHALLENGE_ABORTS
             abort_request.assign(page, types)
+            self.challenges.watch(page, request)
             self.pool.learn(request.meta.get(CONTEXT_META, DEFAULT_CONTEXT), page)
             self._watch(page.context.browser)
             await self.session_cookies.load(page, request)

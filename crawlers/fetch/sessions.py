@@ -9,6 +9,12 @@ headers ``crawlers.fetch.identity.IdentityMiddleware`` sends and the TLS fingerp
 the plain handler), its proxy and its cookies. A request waits while every session is
 resting or busy and the pool is full.
 
+**Only where a defense is seen.** With ``SESSIONS_ENGAGE = "defense"`` (the default) the
+site's requests go out as the crawl's own (no session, no budget) until the site answers
+one of them with a block, challenge, CAPTCHA or 429; from then on (the pool remembers it
+for every worker, ``core.sessions.DEFENSE_TTL``) every request is a session. An open site
+pays nothing for sessions; ``"always"``: sessions from the first request.
+
 The answer decides the session's fate, by the response's verdict (``core.blocks``):
 
 - ok, or an error of the site (404, 5xx): a good visit; a new session is proven by it;
@@ -16,19 +22,17 @@ The answer decides the session's fate, by the response's verdict (``core.blocks`
 - throttled (429): the session rests (``Retry-After``) and its error score rises;
 - blocked or CAPTCHA: the session is retired at once (a CAPTCHA needs a person: never
   solved); the retry layer sends the request again, on another session;
-- challenge: the request is fetched again in Chromium with the session's identity, proxy
-  and cookies (context ``session:<id>``); the browser runs the challenge, and its cookie
-  jar becomes the session's. Only one request holds a challenged session meanwhile
-  (``begin_challenge``); others go to another session. The challenged answer goes on to
-  the retry layer marked ``challenge_passed``: retried at once, as plain HTTP, with the
-  cleared session. A browser that does not get past it retires the session.
+- challenge: passed in Chromium, for the whole session (``crawlers.fetch.escalation``),
+  whether a plain answer (a page, robots.txt, an API's JSON) or a rendered page met it;
 - a network error counts against the session's error score.
 
-With the frontier every event is recorded in the job's ledger (``crawlers.runtime.ledger``:
-sessions created, challenges passed, sessions retired and why), so the report's figures
-are exact after worker kills. Stats: ``sessions/created``, ``sessions/retired/<reason>``,
-``sessions/challenges``, ``sessions/challenges_passed``, ``sessions/challenge_failed``,
-``sessions/waits``, ``sessions/wait_ms``.
+With the frontier every event is recorded in the job's ledger (sessions created,
+challenges passed, sessions retired and why) by the pool's own atomic steps, so the
+report's figures are exact after worker kills. Stats: ``sessions/created``,
+``sessions/retired/<reason>``, ``sessions/challenges``, ``sessions/challenges_passed``,
+``sessions/challenge_failed[/<kind>]``, ``sessions/waits``, ``sessions/wait_ms``,
+``sessions/engaged`` (this worker started sending sessions), ``sessions/blocks_before``
+(blocks answered to requests without a session, before it did).
 
 Cookies never appear in a log line or a stat.
 """
@@ -42,19 +46,16 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError, IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
-from scrapy_playwright.page import PageMethod
 
-from core.blocks import BlockRules, classify
 from core.keys import REDIS_ERRORS
 from core.sessions import (
     MemorySessionStore,
+    Outcome,
     Session,
     SessionPolicy,
     SessionStore,
@@ -62,20 +63,19 @@ from core.sessions import (
     cookie_key,
 )
 from core.sessions_redis import RedisSessionStore
+from crawlers.fetch.challenge import ChallengeWatch
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.cookies import cookie_header, set_cookies
+from crawlers.fetch.escalation import SESSION_PREFER_META, Escalation
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META, identity_for
 from crawlers.fetch.proxies import configured_proxies
 from crawlers.fetch.redact import proxy_id
 from crawlers.fetch.retry import (
     CHALLENGE_META,
-    CHALLENGE_PASSED_META,
     COOKIE_HEADER_META,
     COOKIES_IN_META,
-    LEDGER_SUFFIX_META,
     PROXY_EXCLUDE_META,
     REDIRECT_COOKIES_META,
-    ROUND_METAS,
     SESSION_PROXY_META,
     SESSION_REPORT_META,
 )
@@ -87,13 +87,9 @@ from crawlers.runtime.services import CrawlServices
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# Request meta the session layer sets and reads (with retry's CHALLENGE_META: this request
-# passes its session's challenge; CHALLENGE_PASSED_META: the answer was a challenge, now
-# passed).
-COOKIES_OUT_META = "session_cookies_out"  # the browser's jar after a challenge pass
-CHALLENGE_OUTCOME_META = "session_challenge_outcome"
 SESSION_OPT_OUT_META = "session"  # False: this request goes out without a session
-CHALLENGE_POLL = 0.25  # seconds between looks at a page running a challenge
+ENGAGE_MODES = ("defense", "always")
+DEFENSE_REFRESH = 2.0  # seconds between looks at whether another worker saw a defense
 
 
 def session_policy(settings: BaseSettings) -> SessionPolicy:
@@ -110,48 +106,22 @@ def session_policy(settings: BaseSettings) -> SessionPolicy:
     )
 
 
-# -- the browser's side of a challenge -----------------------------------------------------
-
-
-async def wait_out_challenge(page: Page, rules: BlockRules, timeout: float, meta: dict) -> None:
-    """A ``PageMethod``: let the page's challenge run (it navigates or reloads itself when
-    done) until the page is no longer a challenge, or ``timeout`` seconds. The outcome (the
-    verdict kind of the last page seen) goes to ``meta[CHALLENGE_OUTCOME_META]``, the
-    context's cookies to ``meta[COOKIES_OUT_META]``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    kind = "challenge"
-    while True:
-        try:
-            await page.wait_for_load_state("load", timeout=max(1.0, deadline - loop.time()) * 1000)
-            content = await page.content()
-        except PlaywrightError:  # the challenge navigated meanwhile: look again
-            content = None
-        if content is not None:
-            kind = classify(200, {}, content, rules=rules).kind
-            if kind != "challenge":
-                break
-        if loop.time() >= deadline:
-            break
-        await asyncio.sleep(CHALLENGE_POLL)
-    meta[CHALLENGE_OUTCOME_META] = kind
-    # The browser's jar (the challenge's clearance among it), for the session.
-    meta[COOKIES_OUT_META] = await page.context.cookies()
-
-
 class SessionMiddleware:
     def __init__(self, crawler: Crawler, store: SessionStore) -> None:
         self.crawler = crawler
         self.store = store
         settings = crawler.settings
         self.classifier = ResponseClassifier.of(crawler)
-        self.ledger = CrawlServices.of(crawler).ledger
         self.identity = identity_for(crawler)
         self.proxies = {proxy_id(url): url for url in configured_proxies(settings)}
         self.wait_cap = settings.getfloat("SESSION_WAIT_MAX")
-        self.challenge_timeout = settings.getfloat("SESSION_CHALLENGE_TIMEOUT")
-        # Challenges are passed in Chromium; a site that renders nothing still may.
-        self.challenges = settings.getbool("SESSION_PASS_CHALLENGES")
+        self.escalation = Escalation(self)
+        self.browser = ChallengeWatch.of(crawler)  # what a rendered page met on the way
+        engage = str(settings.get("SESSIONS_ENGAGE"))
+        if engage not in ENGAGE_MODES:
+            raise ValueError(f"SESSIONS_ENGAGE must be one of {ENGAGE_MODES}, got {engage!r}")
+        self.engaged = engage == "always"
+        self._defense_read_at = 0.0
         self._acquiring = asyncio.Lock()
         self.retried = RetriedCalls(
             RetryPolicy.from_settings(settings),
@@ -185,6 +155,14 @@ class SessionMiddleware:
     def stats(self) -> Any:
         return self.crawler.stats
 
+    def job_of(self, request: Request) -> str | None:
+        """The job whose ledger records this request's session events (Scrapy's own
+        robots.txt request carries none: the crawl's)."""
+        job = request.meta.get(JOB_META)
+        if not job and is_robots_txt_fetch(request):
+            job = getattr(self.crawler.spider, "job_id", None)
+        return str(job) if job else None
+
     # -- requests ----------------------------------------------------------------------------
     async def process_request(self, request: Request) -> None:
         meta = request.meta
@@ -193,6 +171,8 @@ class SessionMiddleware:
         if meta.get(SESSION_META):
             # A redirect this visitor follows: the cookies the 3xx set join its jar.
             await self._redirected(request)
+        elif not await self._defended():
+            return  # no defense seen yet: the crawl's own request, as without sessions
         else:
             session = await self._session_for(request)
             meta[SESSION_META] = session.id
@@ -212,6 +192,30 @@ class SessionMiddleware:
             request.headers[b"Cookie"] = header
             meta[COOKIE_HEADER_META] = True
 
+    async def _defended(self) -> bool:
+        """Whether requests go out as sessions: always, or once the site (to this worker
+        or another) has answered a block."""
+        if self.engaged:
+            return True
+        now = time.monotonic()
+        if now - self._defense_read_at >= DEFENSE_REFRESH:
+            self._defense_read_at = now
+            seen = await self.call(self.store.defended)
+            if seen:
+                self._engage(seen, "another worker")
+        return self.engaged
+
+    def _engage(self, seen: str, where: str) -> None:
+        if self.engaged:
+            return
+        self.engaged = True
+        self.stats.inc_value("sessions/engaged")
+        logger.info(
+            "the site defends itself (%s, seen by %s): its requests go out as sessions from now on",
+            seen,
+            where,
+        )
+
     async def _redirected(self, request: Request) -> None:
         found = request.meta.pop(REDIRECT_COOKIES_META, None)
         if not found:
@@ -221,7 +225,7 @@ class SessionMiddleware:
         cookies = set_cookies(answer, Request(url))
         if cookies:
             session_id = request.meta[SESSION_META]
-            await self._store(lambda: self.store.merge_cookies(session_id, cookies))
+            await self.call(lambda: self.store.merge_cookies(session_id, cookies))
             jar = {cookie_key(c): c for c in request.meta.get(COOKIES_IN_META) or []}
             jar.update((cookie_key(c), c) for c in cookies)
             request.meta[COOKIES_IN_META] = list(jar.values())
@@ -234,9 +238,18 @@ class SessionMiddleware:
 
     async def _acquire(self, request: Request) -> Session:
         excluded = [p for p in request.meta.get(PROXY_EXCLUDE_META) or () if p in self.proxies]
+        job = self.job_of(request)
+        # The session that just cleared this request: waited for once (it rests its rate
+        # interval after the pass), then any.
+        prefer = request.meta.pop(SESSION_PREFER_META, None)
+        asks = 0
         while True:
-            got = await self._store(partial(self.store.acquire, list(excluded)))
-            await self._report_retired(request)
+            ask = partial(
+                self.store.acquire, list(excluded), job=job, prefer=prefer if asks < 2 else None
+            )
+            got = await self.call(ask)
+            asks += 1
+            self._report_retired()
             if isinstance(got, Session):
                 if self._reachable(got.proxy):
                     break
@@ -247,13 +260,12 @@ class SessionMiddleware:
                 continue
             if got is None:
                 candidates = [p for p in self.proxies if p not in excluded] or list(self.proxies)
-                create = partial(self.store.create, self.identity.to_dict(), candidates)
-                created = await self._store(create)
+                create = partial(self.store.create, self.identity.to_dict(), candidates, job=job)
+                created = await self.call(create)
                 if created is None:
                     continue  # another worker filled the pool meanwhile
                 got = created
                 self.stats.inc_value("sessions/created")
-                await self._event(request, f"created:{created.id}")
                 break
             assert isinstance(got, Wait)
             # A proxy this request failed on is avoided only while another is free now.
@@ -264,7 +276,7 @@ class SessionMiddleware:
             await asyncio.sleep(delay)
         return got
 
-    async def _store(self, call: Callable[[], Awaitable[T]]) -> T:
+    async def call(self, call: Callable[[], Awaitable[T]]) -> T:
         """One call to the pool, ridden through a Redis outage with the policy of every
         Redis write an item waits for (``DEDUP_RETRY_*``); then SessionStoreUnavailable
         (a download failure: the retry layer tries the request again later)."""
@@ -275,33 +287,55 @@ class SessionMiddleware:
 
     # -- answers -----------------------------------------------------------------------------
     async def process_response(self, request: Request, response: Response) -> Response:
+        if request.meta.get(CHALLENGE_META):
+            return response  # a session's browser fetch: its escalation judges it
         session_id = request.meta.get(SESSION_META)
-        if not session_id or request.meta.get(CHALLENGE_META):
-            return response
         try:
-            await self._judge(request, response, session_id)
+            if session_id:
+                await self._judge(request, response, session_id)
+            elif not self.engaged and request.meta.get(SESSION_OPT_OUT_META) is not False:
+                await self._without_session(request, response)
         except SessionStoreUnavailable as exc:
             # The page is the page: only the session's bookkeeping is lost (a session
             # retired later, a cookie missed); counted and said, not an error of the page.
             logger.warning("session %s not updated: %s", session_id, exc)
         return response
 
+    async def _without_session(self, request: Request, response: Response) -> None:
+        """A request sent before any defense was seen: a block is one, for every worker."""
+        verdict = self.classifier.verdict(request, response)
+        browser = self.browser.result(response)
+        if browser is not None and browser.met:
+            verdict = browser.met[0]  # the browser met one on the way (and may have passed)
+        elif not verdict.is_block:
+            return
+        self.stats.inc_value("sessions/blocks_before")
+        seen = f"{verdict.kind}: {verdict.reason}"
+        await self.call(lambda: self.store.mark_defended(seen))
+        self._engage(seen, request.url)
+
     async def _judge(self, request: Request, response: Response, session_id: str) -> None:
         """The session's fate by the answer (the module docstring)."""
         verdict = self.classifier.verdict(request, response)
         cookies = set_cookies(response, request)
         if cookies:
-            await self._store(lambda: self.store.merge_cookies(session_id, cookies))
-        if verdict.kind == "challenge":
-            await self._challenged(request, session_id)
+            await self.call(lambda: self.store.merge_cookies(session_id, cookies))
+        browser = self.browser.result(response)
+        if browser is not None:
+            # A rendered page met a challenge and waited it out: what the browser did.
+            await self.escalation.browser_result(request, session_id, browser, counted=False)
+        elif verdict.kind == "challenge":
+            if request.meta.get("playwright"):
+                await self.escalation.rendered_challenged(request, session_id)
+            else:
+                await self.escalation.plain_challenged(request, session_id)
         elif verdict.kind in ("blocked", "captcha"):
-            await self._retire(request, session_id, verdict.kind)
+            await self.retire(request, session_id, verdict.kind)
         elif verdict.kind == "throttled":
             pause = _seconds(response.headers.get(b"Retry-After")) or 0.0
-            await self._store(lambda: self.store.record(session_id, "throttled", pause=pause))
-            await self._report_retired(request)
+            await self.record(request, session_id, "throttled", pause=pause)
         elif request.meta.get(SESSION_REPORT_META):
-            await self._store(lambda: self.store.record(session_id, "ok"))
+            await self.record(request, session_id, "ok")
 
     async def process_exception(self, request: Request, exception: Exception) -> None:
         session_id = request.meta.get(SESSION_META)
@@ -310,88 +344,29 @@ class SessionMiddleware:
         if isinstance(exception, IgnoreRequest | SessionStoreUnavailable):
             return  # a decision of ours (robots.txt, a dropped block page): not the session
         try:
-            await self._store(lambda: self.store.record(session_id, "error"))
-            await self._report_retired(request)
+            await self.record(request, session_id, "error")
         except SessionStoreUnavailable as exc:
             logger.warning("session %s not updated: %s", session_id, exc)
 
-    async def _challenged(self, request: Request, session_id: str) -> None:
-        """Pass the session's challenge in the browser, or retire the session."""
-        self.stats.inc_value("sessions/challenges")
-        if request.meta.get("playwright") or not self.challenges or is_robots_txt_fetch(request):
-            # The browser itself was challenged (it did not get past), or no browser may try.
-            await self._retire(request, session_id, "challenge")
-            return
-        if not await self._store(lambda: self.store.begin_challenge(session_id)):
-            # Another request is passing it: this one is retried on another session.
-            request.meta[CHALLENGE_PASSED_META] = True
-            return
-        probe = self._challenge_request(request, session_id)
-        try:
-            await self.crawler.engine.download_async(probe)  # type: ignore[union-attr]
-        except Exception as exc:  # a crash or timeout of the browser: the session may live
-            logger.warning(
-                "passing the challenge of %s failed: %s", request.url, type(exc).__name__
-            )
-        outcome = probe.meta.get(CHALLENGE_OUTCOME_META, "error")
-        cookies = probe.meta.get(COOKIES_OUT_META) or []
-        if outcome not in ("challenge", "blocked", "captcha", "error") and cookies:
-            generation = await self._store(lambda: self.store.challenge_passed(session_id, cookies))
-            if generation:
-                self.stats.inc_value("sessions/challenges_passed")
-                await self._event(request, f"passed:{session_id}:{generation}")
-                request.meta[CHALLENGE_PASSED_META] = True
-            return
-        self.stats.inc_value("sessions/challenge_failed")
-        if outcome == "error":
-            await self._store(lambda: self.store.record(session_id, "error"))
-            await self._report_retired(request)
-        else:
-            await self._retire(request, session_id, f"challenge_{outcome}")
+    # -- the pool's bookkeeping, with the job's ledger --------------------------------------
+    async def record(
+        self, request: Request, session_id: str, outcome: Outcome, *, pause: float = 0.0
+    ) -> None:
+        job = self.job_of(request)
+        await self.call(lambda: self.store.record(session_id, outcome, pause=pause, job=job))
+        self._report_retired()
 
-    def _challenge_request(self, request: Request, session_id: str) -> Request:
-        """The request again, rendered in the session's browser context, never retried
-        (the session layer judges it) and recorded in the ledger apart from the original."""
-        meta = {
-            key: value
-            for key, value in request.meta.items()
-            # the job, the visitor, and the attempt's rounds (its ledger record's name)
-            if key in (JOB_META, SESSION_META, IDENTITY_META, COOKIES_IN_META, "proxy")
-            or key in ROUND_METAS
-        }
-        meta.update(
-            {
-                "playwright": True,
-                CHALLENGE_META: True,
-                "dont_retry": True,
-                LEDGER_SUFFIX_META: ":b",
-                "handle_httpstatus_all": True,
-            }
-        )
-        probe = Request(request.url, meta=meta, dont_filter=True, priority=request.priority)
-        # The page method writes the outcome into the probe's own meta.
-        probe.meta["playwright_page_methods"] = [
-            PageMethod(
-                wait_out_challenge, self.classifier.rules, self.challenge_timeout, probe.meta
-            )
-        ]
-        return probe
-
-    async def _retire(self, request: Request, session_id: str, reason: str) -> None:
-        if await self._store(lambda: self.store.retire(session_id, reason)):
+    async def retire(self, request: Request, session_id: str, reason: str) -> None:
+        job = self.job_of(request)
+        if await self.call(lambda: self.store.retire(session_id, reason, job=job)):
             self.stats.inc_value(f"sessions/retired/{reason}")
-            await self._event(request, f"retired:{session_id}", reason)
             logger.info("session %s retired: %s (%s)", session_id, reason, request.url)
 
-    async def _report_retired(self, request: Request) -> None:
+    def _report_retired(self) -> None:
+        """Count the sessions the pool retired by itself (uses, age, errors); their
+        ledger records were written by the same step."""
         for retired in self.store.take_retired():
             self.stats.inc_value(f"sessions/retired/{retired.reason}")
-            await self._event(request, f"retired:{retired.id}", retired.reason)
-
-    async def _event(self, request: Request, event: str, value: str = "1") -> None:
-        job_id = request.meta.get(JOB_META)
-        if self.ledger is not None and job_id:
-            await self.ledger.session_event(str(job_id), event, value)
 
 
 class SessionStoreUnavailable(DownloadFailedError):

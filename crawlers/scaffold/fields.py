@@ -1,237 +1,277 @@
-"""The field map of a scaffolded site's item pages: per item field, its rules in the
-profile schema (``FieldRule``), proposed from the sampled detail pages. Pure functions.
+"""The field map of a scaffolded site: per item field, the rules that read it, chosen on
+the sampled units (detail pages, or the cards of a list) of its item page type.
 
-A table per item type maps schema.org property paths to item fields; a path is kept only
-when the sampled pages' item nodes carry it. A field whose structured value is also the
-exact text (or a ``data-*`` / ``src`` attribute) of one visible element on most pages gets
-that element's CSS as a fallback; an HTML description is read from the page's paragraphs
-first (both crawlers.scaffold.visible); a field the structured data lacks comes from the
-key/value table row labelled like it, a missing rating from a star row
-(crawlers.scaffold.rows).
-"""
+For each field of the item type, every source that knows it proposes rules on every
+unit: the structured data (a ``data`` path the unit's item node carries), the field's
+finders (crawlers.scaffold.finders, people, rating) and the labelled values whose label
+names it (crawlers.scaffold.labels). The first source with a value on a unit says what
+the field's value is there; crawlers.scaffold.synth keeps the rules that read those
+values on the most units. A field read on too few of the units where it was seen is not
+sure: it is written as a commented hint, never as a rule."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlers.scaffold.classify import Page, PageType
-from crawlers.scaffold.rows import star_count_css, table_rules
-from crawlers.scaffold.visible import css_fallback, paragraph_css, scalar
-from crawlers.spiders.rules import first_node, node_values
+from crawlers.scaffold import measures, people, rating
+from crawlers.scaffold.finders import (
+    Hit,
+    Site,
+    find_availability,
+    find_description,
+    find_images,
+    find_main_image,
+    find_name,
+    find_operation,
+    find_price,
+    find_summary,
+    map_rule,
+)
+from crawlers.scaffold.labels import Labelled, field_for, labelled
+from crawlers.scaffold.structured import data_rules, main_node
+from crawlers.scaffold.synth import Choice, Unit, choose, read
+from crawlers.scaffold.trail import find_breadcrumbs, find_category, find_variants
+from crawlers.spiders.rules import Reading, field_kinds
 
-__all__ = [
-    "FIELD_MAPS",
-    "VALUE_MAPS",
-    "FieldProposal",
-    "main_node",
-    "path_values",
-    "propose_fields",
-]
+__all__ = ["FieldProposal", "propose_fields", "survey"]
 
-# (schema.org path, item field, value map) per item type; the first path found on most
-# pages wins a field.
-FIELD_MAPS: Mapping[str, tuple[tuple[str, str], ...]] = {
-    "product": (
-        ("name", "name"),
-        ("sku", "product_id"),
-        ("productID", "product_id"),
-        ("mpn", "product_id"),
-        ("brand.name", "brand"),
-        ("brand", "brand"),
-        ("offers.price", "price"),
-        ("offers.lowPrice", "price"),
-        ("offers.priceCurrency", "currency"),
-        ("offers.availability", "availability"),
-        ("aggregateRating.ratingValue", "rating"),
-        ("aggregateRating.reviewCount", "review_count"),
-        ("aggregateRating.ratingCount", "review_count"),
-        ("description", "description"),
-        ("image", "images"),
-        ("category", "category"),
-        ("color", "color"),
-        ("material", "material"),
+PLATFORM = frozenset({"url", "job_id", "incomplete"})
+# Fields whose value is the same on every unit are the site's chrome, unless a code.
+VARYING = frozenset({"name", "title", "description", "body", "summary", "images", "image", "text"})
+# A labelled value feeding several fields: the salary row gives its range, currency, period.
+LABEL_OF = {"salary_min": "salary", "salary_max": "salary", "salary_currency": "salary",
+            "salary_period": "salary", "currency": "price"}  # fmt: skip
+_FIRST_NUMBER = r"(\d[\d.,]*)"
+_SECOND_NUMBER = r"\d[\d.,]*\D+?(\d[\d.,]*)"
+
+Finder = Callable[[Unit, Site, Any], Hit | None]
+
+
+def _named(finder: Callable[..., Hit | None]) -> Finder:
+    return lambda unit, site, name: finder(unit, site, name)
+
+
+def _plain(finder: Callable[[Unit, Site], Hit | None]) -> Finder:
+    return lambda unit, site, name: finder(unit, site)
+
+
+# Field -> its finders, in order (labelled values are always a source too).
+FINDERS: Mapping[str, Sequence[Finder]] = {
+    "name": (lambda u, s, n: find_name(u, s),),
+    "title": (lambda u, s, n: find_name(u, s),),
+    "price": (_named(find_price),),
+    "currency": (_named(find_price),),
+    "availability": (_plain(find_availability),),
+    "breadcrumbs": (_plain(find_breadcrumbs),),
+    "category": (_named(find_category),),
+    "description": (_plain(find_description),),
+    "body": (_plain(find_description),),
+    "summary": (_named(find_summary),),
+    "images": (_named(find_images),),
+    "image": (_named(find_main_image),),
+    "rating": (_plain(rating.find_rating),),
+    "company_rating": (_plain(rating.find_rating),),
+    "review_count": (_plain(rating.find_review_count),),
+    "operation": (_named(find_operation),),
+    "author": (_plain(people.find_author), lambda u, s, n: people.find_linked(u, s, "author", n)),
+    "company": (
+        lambda u, s, n: people.find_linked(u, s, "company", n),
+        lambda u, s, n: people.find_hinted(u, s, "company", n),
     ),
-    "job_posting": (
-        ("identifier.value", "posting_id"),
-        ("identifier", "posting_id"),
-        ("title", "title"),
-        ("hiringOrganization.name", "company"),
-        ("hiringOrganization.sameAs", "company_url"),
-        ("hiringOrganization.url", "company_url"),
-        ("employmentType", "employment_type"),
-        ("jobLocationType", "remote"),
-        ("jobLocation.address.addressLocality", "city"),
-        ("jobLocation.address.addressRegion", "region"),
-        ("jobLocation.address.addressCountry", "country"),
-        ("baseSalary.currency", "salary_currency"),
-        ("baseSalary.value.minValue", "salary_min"),
-        ("baseSalary.value.maxValue", "salary_max"),
-        ("baseSalary.value.unitText", "salary_period"),
-        ("datePosted", "date_posted"),
-        ("validThrough", "valid_through"),
-        ("description", "description"),
-        ("skills", "skills"),
-        ("experienceRequirements", "experience_level"),
-        ("occupationalCategory", "category"),
-        ("industry", "category"),
+    "agency": (
+        lambda u, s, n: people.find_linked(u, s, "agency", n),
+        lambda u, s, n: people.find_hinted(u, s, "agency", n),
     ),
-    "hotel": (
-        ("identifier", "hotel_id"),
-        ("name", "name"),
-        ("address.streetAddress", "address"),
-        ("address.addressLocality", "city"),
-        ("address.addressCountry", "country"),
-        ("starRating.ratingValue", "star_rating"),
-        ("aggregateRating.ratingValue", "review_score"),
-        ("aggregateRating.reviewCount", "review_count"),
-        ("makesOffer.price", "price"),
-        ("makesOffer.priceCurrency", "currency"),
-        ("description", "description"),
-        ("amenityFeature.name", "amenities"),
-        ("image", "images"),
+    "brand": (
+        lambda u, s, n: people.find_linked(u, s, "brand", n),
+        lambda u, s, n: people.find_hinted(u, s, "brand", n),
     ),
-    "property_listing": (
-        ("identifier", "listing_id"),
-        ("name", "title"),
-        ("offers.price", "price"),
-        ("price", "price"),
-        ("offers.priceCurrency", "currency"),
-        ("priceCurrency", "currency"),
-        ("address.streetAddress", "address"),
-        ("address.addressLocality", "city"),
-        ("address.addressRegion", "region"),
-        ("address.addressCountry", "country"),
-        ("numberOfRooms", "rooms"),
-        ("numberOfBathroomsTotal", "bathrooms"),
-        ("description", "description"),
-        ("image", "images"),
-        ("datePosted", "published_at"),
-    ),
+    "address": (lambda u, s, n: people.find_hinted(u, s, "address", n),),
+    "area_m2": (lambda u, s, n: measures.find_measure(u, s, "area_m2"),),
+    "rooms": (lambda u, s, n: measures.find_measure(u, s, "rooms"),),
+    "bathrooms": (lambda u, s, n: measures.find_measure(u, s, "bathrooms"),),
+    "city": (lambda u, s, n: people.find_hinted(u, s, "city", n),),
+    "published_at": (lambda u, s, n: people.find_dated(u, s, "published"),),
+    "date_posted": (lambda u, s, n: people.find_dated(u, s, "published"),),
+    "updated_at": (lambda u, s, n: people.find_dated(u, s, "updated"),),
+    "tags": (_plain(people.find_tags), lambda u, s, n: people.find_list_under(u, s, "tags")),
+    "features": (lambda u, s, n: people.find_list_under(u, s, "features"),),
+    "skills": (lambda u, s, n: people.find_list_under(u, s, "skills"),),
+    "text": (_plain(people.find_text),),
+    "variants": (_plain(find_variants),),
+    "like_count": (lambda u, s, n: rating.find_count(u, rating.LIKES_RE),),
+    "helpful_count": (lambda u, s, n: rating.find_count(u, rating.HELPFUL_RE),),
 }
-# Fields whose structured value is a code that needs a value map, not a copy: the map, and
-# the value of a page whose item node lacks the property.
-VALUE_MAPS: Mapping[tuple[str, str], tuple[Mapping[str, Any], Any]] = {
-    ("job_posting", "remote"): ({"TELECOMMUTE": True}, False),
+CARD_FINDERS: Mapping[str, Sequence[Finder]] = {
+    "body": (_plain(people.find_text),),
+    "description": (_plain(people.find_text),),
 }
-# Item fields the platform sets, never a page rule.
-_NOT_RULED = frozenset({"url", "job_id", "incomplete"})
 
 
 @dataclass
 class FieldProposal:
-    """The rules proposed for one item field, in the order the engine tries them."""
+    """The rules chosen for one item field and how they did on the sample."""
 
     name: str
-    found: int  # detail pages where the main source has a value
-    path: str | None = None  # structured data
-    value_map: Mapping[str, Any] = field(default_factory=dict)
-    default: Any = None
-    css: str | None = None
-    attr: str | None = None
-    paragraphs: bool = False  # the CSS reads every paragraph (all = true), before the data
-    count: bool = False  # the CSS's matches are counted (filled stars)
-    table: str | None = None
-    label: str | None = None
-    # Pages without structured data (crawlers.scaffold.plain): every match (a list, a
-    # gallery), an XPath (a card's own attribute), the text inside printed affixes.
-    all: bool = False
-    xpath: str | None = None
-    regex: str | None = None
+    choice: Choice
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def sure(self) -> bool:
+        return self.choice.sure
+
+    @property
+    def found(self) -> int:
+        return self.choice.found
 
     def rules(self) -> list[dict[str, Any]]:
-        data: dict[str, Any] | None = None
-        if self.path:
-            data = {"data": self.path}
-            if self.value_map:
-                data["map"] = dict(self.value_map)
-            if self.default is not None:
-                data["default"] = self.default
-        css: dict[str, Any] | None = None
-        if self.css:
-            css = {"css": self.css}
-            if self.attr:
-                css["attr"] = self.attr
-            if self.paragraphs or self.all:
-                css["all"] = True
-            if self.count:
-                css["count"] = True
-            if self.regex:
-                css["re"] = self.regex
-        if self.xpath:
-            css = {"xpath": self.xpath}
-        ordered = [css, data] if self.paragraphs else [data, css]
-        if self.table:
-            ordered.append({"table": self.table, "label": self.label})
-        return [rule for rule in ordered if rule]
+        return self.choice.rules
 
     @property
     def how(self) -> str:
         """The rules in a few words, for the report."""
         parts = []
         for rule in self.rules():
-            if "data" in rule:
-                parts.append(rule["data"] + (" (mapped)" if "map" in rule else ""))
-            elif "table" in rule:
-                parts.append(f"table {rule['table']} {rule['label']!r}")
-            elif "xpath" in rule:
-                parts.append(f"xpath {rule['xpath']}")
-            else:
-                shaped = " (all)" if rule.get("all") else " (count)" if rule.get("count") else ""
-                parts.append(f"css {rule['css']}{shaped}")
+            source = next(k for k in ("data", "css", "xpath", "table", "url", "value") if k in rule)
+            text = f"{source} {rule[source]}"
+            if source == "table":
+                text += f" {rule['label']!r}"
+            shaped = [k for k in ("attr", "re", "map", "count", "all") if k in rule]
+            parts.append(text + (f" ({', '.join(shaped)})" if shaped else ""))
         return " | ".join(parts)
 
 
-def path_values(node: Any, path: str) -> list[Any]:
-    """Every non-empty value at a dotted path of a structured-data node, as a ``data``
-    rule reads it."""
-    return [v for v in node_values(node, path) if v not in ("", [], {})]
+def _shaping(name: str, kind_name: str, languages: tuple[str, ...]) -> dict[str, Any]:
+    """How a labelled value becomes the field: the number out of "3 beds", the range's
+    bounds, a code out of its printed phrase."""
+    if name == "salary_min":
+        return {"re": _FIRST_NUMBER}
+    if name == "salary_max":
+        return {"re": _SECOND_NUMBER}
+    if name in ("availability", "remote", "operation"):
+        return map_rule(name, languages)
+    if name in ("employment_type", "salary_period"):
+        return map_rule(name, languages, anywhere=True)
+    if kind_name in ("int", "float"):
+        return {"re": r"(\d+(?:[.,]\d+)?)"} if kind_name == "float" else {"re": _FIRST_NUMBER}
+    return {}
 
 
-def main_node(page: Page, schema_type: str) -> dict[str, Any] | None:
-    """The page's item node (JSON-LD first, then microdata), as the rules engine reads it."""
-    return first_node([*page.nodes["json-ld"], *page.nodes["microdata"]], schema_type)
+def compose(rule: Mapping[str, Any], shaping: Mapping[str, Any]) -> dict[str, Any]:
+    """A labelled value's rule (its own ``re`` cuts the label: ``^SKU:\\s*(.+)``) with the
+    field's shaping (its own ``re``): one regular expression doing both."""
+    out = dict(rule) | {k: v for k, v in shaping.items() if k != "re"}
+    if "re" not in shaping:
+        return out
+    field_re = shaping["re"]
+    if "re" not in rule:
+        out["re"] = field_re
+        return out
+    prefix = rule["re"].rsplit("(", 1)[0]  # ``^\s*SKU:\s*`` without its catch-all group
+    flags = "(?i)" if field_re.startswith("(?i)") else ""
+    body = field_re.removeprefix("(?i)").removeprefix("^").removeprefix(r"\W*")
+    out["re"] = f"{flags}{prefix}{body}"
+    return out
+
+
+def survey(units: Sequence[Unit], site: Site) -> list[dict[str, Any]]:
+    """Per unit: its name hit and its labelled values (read once, used by every field)."""
+    return [
+        {"name": find_name(unit, site), "labels": labelled(unit.root, unit.is_page)}
+        for unit in units
+    ]
 
 
 def propose_fields(
-    item_type: str, detail: PageType, item_fields: Sequence[str] = ()
+    item_type: str,
+    units: Sequence[Unit],
+    reading: Reading,
+    site: Site,
+    schema: str | None = None,
+    surveyed: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, FieldProposal]:
-    """Item field -> its rules: the structured path most detail pages carry (with a value
-    map where the item needs one), a CSS fallback where a visible element shows the same
-    value (for an HTML description: its paragraphs, read first), and, for fields the
-    structured data lacks, the row of a key/value table labelled with the field's name.
-    ``item_fields``: the item type's fields (others are not proposed); empty: no check."""
-    nodes = [
-        (page, node)
-        for page in detail.pages
-        if (node := main_node(page, detail.schema_type or "")) is not None
-    ]
+    """Field -> its proposal, for every field of ``item_type`` a source found."""
+    kinds = field_kinds(item_type)
+    surveyed = surveyed if surveyed is not None else survey(units, site)
+    names = [n for n in kinds if n not in PLATFORM]
+    wanted = {LABEL_OF.get(n, n) for n in names} | {"@id"}
+    id_field = _id_field(item_type)
+    nodes = [main_node(u.page, schema) if schema and u.is_page else None for u in units]
+    labels_by_unit = [_by_field(s["labels"], wanted) for s in surveyed]
     proposals: dict[str, FieldProposal] = {}
-    for path, name in FIELD_MAPS.get(item_type, ()):
-        if item_fields and name not in item_fields:
+    for name in names:
+        cards = bool(units) and not units[0].is_page
+        finders = (CARD_FINDERS.get(name) if cards else None) or FINDERS.get(name, ())
+        label_key = "@id" if name == id_field else LABEL_OF.get(name, name)
+        shaping = _shaping(name, kinds[name].name, site.languages)
+        expected, proposed, sources = [], [], set()
+        for unit, seen, node, by_label in zip(units, surveyed, nodes, labels_by_unit, strict=True):
+            name_hit = seen["name"]
+            element = name_hit.element if name_hit else None
+            hits: list[tuple[str, Hit]] = [
+                ("data", Hit(r, [r])) for r in data_rules(item_type, name, node)
+            ]
+            for finder in finders:
+                hit = name_hit if name in ("name", "title") else finder(unit, site, element)
+                if hit is not None:
+                    hits.append(("page", hit))
+            for pair in by_label.get(label_key, []):
+                rules = [compose(r, shaping) for r in pair.rules]
+                hits.append(("label", Hit(compose(pair.exact, shaping), rules)))
+            value = None
+            for source, hit in hits:
+                value = read(unit, item_type, name, hit.exact, reading, schema)
+                if value not in (None, [], ""):
+                    sources.add(source)
+                    break
+            expected.append(value if value not in ([], "") else None)
+            proposed.append([rule for _, hit in hits for rule in hit.rules])
+        if not any(v is not None for v in expected):
             continue
-        found = sum(1 for _, node in nodes if scalar(path_values(node, path)) is not None)
-        if not found or (name in proposals and proposals[name].found >= found):
+        if (name in VARYING or (name == "category" and len(units) >= 8)) and _constant(expected):
             continue
-        proposal = FieldProposal(name, found, path)
-        if (item_type, name) in VALUE_MAPS:
-            proposal.value_map, proposal.default = VALUE_MAPS[item_type, name]
-        proposals[name] = proposal
-    for proposal in proposals.values():
-        if proposal.value_map or proposal.path is None:
-            continue
-        samples = [(page, path_values(node, proposal.path)) for page, node in nodes]
-        if paragraphs := paragraph_css(samples):
-            proposal.css, proposal.paragraphs = paragraphs, True
-        elif found := css_fallback(samples):
-            proposal.css, proposal.attr = found
-    missing = [name for name in item_fields if name not in proposals and name not in _NOT_RULED]
-    for name, (table, label, found) in table_rules(detail.pages, missing).items():
-        proposals[name] = FieldProposal(name, found, table=table, label=label)
-    rated = [name for name in missing if "rating" in name or "star" in name]
-    if rated and rated[0] not in proposals and (stars := star_count_css(detail.pages)):
-        # One star row per page: it is the first of the missing ratings', no other's.
-        css, found = stars
-        proposals[rated[0]] = FieldProposal(rated[0], found, css=css, count=True)
+        choice = choose(name, item_type, units, expected, proposed, reading, schema)
+        proposals[name] = FieldProposal(name, choice, sorted(sources))
     return proposals
+
+
+def _by_field(found: Sequence[Labelled], wanted: set[str]) -> dict[str, list[Labelled]]:
+    out: dict[str, list[Labelled]] = {}
+    for pair in found:
+        name = field_for(pair.label, wanted)
+        if name is not None:
+            out.setdefault(name, []).append(pair)
+    return out
+
+
+def _id_field(item_type: str) -> str | None:
+    from crawlers.items import schema_by_type
+
+    return schema_by_type(item_type).id_field
+
+
+def _constant(values: Sequence[Any]) -> bool:
+    seen = [repr(v) for v in values if v is not None]
+    return len(seen) >= 3 and len(set(seen)) == 1
+
+
+def url_id_rule(units: Sequence[Unit]) -> dict[str, Any] | None:
+    """``{url = '/job/(\\d+)'}`` when every unit's URL carries a distinct id in one place."""
+    paths = [u.page.path for u in units if u.is_page]
+    if len(paths) < 2:
+        return None
+    shapes = [re.sub(r"\d+", "#", p) for p in paths]
+    if len(set(shapes)) != 1:
+        return None
+    found = [re.findall(r"\d{2,}", p) for p in paths]
+    if not all(f for f in found):
+        return None
+    position = len(found[0]) - 1
+    ids = [f[position] for f in found]
+    if len(set(ids)) != len(ids):
+        return None
+    before = re.escape(paths[0].split(found[0][position])[0].rsplit("/", 1)[-1])
+    return {"url": rf"{before}(\d+)"} if before else {"url": r"/(\d+)(?:[/?#]|$)"}

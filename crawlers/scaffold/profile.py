@@ -1,20 +1,31 @@
 """The proposed profile as TOML text, with a comment on every guess, and the list of what
-to check by hand. Pure: a ``Classification`` and the proposals in, text and notes out."""
+to check by hand. Pure: a ``Study`` and the proposals in, text and notes out. A field the
+scaffold is not sure of is written as a commented hint (``# rating = [...]``), never as a
+rule."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
+from crawlers.items import schema_by_type
 from crawlers.profiles import generic_callback
-from crawlers.scaffold.classify import HOME, Classification, PageType
-from crawlers.scaffold.fields import FieldProposal, propose_fields
-from crawlers.scaffold.propose import FollowProposal, propose_follow, same_host_paths, sample_paths
-from crawlers.scaffold.write import Entry, TomlTable, render
+from crawlers.scaffold.fields import PLATFORM, FieldProposal
+from crawlers.scaffold.follow import (
+    FollowProposal,
+    deny_missing,
+    propose_follow,
+    same_host_paths,
+    sample_paths,
+)
+from crawlers.scaffold.site_map import DETAIL, HOME, ITEMS, PageType
+from crawlers.scaffold.study import Study
+from crawlers.scaffold.write import Entry, TomlTable, render, value
 from crawlers.spiders.common import is_loopback
 from crawlers.spiders.rules import url_target
+
+__all__ = ["Proposal", "profile_text", "propose"]
 
 
 @dataclass
@@ -23,51 +34,46 @@ class Proposal:
 
     site: str
     url: str
-    classification: Classification
-    fields: dict[str, FieldProposal]
+    study: Study
     follows: dict[str, list[FollowProposal]]
     sitemaps: list[str]
     samples: dict[str, list[str]]  # page type -> sample paths (fixtures)
     check: list[str] = field(default_factory=list)
-    # Pages without structured data (crawlers.scaffold.plain): the items page type's card
-    # container, the item type's declared fields, the pages' languages.
-    items_css: str | None = None
-    declared: dict[str, dict[str, Any]] = field(default_factory=dict)
-    languages: tuple[str, ...] = ()
 
     @property
     def item_type(self) -> str:
-        assert self.classification.item_type is not None
-        return self.classification.item_type
+        assert self.study.item_type is not None
+        return self.study.item_type
+
+    @property
+    def types(self) -> dict[str, PageType]:
+        return self.study.site_map.types
+
+    @property
+    def sure_fields(self) -> dict[str, FieldProposal]:
+        return {name: f for name, f in self.study.fields.items() if f.sure}
+
+    @property
+    def not_read(self) -> list[str]:
+        """The item type's fields the profile has no rule for (not found, or a hint)."""
+        names = schema_by_type(self.item_type).field_names
+        return [n for n in names if n not in PLATFORM and n not in self.sure_fields]
 
 
 def propose(
-    site: str,
-    url: str,
-    classification: Classification,
-    sitemaps: Sequence[str],
-    item_fields: Sequence[str] = (),
-    fields: dict[str, FieldProposal] | None = None,
+    site: str, url: str, study: Study, sitemaps: Sequence[str], missing: Sequence[str] = ()
 ) -> Proposal:
-    """The profile proposed; ``fields`` when they were aligned on pages without
-    structured data (crawlers.scaffold.plain), else read from the structured data."""
-    detail = classification.detail or next(
-        (t for t in classification.types.values() if t.role == "items"), None
-    )
-    assert detail is not None and classification.item_type is not None
+    """``missing``: sampled URLs that answered 404/410 (broken links of the site): a rule
+    whose ``allow`` pattern takes them denies them, so the crawl does not fail on them."""
     host = urlsplit(url).netloc
-    if fields is None:
-        fields = propose_fields(classification.item_type, detail, item_fields)
+    types = study.site_map.types
     proposal = Proposal(
         site=site,
         url=url,
-        classification=classification,
-        fields=fields,
-        follows=propose_follow(classification),
-        sitemaps=same_host_paths(sitemaps, host),
-        samples={
-            name: sample_paths(page_type.pages) for name, page_type in classification.types.items()
-        },
+        study=study,
+        follows=deny_missing(propose_follow(study.site_map), missing),
+        sitemaps=same_host_paths(list(sitemaps), host),
+        samples={name: sample_paths(t.pages) for name, t in types.items()},
     )
     proposal.check += _checks(proposal)
     return proposal
@@ -75,42 +81,38 @@ def propose(
 
 def _checks(proposal: Proposal) -> list[str]:
     notes = []
-    types = proposal.classification.types
-    for page_type in types.values():
+    for page_type in proposal.types.values():
         guessed = [p.regex for p in page_type.patterns if p.guessed]
         if guessed:
             notes.append(
                 f"pages.{page_type.name}.url_patterns {guessed}: made from one URL, "
                 "the variable part is a guess"
             )
-    listings = [t for t in types.values() if t.role in ("listing", "items")]
-    if not listings:
+    roles = {t.role for t in proposal.types.values()}
+    if DETAIL in roles and "listing" not in roles:
         notes.append(
-            "no listing pages found: detail pages are reached only from the start "
-            "page and the sitemaps"
+            "no listing pages found: item pages are reached only from the start page "
+            "and the sitemaps"
         )
-    elif not any(f.pagination for t in listings for f in proposal.follows.get(t.name, [])):
-        sampled = sum(len(t.pages) for t in listings)
-        notes.append(
-            f"no pagination found on the {sampled} sampled listing pages: "
-            "add a follow rule to their next pages if they have some"
-        )
-    for name, page_type in types.items():
-        if page_type.role == "hub":
+    for name, proposal_ in proposal.study.fields.items():
+        if not proposal_.sure:
+            choice = proposal_.choice
             notes.append(
-                f"page type {name!r} ({len(page_type.pages)} pages linking to listings "
-                "or items) was named after its URLs: rename it if you like"
+                f"field {name}: its rules read {choice.agree} of the {choice.found} values "
+                "seen: left as a commented hint"
             )
-    for source, rules in proposal.follows.items():
-        for rule in rules:
-            if not rule.css:
-                notes.append(
-                    f"pages.{source}.follow to {rule.to!r}: no shared link class "
-                    f"found, allow regexes {list(rule.allow)} used instead"
-                )
     if not proposal.sitemaps:
         notes.append("no sitemap found (robots.txt, /sitemap.xml, /sitemap_index.xml)")
     return notes
+
+
+def start_page(proposal: Proposal) -> str | None:
+    """The page type of the start URL (``home``, or the list the home page is part of)."""
+    start = url_target(proposal.url)
+    for page_type in proposal.types.values():
+        if any(page.path == start or page.source == "start" for page in page_type.pages):
+            return page_type.name
+    return HOME if HOME in proposal.types else None
 
 
 # -- the TOML text -----------------------------------------------------------------------------
@@ -119,25 +121,24 @@ def _checks(proposal: Proposal) -> list[str]:
 def profile_text(proposal: Proposal, command: str) -> str:
     parts = urlsplit(proposal.url)
     base_url = f"{parts.scheme}://{parts.netloc}"
-    classification = proposal.classification
-    start_path = url_target(proposal.url)
+    study = proposal.study
     header = [
         f"{proposal.site}: scaffolded by `{command}`.",
         "A profile-driven site (crawlers/spiders/generic.py): page types, follow rules and",
-        "the field map below were proposed from a sample of the site's pages. Lines marked",
-        "GUESS are the scaffold's guesses: check them, then `python -m fingerprints baseline",
-        f"{proposal.site}` after changing any rule's selector (docs/sites.md).",
+        "the field map below were proposed from a sample of the site's pages and checked on",
+        f"it. Item type {proposal.item_type}: {study.why}. Lines marked GUESS are guesses; a",
+        "commented field is one the scaffold was not sure of. After changing a rule's",
+        f"selector: `python -m fingerprints baseline {proposal.site}` (docs/sites.md).",
     ]
-    start_page = HOME if HOME in classification.types else None
     top = [
         Entry("site", proposal.site),
         Entry("description", f"{proposal.site} (scaffolded from {base_url})"),
         Entry("item_type", proposal.item_type),
         Entry("base_url", base_url),
-        Entry("start_paths", [start_path]),
+        Entry("start_paths", [url_target(proposal.url)]),
     ]
-    if start_page:
-        top.append(Entry("start_page", start_page, "the page type of start URLs"))
+    if first := start_page(proposal):
+        top.append(Entry("start_page", first, "the page type of start URLs"))
     if proposal.sitemaps:
         top.append(Entry("sitemaps", proposal.sitemaps, "found by the scaffold"))
     top += [
@@ -155,93 +156,101 @@ def profile_text(proposal: Proposal, command: str) -> str:
                 Entry("autothrottle", not loopback),
             ],
             ["GUESS: modest defaults; raise them once the site is known to take more."],
-        ),
+        )
     ]
-    if proposal.items_css is None:
+    item_page = study.page_type
+    if item_page is not None and item_page.role == DETAIL:
         tables.append(
             TomlTable(
                 "recrawl",
-                [Entry("item_callbacks", [generic_callback(proposal.item_type)])],
-                [
-                    "Item pages are fetched with the validators of their last answer "
-                    "(docs/recrawl.md)."
-                ],
+                [Entry("item_callbacks", [generic_callback(item_page.name)])],
+                ["Item pages are fetched with the validators of their last answer."],
             )
         )
-    if proposal.languages:
+    market = []
+    if study.languages:
+        market.append(Entry("languages", list(study.languages), "the pages' language"))
+    if study.country:
+        market.append(Entry("country", study.country, "GUESS: from the language or domain"))
+    if market:
         tables.append(
             TomlTable(
-                "market",
-                [Entry("languages", list(proposal.languages), "the pages' <html lang>")],
-                ["Dates, number words and currency signs are read as these languages print them."],
+                "market", market, ["Dates, numbers and currency signs are read as printed here."]
             )
         )
-    if proposal.declared:
+    if study.declared:
         tables.append(
             TomlTable(
                 "item_fields",
+                [Entry(name, spec) for name, spec in study.declared.items()],
                 [
-                    Entry(name, spec, "GUESS: named after its CSS class, typed by its values")
-                    for name, spec in proposal.declared.items()
-                ],
-                [
-                    f"The fields of item type {proposal.item_type!r}, declared here (no type of "
-                    "crawlers/items.py fits)."
+                    f"The fields of item type {proposal.item_type!r} (no type of crawlers/items.py "
+                    "fits): the platform's names for them."
                 ],
             )
         )
-    for page_type in classification.types.values():
+    if proposal.not_read:
+        tables.append(
+            TomlTable(
+                "fingerprint",
+                [Entry("not_read", proposal.not_read, "no rule reads them")],
+                [
+                    "Item fields not read (not found on the sample, or a commented hint): the",
+                    "coverage baseline has no rate for them. Enabling one: take it out of",
+                    f"not_read, then `python -m fingerprints coverage {proposal.site} "
+                    "--from-fixtures`.",
+                ],
+            )
+        )
+    for page_type in proposal.types.values():
         tables += _page_tables(proposal, page_type)
     return render(header, top, tables)
 
 
 def _page_tables(proposal: Proposal, page_type: PageType) -> list[TomlTable]:
+    study = proposal.study
     name = page_type.name
     count = len(page_type.pages)
     guessed = any(p.guessed for p in page_type.patterns)
-    entries = [
-        Entry(
-            "url_patterns",
-            page_type.regexes,
-            "GUESS: from one URL" if guessed else f"from {count} sampled URL(s)",
-        )
-    ]
-    if page_type.role == "detail" and page_type.schema_type:
-        entries.append(Entry("item", page_type.schema_type, "the item node's schema.org type"))
-    if page_type.role == "items" and proposal.items_css:
-        entries.append(
-            Entry("items", proposal.items_css, "GUESS: the repeated card, one item each")
-        )
+    note = "GUESS: from one URL" if guessed else f"from {count} sampled URL(s)"
+    entries = [Entry("url_patterns", page_type.regexes, note)]
+    carries = page_type is study.page_type
+    if carries and page_type.role == DETAIL and study.schema:
+        entries.append(Entry("item", study.schema, "the item node's schema.org type"))
+    if carries and page_type.role == ITEMS and study.items_css:
+        entries.append(Entry("items", study.items_css, "the repeated card, one item each"))
     follows = proposal.follows.get(name, [])
     if follows:
         entries.append(Entry("follow", [rule.rule() for rule in follows]))
     entries.append(Entry("sample_paths", proposal.samples.get(name, []), "the fixtures"))
     role = {
-        "detail": f"{count} sampled item pages (one {page_type.schema_type} node each)"
-        if page_type.schema_type
-        else f"{count} sampled item pages (one template, no structured data)",
-        "items": f"{count} sampled pages whose repeated cards are the items",
-        "listing": f"{count} sampled listing pages (each links to 3 or more item pages)",
-        "home": "the start page",
-        "hub": f"{count} sampled pages linking to listings or items",
+        DETAIL: f"{count} sampled item pages",
+        ITEMS: f"{count} sampled pages whose repeated cards are the items",
+        "listing": f"{count} sampled listing pages (their cards lead to the items)",
+        HOME: "the start page",
+        "hub": f"{count} sampled pages leading to listings or items",
     }[page_type.role]
     tables = [TomlTable(f"pages.{name}", entries, [f"{name}: {role}."])]
-    if page_type.role in ("detail", "items") and proposal.fields:
-        tables.append(_fields_table(name, proposal.fields, count))
+    if carries and study.fields:
+        tables.append(_fields_table(name, study.fields))
     return tables
 
 
-def _fields_table(name: str, fields: Mapping[str, FieldProposal], pages: int) -> TomlTable:
+def _fields_table(name: str, fields: dict[str, FieldProposal]) -> TomlTable:
     entries = []
     for field_name, proposal in fields.items():
-        note = f"{proposal.found}/{pages} pages"
-        if proposal.table:
-            note += "; GUESS: the table row labelled like the field"
-        elif proposal.css:
-            note += "; css: GUESS, showed the same values"
-        entries.append(Entry(field_name, proposal.rules(), note))
+        choice = proposal.choice
+        note = f"read {choice.agree}/{choice.found} values seen"
+        if proposal.sure:
+            entries.append(Entry(field_name, proposal.rules(), note))
+        elif proposal.rules():
+            hint = f"# {field_name} = {value(proposal.rules())}  # GUESS: {note}"
+            entries.append(Entry("", hint))
     return TomlTable(
         f"pages.{name}.fields",
         entries,
-        ["Item field = [structured data path, CSS fallback]: the first that gives a value wins."],
+        [
+            "Item field = [rule, fallback]: the first rule giving a value wins. A commented",
+            "field was seen but its rules were not sure: check it before enabling it.",
+        ],
     )

@@ -10,9 +10,9 @@ dupefilter are Scrapy's own, REDIS_URL, ITEM_PIPELINES and FEEDS are switched of
 The crawl starts at the URL and the site's sitemaps (robots.txt ``Sitemap:`` lines, else
 ``/sitemap.xml`` and ``/sitemap_index.xml``; an index is followed one level), stays on
 the URL's host, obeys robots.txt and fetches a few pages at a time. Of the links found it
-fetches next the one whose URL shape (``classify.generalise``) was fetched least, then the
-shallowest: a balanced, breadth-first sample. Sitemap URLs take at most a third of it.
-Each page is written as one JSON line to the plan's output file.
+fetches next the one whose URL shape (``_shape``: path segments and the first) was fetched
+least, then the shallowest: a balanced, breadth-first sample. Sitemap URLs take at most a
+third of it. Each page is written as one JSON line to the plan's output file.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler, CrawlerProcess
-from scrapy.exceptions import DontCloseSpider
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.project import get_project_settings
@@ -40,7 +40,7 @@ from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 from core.blocks import classify as block_verdict
 from core.config import REPO_ROOT
 from crawlers.runtime.sidecrawl import isolate
-from crawlers.scaffold.classify import Page, generalise
+from crawlers.scaffold.page import Page
 from crawlers.spiders.common import is_loopback
 from crawlers.spiders.generic import read_sitemap
 
@@ -60,6 +60,7 @@ class Sample:
     pages: list[Page]
     sitemaps: list[str]  # sitemap URLs that answered with a sitemap
     errors: dict[str, str]  # URL -> why it got no response
+    skipped: list[str] = field(default_factory=list)  # URLs robots.txt forbids
 
 
 def sample_site(
@@ -99,9 +100,11 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def to_sample(records: list[dict[str, Any]]) -> Sample:
-    pages, sitemaps, errors = [], [], {}
+    pages, sitemaps, errors, skipped = [], [], {}, []
     for record in records:
-        if record.get("kind") == "sitemap":
+        if record.get("skipped"):
+            skipped.append(record["url"])
+        elif record.get("kind") == "sitemap":
             if not record.get("depth"):  # an index's sitemaps are the index's to name
                 sitemaps.append(record["url"])
         elif record.get("error") and not record.get("html"):
@@ -116,7 +119,7 @@ def to_sample(records: list[dict[str, Any]]) -> Sample:
                     blocked=record.get("blocked"),
                 )
             )
-    return Sample(pages, list(dict.fromkeys(sitemaps)), errors)
+    return Sample(pages, list(dict.fromkeys(sitemaps)), errors, skipped)
 
 
 # -- the child process -------------------------------------------------------------------------
@@ -208,6 +211,12 @@ class SampleSpider(Spider):
     def page_failed(self, failure: Any) -> Iterator[Request]:
         self.in_flight -= 1
         request = failure.request
+        if failure.check(IgnoreRequest) and "robots.txt" in failure.getErrorMessage():
+            # Never fetched: a page robots.txt forbids costs the sample nothing.
+            self.scheduled -= 1
+            self._write({"url": request.url, "skipped": "robots.txt"})
+            yield from self._take()
+            return
         response = getattr(failure.value, "response", None)
         record: dict[str, Any] = {
             "url": request.url,
@@ -329,7 +338,13 @@ def _spread(items: list[str], n: int) -> list[str]:
 
 
 def _shape(url: str) -> str:
-    return generalise([url])[0].regex
+    """A URL's shape for balancing the sample: its number of path segments and its first
+    one (``/c/bikes`` and ``/c/tents`` are one shape, ``/p/red-tent-5003`` another), so a
+    menu of a hundred categories does not fill the sample before one product is read."""
+    parts = urlsplit(url)
+    segments = [s for s in parts.path.split("/") if s]
+    first = segments[0] if len(segments) > 1 else ""
+    return f"{len(segments)}:{first}:{'?' if parts.query else ''}"
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 @dataclass(frozen=True)
 class Entry:
-    key: str
+    key: str  # empty: ``value`` is a whole line (a comment)
     value: Any
     comment: str | None = None  # written after the value, on its line
 
@@ -54,6 +54,8 @@ def value(item: Any) -> str:
 
 
 def _entry(entry: Entry) -> str:
+    if not entry.key:  # a line as it is: a commented hint
+        return str(entry.value)
     text = f"{key(entry.key)} = "
     items = entry.value
     if isinstance(items, list | tuple) and len(value(items)) + len(text) > 96:

@@ -75,9 +75,15 @@ _BY_TYPE: tuple[tuple[Any, str], ...] = (
 
 def field_kinds(item_type: str) -> dict[str, Kind]:
     """Field name -> conversion, from the item type's annotations."""
-    schema = schema_by_type(item_type)
-    hints = typing.get_type_hints(schema.cls, include_extras=True)
-    return {name: _kinds(hints[name]) for name in schema.field_names}
+    return dict(_class_kinds(schema_by_type(item_type).cls))
+
+
+@functools.cache
+def _class_kinds(cls: type) -> tuple[tuple[str, Kind], ...]:
+    # Per class (a type a profile declares again is a new class): resolving the hints
+    # costs milliseconds, and every page of a profile-driven site asks.
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return tuple((f.name, _kinds(hints[f.name])) for f in dataclasses.fields(cls))
 
 
 @functools.cache

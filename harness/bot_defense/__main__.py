@@ -22,6 +22,7 @@ from harness.bot_defense.server import (
     serve_in_thread,
 )
 from harness.bot_defense.sessions import DIFFICULTY
+from harness.bot_defense.styles import STYLES
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -43,6 +44,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rate-window", type=float, default=10.0, help="seconds (level 4)")
     parser.add_argument("--difficulty", type=int, default=DIFFICULTY, help="proof-of-work bits")
     parser.add_argument("--chromium", default=None, help="Chromium to learn from (level 2+)")
+    parser.add_argument(
+        "--style", choices=STYLES, default="cloudflare", help="whose pages and challenge"
+    )
+    parser.add_argument(
+        "--challenge-robots",
+        action="store_true",
+        help="challenge /robots.txt like any path (level 3+; it is exempt otherwise)",
+    )
     parser.add_argument(
         "--allow-fingerprint",
         action="append",
@@ -69,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate_window=args.rate_window,
         difficulty=args.difficulty,
         allow=tuple(args.allow_fingerprint),
+        style=args.style,
+        challenge_robots=args.challenge_robots,
     )
     server = DefenseServer(config)
     stop = threading.Event()
@@ -94,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             server.finish_learning()
         allowed = ", ".join(server.allowlist) or "-"
         print(
-            f"bot-defense level {config.level} on https://{config.host}:{config.port} -> "
+            f"bot-defense level {config.level} ({config.style}) on "
+            f"https://{config.host}:{config.port} -> "
             f"{config.upstream}; cert {config.cert} (SPKI sha256 {spki_sha256(config.cert)}); "
             f"allowed TLS fingerprints: {allowed}",
             flush=True,

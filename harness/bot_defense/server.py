@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.bot_defense import ledger, pages, rules, sessions
+from harness.bot_defense import ledger, pages, rules, sessions, styles
 from harness.bot_defense.http_io import ConnectionHandler
 from harness.bot_defense.ledger import Ledger
-from harness.bot_defense.sessions import COOKIE_NAME, Binding, Opened, Sessions
+from harness.bot_defense.sessions import Binding, Opened, Sessions
 from harness.bot_defense.upstream import UpstreamPool
 
 MAX_LEVEL = 4
@@ -68,10 +68,18 @@ class Config:
     rate_window: float = 10.0
     difficulty: int = sessions.DIFFICULTY
     allow: tuple[str, ...] = ()
+    style: str = "cloudflare"  # harness.bot_defense.styles
+    challenge_robots: bool = False  # robots.txt challenged like any path (level 3+)
 
     def __post_init__(self) -> None:
         if not 0 <= self.level <= MAX_LEVEL:
             raise ValueError(f"level must be 0..{MAX_LEVEL}, not {self.level}")
+        if self.style not in styles.STYLES:
+            raise ValueError(f"style must be one of {styles.STYLES}, not {self.style!r}")
+
+    @property
+    def cookie_name(self) -> str:
+        return styles.cookie_name(self.style)
 
 
 @dataclass
@@ -137,7 +145,9 @@ class DefenseServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
             "ready": not self.learning,
             "level": config.level,
             "upstream": config.upstream,
-            "cookie_name": COOKIE_NAME,
+            "style": config.style,
+            "challenge_robots": config.challenge_robots,
+            "cookie_name": config.cookie_name,
             "cookie_ttl": config.cookie_ttl,
             "session_rate": config.session_rate,
             "rate_window": config.rate_window,
@@ -178,23 +188,16 @@ class DefenseHandler(ConnectionHandler):
         if level >= 2 and self.fingerprint.id not in server.allowlist:
             return self._tls_refusal()
         if level >= 1 and (problem := rules.header_problem(self.headers)):
-            ray = _ray()
-            host = self._host()
-            return Reply(
-                403,
-                ledger.HEADERS,
-                problem,
-                pages.headers_block(host, ray),
-                [("Server", "cloudflare"), ("CF-RAY", ray), ("Cache-Control", _NO_STORE)],
-                ref=ray,
-            )
+            page = styles.headers_refusal(server.config.style, self._host())
+            headers = page.headers
+            return Reply(page.status, ledger.HEADERS, problem, page.body, headers, ref=page.ref)
         if level < 3:
             return Relay()
         if path == pages.VERIFY_PATH and self.command == "POST":
             return self._verify(body)
-        cookie, _ = _split_cookies(self.headers.get_all("Cookie") or [], COOKIE_NAME)
+        cookie, _ = _split_cookies(self.headers.get_all("Cookie") or [], server.config.cookie_name)
         opened = server.sessions.open(cookie, self._binding())
-        if path == ROBOTS_PATH:
+        if path == ROBOTS_PATH and not server.config.challenge_robots:
             # Crawlers must be able to read the rules without a session.
             return Relay(opened.session if isinstance(opened, Opened) else None)
         if not isinstance(opened, Opened):
@@ -225,16 +228,12 @@ class DefenseHandler(ConnectionHandler):
         )
 
     def _challenge(self, reason: str, session: str | None) -> Reply:
-        ray = _ray()
+        config = self.server.config
         nonce = self.server.sessions.nonce()
-        page = pages.challenge(self._host(), ray, nonce, self.server.config.difficulty, self.path)
-        headers = [
-            ("cf-mitigated", "challenge"),
-            ("Server", "cloudflare"),
-            ("CF-RAY", ray),
-            ("Cache-Control", _NO_STORE),
-        ]
-        return Reply(403, ledger.CHALLENGE, reason, page, headers, session, ray)
+        page = styles.challenge(config.style, self._host(), nonce, config.difficulty, self.path)
+        return Reply(
+            page.status, ledger.CHALLENGE, reason, page.body, page.headers, session, page.ref
+        )
 
     def _captcha(self, reason: str, session: str) -> Reply:
         cid = secrets.token_urlsafe(24)
@@ -253,15 +252,10 @@ class DefenseHandler(ConnectionHandler):
             answer = json.dumps({"ok": False, "reason": problem})
             headers = [("Content-Type", "application/json"), ("Cache-Control", _NO_STORE)]
             return Reply(403, ledger.VERIFY_FAILED, problem, answer, headers)
-        ttl = int(self.server.config.cookie_ttl)
+        config = self.server.config
         session, value = self.server.sessions.issue(self._binding())
-        cookie = f"{COOKIE_NAME}={value}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age={ttl}"
-        headers = [
-            ("Content-Type", "application/json"),
-            ("Cache-Control", _NO_STORE),
-            ("Set-Cookie", cookie),
-        ]
-        return Reply(200, ledger.VERIFIED, None, json.dumps({"ok": True}), headers, session)
+        headers, answer = styles.verified(config.style, value, int(config.cookie_ttl))
+        return Reply(200, ledger.VERIFIED, None, answer, headers, session)
 
     def _reply(self, reply: Reply) -> None:
         headers = reply.headers
@@ -273,7 +267,8 @@ class DefenseHandler(ConnectionHandler):
     # -- relaying ---------------------------------------------------------------------
     def _relay(self, target: str, body: bytes, session: str | None) -> None:
         server = self.server
-        _, others = _split_cookies(self.headers.get_all("Cookie") or [], COOKIE_NAME)
+        cookies = self.headers.get_all("Cookie") or []
+        _, others = _split_cookies(cookies, server.config.cookie_name)
         connection_tokens = {
             token.strip().lower() for token in (self.headers.get("Connection") or "").split(",")
         }
@@ -332,10 +327,6 @@ class DefenseHandler(ConnectionHandler):
         self.server.learned[self.fingerprint.id] = self.fingerprint.full
         page = pages.learn_page(self.fingerprint.id).encode()
         self._write(200, [("Content-Type", "text/html; charset=utf-8")], page)
-
-
-def _ray() -> str:
-    return secrets.token_hex(8)
 
 
 def _split_cookies(values: Sequence[str], name: str) -> tuple[str | None, str]:

@@ -16,10 +16,12 @@ from core.config import REPO_ROOT
 from harness.base import ManagedProcess
 from harness.bot_defense.certs import spki_sha256
 from harness.bot_defense.sessions import DIFFICULTY
+from harness.bot_defense.styles import cookie_name
 
 
 class BotDefense(ManagedProcess):
-    """``python -m harness.bot_defense`` in front of ``upstream`` at ``level`` (0-4).
+    """``python -m harness.bot_defense`` in front of ``upstream`` at ``level`` (0-4), in a
+    vendor's ``style`` (``harness.bot_defense.styles``: cloudflare, aws, datadome).
 
     Its files live in ``run_dir``: ``<name>.crt``/``<name>.key`` (made at each start),
     ``<name>.access.jsonl`` (its own log, one line per response), ``<name>.log``.
@@ -44,6 +46,8 @@ class BotDefense(ManagedProcess):
         difficulty: int = DIFFICULTY,
         chromium: str | None = None,
         allow_fingerprints: Sequence[str] = (),
+        style: str = "cloudflare",
+        challenge_robots: bool = False,
     ) -> None:
         super().__init__(port=port, run_dir=run_dir)
         self.name = name or f"bot-defense-{level}-{self.port}"
@@ -55,6 +59,8 @@ class BotDefense(ManagedProcess):
         self.difficulty = difficulty
         self.chromium = chromium
         self.allow_fingerprints = tuple(allow_fingerprints)
+        self.style = style  # harness.bot_defense.styles
+        self.challenge_robots = challenge_robots
 
     # -- files ------------------------------------------------------------------------
     @property
@@ -84,6 +90,9 @@ class BotDefense(ManagedProcess):
         argv += ["--cert", str(self.cert_path), "--key", str(self.key_path)]
         argv += ["--cookie-ttl", str(self.cookie_ttl), "--session-rate", str(self.session_rate)]
         argv += ["--rate-window", str(self.rate_window), "--difficulty", str(self.difficulty)]
+        argv += ["--style", self.style]
+        if self.challenge_robots:
+            argv.append("--challenge-robots")
         if self.chromium:
             argv += ["--chromium", self.chromium]
         for fingerprint in self.allow_fingerprints:
@@ -98,6 +107,11 @@ class BotDefense(ManagedProcess):
         for path in (self.cert_path, self.key_path, self.access_log_path):
             path.unlink(missing_ok=True)
         self.__dict__.pop("_ssl_context", None)
+
+    @property
+    def cookie_name(self) -> str:
+        """The style's session cookie (``__defense_session``, ``aws-waf-token``, ``datadome``)."""
+        return cookie_name(self.style)
 
     @property
     def url(self) -> str:

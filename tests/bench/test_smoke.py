@@ -46,7 +46,19 @@ class Smoke:
 SMOKE: dict[str, Smoke] = {
     # bench.access has no --smoke yet (issue 45's work on it is another's): small sizes.
     "access": Smoke(
-        argv=("--products", "12", "--levels", "0", "--rows", "sessions", "--cap", "120"),
+        # The sessions row at level 0 only; no open-site rounds (their ratios need a full run).
+        argv=(
+            "--products",
+            "12",
+            "--levels",
+            "0",
+            "--rows",
+            "sessions",
+            "--open-rounds",
+            "0",
+            "--cap",
+            "120",
+        ),
         table=("configuration", "identity + sessions + escalation", "CPU seconds by process"),
     ),
     "blocks": Smoke(
@@ -86,6 +98,15 @@ SMOKE: dict[str, Smoke] = {
         ),
     ),
     "multilingual": Smoke(table=("recall@5", "en ", "es ")),
+    "onboarding": Smoke(
+        table=(
+            "onboarding, measured",
+            "quotebook",
+            "mean unedited field accuracy",
+            "saved real pages",
+        ),
+        timeout=420.0,
+    ),
     "outcomes": Smoke(
         table=(
             "scenario",

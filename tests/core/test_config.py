@@ -32,7 +32,10 @@ from core.config import (
 from harness.demo_site import DemoSite
 
 
-def test_defaults_are_the_shared_ones() -> None:
+def test_defaults_are_the_shared_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The defaults, whatever the shell running the tests sets (a PLATFORM_RUN_DIR).
+    for variable in ENVIRONMENT:
+        monkeypatch.delenv(variable.name, raising=False)
     settings = PlatformSettings.model_validate({})
     assert settings.platform_run_dir == DEFAULT_RUN_DIR == REPO_ROOT / ".run"
     assert settings.redis_url is None and settings.proxies() == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from core.refusal import Presented, refusal
 
 
@@ -42,3 +44,38 @@ def test_a_crawls_own_stats_serve_without_a_ledger() -> None:
     stats = {"responses/classified": 8, "blocks/total": 8, "blocks/blocked": 8}
     assert str(refusal(stats)).startswith("every page was refused: 8 of 8")
     assert refusal({"responses/classified": 8, "blocks/total": 7}) is None
+
+
+def test_a_captcha_at_once_for_a_self_announcing_client_names_its_user_agent() -> None:
+    """DataDome answers a bot's User-Agent with its CAPTCHA from the first request: the
+    client is the cause, not its rate."""
+    figures = {"pages/requests": 6, "pages/refused": 6, "blocks/captcha": 24}
+    bot = Presented(fetch_identity="crawler", user_agent="scraping-platform/0.1 (+bot)")
+    line = str(refusal(figures, bot))
+    assert "announce a program (User-Agent 'scraping-platform/0.1 (+bot)')" in line
+    assert "FETCH_IDENTITY=browser" in line and "SESSION_MAX_RATE" not in line
+    throttled = {"pages/requests": 2, "pages/refused": 2, "blocks/throttled": 6}
+    assert "User-Agent 'scraping-platform/0.1 (+bot)'" in str(refusal(throttled, bot))
+
+
+def test_the_challenge_line_says_what_the_browser_did_with_counters_it_has() -> None:
+    base = {"pages/requests": 5, "pages/refused": 5, "blocks/challenge": 10}
+    tried = {
+        **base,
+        "sessions/challenge_failed": 3,
+        "sessions/challenge_failed/challenge": 2,
+        "sessions/challenge_failed/captcha": 1,
+    }
+    line = str(refusal(tried, Presented(sessions=True)))
+    assert "Chromium tried it 3 time(s) and never got past it" in line
+    assert "2 ended on still a challenge when SESSION_CHALLENGE_TIMEOUT ran out" in line
+    assert "1 ended on a CAPTCHA" in line
+    for name in re.findall(r"\((sessions/[a-z_/]+)\)", line):
+        assert name in tried, name  # every counter named is one the figures have
+    passed = {**base, "sessions/challenges_passed": 2}
+    assert "passed it 2 time(s) (sessions/challenges_passed)" in str(
+        refusal(passed, Presented(sessions=True))
+    )
+    off = str(refusal(base, Presented(sessions=True, pass_challenges=False)))
+    assert "SESSION_PASS_CHALLENGES is off" in off
+    assert "sessions/challenge_failed" not in str(refusal(base, Presented(sessions=True)))

@@ -67,3 +67,67 @@ def test_stores_agree_on_the_same_comparisons(target: Target) -> None:
             await server.aclose()
 
     asyncio.run(main())
+
+
+def test_a_plain_type_is_checked_again_only_once_its_check_is_old(target: Target) -> None:
+    """A plain page type costs a browser to check: one caller claims the check once the
+    last comparison is ``after`` seconds old, and only until the check comes back or
+    goes stale; a sample that never came back stops counting after ``stale`` too."""
+
+    async def main() -> None:
+        site = f"s{uuid.uuid4().hex[:8]}"
+        server = connect_async(target.url, cluster=target.cluster)
+        stores = [MemoryChoiceStore(site, 1, stale=1), RedisChoiceStore(server, site, 1, stale=1)]
+        try:
+            for store in stores:
+                assert not await store.start_recheck("parse", 0)  # learning: no recheck
+                assert await store.start_probe("parse")
+                assert not await store.start_probe("parse")  # the one sample under way
+                await asyncio.sleep(1.1)
+                assert await store.start_probe("parse")  # that one is lost: another
+                choice = await store.record("parse", True)
+                assert choice.mode == "plain" and choice.checked > 0
+                assert (await store.choices())["parse"].checked == pytest.approx(
+                    choice.checked, abs=1
+                )
+                assert not await store.start_recheck("parse", 60)  # checked just now
+                assert await store.start_recheck("parse", 0)  # old enough: claimed...
+                assert not await store.start_recheck("parse", 0)  # ... by one caller
+                await asyncio.sleep(1.1)
+                assert await store.start_recheck("parse", 0)  # that check went stale
+                await store.record("parse", True)  # it came back: checked now
+                assert not await store.start_recheck("parse", 60)
+        finally:
+            await server.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_page_found_the_same_while_its_type_learns_is_known_for_a_while(target: Target) -> None:
+    """A learning type's page that agreed is remembered (the next job's start page goes
+    plain); one that differed, or one compared once the type was decided, is not."""
+
+    async def main() -> None:
+        site = f"s{uuid.uuid4().hex[:8]}"
+        server = connect_async(target.url, cluster=target.cluster)
+        stores = [MemoryChoiceStore(site, 3), RedisChoiceStore(server, site, 3)]
+        try:
+            for store in stores:
+                assert not await store.agreed("parse", "home", 60)
+                assert (await store.record("parse", True, "home")).mode == "learning"
+                assert await store.agreed("parse", "home", 60)
+                assert not await store.agreed("parse", "home", 0)  # too old for the caller
+                assert not await store.agreed("parse", "other", 60)
+                assert not await store.agreed("parse_listing", "home", 60)  # another type
+                # Still one page type among the choices, learning.
+                assert {k: v.mode for k, v in (await store.choices()).items()} == {
+                    "parse": "learning"
+                }
+                assert (await store.record("parse_product", False, "p1")).mode == "render"
+                assert not await store.agreed("parse_product", "p1", 60)
+                await store.record("parse_product", True, "p2")  # a decided type's check
+                assert not await store.agreed("parse_product", "p2", 60)
+        finally:
+            await server.aclose()
+
+    asyncio.run(main())

@@ -251,3 +251,82 @@ def test_two_workers_share_one_redis_pool(redis_server: RedisServer) -> None:
 def test_a_policy_out_of_range_is_refused(policy: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="must"):
         SessionPolicy(**policy)
+
+
+def test_a_retry_waits_for_the_session_that_just_passed_its_challenge(
+    run: Callable[..., None],
+) -> None:
+    """``prefer``: the session that cleared a request serves its retry, once it has rested
+    its interval, though another session is ready now."""
+
+    async def scenario(store: SessionStore) -> None:
+        cleared, other = await new_live(store), await new_live(store)
+        await asyncio.sleep(0.25)
+        assert await store.begin_challenge(cleared.id)
+        assert await store.challenge_passed(cleared.id, []) == 1
+        waited = await store.acquire(prefer=cleared.id)
+        assert isinstance(waited, Wait) and 0 < waited.seconds <= 0.2
+        await asyncio.sleep(waited.seconds)
+        got = await store.acquire(prefer=cleared.id)
+        assert isinstance(got, Session) and got.id == cleared.id
+        # A preferred session that is gone is no preference.
+        assert await store.retire(cleared.id, "captcha")
+        got = await store.acquire(prefer=cleared.id)
+        assert isinstance(got, Session) and got.id == other.id
+
+    run(scenario, max_sessions=2, interval=0.2)
+
+
+def test_a_site_is_known_defended_from_its_first_block(run: Callable[..., None]) -> None:
+    async def scenario(store: SessionStore) -> None:
+        assert await store.defended() is None
+        assert await store.mark_defended("challenge: cloudflare challenge")
+        assert not await store.mark_defended("captcha: datadome captcha")  # known already
+        assert await store.defended() == "challenge: cloudflare challenge"  # the first
+
+    run(scenario)
+
+
+@pytest.mark.integration
+def test_the_jobs_ledger_is_written_with_each_session_event(redis_server: RedisServer) -> None:
+    """Created, passed and retired (by a verdict, by its errors, by its uses) are written
+    into the job's ledger by the same atomic step that changes the pool: no kill falls
+    between a session and the report's record of it."""
+
+    async def main() -> None:
+        site = f"s{uuid.uuid4().hex[:8]}"
+        server = connect_async(redis_server.url)
+        policy = SessionPolicy(max_sessions=3, interval=0, max_uses=2)
+        store = RedisSessionStore(server, site, policy)
+        ledger = SiteKeys(site).job_sessions("job-1")
+        try:
+            a = await store.create(IDENTITY, [], job="job-1")
+            b = await store.create(IDENTITY, [], job="job-1")
+            c = await store.create(IDENTITY, [], job="job-1")
+            assert a and b and c
+            assert await store.begin_challenge(a.id)
+            assert await store.challenge_passed(a.id, [], job="job-1") == 1
+            assert await store.retire(b.id, "captcha", job="job-1")
+            for _ in range(3):
+                await store.record(c.id, "error", job="job-1")
+            await store.record(a.id, "ok", job="job-1")
+            while not store.take_retired() or await server.hexists(ledger, f"retired:{a.id}") == 0:
+                await store.acquire(job="job-1")  # a's third use retires it (uses)
+            events = {k.decode(): v.decode() for k, v in (await server.hgetall(ledger)).items()}
+            assert events == {
+                f"created:{a.id}": "1",
+                f"created:{b.id}": "1",
+                f"created:{c.id}": "1",
+                f"passed:{a.id}:1": "1",
+                f"retired:{b.id}": "captcha",
+                f"retired:{c.id}": "errors",
+                f"retired:{a.id}": "uses",
+            }
+            assert await server.ttl(ledger) > 0
+            # Without a job nothing is written anywhere.
+            d = await store.create(IDENTITY, [])
+            assert d is not None and len(await server.hgetall(ledger)) == len(events)
+        finally:
+            await server.aclose()
+
+    asyncio.run(main())

@@ -245,3 +245,26 @@ def test_a_profile_only_sites_outlier_hint_names_the_pages_threshold_key(
     code, _, err = run(capsys, "baseline", "shop", *dirs)
     assert code == 0, err
     assert load_baseline("shop", sites).page_types["product"].threshold == float(lowest)
+
+
+def test_a_page_type_without_fixtures_names_the_recipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A page type added to the profile has no fixtures yet: the one line says that its
+    sample_paths are fetched with --from-url."""
+    make_site(tmp_path / "sites")
+    profiles = tmp_path / "profiles"
+    write_profile(
+        profiles,
+        "shop",
+        "[fingerprint.page_types.listing]\n[fingerprint.page_types.product]\n"
+        '[fingerprint.page_types.brand]\nsample_paths = ["/brand/acme"]\n',
+    )
+    code, out, err = run(
+        capsys, "baseline", "shop", "--sites-dir", str(tmp_path / "sites"),
+        "--profiles-dir", str(profiles),
+    )  # fmt: skip
+    assert (code, out) == (2, "")
+    assert "no fixtures for page types ['brand']: give each its sample_paths" in err
+    assert "`python -m fingerprints baseline shop --from-url <base_url>`" in err
+    assert len(err.strip().splitlines()) == 1

@@ -777,3 +777,76 @@ def test_log_counts_equal_stats_and_requests_sent(
     assert sorted(r["path"] for r in upstream) == sorted(
         r["path"] for r in records if r["decision"] == "pass"
     )
+
+
+# -- vendor styles (harness.bot_defense.styles) -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("style", "status", "marker", "rule"),
+    [
+        ("aws", 202, ("x-amzn-waf-action", "challenge"), "aws waf challenge"),
+        ("datadome", 403, ("x-datadome", "protected"), "datadome interstitial"),
+    ],
+)
+def test_each_style_challenges_as_its_vendor_and_chromium_passes_it(
+    demo_site_server: DemoSite,
+    run_dir: Path,
+    browser: tuple[Playwright, Browser],
+    style: str,
+    status: int,
+    marker: tuple[str, str],
+    rule: str,
+) -> None:
+    """AWS WAF's interstitial (its script writes aws-waf-token and reloads) and DataDome's
+    device check (its script writes datadome and goes back to the URL): each is what
+    core.blocks calls a challenge, and a real browser gets past it by itself, robots.txt
+    and an API's JSON included when robots.txt is challenged too."""
+    _, stealthy = browser
+    defense = _start(demo_site_server, run_dir / style, 3, style=style, challenge_robots=True)
+    try:
+        page = curl(defense)
+        assert page.status_code == status and page.headers.get(marker[0]) == marker[1]
+        verdict = classify(page.status_code, dict(page.headers), page.content)
+        assert verdict.kind == "challenge" and verdict.reason.startswith(rule.split()[0])
+        # Without its headers too (a vendor's page is known by its body).
+        assert classify(200, {}, page.content).kind == "challenge"
+        robots = curl(defense, "/robots.txt")
+        assert robots.status_code == status and last(defense)["decision"] == "challenge"
+        context = stealthy.new_context(user_agent=CHROME_UA, ignore_https_errors=True)
+        try:
+            tab = context.new_page()
+            first = tab.goto(defense.url + PRODUCT)
+            assert first is not None and first.status == status
+            tab.wait_for_function("document.title.includes('Demo Store')", timeout=20_000)
+            cookie = next(c for c in context.cookies() if c["name"] == defense.cookie_name)
+            assert cookie["secure"] and not cookie["httpOnly"]  # written by the script
+            text = tab.goto(defense.url + "/robots.txt")
+            assert text is not None and text.status == 200 and "Disallow" in text.text()
+        finally:
+            context.close()
+        # The cookie the browser's script wrote serves curl_cffi (same UA and address).
+        headers = {**CHROME_HEADERS, "Cookie": f"{defense.cookie_name}={cookie['value']}"}
+        assert curl(defense, headers=headers).status_code == 200
+        stats = defense.stats()
+        assert (stats["style"], stats["cookie_name"]) == (style, defense.cookie_name)
+    finally:
+        defense.stop()
+
+
+def test_a_styles_header_refusal_is_its_vendors(demo_site_server: DemoSite, run_dir: Path) -> None:
+    """Level 1 refuses a self-announcing client the way each vendor does: DataDome with
+    its CAPTCHA page, AWS (CloudFront) with a bare 403."""
+    bot = {**CHROME_HEADERS, "User-Agent": "scraping-platform/0.1 (+https://example.invalid/bot)"}
+    for style, kind in (("datadome", "captcha"), ("aws", "blocked"), ("cloudflare", "blocked")):
+        defense = _start(demo_site_server, run_dir / f"{style}-1", 1, style=style)
+        try:
+            page = curl(defense, headers=bot)
+            assert page.status_code == 403
+            assert classify(403, dict(page.headers), page.content).kind == kind, style
+            assert (last(defense)["decision"], last(defense)["reason"]) == (
+                "headers",
+                "ua_automation",
+            )
+        finally:
+            defense.stop()

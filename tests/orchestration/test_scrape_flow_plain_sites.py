@@ -163,7 +163,7 @@ def test_scrape_sayings_stores_every_quote_of_every_page_as_its_declared_type(
     run = plain_stack.flows.run("scrape-sayings")
     assert run["state"]["type"] == "COMPLETED", run["state"]
     items = plain_stack.stored("sayings")
-    by_id = {item["item_id"]: item for item in items}
+    by_id = {item["quote_id"]: item for item in items}
     quotes = data.quotes(SEED, QUOTES)
     # Every quote, the later pages' too: 10 a page, reached through the next links.
     assert set(by_id) == {q.quote_id for q in quotes} and len(items) == QUOTES
@@ -173,17 +173,17 @@ def test_scrape_sayings_stores_every_quote_of_every_page_as_its_declared_type(
             "text": quote.text,
             "author": quote.author,
             "tags": list(quote.tags),
-            "likes": quote.likes,
-            "date": f"{quote.year}-{quote.month:02d}-{quote.day:02d}",
+            "like_count": quote.likes,
+            "published_at": f"{quote.year}-{quote.month:02d}-{quote.day:02d}",
         }
         item = by_id[quote.quote_id]
         wrong += [(quote.quote_id, k, item.get(k), v) for k, v in expected.items() if item[k] != v]
     assert wrong == []
     assert chunked_items(plain_stack.flows, "chunks-sayings") == QUOTES
-    # Home, then each tag's list page by page through its next link (10 a page), each
-    # page once; a quote on the lists of several tags is one item of the job.
+    # Home, then every list page (all quotes and each tag's, 10 a page), each page once; a
+    # quote on the lists of several tags is one item of the job.
     per_tag = Counter(tag for q in quotes for tag in q.tags)
-    lists = sum(-(-n // pages.QUOTES_PER_PAGE) for n in per_tag.values())
+    lists = sum(-(-n // pages.QUOTES_PER_PAGE) for n in [*per_tag.values(), QUOTES])
     assert sum(per_tag.values()) > QUOTES  # quotes were read more than once
     assert_report(
         plain_stack, "sayings", run["id"],
@@ -198,10 +198,12 @@ def test_scrape_sayings_stores_every_quote_of_every_page_as_its_declared_type(
     mapping = es.indices.get_mapping(index="items-sayings")[index]["mappings"]["properties"]
     for name in profile.item_fields:
         assert mapping[name]["type"] == schema.es_properties[name]["type"], name
-    assert {mapping[n]["type"] for n in ("date", "likes", "tags")} == {"date", "long", "keyword"}
-    recent = es.count(index="items-sayings", query={"range": {"date": {"gte": "2020-01-01"}}})
+    typed = {mapping[n]["type"] for n in ("published_at", "like_count", "tags")}
+    assert typed == {"date", "long", "keyword"}
+    dated = {"range": {"published_at": {"gte": "2020-01-01"}}}
+    recent = es.count(index="items-sayings", query=dated)
     assert recent["count"] == sum(q.year >= 2020 for q in quotes)
-    liked = es.count(index="items-sayings", query={"range": {"likes": {"gte": 1000}}})
+    liked = es.count(index="items-sayings", query={"range": {"like_count": {"gte": 1000}}})
     assert liked["count"] == sum(q.likes >= 1000 for q in quotes) > 0
     for tag, count in per_tag.items():
         assert es.count(index="items-sayings", query={"term": {"tags": tag}})["count"] == count

@@ -6,9 +6,10 @@ What it shows: values as printed (``1.132,74 €`` -> 1132.74 EUR in the profile
 market, ``53,0K Bewertungen`` -> 53000, ``Published on Apr 24, 2022`` -> ``2022-04-24``,
 ``339K likes`` -> 339000), many items per page from a repeated container with
 pagination through the next page's link, variants (the choices a product is sold in,
-without the prompt option), and an item type the profile declares (``quote``). Both
-profiles are the scaffold's (``python -m crawlers.scaffold``) with one edited line each
-(their descriptions; tests/crawlers/scaffold/test_plain_sites.py measures it)."""
+without the prompt option), and an item type the profile declares (``quote``, by the
+platform's field names). Both profiles are the scaffold's (``python -m crawlers.scaffold``)
+with one edited line each (their descriptions; tests/crawlers/scaffold/test_plain_sites.py
+measures it)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def test_many_quotes_per_page_with_pagination_dates_and_suffixes(
     quote_items: list[dict[str, Any]],
 ) -> None:
     truth = {q.quote_id: q for q in data.quotes(SEED, ITEMS)}
-    by_id = {item["item_id"]: item for item in quote_items}
+    by_id = {item["quote_id"]: item for item in quote_items}
     assert set(by_id) == set(truth)  # the later pages too: pagination was followed
     assert len({item["url"] for item in quote_items}) > 1
     wrong = []
@@ -103,8 +104,8 @@ def test_many_quotes_per_page_with_pagination_dates_and_suffixes(
             "text": quote.text,
             "author": quote.author,
             "tags": list(quote.tags),
-            "date": f"{quote.year}-{quote.month:02d}-{quote.day:02d}",
-            "likes": quote.likes,
+            "published_at": f"{quote.year}-{quote.month:02d}-{quote.day:02d}",
+            "like_count": quote.likes,
         }
         wrong += [(quote_id, k, item[k], v) for k, v in expected.items() if item[k] != v]
     assert wrong == []

@@ -58,3 +58,23 @@ def test_always_renders_pages_but_never_an_api_call(
     assert result.stat("demo/reviews_failed") == 0
     # Every response but the 8 API answers and robots.txt came from the browser.
     assert result.stat("render/requests") == result.stat("responses/classified") - 8 - 1
+
+
+def test_learning_renders_the_samples_and_holds_the_rest(
+    start_site: Callable[..., DemoSite], tmp_path: Path
+) -> None:
+    """The demo spider reads reviews from the shop's API, so plain HTTP loses nothing: each
+    page type renders its samples only (3 of each, the home page its one), the other pages
+    of a type still learning wait for its verdict where their callback yielded them, and
+    then go plain; a plain type is not checked again within the day."""
+    site = start_site(products=PRODUCTS)
+    result = run_crawl(tmp_path, base_url=site.url, settings={"RENDER_MODE": "auto"})
+    assert result.returncode == 0, result.log[-3000:]
+    expected = expected_products(site.catalog(), site.url)
+    assert mismatches(result.items, expected) == {}
+    stats = result.stats
+    assert stats["render/auto/mode/parse_product"] == "plain"
+    assert stats["render/auto/mode/parse_listing"] == "plain"
+    assert stats["render/auto/held"] > PRODUCTS / 2  # held, not rendered
+    assert stats.get("render/auto/hold_expired", 0) == 0
+    assert stats["render/requests"] == stats["render/auto/probes"] <= 1 + 3 + 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.bot_defense import BotDefense
 from harness.demo_site import DemoSite
 from tests.crawlers.fetch.support import run_crawl
 
@@ -53,3 +54,28 @@ def test_a_crawl_with_some_blocks_is_not_refused(
     assert result.stat("finish_reason") == "finished"
     assert result.stat("blocks/blocked") > 0 and not result.stat("refusal", None)
     assert len(result.items) == 20
+
+
+def test_a_datadome_style_refusal_of_a_self_announcing_client_names_its_user_agent(
+    start_site: Callable[..., DemoSite], tmp_path: Path
+) -> None:
+    """A DataDome-style defense answers the platform's own User-Agent with its CAPTCHA
+    from the first request: the line names the User-Agent and the fix, not the rate."""
+    site = start_site(products=10)
+    with BotDefense(upstream=site.url, level=1, style="datadome", run_dir=tmp_path / "dd") as dd:
+        result = run_crawl(
+            tmp_path,
+            base_url=dd.url,
+            settings={
+                "FETCH_IDENTITY": "crawler",
+                "REFUSAL_CLOSE_AFTER": 3,
+                "RETRY_BACKOFF_BASE": 0.01,
+            },
+        )
+        reasons = {r["reason"] for r in dd.log_records()}
+    assert result.returncode == 3, result.log[-3000:]
+    assert reasons == {"ua_automation"}  # the stand-in refused the User-Agent, always
+    line = str(result.stat("refusal"))
+    assert result.stat("blocks/captcha") >= 3 and "[captcha" in line
+    assert "User-Agent 'scraping-platform/0.1" in line and "FETCH_IDENTITY=browser" in line
+    assert "SESSION_MAX_RATE" not in line

@@ -73,16 +73,36 @@ def test_a_challenge_is_passed_once_per_session_and_its_cookie_serves_plain_requ
     assert skus(result.items) == {p.sku for p in shop.catalog().products}
     created = result.stat("sessions/created")
     assert 1 <= created <= 3
-    # Each session was challenged once on a plain request and once in the browser (whose
-    # script then verified and reloaded); everything else passed as plain HTTP.
+    # Sessions engaged at the site's first answer (the start page's challenge, to a
+    # request without a session). Each session was then challenged once on a plain
+    # request and once in the browser (whose script then verified and reloaded);
+    # everything else passed as plain HTTP.
+    assert result.stat("sessions/blocks_before") == result.stat("sessions/engaged") == 1
     assert result.stat("sessions/challenges_passed") == created == stats["sessions_issued"]
     assert decisions["verified"] == created
-    assert result.stat("blocks/challenge") == decisions["challenge"] == 2 * created
+    assert result.stat("blocks/challenge") == decisions["challenge"] == 2 * created + 1
     assert result.stat("render/requests") == created  # a render per session, no more
     # The platform's pages said the same browser as Chromium: one TLS fingerprint.
     fingerprints = {r["tls"] for r in defense.log_records()}
     assert len(fingerprints) == 1, fingerprints
     assert "Traceback" not in result.log
+
+
+def test_an_open_site_crawled_with_sessions_pays_nothing_for_them(
+    shop: DemoSite, tmp_path: Path
+) -> None:
+    """No defense answers: the requests go out as the crawl's own (no session, no rate
+    budget), however slow the budget is set; sessions engage only once a block is seen."""
+    shop.reset()
+    result = run_crawl(
+        tmp_path,
+        base_url=shop.url,
+        settings={"SESSIONS_ENABLED": True, "SESSION_POOL_SIZE": 1, "SESSION_MAX_RATE": 0.2},
+    )
+    assert result.returncode == 0, result.log[-3000:]
+    assert skus(result.items) == {p.sku for p in shop.catalog().products}
+    for name in ("sessions/created", "sessions/waits", "sessions/engaged", "blocks/total"):
+        assert result.stat(name) == 0, name
 
 
 def test_a_captcha_retires_its_session_and_the_page_is_fetched_on_another(
@@ -241,4 +261,27 @@ def test_a_worker_sigkilled_at_the_challenge_level_loses_nothing(
     products = [r for r in records if r["path"].startswith("/product/")]
     assert products and all(r["decision"] in ("pass", "challenge") for r in products)
     assert sum(r["decision"] == "verified" for r in records) >= 1
+    # The job's ledger knows every session the pool has: each was written by the same
+    # atomic step that made it, so no kill falls between the two.
+    assert ledger_events(client, job.job_id) == pool_events(client)
     client.flushdb()
+
+
+def ledger_events(client: Any, job_id: str) -> Counter[str]:
+    """What the job's ledger says became of sessions: created, passed, retired."""
+    fields = client.hkeys(SiteKeys("demo").job_sessions(job_id))
+    return Counter(field.decode().split(":", 1)[0] for field in fields)
+
+
+def pool_events(client: Any) -> Counter[str]:
+    """The same from the pool's own records (live and retired sessions)."""
+    keys = SiteKeys("demo")
+    counts: Counter[str] = Counter()
+    for key in client.scan_iter(match=keys.session_prefix + "*"):
+        if key.decode().endswith(":cookies"):
+            continue
+        state, generation = client.hmget(key, ["state", "generation"])
+        counts["created"] += 1
+        counts["passed"] += int(generation or 0)
+        counts["retired"] += state == b"retired"
+    return +counts

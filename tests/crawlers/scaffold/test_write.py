@@ -6,8 +6,9 @@ import tomllib
 from pathlib import Path
 
 from crawlers.profiles import SiteProfile
-from crawlers.scaffold.classify import classify
 from crawlers.scaffold.profile import profile_text, propose
+from crawlers.scaffold.study import study
+from crawlers.scaffold.verify import verify
 from crawlers.scaffold.write import Entry, TomlTable, render, value
 from tests.crawlers.scaffold.support import BASE, shop_pages
 
@@ -38,9 +39,9 @@ def test_render_reads_back() -> None:
     }
 
 
-def test_the_proposed_profile_loads(tmp_path: Path) -> None:
-    classification = classify(shop_pages(), BASE + "/")
-    proposal = propose("acme", BASE + "/", classification, [BASE + "/sitemap.xml"])
+def test_the_proposed_profile_loads_and_checks_itself(tmp_path: Path) -> None:
+    found = study(shop_pages(), BASE + "/")
+    proposal = propose("acme", BASE + "/", found, [BASE + "/sitemap.xml"])
     text = profile_text(proposal, "python -m crawlers.scaffold acme http://shop.test/")
     profile = SiteProfile.from_dict("acme", tomllib.loads(text))
     assert profile.item_type == "product" and profile.base_url == BASE
@@ -49,21 +50,29 @@ def test_the_proposed_profile_loads(tmp_path: Path) -> None:
     assert list(profile.pages) == ["product", "listing", "home"]
     product = profile.pages["product"]
     assert product.item == "Product" and product.url_patterns == ("^/product/[^/?#]+$",)
+    # A field the structured data holds is read from it, with the page's own element after.
     assert product.fields["name"][0].data == "name"
     assert product.fields["name"][1].css == "h1.product-title"
-    assert len(product.sample_paths) == 4
-    listing = profile.pages["listing"]
-    assert [(r.css, r.to) for r in listing.follow] == [
-        ('a[rel="next"]', "listing"),
-        ("a.product-link", "product"),
-    ]
+    assert product.fields["price"][0].data == "offers.price"
     assert profile.recrawl.item_callbacks == ("parse_product",)
     # The gate's page types derive from [pages]: one set of selectors.
     gate = profile.fingerprint["page_types"]
     assert gate["product"]["selectors"]["name"] == "h1.product-title"
     assert gate["listing"]["callback"] == "parse_listing"
     assert "GUESS" in text and "scaffolded by `python -m crawlers.scaffold acme" in text
-    # Nothing to check by hand on this shop (sitemap, pagination, classes all found).
-    assert proposal.check == []
-    bare = propose("acme", BASE + "/", classification, [])
-    assert bare.check == ["no sitemap found (robots.txt, /sitemap.xml, /sitemap_index.xml)"]
+    checked = verify(profile, proposal)
+    assert checked.missing == [] and checked.coverage["name"] == (6, 6)
+    assert checked.reached == (6, 6)
+    bare = propose("acme", BASE + "/", found, [])
+    assert "no sitemap found (robots.txt, /sitemap.xml, /sitemap_index.xml)" in bare.check
+
+
+def test_an_unsure_field_is_a_commented_hint() -> None:
+    found = study(shop_pages(), BASE + "/")
+    choice = found.fields["price"].choice
+    choice.agree = 1  # as if its rules had read one of the values seen
+    proposal = propose("acme", BASE + "/", found, [])
+    text = profile_text(proposal, "python -m crawlers.scaffold acme http://shop.test/")
+    assert "\n# price = [{data = " in text
+    assert "price" not in SiteProfile.from_dict("acme", tomllib.loads(text)).pages["product"].fields
+    assert any(note.startswith("field price: its rules read 1 of the 6") for note in proposal.check)
