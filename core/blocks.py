@@ -35,6 +35,8 @@ from lxml import html as lxml_html
 Kind = Literal["ok", "blocked", "challenge", "captcha", "throttled", "error"]
 MarkerKind = Literal["blocked", "challenge", "captcha", "throttled"]
 Scope = Literal["anywhere", "title", "thin"]
+# Response headers by text or bytes names (Scrapy's CaseInsensitiveDict has either).
+HeaderMap = Mapping[str, Any] | Mapping[str | bytes, Any]
 # challenge: a JavaScript check a real browser passes by itself (DataDome's interstitial,
 # Cloudflare's "Just a moment...", AWS WAF's challenge.js); captcha: a check that needs a
 # person. The fetch layer passes the first in Chromium and never tries the second.
@@ -366,7 +368,7 @@ def visible_text_length(body: bytes | str) -> int:
     return len(" ".join(root.text_content().split()))
 
 
-def _header(headers: Mapping[str, Any] | None, name: str) -> str:
+def _header(headers: HeaderMap | None, name: str) -> str:
     if not headers:
         return ""
     for key, value in headers.items():
@@ -380,7 +382,7 @@ def _header(headers: Mapping[str, Any] | None, name: str) -> str:
 
 def classify(
     status: int,
-    headers: Mapping[str, Any] | None,
+    headers: HeaderMap | None,
     body: bytes | str,
     *,
     rules: BlockRules | None = None,

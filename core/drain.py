@@ -12,11 +12,10 @@ import json
 import time
 from dataclasses import dataclass, field
 
-import redis
-
 from core.frontier import RedisFrontier
 from core.jobstats import JobStats
 from core.keys import SiteKeys
+from core.redis_client import Client
 from core.workers import WorkerInfo, WorkerRegistry
 
 # How long the job's digest has been unchanged, on Redis' clock (any number of pollers,
@@ -74,7 +73,7 @@ class DrainState:
 
 
 def drain_state(
-    server: redis.Redis, site: str, job_id: str, *, stable_window: float = 0.0
+    server: Client, site: str, job_id: str, *, stable_window: float = 0.0
 ) -> DrainState:
     """Report the frontier's drain state for ``site``/``job_id``.
 

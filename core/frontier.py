@@ -32,8 +32,9 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import count
+from typing import cast
 
-import redis
+from redis.typing import EncodableT, FieldT
 
 from core import frontier_scripts as scripts
 from core.frontier_layout import (
@@ -55,6 +56,7 @@ __all__ = [
 ]
 from core.jobstats import STATS_TTL_SECONDS
 from core.keys import FrontierKeys, SiteKeys
+from core.redis_client import Client
 
 # Entries of the start list are leased with this marker instead of a priority.
 START_MARKER = "start"
@@ -93,7 +95,7 @@ class RedisFrontier:
     ``partitions``: None reads the count recorded in Redis (``adopt`` records it).
     """
 
-    def __init__(self, server: redis.Redis, site: str, partitions: int | None = None) -> None:
+    def __init__(self, server: Client, site: str, partitions: int | None = None) -> None:
         self.server = server
         self.site = site
         self.keys = SiteKeys(site)
@@ -129,7 +131,7 @@ class RedisFrontier:
 
     # -- layout ----------------------------------------------------------------------
     @classmethod
-    def adopt(cls, server: redis.Redis, site: str, partitions: int) -> RedisFrontier:
+    def adopt(cls, server: Client, site: str, partitions: int) -> RedisFrontier:
         """The site's frontier with ``partitions`` recorded as its layout (by the producer
         of a job). Refused, in one line naming the fix, while the frontier holds work in
         the previous format or under another partition count."""
@@ -252,7 +254,7 @@ class RedisFrontier:
         """Record ``(job id, request fingerprint, reason)`` of leased requests some
         component dropped (``crawlers.frontier.fates``), in the job's ledger
         (``core.ledger.dropped_figures`` counts them). Idempotent per request."""
-        by_job: dict[str, dict[str, str]] = {}
+        by_job: dict[str, dict[FieldT, EncodableT]] = {}
         for job_id, fingerprint, reason in drops:
             by_job.setdefault(job_id, {})[fingerprint] = reason
         with self.server.pipeline(transaction=False) as pipe:
@@ -298,7 +300,7 @@ class RedisFrontier:
         part = self.parts[p]
         keys = [part.priorities, part.leases, part.lease_priorities, part.lease_owners]
         keys += [part.lease_seq, *self._deadlines_in_slot()]
-        args = [n, worker_id, part.queue_prefix, part.worker_leases_prefix, floor]
+        args: list[EncodableT] = [n, worker_id, part.queue_prefix, part.worker_leases_prefix, floor]
         return self._leased(p, worker_id, self._lease(keys=keys, args=args), False)
 
     def lease_start(self, worker_id: str, n: int = 1) -> list[Lease]:
@@ -308,7 +310,7 @@ class RedisFrontier:
             part = self.parts[p]
             keys = [part.start_urls, part.leases, part.lease_priorities, part.lease_owners]
             keys += [part.lease_seq, *self._deadlines_in_slot()]
-            args = [n, worker_id, START_MARKER, part.worker_leases_prefix]
+            args: list[EncodableT] = [n, worker_id, START_MARKER, part.worker_leases_prefix]
             leases = self._leased(p, worker_id, self._lease_start(keys=keys, args=args), True)
             if leases:
                 return leases
@@ -368,7 +370,12 @@ class RedisFrontier:
                 return total
             holding: set[str] = set()
             for part in self.parts:
-                args = [part.queue_prefix, part.worker_leases_prefix, START_MARKER, batch]
+                args: list[EncodableT] = [
+                    part.queue_prefix,
+                    part.worker_leases_prefix,
+                    START_MARKER,
+                    batch,
+                ]
                 out = self._reclaim(keys=self._requeue_keys(part), args=[*args, *workers])
                 total += int(out[0])
                 holding.update(_text(w) for w in out[1:])
@@ -431,7 +438,9 @@ class RedisFrontier:
     def leased_by(self) -> dict[str, int]:
         """Lease counts per owning worker: one SCARD per worker with a deadline (every
         worker holding leases has one) and partition, never a read of the leases."""
-        workers = [_text(w) for w in self.server.zrange(self.keys.worker_deadlines, 0, -1)]
+        # ZRANGE without WITHSCORES answers the members alone.
+        members = cast("list[bytes]", self.server.zrange(self.keys.worker_deadlines, 0, -1))
+        workers = [_text(w) for w in members]
         if not workers:
             return {}
         with self.server.pipeline(transaction=False) as pipe:

@@ -4,13 +4,10 @@ it, and the refusal of the previous format."""
 
 from __future__ import annotations
 
-import redis
-import redis.asyncio
-
 from core import frontier_scripts as scripts
 from core.errors import OperatorError
 from core.keys import SiteKeys
-from core.redis_client import AsyncClient
+from core.redis_client import AsyncClient, Client
 
 # A job's seen-set in a partition is one small hash per value of a fingerprint's first
 # SEEN_BUCKET_BITS bits (16,384 buckets): up to ~120 fingerprints each, Redis keeps a hash
@@ -40,13 +37,13 @@ class FrontierLayoutError(OperatorError):
     """The site's frontier in Redis is in another layout than this process would write."""
 
 
-def stored_partitions(server: redis.Redis, site: str) -> int:
+def stored_partitions(server: Client, site: str) -> int:
     """How many partitions the site's frontier has in Redis (1 when never recorded)."""
     raw = server.get(SiteKeys(site).frontier_partitions)
     return int(raw) if raw else 1
 
 
-def check_format(server: redis.Redis, site: str) -> None:
+def check_format(server: Client, site: str) -> None:
     """Refuse, in one line naming the fix, a frontier left in the previous format (one
     sorted set of pickled requests): its requests would be invisible to this one."""
     queue, leases = SiteKeys(site).previous_frontier

@@ -328,7 +328,7 @@ def item_schema(
         )
         _BY_TYPE[item_type] = schema
         _BY_CLASS[cls] = schema
-        cls.__item_schema__ = schema  # type: ignore[attr-defined]
+        cls.__item_schema__ = schema  # type: ignore[attr-defined]  # the registry's mark on the class
         return cls
 
     return register
@@ -342,7 +342,8 @@ def _revalidate_dataclasses(cls: type) -> None:
         tp = pending.pop()
         if isinstance(tp, type) and dataclasses.is_dataclass(tp) and tp not in seen:
             seen.add(tp)
-            tp.__pydantic_config__ = ConfigDict(revalidate_instances="always")  # type: ignore[attr-defined]
+            # pydantic reads a dataclass's config from this attribute, undeclared on type.
+            tp.__pydantic_config__ = ConfigDict(revalidate_instances="always")  # type: ignore[attr-defined]  # pydantic's hook
             pending += typing.get_type_hints(tp, include_extras=True).values()
         elif isinstance(tp, type) and is_typeddict(tp) and tp not in seen:
             seen.add(tp)

@@ -24,7 +24,6 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-import redis
 from elasticsearch import AsyncElasticsearch, BadRequestError, ConflictError, Elasticsearch
 
 from core.budget import reached_text
@@ -33,6 +32,7 @@ from core.jobstats import JobStats, unparsed_pages
 from core.keys import SiteKeys
 from core.ledger import job_figures
 from core.outcome import job_reason, judge
+from core.redis_client import Client
 from core.refusal import KINDS, Presented, refusal
 from core.removals import removal_figures
 from core.store.layout import cluster_replicas, cluster_replicas_sync
@@ -358,7 +358,7 @@ def add_failed_alert(es: Elasticsearch, site: str, job_id: str, template: str) -
                 raise
 
 
-def job_counters(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
+def job_counters(server: Client, site: str, job_id: str) -> dict[str, int]:
     """The job's counters summed over workers, with the exact figures of its ledger
     (``core.ledger.FIGURES``) in place of the workers' counts of the same things, and
     the items it marked removed or restored (``core.removals``)."""
@@ -369,7 +369,7 @@ def job_counters(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
     }
 
 
-def job_started_at(server: redis.Redis, site: str, job_id: str) -> dt.datetime | None:
+def job_started_at(server: Client, site: str, job_id: str) -> dt.datetime | None:
     """When the producer enqueued the job (its score in ``<site>:jobs``)."""
     score = server.zscore(SiteKeys(site).jobs, job_id)
     return None if score is None else dt.datetime.fromtimestamp(score, tz=dt.UTC)

@@ -12,10 +12,15 @@ from redis.crc import key_slot
 
 # Errors that mean "Redis is unreachable or not ready right now": retried or buffered by
 # callers, never treated as a verdict about the data.
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
-# On a Redis Cluster also a master down (CLUSTERDOWN until it is back) and a slot being
-# migrated (TRYAGAIN).
-REDIS_ERRORS += (redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError)
+REDIS_ERRORS = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.BusyLoadingError,
+    # On a Redis Cluster also a master down (CLUSTERDOWN until it is back) and a slot being
+    # migrated (TRYAGAIN).
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+)
 
 
 @dataclass(frozen=True)

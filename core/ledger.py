@@ -48,11 +48,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-import redis
-import redis.asyncio
+from redis.typing import EncodableT, FieldT
 
 from core.jobstats import STATS_TTL_SECONDS
 from core.keys import SiteKeys
+from core.redis_client import AsyncClient, Client
 
 # The exact figures, by the counter names the jobs document reads (core.jobs_index).
 FIGURES = (
@@ -91,9 +91,7 @@ class JobLedger:
     fact must not be acknowledged).
     """
 
-    def __init__(
-        self, server: redis.asyncio.Redis, site: str, *, ttl: int = STATS_TTL_SECONDS
-    ) -> None:
+    def __init__(self, server: AsyncClient, site: str, *, ttl: int = STATS_TTL_SECONDS) -> None:
         self.server = server
         self.keys = SiteKeys(site)
         self.ttl = ttl
@@ -122,7 +120,7 @@ class JobLedger:
         """Record classified responses: ``(ref, value)`` with ``ref`` the request
         fingerprint and attempt and ``value`` its verdict kind (``RENDERED`` appended when
         a browser rendered it)."""
-        mapping = dict(records)
+        mapping: dict[FieldT, EncodableT] = dict(records)
         if not mapping:
             return
         key = self.keys.job_responses(job_id)
@@ -134,7 +132,7 @@ class JobLedger:
     async def session_events(self, job_id: str, events: Iterable[tuple[str, str]]) -> None:
         """Record what became of sessions (``created:<id>``, ``passed:<id>:<gen>``,
         ``retired:<id>`` -> reason); a re-delivered event writes the same field again."""
-        mapping = dict(events)
+        mapping: dict[FieldT, EncodableT] = dict(events)
         if not mapping:
             return
         key = self.keys.job_sessions(job_id)
@@ -150,7 +148,7 @@ class JobLedger:
         return float(seconds) + float(micros) / 1e6
 
 
-def job_figures(server: redis.Redis, site: str, job_id: str) -> dict[str, int]:
+def job_figures(server: Client, site: str, job_id: str) -> dict[str, int]:
     """The job's exact figures (``FIGURES`` and ``blocks/<kind>``), counted from its ledger."""
     keys = SiteKeys(site)
     with server.pipeline(transaction=True) as pipe:
@@ -195,7 +193,7 @@ def dropped_figures(reasons: Iterable[str]) -> dict[str, int]:
     }
 
 
-def stored_count(server: redis.Redis, site: str, job_id: str) -> int:
+def stored_count(server: Client, site: str, job_id: str) -> int:
     """Items of the job Elasticsearch accepted so far (``items/stored``), by any worker."""
     return int(server.scard(SiteKeys(site).job_stored(job_id)))
 
@@ -237,7 +235,7 @@ def _retired_reasons(sessions: dict[bytes | str, bytes | str]) -> Counter[str]:
     return Counter(_text(v) for k, v in sessions.items() if _text(k).startswith("retired:"))
 
 
-def incomplete_items(server: redis.Redis, site: str, job_id: str) -> dict[str, list[str]]:
+def incomplete_items(server: Client, site: str, job_id: str) -> dict[str, list[str]]:
     """Item key -> the parts it was stored without, for the job."""
     raw = server.hgetall(SiteKeys(site).job_incomplete(job_id))
     return {_text(key): _text(parts).split(",") for key, parts in raw.items()}

@@ -174,7 +174,7 @@ def skip_reason(server: Client, site: str, job_id: str, *, finished: bool = True
     failed for good, saw the whole site."""
     if not finished:
         return "the job did not finish"
-    figures = job_figures(server, site, job_id)  # type: ignore[arg-type]  # pending: core/ledger.py annotates a single Redis only
+    figures = job_figures(server, site, job_id)
     reasons = []
     if figures["pages/refused"]:
         reasons.append(f"{figures['pages/refused']} page(s) refused by the site")

@@ -37,9 +37,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Literal
 
-import redis.asyncio
-
 from core.keys import SiteKeys
+from core.redis_client import AsyncClient
 
 Mode = Literal["learning", "plain", "render"]
 
@@ -189,7 +188,7 @@ def _text(value: bytes | str) -> str:
 
 class RedisChoiceStore(ChoiceStore):
     def __init__(
-        self, server: redis.asyncio.Redis, site: str, sample: int, stale: float = STALE_PROBES
+        self, server: AsyncClient, site: str, sample: int, stale: float = STALE_PROBES
     ) -> None:
         super().__init__(site, sample, stale)
         self.server = server

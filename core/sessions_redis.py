@@ -18,11 +18,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import redis.asyncio
-
 from core import sessions_lua as lua
 from core.jobstats import STATS_TTL_SECONDS
 from core.keys import SiteKeys
+from core.redis_client import AsyncClient
 from core.sessions import (
     DEFENSE_TTL,
     RETIRED_TTL,
@@ -56,7 +55,7 @@ def _cookie_pairs(cookies: Sequence[Mapping[str, Any]], *, now: float) -> list[s
 class RedisSessionStore(SessionStore):
     """The pool in Redis, shared by every worker of the site (asyncio client)."""
 
-    def __init__(self, server: redis.asyncio.Redis, site: str, policy: SessionPolicy) -> None:
+    def __init__(self, server: AsyncClient, site: str, policy: SessionPolicy) -> None:
         super().__init__(site, policy)
         self.server = server
         self.keys = SiteKeys(site)

@@ -17,10 +17,9 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import redis
-
 from core.config import REPO_ROOT
 from core.keys import REDIS_ERRORS
+from core.redis_client import Client
 from core.workers import WorkerRegistry
 from harness.base import ServiceError, SupervisedProcess
 
@@ -81,9 +80,7 @@ class ScrapyWorker(SupervisedProcess):
         return super().log_tail(lines) or "(no log)"
 
 
-def wait_for_heartbeats(
-    workers: Sequence[ScrapyWorker], server: redis.Redis, *, timeout: float
-) -> None:
+def wait_for_heartbeats(workers: Sequence[ScrapyWorker], server: Client, *, timeout: float) -> None:
     """Return once every worker of ``workers`` sends heartbeats; ``ServiceError`` with the
     log of the first that died, or after ``timeout``."""
     if not workers:

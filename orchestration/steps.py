@@ -16,7 +16,7 @@ from elasticsearch import Elasticsearch
 
 from core.drain import DrainState, drain_state
 from core.es_access import access_problem
-from core.redis_client import RedisModeError, check_mode
+from core.redis_client import Client, RedisModeError, check_mode
 from core.workers import check_consumers
 from harness.base import ServiceError, stop_all
 from harness.scrapy_worker import ScrapyWorker, wait_for_heartbeats
@@ -60,7 +60,7 @@ class PreflightReport:
 def preflight(
     site: str,
     *,
-    server: redis.Redis,
+    server: Client,
     es: Elasticsearch,
     require_consumers: bool,
 ) -> PreflightReport:
@@ -133,7 +133,7 @@ class LocalWorkers:
     def pid_path(self, n: int) -> Path:
         return self.workers[n - 1].pid_path
 
-    def start(self, server: redis.Redis, *, timeout: float = 60.0) -> None:
+    def start(self, server: Client, *, timeout: float = 60.0) -> None:
         for worker in self.workers:
             worker.spawn()
         try:
@@ -157,14 +157,14 @@ class LocalWorkers:
 
 
 def wait_for_drain(
-    server: redis.Redis,
+    server: Client,
     site: str,
     job_id: str,
     *,
     stable_window: float,
     timeout: float,
     poll_interval: float = 1.0,
-    on_poll: Callable[[DrainState], None] | None = None,
+    on_poll: Callable[[DrainState], object] | None = None,
     check: Callable[[], None] | None = None,
     pending_store: Callable[[], int] | None = None,
 ) -> DrainState:

@@ -18,6 +18,6 @@ async def drain_site_spill(
 
     Like a worker's drain, it records what Elasticsearch accepted in the jobs' ledgers."""
     spill = RedisSpill(server, site, lock_timeout=settings.spill_lock_seconds)
-    store = ItemStore(es, spill, settings=settings, on_stored=JobLedger(server, site).stored)  # type: ignore[arg-type]  # pending: core/ledger.py annotates a single Redis only
+    store = ItemStore(es, spill, settings=settings, on_stored=JobLedger(server, site).stored)
     drained = await store.drain_spill()
     return drained, await spill.size()

@@ -72,7 +72,7 @@ def produce(
     entries = [{**entry, "job_id": job_id} for entry in spider.start_entries()]
     # The add-on applies crawlers.defaults to a crawl's settings, not to the project's.
     partitions = settings.getint("FRONTIER_PARTITIONS", defaults.FRONTIER_PARTITIONS)
-    frontier = RedisFrontier.adopt(server, site, partitions)  # type: ignore[arg-type]  # pending: core/frontier.py annotates a single Redis only
+    frontier = RedisFrontier.adopt(server, site, partitions)
     # The accepted baseline the job's re-crawl records belong to (core.layouts): this
     # process ran the structure gate and any approval, its workers may not have.
     frontier.start_job(job_id, layout=baseline_id(site))

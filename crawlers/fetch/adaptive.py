@@ -209,7 +209,7 @@ class AdaptiveRendering:
         return False
 
     def fingerprint(self, request: Request) -> str:
-        return self.crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+        return self.crawler.request_fingerprinter.fingerprint(request).hex()
 
     async def _known_same(self, request: Request, callback: str) -> bool:
         """This very page was found the same both ways while its type learns, less than

@@ -39,15 +39,15 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from playwright.async_api import Cookie, Page
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
 from playwright.async_api import Response as PlaywrightResponse
 from scrapy.crawler import Crawler
 from scrapy.http import Headers, Request, Response, TextResponse
 from scrapy.responsetypes import responsetypes
 from scrapy_playwright.page import PageMethod
 
-from core.blocks import BlockRules, Verdict, classify
+from core.blocks import BlockRules, Kind, Verdict, classify
 from core.ledger import ROBOTS_SUFFIX
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.identity import SESSION_META
@@ -69,7 +69,7 @@ class BrowserChallenge:
     met: list[Verdict]  # the block documents served before the last one (challenges)
     outcome: Verdict  # the verdict on the document the browser ended on
     seconds: float  # waited for the page to stop being a challenge
-    cookies: list[dict[str, Any]] = field(default_factory=list)  # the context's jar after
+    cookies: list[Cookie] = field(default_factory=list)  # the context's jar after
 
     @property
     def passed(self) -> bool:
@@ -260,7 +260,7 @@ class ChallengeWatch:
         verdict = await judged
         if verdict is not None:
             return verdict
-        kind = "ok" if document.status == 200 else "challenge"
+        kind: Kind = "ok" if document.status == 200 else "challenge"
         return Verdict(kind, "a page its own script left", document.status)
 
     # -- after the download -------------------------------------------------------------
@@ -298,7 +298,7 @@ class ChallengeWatch:
         kwargs: dict[str, Any] = {}
         if final.body is None and isinstance(response, TextResponse):
             kwargs["encoding"] = response.encoding  # the DOM, as scrapy-playwright encoded it
-        return cls(  # type: ignore[no-any-return]
+        return cls(
             url=response.url,
             status=final.status,
             headers=headers,
@@ -314,7 +314,7 @@ class ChallengeWatch:
         for verdict in result.met:
             self.classifier.count(verdict, robots_txt=robots)
         if result.passed and result.met and not request.meta.get(SESSION_META):
-            self.crawler.stats.inc_value("render/challenges_passed_unsessioned")  # type: ignore[union-attr]
+            self.crawler.stats.inc_value("render/challenges_passed_unsessioned")
         ledger = CrawlServices.of(self.crawler).ledger
         job_id = request.meta.get(JOB_META)
         suffix = ""

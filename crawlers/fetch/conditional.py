@@ -42,13 +42,14 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from redis.asyncio import Redis
+from redis.typing import EncodableT, FieldT
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from core.keys import REDIS_ERRORS, SiteKeys
 from core.layouts import baseline_id
+from core.redis_client import AsyncClient
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
 from crawlers.recrawl.unparsed import UnparsedWatch, callback_name
 from crawlers.runtime.jobs import JOB_META
@@ -110,7 +111,7 @@ class ValidatorStore:
     (as ``core.dedup.ChangeState`` batches classifications), with each job's set of
     callbacks it stopped skipping (``crawlers.recrawl.unparsed``) in the same round trip."""
 
-    def __init__(self, server: Redis, site: str, max_batch: int = 500) -> None:
+    def __init__(self, server: AsyncClient, site: str, max_batch: int = 500) -> None:
         self.server = server
         self.keys = SiteKeys(site)
         self.key = self.keys.page_validators
@@ -163,11 +164,13 @@ class ValidatorStore:
 
     async def write(self, records: Mapping[str, PageValidators | None]) -> None:
         """Set (a record) or delete (None) each URL's validators, in one round trip."""
-        sets = {url: record.to_json() for url, record in records.items() if record is not None}
+        sets: dict[FieldT, EncodableT] = {
+            url: record.to_json() for url, record in records.items() if record is not None
+        }
         deletes = [url for url, record in records.items() if record is None]
         pipe = self.server.pipeline(transaction=False)
         if sets:
-            pipe.hset(self.key, mapping=sets)  # type: ignore[arg-type]
+            pipe.hset(self.key, mapping=sets)
         if deletes:
             pipe.hdel(self.key, *deletes)
         if sets or deletes:

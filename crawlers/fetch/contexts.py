@@ -126,5 +126,9 @@ class SessionCookies:
         loaded = self.loaded.get(page.context, frozenset())
         if wanted <= loaded:
             return
-        await page.context.add_cookies([playwright_cookie(c) for c in cookies])
+        # add_cookies types its dicts as SetCookieParam, a TypedDict Playwright keeps private
+        # (playwright._impl); playwright_cookie builds that shape.
+        await page.context.add_cookies(
+            [playwright_cookie(c) for c in cookies]  # type: ignore[misc]  # as said above
+        )
         self.loaded[page.context] = frozenset(loaded | wanted)

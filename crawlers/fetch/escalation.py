@@ -124,7 +124,7 @@ class Escalation:
         probe = probe_request(request)
         response: Response | None = None
         try:
-            response = await self.sessions.crawler.engine.download_async(probe)  # type: ignore[union-attr]
+            response = await self.sessions.crawler.engine.download_async(probe)
         except Exception as exc:  # a crash or timeout of the browser: the session may live
             logger.warning(
                 "passing the challenge of %s in the browser failed: %s",

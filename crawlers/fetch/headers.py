@@ -14,7 +14,7 @@ fetch, when the request's own ``Accept`` does not say).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import tldextract
@@ -236,7 +236,11 @@ def browser_headers(
     ]
 
 
-def with_h2_priority(headers: Sequence[tuple[str, str]]) -> Headers:
+# A header's value: text, or None where curl is told to send no header of that name.
+_Value = TypeVar("_Value", str, str | None)
+
+
+def with_h2_priority(headers: Sequence[tuple[str, _Value]]) -> list[tuple[str, _Value]]:
     """``headers`` as Chromium sends them over HTTP/2: with its RFC 9218 ``priority``
     (``u=0, i`` for a document, ``u=1, i`` for a fetch) right after Accept-Language,
     before the Cookie (measured on Chromium 156; HTTP/1.1 carries none)."""
@@ -247,7 +251,8 @@ def with_h2_priority(headers: Sequence[tuple[str, str]]) -> Headers:
         (i + 1 for i, (name, _) in enumerate(out) if name.lower() == "accept-language"),
         len(out),
     )
-    return [*out[:at], priority, *out[at:]]
+    out.insert(at, priority)
+    return out
 
 
 def request_pairs(request: Request) -> Headers:

@@ -192,7 +192,7 @@ class ImpersonatingHandler(BaseDownloadHandler):
         session = self._sessions.pop(key, None)
         if session is None:
             session = AsyncSession(
-                impersonate=key[2],  # type: ignore[arg-type]
+                impersonate=key[2],
                 default_headers=False,
                 allow_redirects=False,
                 discard_cookies=True,
@@ -248,7 +248,7 @@ class ImpersonatingHandler(BaseDownloadHandler):
         if any(name.lower() == "sec-fetch-dest" for name, _ in headers):
             # A browser's request: Chromium's HTTP/2 priority header, which curl sends over
             # HTTP/2 only (ALPN decides after the headers are set), as Chromium does.
-            headers = with_h2_priority(headers)  # type: ignore[arg-type]
+            headers = with_h2_priority(headers)
         identity = identity_of(request, self.identity)
         maxsize = int(meta.get("download_maxsize", self.maxsize) or 0)
         key = (proxy_url or "", str(meta.get(SESSION_META) or ""), identity.impersonate, maxsize)
@@ -260,9 +260,12 @@ class ImpersonatingHandler(BaseDownloadHandler):
             started = time.monotonic()
             try:
                 answer = await session.request(
-                    request.method,  # type: ignore[arg-type]
+                    # Its Literal names the common methods; curl sends any (Scrapy's is a str).
+                    request.method,  # type: ignore[arg-type]  # see above
                     request.url,
-                    headers=headers,  # type: ignore[arg-type]
+                    # Pairs whose None value curl sends no header for: curl_cffi's Headers
+                    # takes them, its HeaderTypes types pairs as (str, str) only.
+                    headers=headers,  # type: ignore[arg-type]  # see above
                     content=request.body or None,
                     timeout=timeout,
                     proxy=proxy_url,

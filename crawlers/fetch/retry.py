@@ -39,7 +39,7 @@ import random
 import re
 from typing import Any
 
-from scrapy import signals
+from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.downloadermiddlewares.retry import RetryMiddleware, get_retry_request
@@ -106,7 +106,7 @@ def response_ref(crawler: Crawler, request: Request) -> str:
     """``<request fingerprint>:<rounds>``: one ledger record per attempt of a request
     (each round of retries restarts Scrapy's retry count, so all of them are in it); a
     side fetch of the same request (a browser passing a challenge) adds its suffix."""
-    fingerprint = crawler.request_fingerprinter.fingerprint(request).hex()  # type: ignore[union-attr]
+    fingerprint = crawler.request_fingerprinter.fingerprint(request).hex()
     rounds = ".".join(str(int(request.meta.get(name, 0))) for name in ROUND_METAS)
     return f"{fingerprint}:{rounds}{request.meta.get(LEDGER_SUFFIX_META, '')}"
 
@@ -235,7 +235,11 @@ class BlockRetryMiddleware(RetryMiddleware):
             if delay > 0:
                 await sleep(delay)
 
-    async def process_response(self, request: Request, response: Response) -> Request | Response:
+    # Async, and without the spider Scrapy no longer passes: both as Scrapy >= 2.13 calls
+    # downloader middlewares (its RetryMiddleware keeps the old synchronous signature).
+    async def process_response(  # type: ignore[override]  # a coroutine (see above)
+        self, request: Request, response: Response
+    ) -> Request | Response:
         verdict = self.classifier.verdict(request, response)
         await self._record(request, response, verdict)
         if verdict.ok or request.meta.get(CHALLENGE_META):
@@ -265,7 +269,9 @@ class BlockRetryMiddleware(RetryMiddleware):
             return response  # HttpErrorMiddleware hands it to the errback, as Scrapy does
         return await self._after_backoff(retry, "error", response)
 
-    async def process_exception(self, request: Request, exception: Exception) -> Request | None:
+    async def process_exception(  # type: ignore[override]  # a coroutine (as process_response)
+        self, request: Request, exception: Exception
+    ) -> Request | None:
         if not isinstance(exception, self.exceptions_to_retry) or request.meta.get("dont_retry"):
             return None
         cause = cause_text(exception)
@@ -300,16 +306,20 @@ class BlockRetryMiddleware(RetryMiddleware):
     ) -> Request | None:
         if max_times is None:
             max_times = request.meta.get("max_retry_times", self.max_retry_times)
+        stat_reason: str | type[Exception]
         if isinstance(reason, Exception):
             if int(request.meta.get("retry_times", 0)) >= max_times:
                 self._gave_up(request, cause_text(reason))
                 return None
             # Scrapy's stat name is the class (the give-up line, ours, names the cause).
-            reason = type(reason)
+            stat_reason = type(reason)
+        else:
+            stat_reason = redact(reason)
+        assert self.crawler.spider is not None, "requests are retried while a spider runs"
         retry = get_retry_request(
             request,
-            spider=self.crawler.spider,  # type: ignore[arg-type]
-            reason=redact(reason) if isinstance(reason, str) else reason,
+            spider=self.crawler.spider,
+            reason=stat_reason,
             max_retry_times=max_times,
             priority_adjust=request.meta.get("priority_adjust", self.priority_adjust),
             give_up_log_level=request.meta.get("give_up_log_level", self.give_up_log_level),
@@ -368,7 +378,12 @@ class CountingRedirectMiddleware(RedirectMiddleware):
     loop would otherwise run to REDIRECT_MAX_TIMES, or vanish silently in the dupefilter.
     """
 
-    def process_response(self, request: Request, response: Response) -> Request | Response:
+    def process_response(
+        self,
+        request: Request,
+        response: Response,
+        spider: Spider | None = None,  # Scrapy's signature: it passes none since 2.13
+    ) -> Request | Response:
         # Public hook only: Scrapy decides whether and where to redirect; we judge the result.
         try:
             result = super().process_response(request, response)

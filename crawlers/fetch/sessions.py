@@ -126,7 +126,7 @@ class SessionMiddleware:
         self.retried = RetriedCalls(
             RetryPolicy.from_settings(settings),
             prefix="sessions/store",
-            count=lambda name: crawler.stats.inc_value(name),  # type: ignore[union-attr]
+            count=lambda name: crawler.stats.inc_value(name),
             warn=lambda exc: logger.warning(
                 "session pool unreachable (%s); retrying", type(exc).__name__
             ),

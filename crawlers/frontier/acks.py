@@ -178,10 +178,12 @@ class LeaseAcks:
     def item_done(self, response: Any = None, **_: Any) -> None:
         """item_scraped / item_dropped / item_error: the item left the pipelines."""
         lease_id = lease_of(response)
-        work = self._work.get(lease_id) if lease_id is not None else None
+        if lease_id is None:
+            return
+        work = self._work.get(lease_id)
         if work is not None and work.items > 0:
             work.items -= 1
-            self._settle_later(lease_id)  # type: ignore[arg-type]
+            self._settle_later(lease_id)
 
     def item_failed(self, response: Any = None, **kwargs: Any) -> None:
         """item_error: the item is not durable, so its request must be crawled again."""

@@ -19,7 +19,7 @@ from typing import Any
 VERSION = b"\x01"
 
 # Strings stored as one byte (``K`` + index): append only, the index is the format.
-KNOWN: tuple[str, ...] = (
+KNOWN: tuple[str | bytes, ...] = (
     "callback", "errback", "method", "headers", "body", "cookies", "meta", "encoding",
     "priority", "dont_filter", "flags", "cb_kwargs", "_class",
     "job_id", "depth", "download_slot", "download_timeout", "download_latency",

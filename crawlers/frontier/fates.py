@@ -215,7 +215,7 @@ class RequestFates:
         if request not in self._continued:
             return  # a callback's link the job has seen: Scrapy's own business
         self._continued.discard(request)
-        chain = request.meta.get("redirect_urls") or ()
+        chain: list[str] = request.meta.get("redirect_urls") or []
         if request.url not in chain:
             self.count(request, DUPLICATE)
             return
@@ -262,7 +262,8 @@ class RequestFates:
             )
         except (AssertionError, RuntimeError):  # the engine is closing: count it at least
             logger.error("%s: the engine is closing; counted without its errback", request.url)
-            failure.request = request  # type: ignore[attr-defined]
+            # Scrapy's errbacks read failure.request, an attribute Failure does not declare.
+            failure.request = request  # type: ignore[attr-defined]  # set the Scrapy way
             self.failed(failure)
 
     # -- figures ---------------------------------------------------------------------------

@@ -8,7 +8,6 @@ import logging
 from collections import deque
 from typing import Any, Self
 
-import redis
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.dupefilters import BaseDupeFilter
@@ -58,7 +57,7 @@ class LeasedQueue:
 
     def __init__(
         self,
-        server: redis.Redis,
+        server: Client,
         spider: Spider,
         *,
         worker_id: str,

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from itertools import islice
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
@@ -447,7 +447,8 @@ class LeaseAckMiddleware:
             raise FrontierConfigError(
                 f"LeaseAckMiddleware needs the leasing scheduler: {scheduler}"
             )
-        return scheduler.acks  # type: ignore[union-attr]
+        # is_leasing_scheduler checked its class (Scrapy's isinstance is duck-typed).
+        return cast(LeasingScheduler, scheduler).acks
 
     def process_spider_input(self, response: Response) -> None:
         self.acks.response_entered(response)

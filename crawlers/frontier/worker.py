@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import cast
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
@@ -58,12 +59,14 @@ class FrontierWorker:
         scheduler = self.crawler.engine.scheduler if self.crawler.engine else None
         if not is_leasing_scheduler(scheduler):
             raise RuntimeError(f"FrontierWorker needs the leasing scheduler, got {scheduler!r}")
-        self.scheduler: LeasingScheduler = scheduler  # type: ignore[assignment]
+        # is_leasing_scheduler checked its class (Scrapy's isinstance is duck-typed).
+        self.scheduler = scheduler = cast(LeasingScheduler, scheduler)
         self.spider = spider
         self.always_on = always_on(spider, self.always_on)
-        self.registry = WorkerRegistry(scheduler.server, spider.name, ttl=self.heartbeat_ttl)
         self.frontier = scheduler.frontier  # one view of the partitions per worker
-        self.job_stats = JobStats(scheduler.server, spider.name)
+        server = self.frontier.server  # the scheduler's client: its open connected it
+        self.registry = WorkerRegistry(server, spider.name, ttl=self.heartbeat_ttl)
+        self.job_stats = JobStats(server, spider.name)
         self.info = WorkerInfo(
             worker_id=scheduler.worker_id,
             site=spider.name,

@@ -134,7 +134,7 @@ class StorePipeline:
         if self.services.redis_url:
             server = self.services.redis
             spill = RedisSpill(server, site, lock_timeout=self.settings.spill_lock_seconds)
-            on_stored = JobLedger(server, site).stored  # type: ignore[arg-type]  # pending: core/ledger.py annotates a single Redis only
+            on_stored = JobLedger(server, site).stored
         else:
             assert self.spill_dir is not None
             spill = FileSpill(self.spill_dir / f"{site}.jsonl")

@@ -174,7 +174,7 @@ class CrawlLedger:
         if self._ledger is None:
             spider = self.crawler.spider
             assert spider is not None, "the ledger is written while a spider runs"
-            self._ledger = JobLedger(self.server(), spider.name)  # type: ignore[arg-type]  # pending: core/ledger.py annotates a single Redis only
+            self._ledger = JobLedger(self.server(), spider.name)
         return self._ledger
 
     async def _write(self, write: Callable[[JobLedger], Awaitable[None]]) -> None:

@@ -119,7 +119,7 @@ class CrawlOutcome:
         try:
             server = self.services.sync_redis()
             if STORED in figures:
-                job = stored_count(server, spider.name, str(job_id))  # type: ignore[arg-type]  # pending: core/ledger.py annotates a single Redis only
+                job = stored_count(server, spider.name, str(job_id))
                 own = _int(figures.get(STORED))
             else:
                 job = JobStats(server, spider.name).value(str(job_id), SCRAPED)

@@ -49,6 +49,7 @@ from crawlers.scaffold.follow import covering_paths
 from crawlers.scaffold.item_types import DECLARED, register_declared
 from crawlers.scaffold.profile import profile_text, propose
 from crawlers.scaffold.sample import Sample, SampleError, sample_site
+from crawlers.scaffold.site_map import PageType
 from crawlers.scaffold.study import Study, study
 from crawlers.scaffold.verify import report, verify
 
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             raise OperatorError(f"{url}: {exc}") from None
     check_reached(url, sample)
     found = study(sample.pages, url, args.item_type)
-    check_items(url, sample, found)
+    page_type = check_items(url, sample, found)
     renamed = own_declaration(site, found, profile_path.parent)
     missing = [p.url for p in sample.pages if p.status in (404, 410)]
     proposal = propose(site, url, found, sample.sitemaps, missing)
@@ -128,12 +129,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     verification = verify(profile, proposal)
     if verification.missing:
         raise OperatorError(
-            f"cannot scaffold {url}: {len(found.page_type.pages)} {found.item_type} page(s) "
+            f"cannot scaffold {url}: {len(page_type.pages)} {found.item_type} page(s) "
             f"found ({found.why}) but the required {', '.join(verification.missing)} read on "
             "too few: pass --item-type if they are no "
             f"{found.item_type}, or start from a page closer to the items"
         )
-    item_page = found.page_type.name
+    item_page = page_type.name
     fixtures = covering_paths(proposal.samples[item_page], verification.shown)
     if fixtures != proposal.samples[item_page]:
         proposal.samples[item_page] = fixtures
@@ -172,8 +173,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     return 0 if status == 0 else 1
 
 
-def check_items(url: str, sample: Sample, found: Study) -> None:
-    """One line naming what is missing when the sample holds no items to read."""
+def check_items(url: str, sample: Sample, found: Study) -> PageType:
+    """One line naming what is missing when the sample holds no items to read; else the
+    page type carrying the items."""
     good = [page for page in sample.pages if page.usable]
     if found.page_type is None or not found.units:
         shapes = ", ".join(sorted({r for t in found.site_map.templates for r in t.regexes})[:6])
@@ -188,6 +190,7 @@ def check_items(url: str, sample: Sample, found: Study) -> None:
             f"cannot scaffold {url}: {len(found.page_type.pages)} item page(s) found but no "
             "field read on them: start from a page closer to the items, or raise --pages"
         )
+    return found.page_type
 
 
 def own_declaration(site: str, found: Study, profiles_dir: Path) -> str | None:
@@ -265,8 +268,12 @@ def sample_notes(sample: Sample) -> list[str]:
             f"{len(missing)} sampled link(s) answered {missing[0].status}, e.g. {missing[0].url}: "
             "broken links on the site (a follow rule that would take them denies them)"
         )
-    refused = [p for p in sample.pages if p.blocked and p.status not in (404, 410)]
-    refused = [p for p in refused if not p.blocked.startswith("error: HTTP 5")]
+    # A 5xx is the site's error, no refusal.
+    refused = [
+        p
+        for p in sample.pages
+        if p.blocked and p.status not in (404, 410) and not p.blocked.startswith("error: HTTP 5")
+    ]
     if refused:
         notes.append(
             f"{len(refused)} sampled page(s) were refused, e.g. {refused[0].url} "

@@ -102,10 +102,10 @@ def find_name(unit: Unit, site: Site) -> Hit | None:
     root = unit.root
     if not unit.is_page:
         # The card's own name in its microdata (not its author's, in a nested item).
-        named = (
+        own_name = (
             ".//*[@itemprop='name' or @itemprop='headline'][not(ancestor::*[@itemprop='author'])]"
         )
-        for element in root.xpath(named):
+        for element in root.xpath(own_name):
             attr = "content" if element.attrib.get("content") else None
             words = element.attrib.get("content", "") if attr else text_of(element)
             if len(words) >= 2:
@@ -371,7 +371,10 @@ def find_images(unit: Unit, site: Site, name: Any | None) -> Hit | None:
     parent = min(groups, key=lambda p: abs(order.get(p, 0) - at))
     chosen = groups[parent]
     attr = "src" if chosen[0].attrib.get("src") else "data-src"
-    exact = {"xpath": " | ".join(exact_path(i, unit.root) for i in chosen), "attr": attr}
+    exact: dict[str, Any] = {
+        "xpath": " | ".join(exact_path(i, unit.root) for i in chosen),
+        "attr": attr,
+    }
     exact["all"] = True
     holder = chosen[0].xpath("..")[0]
     rules = [

@@ -87,7 +87,7 @@ def _chrome(document: Any) -> frozenset[Any]:
     held = _CHROME.get(id(document))
     if held is not None and held[0] is document:
         return held[1]
-    inside = set()
+    inside: set[Any] = set()
     for node in document.iter():
         # A header, footer or aside inside an <article> is the article's own (its byline,
         # a review's author box), not the site's chrome.
@@ -104,7 +104,7 @@ def _chrome(document: Any) -> frozenset[Any]:
 def _cards(page: Page) -> frozenset[Any]:
     """Every element of the page's lists of other items: repeated blocks whose entries
     mostly link somewhere and hold several texts (a related product's card)."""
-    out = set()
+    out: set[Any] = set()
     for records in find_records(page):
         linked = sum(bool(links) for links in records.links) / max(1, len(records.elements))
         if records.elements[0].xpath(".//h1") or records.elements[0].root.tag in ("body", "main"):

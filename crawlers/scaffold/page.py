@@ -67,8 +67,7 @@ class Page:
         if not self.html:
             return {"json-ld": [], "microdata": []}
         return {
-            syntax: structured_nodes(self.response, syntax)  # type: ignore[arg-type]
-            for syntax in ("json-ld", "microdata")
+            syntax: structured_nodes(self.response, syntax) for syntax in ("json-ld", "microdata")
         }
 
     @cached_property

@@ -156,7 +156,7 @@ class SampleSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         crawler.signals.connect(spider.idle, signal=signals.spider_idle)
         crawler.signals.connect(spider.closed_out, signal=signals.spider_closed)
-        return spider  # type: ignore[return-value]
+        return spider
 
     async def start(self) -> Any:
         self.scheduled += 1
@@ -198,7 +198,7 @@ class SampleSpider(Spider):
                 "blocked": None if verdict.ok else str(verdict),
             }
         )
-        if html and verdict.ok:
+        if isinstance(response, TextResponse) and html and verdict.ok:
             depth = meta.get("depth_", 0) + 1
             for link in self.extractor.extract_links(response):
                 target = link.url.split("#", 1)[0]

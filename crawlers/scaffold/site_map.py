@@ -128,8 +128,8 @@ def _blocks(templates: Sequence[Template]) -> dict[int, dict[str, list[Records]]
     # Chrome: a block on nearly every page saying the same each time (a menu); a list of
     # items on most pages says something else on each.
     said: dict[str, Counter[str]] = defaultdict(Counter)
-    for found in per_page.values():
-        for records in found:
+    for on_page in per_page.values():
+        for records in on_page:
             said[records.signature][" | ".join(" ".join(t) for t in records.texts)] += 1
     chrome = {
         sig
@@ -232,7 +232,7 @@ def _items(
 ) -> tuple[int, str] | None:
     """The template and blocks whose entries carry the most varied text of two or more
     parts each: a list of items without pages of their own."""
-    best: tuple[int, int, str] | None = None
+    best: tuple[float, int, str] | None = None
     for n, found in blocks.items():
         for sig, records in found.items():
             if not all(r.item_score for r in records):

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from lxml import etree
+
 from crawlers.scaffold.page import Page
 from crawlers.scaffold.urls import Pattern, generalise, matches
 
@@ -57,8 +59,8 @@ def skeleton(page: Page) -> Skeleton:
     if not body:
         return {}
 
-    def walk(element: object, path: str, depth: int) -> None:
-        for child in element:  # type: ignore[attr-defined]
+    def walk(element: etree._Element, path: str, depth: int) -> None:
+        for child in element:
             tag = child.tag
             if not isinstance(tag, str) or tag in _SKIPPED:
                 continue
@@ -125,7 +127,7 @@ def _core(paths: Sequence[Skeleton]) -> Skeleton:
     }
 
 
-def _split(members: list[Page], own: dict[str, frozenset[str]]) -> list[list[Page]]:
+def _split(members: list[Page], own: dict[str, Skeleton]) -> list[list[Page]]:
     """One URL shape's pages, split where their skeletons are clearly unalike: each page
     joins the first cluster it resembles, else starts one."""
     clusters: list[list[Page]] = []

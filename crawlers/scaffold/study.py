@@ -239,9 +239,9 @@ def _id_from_cards(found: Study, units: Sequence[Unit], item_type: str) -> None:
                 id_field, Choice([rule], n, n, units=n), ["card"]
             )
             return
-    if rule := permalink_rule(units):
+    if link := permalink_rule(units):
         n = len(units)
-        found.fields[id_field] = FieldProposal(id_field, Choice([rule], n, n, units=n), ["link"])
+        found.fields[id_field] = FieldProposal(id_field, Choice([link], n, n, units=n), ["link"])
 
 
 def permalink_rule(units: Sequence[Unit]) -> dict[str, Any] | None:

@@ -159,7 +159,9 @@ def _table(name: str, key: str, rule: Mapping[str, Any], schema: str | None) -> 
     cache = (name, key, schema)
     if cache not in _TABLES:
         try:
-            _TABLES[cache] = PageTable(item=schema, fields={name: [dict(rule)]})
+            _TABLES[cache] = PageTable.model_validate(
+                {"item": schema, "fields": {name: [dict(rule)]}}
+            )
         except ValidationError:
             _TABLES[cache] = None
     return _TABLES[cache]

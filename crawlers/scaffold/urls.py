@@ -50,17 +50,17 @@ def generalise(urls: Sequence[str]) -> list[Pattern]:
         else:
             columns = list(zip(*(segments for segments, _ in members), strict=True))
             guessed = len(members) == 1
-            parts = []
+            pieces: list[str] = []
             dated = any(re.fullmatch(r"(19|20)\d\d", column[0]) for column in columns)
             for n, column in enumerate(columns):
                 vary = len(set(column)) > 1 or (
                     guessed and n == count - 1 and (count > 1 or _looks_variable(column[0]))
                 )
                 if dated and all(re.fullmatch(r"\d{1,4}", v) for v in column):
-                    parts.append(r"\d+")  # a dated path (/2024/06/28/...): any date
+                    pieces.append(r"\d+")  # a dated path (/2024/06/28/...): any date
                 else:
-                    parts.append(_variable(column) if vary else re.escape(column[0]))
-            regex = "^/" + "/".join(parts) + ("/" if trailing else "")
+                    pieces.append(_variable(column) if vary else re.escape(column[0]))
+            regex = "^/" + "/".join(pieces) + ("/" if trailing else "")
         params = {name for _, query in members for name, _ in query}
         page_params = [name for name in PAGE_PARAMS if name in params]
         if page_params and params == set(page_params[:1]):

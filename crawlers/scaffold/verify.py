@@ -155,8 +155,8 @@ def report(proposal: Proposal, verification: Verification | None, written: list[
             if not proposal_.sure:
                 choice = proposal_.choice
                 lines.append(f"  {name:<18} hint    read {choice.agree}/{choice.found} (commented)")
-        found = set(verification.coverage) | set(study.fields)
-        kinds = [n for n in schema_by_type(proposal.item_type).field_names if n not in found]
+        known = set(verification.coverage) | set(study.fields)
+        kinds = [n for n in schema_by_type(proposal.item_type).field_names if n not in known]
         kinds = [n for n in kinds if n not in ("url", "job_id", "incomplete")]
         lines.append("could not find: " + (", ".join(kinds) or "(nothing)"))
         for name, targets in verification.follows.items():

@@ -38,7 +38,7 @@ class SiteSpider(Spider):
     The job id: ``-a job_id=...``, else the ``JOB_ID`` setting, else a new one.
     """
 
-    name: ClassVar[str]
+    name: str
     _profile: ClassVar[SiteProfile | None] = None
 
     def __init__(
@@ -148,7 +148,7 @@ class SiteSpider(Spider):
 
     def on_error(self, failure: Failure) -> None:
         """Default errback: a request that failed for good is logged and counted."""
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy for errbacks
         self.logger.error("request failed: %s (%s)", request.url, failure.getErrorMessage())
         self.crawler.stats.inc_value(f"errors/request_failed/{failure.type.__name__}")
 

@@ -96,7 +96,7 @@ class ProductionSpider(SiteSpider):
         return failure_reason(failure, self.settings.getint("DOWNLOAD_MAXSIZE"))
 
     def on_error(self, failure: Failure) -> None:
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy for errbacks
         self.logger.error("request failed: %s (%s)", request.url, self.failure_reason(failure))
         self.count("request_failed")
         if self.crawler.stats is not None:
@@ -296,6 +296,12 @@ def schema_name(value: Any) -> str | None:
 
 def first(value: Any) -> Any:
     return value[0] if isinstance(value, list) and value else value
+
+
+def json_object(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """``data[key]`` when it is a JSON object, else an empty one."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def text(value: Any) -> str | None:

@@ -24,7 +24,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
-from crawlers.items import DemoProduct
+from crawlers.items import DemoProduct, DemoReview
 from crawlers.limits.bounded import response_json
 from crawlers.limits.links import Links, Page, read_page
 from crawlers.profiles import PageSelectors
@@ -188,10 +188,12 @@ class DemoSpider(SiteSpider):
             cb_kwargs={"product": fields},
         )
 
-    def parse_reviews(self, response: Response, product: dict[str, Any]) -> Iterator[DemoProduct]:
+    def parse_reviews(
+        self, response: Response, product: dict[str, Any]
+    ) -> Iterator[scrapy.Request | DemoProduct]:
         try:
             data = response_json(response, self.crawler.stats)
-            reviews = [_review(entry) for entry in data["reviews"]]  # type: ignore[index]
+            reviews = [_review(entry) for entry in data["reviews"]]
         except (ValueError, KeyError, TypeError) as exc:
             self.logger.error("%s: unreadable reviews JSON (%s)", response.url, exc)
             self._count("reviews_failed")
@@ -204,12 +206,12 @@ class DemoSpider(SiteSpider):
 
     # -- errors ------------------------------------------------------------------------
     def on_error(self, failure: Failure) -> None:
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy for errbacks
         self.logger.error("request failed: %s (%s)", request.url, self._reason(failure))
         self._count("request_failed")
 
     def on_reviews_error(self, failure: Failure) -> Iterator[scrapy.Request | DemoProduct]:
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy for errbacks
         self.logger.warning("reviews request failed: %s (%s)", request.url, self._reason(failure))
         self._count("reviews_failed")
         yield from self._without_reviews(request, request.cb_kwargs["product"], failure)
@@ -355,7 +357,7 @@ def _from_schema(node: dict[str, Any], response: TextResponse) -> dict[str, Any]
     }
 
 
-def _review(entry: dict[str, Any]) -> dict[str, Any]:
+def _review(entry: dict[str, Any]) -> DemoReview:
     return {
         "author": entry["author"],
         "rating": int(entry["rating"]),

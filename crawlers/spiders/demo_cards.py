@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlparse
 
+from parsel import Selector
 from scrapy.http import TextResponse
-from scrapy.selector import Selector
 
 from crawlers.profiles import PageSelectors
 from crawlers.spiders.base import page_selectors

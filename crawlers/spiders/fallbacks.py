@@ -184,7 +184,12 @@ class _Stats(Protocol):
     def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
 
 
-def report(picked: Picked, url: str, stats: _Stats | None, logger: logging.Logger) -> None:
+def report(
+    picked: Picked,
+    url: str,
+    stats: _Stats | None,
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
+) -> None:
     """Count ``picked``'s refused candidates and emptied fields; one WARNING line for the
     item when there is any."""
     if not picked.rejected and not picked.no_valid:
@@ -199,7 +204,7 @@ def report(picked: Picked, url: str, stats: _Stats | None, logger: logging.Logge
             stats.inc_value(f"fields/no_valid/{kind}/{name}")
     said = []
     for name in dict.fromkeys(r.field for r in picked.rejected):
-        refused = ", ".join(
+        refusals = ", ".join(
             f"{r.source}: {r.reason} ({r.detail})" for r in picked.rejected if r.field == name
         )
         source = picked.sources.get(name)
@@ -209,5 +214,5 @@ def report(picked: Picked, url: str, stats: _Stats | None, logger: logging.Logge
             outcome = "left empty"
         else:
             outcome = "no valid source"
-        said.append(f"{name} {outcome}, refused {refused}")
+        said.append(f"{name} {outcome}, refused {refusals}")
     logger.warning("%s: %s field(s) refused a source's value: %s", url, kind, "; ".join(said))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Protocol, Union, get_args, get_origin
 
 from pydantic import TypeAdapter
+from scrapy.http import Response
 from w3lib.html import remove_tags, replace_entities
 
 from core.items_schema import (
@@ -33,13 +34,17 @@ from crawlers.spiders.printed import printed_date, printed_number
 
 
 class Printed(Protocol):
-    """How the page a value was read on prints: its languages and market."""
+    """How the page a value was read on prints: its languages and market (and the page,
+    which relative URLs resolve against)."""
 
     @property
     def languages(self) -> tuple[str, ...]: ...
 
     @property
     def market(self) -> Market: ...
+
+    @property
+    def response(self) -> Response: ...
 
 
 # -- conversion to the item's field types ------------------------------------------------------

@@ -171,7 +171,8 @@ def _review(
     block_id = _BLOCK_ID.search(element.root.get("id") or "")
     link = element.css('a.pjax[href*="-review-"]::attr(href)').get()
     link_id = _LINK_ID.search(link or "")
-    review_id = (block_id or link_id).group(1) if (block_id or link_id) else None
+    found = block_id or link_id
+    review_id = found.group(1) if found else None
     if not review_id:
         return None
     rating = first(item.get("reviewRating"))

@@ -186,8 +186,8 @@ def generic_spider(profile: SiteProfile) -> type[GenericSpider]:
         "__module__": __name__,
         "__doc__": f"The profile-driven spider of {profile.site} (crawlers/profiles).",
     }
-    for page in profile.pages:
-        attrs[generic_callback(page)] = _page_callback(page)
+    for page_name in profile.pages:
+        attrs[generic_callback(page_name)] = _page_callback(page_name)
     class_name = "".join(part.title() for part in profile.site.split("_")) + "Spider"
     return type(class_name, (GenericSpider,), attrs)
 

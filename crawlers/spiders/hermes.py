@@ -164,7 +164,7 @@ class HermesSpider(ProductionSpider):
     def on_product_error(self, failure: Failure) -> Iterator[scrapy.Request | Product]:
         """The product page again later in the job; once its rounds are spent, the
         category's data marked incomplete."""
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy for errbacks
         self.logger.warning("product page failed: %s (%s)", request.url, failure.getErrorMessage())
         self.count("product_page_failed")
         retry = self.retry_part(request, "product_page", failure)

@@ -95,9 +95,9 @@ def _parse(value: str, languages: tuple[str, ...]) -> dt.datetime | None:
     settings = {"PREFER_DAY_OF_MONTH": "first", "DATE_ORDER": _order(languages)}
     settings = {key: value for key, value in settings.items() if value}
     try:
-        found = dateparser.parse(value, languages=langs, settings=settings)  # type: ignore[arg-type]
+        found = dateparser.parse(value, languages=langs, settings=settings)
         if found is None:  # a date inside a sentence: "Published on Apr 24, 2022"
-            hits = search_dates(value, languages=langs, settings=settings)  # type: ignore[arg-type]
+            hits = search_dates(value, languages=langs, settings=settings)
             found = hits[0][1] if hits else None
     except (ValueError, LookupError):  # a language dateparser does not know
         return None

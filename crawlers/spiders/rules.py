@@ -267,7 +267,7 @@ class _Refused(ValueError):
 
 
 def _candidates(
-    rules: Sequence[FieldRule], nodes: list[tuple[str, dict[str, Any]]]
+    rules: Sequence[FieldRule], nodes: Sequence[tuple[str, dict[str, Any] | None]]
 ) -> Iterator[tuple[FieldRule, str, dict[str, Any] | None]]:
     """Each rule with its source (crawlers.spiders.fallbacks' names): a ``data`` rule once
     per structured-data node of the item (JSON-LD's, then microdata's), the others once."""

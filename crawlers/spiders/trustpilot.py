@@ -32,6 +32,7 @@ from crawlers.spiders.common import (
     ProductionSpider,
     css_text,
     has_type,
+    json_object,
     long_text,
     script_json,
     structured_nodes,
@@ -135,7 +136,7 @@ def extract_company_page(
 
     if isinstance(props, dict):
         layers.append("next_data")
-        unit = props.get("businessUnit") if isinstance(props.get("businessUnit"), dict) else {}
+        unit = json_object(props, "businessUnit")
         page.subject = _subject_from_state(unit, response)
         page.rating = to_float(unit.get("trustScore"))
         page.review_count = to_int(unit.get("numberOfReviews"))
@@ -225,10 +226,10 @@ def _review_from_state(entry: dict[str, Any], response: TextResponse) -> dict[st
     if not isinstance(entry, dict) or not entry.get("id"):
         return {}
     review_id = str(entry["id"])
-    consumer = entry.get("consumer") if isinstance(entry.get("consumer"), dict) else {}
-    dates = entry.get("dates") if isinstance(entry.get("dates"), dict) else {}
+    consumer = json_object(entry, "consumer")
+    dates = json_object(entry, "dates")
     verification = _dig(entry, "labels", "verification") or {}
-    reply = entry.get("reply") if isinstance(entry.get("reply"), dict) else {}
+    reply = json_object(entry, "reply")
     country = text(consumer.get("countryCode"))
     return {
         "url": review_url(response, review_id),
@@ -281,8 +282,8 @@ def _from_jsonld(
         review_id = str(node.get("@id") or "").rstrip("/").rsplit("/", 1)[-1]
         if not review_id:
             continue
-        author = node.get("author") if isinstance(node.get("author"), dict) else {}
-        rating = node.get("reviewRating") if isinstance(node.get("reviewRating"), dict) else {}
+        author = json_object(node, "author")
+        rating = json_object(node, "reviewRating")
         best = to_float(rating.get("bestRating"))
         reviews.append(
             {

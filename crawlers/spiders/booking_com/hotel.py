@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlparse
 
+from parsel import Selector, SelectorList
 from scrapy.http import TextResponse
-from scrapy.selector import Selector, SelectorList
 
 from crawlers.profiles import PageSelectors
 from crawlers.spiders.base import page_selectors
@@ -28,6 +28,7 @@ from crawlers.spiders.common import (
     css_text,
     find_key,
     has_type,
+    json_object,
     long_text,
     money,
     structured_nodes,
@@ -169,7 +170,7 @@ def _property_reviews(store: dict[str, Any], hotel_id: Any) -> int | None:
     for value in store.values():
         own = isinstance(value, dict) and value.get("__typename") == "Property"
         if own and hotel_id is not None and str(value.get("id")) == str(hotel_id):
-            reviews = value.get("reviews") if isinstance(value.get("reviews"), dict) else {}
+            reviews = json_object(value, "reviews")
             return to_int(reviews.get("reviewsCount"))
     return None
 
@@ -204,8 +205,8 @@ def _photos(shown: Iterable[str | None], store: dict[str, str]) -> list[str] | N
 def _hotel_jsonld(response: TextResponse) -> dict[str, Any]:
     nodes = structured_nodes(response, "json-ld")
     hotel = next((n for n in nodes if has_type(n, "Hotel", "LodgingBusiness")), {})
-    address = hotel.get("address") if isinstance(hotel.get("address"), dict) else {}
-    rating = hotel.get("aggregateRating") if isinstance(hotel.get("aggregateRating"), dict) else {}
+    address = json_object(hotel, "address")
+    rating = json_object(hotel, "aggregateRating")
     return {
         "name": text(hotel.get("name")),
         "address": text(address.get("streetAddress")),

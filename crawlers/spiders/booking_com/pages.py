@@ -25,8 +25,9 @@ NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # the language of the page that linked it (store results are built without one).
 _LANGUAGE = re.compile(r"^(/hotel/[a-z]{2}/[^/]+?)\.[a-z]{2}(?:-[a-z]{2,4})?(\.html)$")
 # booking.com accommodation type ids (``accommodationTypeId``, ``b_acc_type``, ``atid``);
-# the ones not listed stay unnamed rather than guessed.
-TYPES = {
+# the ones not listed stay unnamed rather than guessed. Looked up with whatever value the
+# page's JSON holds (Any keys).
+TYPES: dict[Any, str] = {
     201: "apartment",
     203: "hostel",
     204: "hotel",
@@ -47,7 +48,13 @@ def empty(value: Any) -> bool:
 
 def stay_of(url: str) -> tuple[str | None, str | None]:
     query = parse_qs(urlparse(url).query)
-    return (query.get("checkin") or [None])[0], (query.get("checkout") or [None])[0]
+    return first_param(query, "checkin"), first_param(query, "checkout")
+
+
+def first_param(query: dict[str, list[str]], name: str) -> str | None:
+    """The first value of ``name`` in a parsed query string, None without one."""
+    values = query.get(name)
+    return values[0] if values else None
 
 
 def hotel_url(response: TextResponse, href: str, checkin: str | None, checkout: str | None) -> str:
@@ -76,7 +83,7 @@ def page_market(response: TextResponse, scripts: str | None = None) -> Market:
         filter(
             None,
             (
-                currency_code((query.get("selected_currency") or [None])[0]),
+                currency_code(first_param(query, "selected_currency")),
                 currency_code(inline.group(1)) if inline else None,
                 currency_code(context.get("currency")),
             ),
@@ -84,7 +91,7 @@ def page_market(response: TextResponse, scripts: str | None = None) -> Market:
         None,
     )
     language = (
-        (query.get("lang") or [None])[0]
+        first_param(query, "lang")
         or response.xpath("/html/@lang").get()
         or text(context.get("language"))
         or (in_path.group(1) if in_path else None)

@@ -7,8 +7,8 @@ import re
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse, urlunparse
 
+from parsel import Selector
 from scrapy.http import TextResponse
-from scrapy.selector import Selector
 
 from crawlers.profiles import PageSelectors
 from crawlers.spiders.base import page_selectors

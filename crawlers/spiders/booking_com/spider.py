@@ -89,7 +89,7 @@ class BookingComSpider(ProductionSpider):
     def on_hotel_error(self, failure: Failure) -> Iterator[scrapy.Request | Hotel]:
         """The hotel page again later in the job; once its rounds are spent, the search
         card's data marked incomplete."""
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy for errbacks
         self.logger.warning("hotel page failed: %s (%s)", request.url, failure.getErrorMessage())
         self.count("hotel_page_failed")
         retry = self.retry_part(request, "hotel_page", failure)

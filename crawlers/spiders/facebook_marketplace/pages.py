@@ -92,7 +92,8 @@ def unique_by_id(listings: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def listings_from(
     data: Any, response: Response, where: Market = NO_MARKET
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    listings, page_info = [], {}
+    listings: list[dict[str, Any]] = []
+    page_info: dict[str, Any] = {}
     for search in find_key(data, "marketplace_search"):
         units = (search or {}).get("feed_units") if isinstance(search, dict) else None
         if not isinstance(units, dict):

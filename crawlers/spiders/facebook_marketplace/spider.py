@@ -12,6 +12,7 @@ from scrapy import FormRequest, Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 from scrapy.http import Response, TextResponse
+from scrapy.http.request import CookiesT
 from twisted.python.failure import Failure
 
 from crawlers.items import MarketplaceListing, schema_for
@@ -55,7 +56,8 @@ class FacebookMarketplaceSpider(ProductionSpider):
         return super().make_request_from_entry(entry).replace(cookies=dict(self.session))
 
     def follow(self, response: Response, url: str, **kwargs: Any) -> Request:
-        return response.follow(url, cookies=dict(self.session), errback=self.on_error, **kwargs)
+        cookies: CookiesT = {name: value for name, value in self.session.items()}
+        return response.follow(url, cookies=cookies, errback=self.on_error, **kwargs)
 
     # -- callbacks ---------------------------------------------------------------------------
     async def parse(
@@ -157,7 +159,7 @@ class FacebookMarketplaceSpider(ProductionSpider):
         yield MarketplaceListing(**fields)
 
     def on_item_error(self, failure: Failure) -> Iterator[MarketplaceListing]:
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy for errbacks
         self.logger.error(
             "item page failed: %s (%s); yielding the search data",
             request.url,

@@ -138,15 +138,17 @@ def extract_listing(
     header = _header_features(scripts)
     title = css_text(response, f"{shown['title']}::text") or _script_title(scripts)
     minor = css_text(response, f"{shown['location_minor']}::text")
-    places = [text(t) for t in response.css(f"{shown['location']}::text").getall()]
-    places = [p for p in places if p]
+    places = [
+        place for t in response.css(f"{shown['location']}::text").getall() if (place := text(t))
+    ]
     # The amount with the sign the page prints beside it ("1,250,000" "€").
     price_text = " ".join(
         filter(None, (header.get("PRICE"), _header_features(scripts, "subText").get("PRICE")))
     ) or css_text(response, f"{shown['price']} ::text")
     info = [text(t) for t in response.css(f"{shown['info_features']}::text").getall()]
-    lines = [text(t) for t in response.css(f"{shown['feature_lists']} ::text").getall()]
-    lines = [line for line in lines if line]
+    lines = [
+        line for t in response.css(f"{shown['feature_lists']} ::text").getall() if (line := text(t))
+    ]
     listing_id = config["listing_id"] or _id_from(response)
     country = site_country(response, default_country)
     price = money(price_text, where=market(country=country))
@@ -163,7 +165,7 @@ def extract_listing(
         "price_per_m2": to_float(
             css_text(response, ".squaredmeterprice .flex-feature-details::text")
         ),
-        "area_m2": to_float(header.get("CONSTRUCTED_AREA")) or words.area(info + lines),
+        "area_m2": to_float(header.get("CONSTRUCTED_AREA")) or words.area([*info, *lines]),
         "rooms": to_int(header.get("ROOM_NUMBER"))
         if "ROOM_NUMBER" in header
         else words.rooms(info),

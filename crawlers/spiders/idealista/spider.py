@@ -86,7 +86,7 @@ class IdealistaSpider(ProductionSpider):
     def on_detail_error(self, failure: Failure) -> Iterator[scrapy.Request | PropertyListing]:
         """The detail page again later in the job; once its rounds are spent, what the
         search card showed, marked incomplete."""
-        request = failure.request  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]  # set by Scrapy for errbacks
         self.logger.warning("detail page failed: %s (%s)", request.url, failure.getErrorMessage())
         self.count("detail_page_failed")
         retry = self.retry_part(request, "detail_page", failure)
