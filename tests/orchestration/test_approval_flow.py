@@ -180,8 +180,10 @@ def test_an_accept_of_a_layout_that_extracts_nothing_is_refused_unless_overridde
     run = stack.wait(run_id, timeout=600)
     # Accepted, crawled, and nothing came out of the product pages: never a success.
     assert (run["state"]["type"], run["state"]["name"]) == ("FAILED", "NothingStored"), run["state"]
-    assert run["state"]["message"].startswith("0 items stored from ")
-    assert "page(s) could not be parsed (demo/product_unparsed " in run["state"]["message"]
+    # The crawl's own line (core.outcome): pages read, none of their items extracted.
+    message = run["state"]["message"]
+    assert message.startswith("0 items: ") and "no item extracted" in message, message
+    assert "could not be parsed (demo/product_unparsed " in message, message
     tasks = stack.task_states(run_id)
     assert tasks["accept-baseline"] == "COMPLETED" and tasks["report"] == "COMPLETED"
 

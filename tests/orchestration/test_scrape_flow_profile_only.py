@@ -96,7 +96,7 @@ def test_the_scaffolded_shop_runs_end_to_end(onboarded: Onboarding) -> None:
     assert profile.item_type == "product" and profile.pages
     assert (onboarded.sites / "shop" / "baseline.json").is_file()
     run = onboarded.run("scrape-shop")
-    assert run["state"]["type"] == "COMPLETED", run["state"]
+    assert run["state"]["type"] == "COMPLETED", (run["state"], run["state"].get("message"))
     items = stored(onboarded, "items-shop")
     catalog = build_catalog(7, PRODUCTS)
     assert len(items) == PRODUCTS
@@ -126,7 +126,7 @@ def test_the_scaffolded_jobs_board_runs_end_to_end(onboarded: Onboarding) -> Non
     ruled = {field for page in profile.pages.values() for field in page.fields}
     assert ruled >= JSONLD_JOB_FIELDS, JSONLD_JOB_FIELDS - ruled
     run = onboarded.run("scrape-jobs")
-    assert run["state"]["type"] == "COMPLETED", run["state"]
+    assert run["state"]["type"] == "COMPLETED", (run["state"], run["state"].get("message"))
     items = stored(onboarded, "items-jobs")
     board = build_board(7, JOBS)
     assert len(items) == JOBS

@@ -94,7 +94,7 @@ def test_two_workers_on_the_redis_cluster_store_every_item_exactly_once(
     state = drain_state(cluster, SITE, job.job_id)
     assert (state.queued, state.leased, state.workers) == (0, 0, [])
     # It all lives on one master: the one the {demo} hash tag maps to.
-    master = cluster.get_node_from_key(SiteKeys(SITE).queue)
+    master = cluster.get_node_from_key(SiteKeys(SITE).partition(0, 1).priorities)
     stats_key = SiteKeys(SITE).stats(job.job_id)
     assert master.redis_connection is not None
     assert master.redis_connection.exists(stats_key, SiteKeys(SITE).job_stored(job.job_id)) == 2
@@ -178,7 +178,7 @@ def test_sigkilled_master_restarted_with_its_aof_loses_nothing(
     logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
     workers = start_workers(site, redis_cluster, es_node, job.job_id, logs)
     # The master holding the {demo} slot: the frontier, dedup state, ledger and spill.
-    port = cluster.get_node_from_key(SiteKeys(SITE).queue).port
+    port = cluster.get_node_from_key(SiteKeys(SITE).partition(0, 1).priorities).port
     index = next(i for i, node in enumerate(redis_cluster.nodes) if node.port == port)
     wait_for(
         lambda: job_counters(cluster, SITE, job.job_id).get("items/stored", 0) >= 20,
