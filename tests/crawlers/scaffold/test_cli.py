@@ -285,11 +285,13 @@ def test_a_field_the_fixtures_fill_more_than_the_sample_gets_the_gap_as_toleranc
     path.write_text(json.dumps({"site": "s", "items": 4, "tolerance": 0.1, "fields": fields}))
     notes = cli.widen_tolerances(path, {"name": (30, 30), "rating": (23, 30), "brand": (20, 30)})
     written = json.loads(path.read_text())["fields"]
-    assert written["rating"] == {"rate": 1.0, "tolerance": 0.3333}  # the gap and the default
+    # The gap (0.2333), the default (0.1) and twice the sample's standard error (23 of 30:
+    # 0.1545; the fixtures' is 0, all four rated).
+    assert written["rating"] == {"rate": 1.0, "tolerance": 0.4878}
     assert written["name"] == {"rate": 1.0}  # on every item: nothing to widen
     # On half of 4 fixture items: known within twice its standard error (0.5).
     assert written["brand"] == {"rate": 0.5, "tolerance": 0.6}
     assert notes == [
-        "coverage.json rating: fixtures 100% of 4, sampled items 23/30: tolerance 33%",
+        "coverage.json rating: fixtures 100% of 4, sampled items 23/30: tolerance 49%",
         "coverage.json brand: fixtures 50% of 4, sampled items 20/30: tolerance 60%",
     ]
