@@ -116,7 +116,7 @@ def test_an_api_answer_after_the_clearance_expired_passes_the_challenge_again(
     JSON among them, meet the challenge again. Each is passed again in the browser (the
     JSON judged as JSON, not as the viewer page Chromium wraps it in), never a session
     retired for it, and every product keeps its reviews."""
-    with defended(shop, tmp_path, level=3, cookie_ttl=4) as defense:
+    with defended(shop, tmp_path, level=3, cookie_ttl=8) as defense:  # > a loaded pass
         result = run_crawl(
             tmp_path,
             base_url=defense.url,
