@@ -109,17 +109,10 @@ class OpenAIStub:
             with self._lock:
                 self.calls.append(Call(arrived, len(texts or []), fmt, model, status))
 
-        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+        refused = self._unauthorized(request)
+        if refused is not None:
             record(401)
-            given = request.headers.get("Authorization", "").removeprefix("Bearer ")
-            masked = f"{given[:3]}***{given[-2:]}" if len(given) > 6 else "***"
-            return _error(
-                401,
-                f"Incorrect API key provided: {masked}. You can find your API key at "
-                "https://platform.openai.com/account/api-keys.",
-                "invalid_request_error",
-                "invalid_api_key",
-            )
+            return refused
         with self._lock:
             failure = self._failures.pop(0) if self._failures else None
         if failure is not None:
