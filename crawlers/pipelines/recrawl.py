@@ -31,11 +31,12 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
-from core.items_schema import UnknownItemType, plain_fields, schema_for
+from core.items_schema import ItemSchema, UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
 from core.layouts import NO_BASELINE, baseline_id
 from crawlers.fetch.conditional import PageValidators, ValidatorStore, validator_store
 from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of
+from crawlers.runtime.item_context import noted_fields
 from crawlers.runtime.jobs import job_of, site_of
 from crawlers.runtime.ledger import RetryPolicy
 from crawlers.runtime.logs import not_configured
@@ -107,10 +108,10 @@ class RecrawlRecordPipeline:
             schema = schema_for(item)
         except UnknownItemType:
             return item
-        fields = plain_fields(item)
+        fields, key = noted_fields(item) or self._fields_and_key(schema, item)
         pending = PendingRecord(
             context,
-            schema.key(site_of(self.crawler), fields),
+            key,
             schema.item_type,
             not fields.get("incomplete"),
             job_of(fields, self.crawler) or "unassigned",
@@ -121,6 +122,10 @@ class RecrawlRecordPipeline:
             self._sender = asyncio.get_running_loop().create_task(self._send_queued())
         await pending.future
         return item
+
+    def _fields_and_key(self, schema: ItemSchema, item: Any) -> tuple[dict[str, Any], str]:
+        fields = plain_fields(item)
+        return fields, schema.key(site_of(self.crawler), fields)
 
     async def _send_queued(self) -> None:
         while self._queue:

@@ -58,6 +58,7 @@ from core.layouts import NO_BASELINE, baseline_id
 from crawlers.profile_schema import Recrawl
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
 from crawlers.recrawl.unparsed import callback_name, skipped_page
+from crawlers.runtime.item_context import noted_fields
 from crawlers.runtime.jobs import JOB_META, job_of, site_of
 from crawlers.runtime.logs import not_configured
 from crawlers.runtime.services import CrawlServices
@@ -273,10 +274,14 @@ class CardsPipeline:
             schema = schema_for(item)
         except UnknownItemType:
             return item
-        fields = plain_fields(item)
+        noted = noted_fields(item)
+        if noted is None:
+            fields = plain_fields(item)
+            key = schema.key(site_of(self.crawler), fields)
+        else:
+            fields, key = noted
         if fields.get("incomplete"):
             return item  # a part is missing: the next run fetches it in full again
-        key = schema.key(site_of(self.crawler), fields)
         if key != context.key:
             self._count("recrawl/cards/key_mismatch")
             logger.error("card key %s is not its item's key %s: not recorded", context.key, key)

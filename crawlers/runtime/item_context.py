@@ -79,6 +79,17 @@ def find_context(item: Any) -> ItemContext | None:
     return context if isinstance(context, ItemContext) else None
 
 
+def noted_fields(item: Any) -> tuple[dict[str, Any], str] | None:
+    """The plain fields and key dedup noted for ``item`` (pipelines after it reuse them
+    instead of extracting them again: a few tenths of a millisecond per item each); None
+    without a note (dedup off) or for an ``ItemSeen``'s (no fields)."""
+    context = find_context(item)
+    note = context.verdict if context is not None else None
+    if note is None or not note.fields:
+        return None
+    return note.fields, note.key
+
+
 def carry_context(old: Any, new: Any) -> None:
     """``new`` (a normalised copy of ``old``) takes ``old``'s context."""
     if old is new:
