@@ -149,21 +149,33 @@ def _value(out: bytearray, v: Any) -> None:
 
 
 class _Reader:
+    """Reads by index into the entry (no slice per byte: it runs for every leased request)."""
+
+    __slots__ = ("data", "pos", "size")
+
     def __init__(self, data: bytes, pos: int) -> None:
         self.data = data
         self.pos = pos
+        self.size = len(data)
 
     def take(self, n: int) -> bytes:
-        if self.pos + n > len(self.data):
+        end = self.pos + n
+        if end > self.size:
             raise EntryError("entry cut short")
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
+        chunk = self.data[self.pos : end]
+        self.pos = end
         return chunk
+
+    def byte(self) -> int:
+        if self.pos >= self.size:
+            raise EntryError("entry cut short")
+        self.pos += 1
+        return self.data[self.pos - 1]
 
     def varint(self) -> int:
         n = shift = 0
         while True:
-            byte = self.take(1)[0]
+            byte = self.byte()
             n |= (byte & 0x7F) << shift
             shift += 7
             if byte < 0x80:
@@ -173,26 +185,30 @@ class _Reader:
         return self.take(self.varint())
 
     def value(self) -> Any:
-        tag = self.take(1)
-        simple = {b"N": None, b"T": True, b"F": False}
-        if tag in simple:
-            return simple[tag]
-        if tag == b"i":
+        tag = self.byte()
+        if tag in _SIMPLE:
+            return _SIMPLE[tag]
+        if tag == _K:
+            return KNOWN[self.byte()]
+        if tag == _S:
+            return self.raw().decode("utf-8", "surrogatepass")
+        if tag == _I:
             n = self.varint()
             return n // 2 if not n & 1 else -(n + 1) // 2
-        if tag == b"f":
-            return struct.unpack(">d", self.take(8))[0]
-        if tag == b"K":
-            return KNOWN[self.take(1)[0]]
-        if tag == b"s":
-            return self.raw().decode("utf-8", "surrogatepass")
-        if tag == b"b":
-            return self.raw()
-        if tag in (b"l", b"t"):
-            items = [self.value() for _ in range(self.varint())]
-            return items if tag == b"l" else tuple(items)
-        if tag == b"d":
+        if tag == _D:
             return {self.value(): self.value() for _ in range(self.varint())}
-        if tag == b"P":
+        if tag == _F:
+            return struct.unpack(">d", self.take(8))[0]
+        if tag == _B:
+            return self.raw()
+        if tag in (_L, _T):
+            items = [self.value() for _ in range(self.varint())]
+            return items if tag == _L else tuple(items)
+        if tag == _P:
             return pickle.loads(self.raw())  # noqa: S301 - our own entries, as scrapy-redis'
-        raise EntryError(f"unknown value tag {tag!r} at byte {self.pos - 1}")
+        raise EntryError(f"unknown value tag {bytes([tag])!r} at byte {self.pos - 1}")
+
+
+# The tags as the reader meets them (ints: indexing bytes gives ints).
+_SIMPLE: dict[int, Any] = {ord("N"): None, ord("T"): True, ord("F"): False}
+_I, _F, _K, _S, _B, _L, _T, _D, _P = (ord(tag) for tag in "ifKsbltdP")
