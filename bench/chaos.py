@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from elasticsearch import Elasticsearch
+from scrapy.utils.project import get_project_settings
 
 from bench.stack import SITE, ChaosStack, Exit, WorkerPool
 from bench.truth import (
@@ -127,6 +128,7 @@ class FaultPlan:
     takeover_timeout: float = 300.0  # how long the spill is watched after that kill
     drain_timeout: float | None = None  # None: the demo profile's drain timeout
     recrawl: bool = True  # then a second job, no faults: every item complete, figures exact
+    partitions: int = 1  # FRONTIER_PARTITIONS of the jobs (the producer records it)
 
     def quiet(self) -> FaultPlan:
         """The same crawl without any fault (the recrawl)."""
@@ -296,7 +298,9 @@ class ChaosRun:
         if behaviours:
             site.control(**behaviours)
         self.started = time.monotonic()
-        job = produce(self.server, SITE, job_id=self.job_id, base_url=site.url)
+        settings = get_project_settings()
+        settings.set("FRONTIER_PARTITIONS", plan.partitions)
+        job = produce(self.server, SITE, job_id=self.job_id, base_url=site.url, settings=settings)
         self.event(f"produced {job.job_id} ({job.entries} start entries)")
         self.pool.start(plan.workers, self.server)
         self.event(f"{plan.workers} workers up (pids {sorted(self.pool.pids)})")
@@ -644,8 +648,8 @@ def _fmt(value: object) -> str:
 def format_result(result: ChaosResult) -> str:
     plan = result.plan
     lines = [
-        f"chaos soak: {plan.products} products, {plan.workers} workers, seed {plan.seed} "
-        f"(run dir {result.run_dir})",
+        f"chaos soak: {plan.products} products, {plan.workers} workers, "
+        f"{plan.partitions} frontier partition(s), seed {plan.seed} (run dir {result.run_dir})",
         "report: the jobs document the flow writes, read from Elasticsearch's jobs index; "
         "info rows are shown, not enforced",
         f"{'figure':<44} {'report':>9} {'truth':>9}  verdict",

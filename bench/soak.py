@@ -4,6 +4,7 @@
         [--kill-every 6 10] [--es-down-seconds 35] [--burst-seconds 1.5]
         [--parts-burst-seconds 5] [--slow-rate 0.5] [--slow-ms 1500] [--captcha-rate 0.01]
         [--dead-parts 4] [--no-drainer-kill] [--no-recrawl] [--takeover-limit 15]
+        [--partitions 1]
         [--run-dir DIR] [--keep-data]
 
 Starts its own demo shop, persistent Redis and ES node (``bench.stack``), crawls with
@@ -57,6 +58,7 @@ def plan_from(args: argparse.Namespace) -> FaultPlan:
         recrawl=not args.no_recrawl,
         takeover_limit=args.takeover_limit,
         drain_timeout=args.drain_timeout,
+        partitions=args.partitions,
     )
 
 
@@ -111,6 +113,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=default.takeover_limit,
         help="seconds from the drainer kill until another worker drains the spill",
     )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=default.partitions,
+        help="the site's frontier in this many partitions (FRONTIER_PARTITIONS)",
+    )
     parser.add_argument("--drain-timeout", type=float, help="default: the demo profile's")
     parser.add_argument("--run-dir", type=Path, help="default: a new directory under the run dir")
     parser.add_argument(
@@ -127,9 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         dead_parts=2,
         no_drainer_kill=True,
         no_recrawl=True,
+        partitions=3,
     )
-    if args.products < 1 or args.workers < 1:
-        parser.error("--products and --workers must be positive")
+    if args.products < 1 or args.workers < 1 or args.partitions < 1:
+        parser.error("--products, --workers and --partitions must be positive")
     run_root = get_settings().platform_run_dir
     run_root.mkdir(parents=True, exist_ok=True)
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="soak-", dir=run_root))
