@@ -9,7 +9,8 @@ item is retried with backoff, then fails (``DedupUnavailable``: ``item_error``, 
 dropped as handled).
 
 Reads: ``REDIS_URL``, ``ELASTICSEARCH_URL``, ``DEDUP_RETRY_*``. Details: docs/pipelines.md
-"Dedup and change detection", docs/recrawl.md "Seen items through the pipelines (validate -> dedup -> store)".
+"Dedup and change detection", docs/recrawl.md "Seen items through the pipelines
+(validate -> dedup -> store)".
 """
 
 from __future__ import annotations
