@@ -5,52 +5,11 @@ each of its levels, crawled the full production way by each fetch configuration.
         [--rows http11 identity sessions auto render] [--rounds 1] [--open-rounds 2]
         [--cap 600] [--run-dir DIR]
 
-The stand-in (``harness.bot_defense``, docs/bot-defense.md) sits in front of the demo
-shop; its levels add up: 0 none (TLS only), 1 header consistency, 2 + TLS ClientHello
-allowlist (learnt from Debian's Chromium), 3 + a JavaScript challenge with a sealed,
-bound, expiring cookie, 4 + a per-session rate limit answered by a CAPTCHA that burns the
-session. Rows (one always-on worker on the Redis frontier, validate -> dedup -> store
-into the Elasticsearch node, the job produced once it heartbeats):
-
-* ``http11``: Scrapy's HTTP/1.1 handler, the platform announcing itself
-  (``FETCH_IDENTITY=crawler``);
-* ``identity``: the browser identity (``FETCH_IDENTITY=browser``: the installed
-  Chromium's headers, curl_cffi's TLS), no sessions;
-* ``sessions``: identity + sessions + escalation (``SESSIONS_ENABLED``: a challenge is
-  passed in Chromium once per session, a CAPTCHA retires the session) at a budget below
-  the stand-in's rate;
-* ``auto``: ``sessions`` with rendering chosen by evidence (``RENDER_MODE=auto``): the
-  documented layers together, as a site whose profile asks for both runs;
-* ``render``: every page rendered in Chromium (``RENDER_MODE=always``), the identity's
-  User-Agent, no sessions.
-
-Then the open site: the same ``auto`` configuration against the demo shop itself (no
-stand-in, no defense) and the defaults (the profile's: browser identity, no sessions, no
-rendering), interleaved over ``--open-rounds``, with their CPU and wall-time ratios
-(medians): what escalating only where a defense is seen costs where there is none. The
-``auto`` configuration runs twice per round: its site's first job (its page types
-learnt: a few pages compared in Chromium) and the next one, with what was learnt kept
-as production keeps it (``core.render_choice``); the goal is on the later jobs, the
-first job's ratio is printed beside it.
-
-Columns: products stored whole (of the catalogue; "incompl.": stored without a part, the
-reviews its API refused), the job report's blocks by kind (from the ledger), pages
-rendered (and per cent of pages), CPU seconds per 1,000 products (the worker's whole
-process tree, Chromium included, read from /proc), pages/s. Each row's blocks are checked
-against the stand-in's own log (the report's ``blocked`` = its ``headers`` + ``tls``
-refusals, ``challenge`` = its challenges, ``captcha`` = its CAPTCHAs, challenges passed
-= its verified sessions; Chromium's own favicon requests are the browser's, not the
-crawl's; the render-every-page row is not compared: its browser's sub-resource requests
-are the stand-in's to count, not pages of the crawl). A configuration the stand-in
-refuses ends as the crawl does: the worker closes itself once its first
-``REFUSAL_CLOSE_AFTER`` answers were all blocks (exit status 3), or at ``--cap`` seconds.
-
-Goals (issues 28 and 41): with ``sessions`` and with ``auto`` at every level, >= 99.9% of
-the products with <= 5% of pages rendered; at the challenge level the sessions row's CPU
-per 1,000 products <= 1.5x its own at level 0 (medians over ``--rounds``, the rows of a
-round interleaved); on the open site ``auto`` <= 1.2x the defaults' CPU and wall time
-once its page types are learnt;
-blocks counted exactly in every run. Exit status 1 when a goal or a check fails.
+Levels 0-4 of ``harness.bot_defense`` (docs/bot-defense.md); rows: the HTTP/1.1 handler,
+the browser identity, identity + sessions + escalation, sessions + ``RENDER_MODE=auto``,
+render every page; then ``auto`` against the open shop beside the defaults. Each row's
+blocks are checked against the stand-in's log. Exit status 1 when a goal or check fails.
+Columns, checks and goals: docs/fetching.md "Measuring it: ``python -m bench.access``".
 """
 
 from __future__ import annotations

@@ -1,29 +1,13 @@
 """Fault injection: one demo crawl through the Redis frontier under a schedule of faults,
 then every report figure against the truth in Elasticsearch (``bench.truth``).
 
-``run_chaos(plan, run_dir)`` starts the stack (``bench.stack``), produces a job, runs
-``plan.workers`` always-on workers and, while they crawl:
-
-* SIGKILLs a random worker and starts a replacement every ``kill_every`` seconds, each
-  kill once every worker sends heartbeats (a worker still starting holds no lease: on a
-  loaded machine, where a start takes longer than ``kill_every``, killing it would test
-  nothing and leave the crawl no worker to make progress with);
-* restarts Redis once (SIGTERM, same port and append-only file), at ``redis_restart_at``
-  of the crawl (the fraction of expected products scraped);
-* stops the ES node at ``es_stop_at`` for ``es_down_seconds`` (same data on restart);
-* serves slow pages throughout and 503 bursts (``Burst``: timed, every path or some);
-* once ES is back and ready (the harness's readiness: it answers and the cluster has
-  recovered, at least yellow) with items in the spill: SIGKILLs the spill drainer, the
-  worker whose pid the lock ``<site>:store:spill_lock`` names (``<pid>:...``), and
-  measures how long another worker takes to take the drain over (the spill shrinks
-  again: enforced, ``takeover_limit``) and to empty the spill (shown: it grows with the
-  spill's size and Elasticsearch's pace), not ES's own recovery.
-
-Faults whose trigger the crawl never reached fire when the frontier empties, so each is
-injected once; one not injected fails the run. Then it waits for the drain as the flow's
-drain step does (``core.drain.drain_state`` over the same stability window, and the spill
-empty), stops the workers (SIGTERM), writes the job's document into the ``jobs`` index as
-the flow's report step does and compares what it reads back there with the truth.
+``run_chaos(plan, run_dir)`` starts the stack (``bench.stack``), produces a job and runs
+``plan.workers`` always-on workers while it kills workers, restarts Redis, stops the ES
+node, serves slow pages and 503 bursts, and kills the spill drainer (measuring the
+takeover); faults not reached fire when the frontier empties, one never injected fails
+the run. Then it waits for the drain as the flow does, writes the job's document and
+compares it with the truth. Used by ``bench.soak``. The rules it keeps: docs/operations.md
+"The chaos soak (``python -m bench.soak``, ``bench/chaos.py``)".
 """
 
 from __future__ import annotations

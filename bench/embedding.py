@@ -3,33 +3,11 @@ per-document indexing of the same chunk documents.
 
     .venv/bin/python -m bench.embedding [--products 300] [--rounds 3] [--query-rounds 5]
 
-Starts a real Elasticsearch node for the run and stores ``--products`` demo products as
-the store pipeline does (``core.store``: templates, aliases, document shape). The rows,
-one per backend (``indexing.embedders``):
-
-* **USE multilingual v3** (``MultilingualEmbedder``): the default, ``default_embedder()``
-  without an endpoint;
-* **all-MiniLM-L6-v2** (``LocalEmbedder``, int8 ONNX): the English offline model;
-* **OpenAI-compatible** (``OpenAIEmbedder``): the real ``openai`` SDK against a loopback
-  stand-in (``harness.openai_stub``) answering ``text-embedding-3-small``'s 1536-dim
-  vectors in base64, as OpenAI does. The stand-in computes no model (a hash per text):
-  the row is the platform's side of a remote backend (the SDK, HTTP, decoding, indexing
-  1536 dims), the provider's own time comes on top.
-
-Per round, each backend in turn (rows interleaved, so a burst of load hits all alike):
-
-* **llm-process**: ``indexing.process.process_items`` over every product into a fresh
-  ``chunks-bench`` index: render + chunk + embed + bulk index + refresh, as chunks/s, with
-  the share spent embedding and the embedding alone in chunks/s;
-* **query embedding**: each query of ``bench.multilingual_catalog`` (60, in 5 languages)
-  embedded alone, ``--query-rounds`` times, as the search API embeds a query: p50 and p95.
-
-Then, on the default backend's chunk documents (vectors included) of the last round,
-**indexing only**: one bulk stream (500 per request) into a fresh index, and one
-``index`` request per document into another; their ratio is computed in this run.
-
-The first round also warms up the JVM and each model; the report gives medians over the
-rounds (query latencies: percentiles over every round's queries).
+Starts an Elasticsearch node, stores ``--products`` demo products as the store pipeline
+does, and per backend (USE multilingual v3, all-MiniLM-L6-v2, OpenAI-compatible against
+``harness.openai_stub``) times ``indexing.process.process_items`` and single-query
+embedding; then bulk vs one request per document. Rows interleaved, medians over rounds.
+What each row means: docs/indexing-and-search.md "Benchmarks".
 """
 
 from __future__ import annotations

@@ -3,34 +3,12 @@ production path and crawlee, each as a share of the latency ceiling.
 
     .venv/bin/python -m bench.frontier [--rounds 2] [--products 1200] [--latency-ms 0 50]
 
-Every configuration crawls the whole demo shop (home, listings, products, reviews API)
-with the demo spider's extraction (crawlee calls the same functions, see
-``bench/crawlee_demo.py``) at the same pinned concurrency per process: ``CONCURRENCY``
-requests in flight, per domain too, AutoThrottle off, no download delay (crawlee:
-min = max = desired concurrency). The rows:
-
-* bare Scrapy: Scrapy's memory scheduler, no item pipelines;
-* frontier, 1 and 2 workers: the leased Redis frontier, no item pipelines;
-* full path, 1 and 2 workers: the frontier and the add-on's validate -> dedup -> store
-  pipelines into an Elasticsearch node, as production runs (Redis flushed, items-*
-  deleted before each run); plain requests through the browser identity's curl_cffi
-  handler (the default, ``FETCH_IDENTITY=browser``), and for 1 worker also through
-  Scrapy's HTTP/1.1 handler (``FETCH_IDENTITY=crawler``): the handler's cost per page
-  at equal work;
-* at a non-zero latency also the full path with the project's AutoThrottle on, its
-  politeness cost stated apart from the pinned rows;
-* crawlee ParselCrawler (when ``.venv-crawlee`` can be set up), validating each item
-  against the same schema as the validation pipeline.
-
-Workers start idle (``bench.stack.WorkerPool``) and the job is produced once they
-heartbeat; bare Scrapy and crawlee are single processes. Pages/s is read on the *shop's*
-access log from the first to the last request, so start-up and shutdown do not count;
-worker CPU (from /proc, over the same window, summed over the configuration's processes)
-is given per page. The latency ceiling is concurrency / latency per process, times the
-processes. Each run's items are digested the same way (``bench.equal_work``): the items
-check says every configuration produced the catalogue's products, identical to bare
-Scrapy's, after fetching each page of the catalogue once. Configurations are interleaved
-in each round; medians over the rounds; ratios of the medians of this run.
+Rows: bare Scrapy, the frontier (1 and 2 workers), the full path (1 and 2 workers; 1 also
+through Scrapy's HTTP/1.1 handler, and with AutoThrottle at a latency), crawlee's
+ParselCrawler, all with the demo spider's extraction at the same pinned concurrency.
+Pages/s from the shop's access log, worker CPU per page from /proc, the items check by
+``bench.equal_work``; configurations interleaved, medians over rounds, ratios of this run.
+Rows, columns and goals: docs/frontier.md "Throughput".
 """
 
 from __future__ import annotations

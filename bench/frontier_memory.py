@@ -5,22 +5,11 @@ binary fingerprints against the previous format, and one site's partitions over 
     .venv/bin/python -m bench.frontier_memory [--urls 1000000] [--cluster-urls 300000]
                                               [--partitions 6]
 
-Realistic requests of a hotel site and a shop (detail pages with a check-in query, product
-pages, listing pages; callback, job id and depth in meta, detail pages at priority 1),
-generated from a fixed seed, are queued through the crawl's own encoder
-(``crawlers.frontier.queue.LeasedQueue``) with their job's dedup check, into two fresh
-Redis servers in the same run:
-
-* previous format (the baseline): each request's ``to_dict`` pickled as the member of one
-  sorted set, its fingerprint as 40 hex characters in one set;
-* this frontier (``core.frontier``, one partition): compact entries in a list per
-  priority, the raw 20-byte digest in the job's seen-set buckets.
-
-Bytes per URL are deltas of Redis' ``used_memory`` (``INFO memory``): after queueing,
-and again after emptying the queue, which leaves the seen-set alone; the sum of
-``MEMORY USAGE`` over the keys is the cross-check. Then ``--cluster-urls`` URLs go into a
-site of ``--partitions`` partitions on a 3-master cluster started for the run, and each
-master's share of the site's memory and URLs is compared with an even share.
+Seeded realistic requests are queued through ``LeasedQueue`` into the previous format
+(pickled sorted-set members, hex fingerprints) and this frontier, in two fresh Redis
+servers; bytes per URL are ``used_memory`` deltas (cross-checked by ``MEMORY USAGE``);
+then each cluster master's share of one partitioned site. What the formats are:
+docs/frontier.md "Memory".
 """
 
 from __future__ import annotations

@@ -3,27 +3,12 @@
     .venv/bin/python -m bench.onboarding [--sites a,b] [--items N] [--seed S] [--pages N]
                                          [--keep DIR] [--real-pages DIR] [--smoke]
 
-For each site of the onboarding corpus (``plain_sites.corpus``: local sites built unlike
-each other and unlike the demo shop, served on loopback by ``harness.plain_site``):
-
-1. ``python -m crawlers.scaffold <site> <url>``, into a scratch profiles and sites
-   directory: its exit status and wall time;
-2. ``scrapy crawl <site> -O items.jsonl`` with the profile as written (local mode: no
-   frontier, no store): every item it yields;
-3. the items against the truth the site's generator holds (``Truth``: what each page
-   shows, by the platform's field names): items found of expected, and the unedited field
-   accuracy, the share of the truth's (item, field) values the crawl stored exactly
-   (numbers to the cent, texts as printed, URLs by path, dates by day), over the items
-   found;
-4. the page types found (their roles: home, listing, detail, items, hub) against the
-   kinds of page the site has.
-
-Prints one row per site, then the mean accuracy, the lowest and the items found, and
-whether they meet the bar (mean >= 95%, no site below 85%, items >= 99%, every scaffold
-exit 0); exit status 1 when they do not (``--smoke``: one small site, the bar not judged,
-only that the command runs). Then the saved real pages of the production sites, replayed
-locally: the scaffold's unedited fields against the site spiders' output for the same
-pages (bench/onboarding_real.py; left out, said so, when the pages are absent).
+For each site of ``plain_sites.corpus`` (served by ``harness.plain_site``): the scaffold,
+``scrapy crawl`` with the profile as written (local mode), the items against the truth
+its generator holds (items found, field accuracy) and the page types found; then the
+saved real pages of the production sites (``bench/onboarding_real.py``). Exit status 1
+when the bar is missed (``--smoke``: one small site, the bar not judged). The bar and
+the columns: docs/sites.md "The onboarding corpus: ``python -m bench.onboarding``".
 """
 
 from __future__ import annotations

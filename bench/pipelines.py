@@ -2,25 +2,12 @@
 
     .venv/bin/python -m bench.pipelines [--items 10000] [--per-item-items 2000] [--rounds 3]
 
-Pushes demo products (``build_catalog``) through the real Scrapy pipelines (validate ->
-dedup -> store, built with ``from_crawler``) into a real Redis and a real Elasticsearch
-node started for the run. ``--concurrency`` items are in flight at once, as in a crawl
-(Scrapy keeps many responses' items in the pipelines while they wait for the store; its
-scraper admits ~5 MB of responses, about 2,000 of the demo's review pages).
-
-* **bulk**: ``StorePipeline`` as configured (``STORE_BULK_SIZE`` 500, 1 s window),
-  ``--items`` items (the last partial batch waits for the window, as in a crawl).
-* **per-item concurrent**: the same chain, but the store step sends each document in its
-  own request (``es.index``: same id, version and body), ``--concurrency`` in flight on
-  the same client (its default pool: 10 connections), ``--per-item-items`` items.
-* **per-item sequential**: one request at a time, as a pipeline calling the sync client
-  in ``process_item`` does (it blocks the reactor), ``--sequential-items`` items.
-
-A first round is not counted (the JVM compiles its indexing code during the first
-thousands of documents). Each round starts from empty state (Redis flushed, indices
-deleted), so every item is new and every write creates a document; modes alternate
-within a round. The report gives the median items/s per mode and the ratios of the
-medians, computed in this run.
+Demo products through the real validate -> dedup -> store pipelines (``from_crawler``)
+into a real Redis and Elasticsearch node, ``--concurrency`` items in flight: **bulk**
+(``StorePipeline`` as configured), **per-item concurrent** (one ``es.index`` per item on
+the same client) and **per-item sequential** (as a sync client in ``process_item``). A
+warm-up round is not counted; each round starts empty; medians and ratios of this run.
+Method: docs/pipelines.md "Benchmark".
 """
 
 from __future__ import annotations

@@ -3,32 +3,12 @@
     .venv/bin/python -m bench.rendering [--runs 3] [--pages 200] [--baseline-pages 15] \\
         [--memory-pages 1000]
 
-Every page is a demo-shop product page whose reviews appear only after its script ran;
-both sides wait for them (``#reviews[data-loaded=true]``) and read the DOM.
-
-- **shared**: a Scrapy crawl through the platform's fetch stack (``RENDER_MODE=always``,
-  ``crawlers.fetch.rendering.ResilientPlaywrightHandler`` with its browser provider and
-  abort predicate from the project settings): one Debian Chromium for the
-  whole crawl, pages spread over 4 contexts (PLAYWRIGHT_MAX_CONTEXTS x
-  PLAYWRIGHT_MAX_PAGES_PER_CONTEXT as configured), images/fonts/media aborted.
-- **per page**: seed 000's ``scrape_js_page`` pattern: for each URL start Playwright,
-  launch Chromium, open a page, go, read the content, close everything.
-
-Each side runs in a fresh subprocess; pages/s is pages over the wall time from the first
-page's start to the last page's end (process start-up excluded, browser launch
-included). The report gives the median of ``--runs`` runs per side, interleaved, and
-their ratio from this run.
-
-CPU seconds per rendered page, all processes, split by kind: the worker (Scrapy and the
-Playwright client), Playwright's node driver, Chromium's browser, renderer, GPU and
-network processes, other (zygotes, storage), read from /proc for the worker's process
-tree every 0.1 s; ``unseen`` is what rusage of the reaped processes has beyond that.
-
-Memory: a shared crawl of ``--memory-pages`` pages, sampling every 0.25 s the resident
-memory of the whole process tree (Scrapy + Playwright's driver + every Chromium
-process): peak RSS, and its growth between the first and the last 100 pages (mean of the
-samples taken while those pages were rendered). RSS sums count pages shared between
-Chromium processes once per process; PSS (proportional) is printed beside it.
+**shared**: a Scrapy crawl through the platform's fetch stack (``RENDER_MODE=always``);
+**per page**: Playwright and Chromium started for every URL. Both wait for the demo
+shop's script-rendered reviews. Pages/s (median of ``--runs``, interleaved, and their
+ratio), CPU seconds per page split by process kind (from /proc), and the memory (RSS and
+PSS) of the whole process tree over ``--memory-pages``. Method and columns:
+docs/fetching.md "Benchmark (``bench/rendering.py``)" and "Rendering cost".
 """
 
 from __future__ import annotations

@@ -3,24 +3,11 @@
     .venv/bin/python -m bench.scaling [--workers 1 2 4 8] [--products 1200] [--rounds 1]
         [--latency-ms 200] [--concurrency 4] [--redis single|cluster|both] [--run-dir DIR]
 
-Each configuration is ``N`` always-on ``scrapy crawl demo`` workers, started as the
-flow's local mode starts them (``bench.stack.WorkerPool``), with the whole production
-path: the leased Redis frontier, validate -> dedup -> store into an Elasticsearch node.
-The demo shop answers every request ``--latency-ms`` late (its ``slow`` behaviour, an
-asyncio sleep: the shop holds any number of delayed requests at once) and each worker
-keeps ``--concurrency`` requests in flight (per domain too, AutoThrottle off, no delay),
-so a worker's ceiling is concurrency / latency pages/s (20 with the defaults): the crawl
-is latency-bound, as real sites make it, and N workers should come close to N times one.
-
-Workers start idle and heartbeat before the job is produced, so process start-up is not
-timed. Every configuration is a first crawl of the same catalogue (Redis flushed, item
-indices deleted, the shop's log cleared) and must fetch each of its pages once and store
-each product. Pages/s is the steady state, read from the shop's access log: the middle
-of the crawl, without the first and last ``--trim`` of its pages (the ramp-up through
-home -> categories -> listings, and the tail). CPU (from /proc, over the same window):
-the workers' CPU seconds per second (cores) and the share of the machine's cores busy;
-RSS: the largest peak resident set (VmHWM) of one worker. Medians over ``--rounds``,
-configurations interleaved within a round; ratios are of the medians of this run.
+``N`` always-on workers on the whole production path crawl the demo shop answering
+``--latency-ms`` late, each with ``--concurrency`` requests in flight: latency-bound, so N
+workers should come close to N times one. Steady-state pages/s from the shop's access
+log, CPU and peak RSS per worker; medians over ``--rounds``, ratios of this run. Method:
+docs/frontier.md "Many workers: ``python -m bench.scaling``".
 """
 
 from __future__ import annotations

@@ -3,24 +3,11 @@ and recall@5 per language from the same answers.
 
     .venv/bin/python -m bench.search [--rounds 5] [--languages en es pt it fr]
 
-Starts an Elasticsearch node, stores the catalogue of ``bench.multilingual_catalog`` once per
-language as that language's site (shaped as the store pipeline writes items), runs the
-real LLM step over it (``indexing.process.process_items``, the default embedder,
-``default_embedder()``, and the site language's analyzer), then starts the search API as
-it is deployed (``python -m search.api``: uvicorn, its own process, the default embedder)
-and waits until ``/health`` answers.
-
-Timed: the API's start-up to its first healthy answer, the first query after it, then
-``--rounds`` passes over every language's queries, each query asked in each mode
-(``hybrid``, ``bm25``, ``knn``; the order turns with each query) on one keep-alive HTTP
-connection, one request at a time. Latency is the client's: request sent to JSON read.
-Rows per mode: requests, p50, p95, p99, max and mean ms, and beside them the median of
-the API's own ``took_ms`` and of its parts (``timings_ms``: the query's embedding, the
-BM25/kNN request, the items' fields): the rest of the client's time is HTTP, FastAPI
-and JSON. recall@5 per language and mode is
-read from the first pass's answers (the share of a query's relevant products among its top
-5, averaged over the language's queries), as ``bench.multilingual`` measures it. Goals
-(issue 45): hybrid p50 <= 100 ms and p95 <= 200 ms; exit status 1 when one is missed.
+Stores ``bench.multilingual_catalog`` per language as that language's site, runs the real
+LLM step, starts the search API as deployed (``python -m search.api``), then times every
+query in each mode (``hybrid``, ``bm25``, ``knn``) on one keep-alive connection. Goals:
+hybrid p50 <= 100 ms and p95 <= 200 ms; exit status 1 when one is missed. Columns:
+docs/indexing-and-search.md "Benchmarks".
 """
 
 from __future__ import annotations

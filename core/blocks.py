@@ -1,24 +1,14 @@
 """Is this response the page we asked for, or a block/CAPTCHA/throttle/error page?
 
-Framework-agnostic: ``classify(status, headers, body)`` takes plain values, so the
-structure gate (``fingerprints``) and a Scrapy downloader middleware share one set of
-rules. The verdict names the rule that matched, so a block rate can be broken down
-by cause.
+``classify(status, headers, body)`` takes plain values, so the structure gate and the
+fetch middlewares share one set of rules; the verdict names the rule that matched. Every
+marker has a scope (``anywhere``, ``title``, ``thin``: generic words count only on a page
+with little visible text), since real pages mention CAPTCHAs and load bot-detection tags.
+Markers are looked for as plain substrings first; regexes run only on a hit.
 
-False positives are the main risk: real pages mention "captcha" in login forms, load
-bot-detection tags (DataDome's ``tags.js``, Cloudflare's ``challenge-platform`` JS
-detections) and carry reCAPTCHA widgets. So every marker has a scope:
-
-- ``anywhere``: specific to a challenge/block response (e.g. DataDome's challenge
-  script ``captcha-delivery.com/c.js``); matched in the whole body.
-- ``title``: matched in the ``<title>`` only ("Just a moment...", "Access Denied").
-- ``thin``: generic words or widgets ("verify you are human", ``g-recaptcha``); they
-  count only on a *thin* page (little visible text), which block pages are and real
-  pages are not.
-
-Per-site extras come from the site profile's Scrapy settings (``BLOCK_MARKERS``), see
-``BlockRules.from_settings``. Cost on a 2.7 MB page is about 10 ms: markers are first
-looked for as plain lower-case substrings ("needles"); regexes only run on a hit.
+Reads: ``BLOCK_MARKERS``, ``BLOCK_THIN_TEXT_CHARS``, ``BLOCK_MIN_HTML_BYTES`` (the site
+profile's settings, ``BlockRules.from_settings``). Rules: docs/fingerprints.md "Block
+pages (``core/blocks.py``)".
 """
 
 from __future__ import annotations

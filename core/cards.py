@@ -1,34 +1,15 @@
 """Listing cards that stand for their items: fetch a detail page, or skip it?
 
-A site's profile may name the fields of its listing cards that reflect the item (price,
-title, availability, rating, ...). Per site, Redis keeps for each item key the hash of
-its card at the item's last FULL fetch (its page parsed and the complete item durable),
-when (Redis' clock) and in which run (``SiteKeys.card_state``). A run is a job; its
-sequence number is assigned once per job id, atomically, so every worker of a job gets
-the same one (``SiteKeys.job_seq`` / ``job_seq_of``).
+Per site, Redis keeps each item's card hash at its last full fetch, when, in which run and
+under which layout (``SiteKeys.card_state``; run numbers per job from ``SiteKeys.job_seq``).
+``decide`` is the rule for skipping a card (same hash, item known to dedup, record young
+enough, not the item's rolling-refresh run, same layout, the job still skipping the page
+type); ``CardState`` runs it, records skips and full fetches in Lua, one round trip per
+listing page, every key under the site's hash tag. No Scrapy here.
 
-A card is skipped (its item counted unchanged without fetching its page) only when all
-of these hold (``decide``, the rule):
-
-* its hash equals the one recorded at the item's last full fetch,
-* the item is still known to dedup (``item_hashes``): an item whose state is gone is
-  fetched in full, never counted unchanged,
-* that fetch is younger than ``max_age_days``,
-* this run is not the item's rolling-refresh run: ``(slot(key) + run) % N == 0``, so
-  about 1/N of the items are fetched in full each run,
-* fewer than N runs have passed since that fetch (covers items that missed their slot),
-* the record was made under the layout of this job (``core.layouts``: the id of the
-  site's accepted fingerprint baseline): a baseline accepted since voids it,
-* the job has not stopped skipping the page type: once an item page fetched in the job
-  could not be parsed (``crawlers.recrawl.unparsed``), none of its kind is skipped, and
-  the ones already skipped in the job are fetched after all (``CardState.stop``).
-
-Framework-free: one Lua script reads what the rule needs for a listing page's cards in
-one round trip (``CardState.decide``); another records the page's skips in the job,
-unless the job stopped skipping meanwhile (``CardState.skip``); another records full
-fetches after the items are durable (``CardState.record``), idempotent per (key, job).
-Every key of a call is one site's (hash tag ``{site}``): the scripts work on a Redis
-Cluster as on one Redis.
+Reads: Redis (the site's card state, ``item_hashes``, the job's keys). The rule, its
+settings and counters: docs/recrawl.md "Skipping detail pages whose listing card did not
+change".
 """
 
 from __future__ import annotations

@@ -1,30 +1,15 @@
 """Change detection: is an item new, changed or unchanged since the site was last crawled?
 
 The one place verdicts are made. ``ChangeState`` is the backend interface (coalesced
-batches, a rule in ``decide``); ``ChangeDetector`` keeps the state in Redis, shared by
-every worker. Without Redis, ``core.store.state.DocumentState`` reads it back from the
-stored documents (local mode).
+batches, the rule in ``decide``); ``ChangeDetector`` keeps the state in Redis, shared by
+every worker, one Lua script per batch (two workers racing on one key agree); without
+Redis ``core.store.state.DocumentState`` reads it back from the stored documents. A key
+keeps its strongest verdict within a job (at-least-once delivery); ``seen`` counts an
+item seen without its content. Volatile fields are not hashed (``core.items_schema``).
 
-Per site, Redis keeps each item key's content hash, when it was first seen and when its
-content last changed (``SiteKeys.item_hashes`` / ``item_first_seen`` /
-``item_last_changed``). One Lua script classifies an item and updates that state
-atomically, so two workers racing on one key still agree.
-
-Per job it keeps the verdict of every key (``job_verdicts``), the keys of new and changed
-items (``job_new``, ``job_changed``: what the LLM step and "new products" alerts read),
-exact counts ``items/new``, ``items/changed``, ``items/unchanged`` in the job's stats hash,
-and the ledger's incomplete items (``core.ledger``).
-A key keeps its strongest verdict within a job: delivery is at-least-once (a worker killed
-before its ack has its requests crawled again), and a re-delivered item must neither turn
-"new" into "unchanged" nor be counted twice.
-
-An item seen unchanged without its content (a 304, an unchanged listing card:
-``ChangeState.seen``, the ``_SEEN`` script) counts ``unchanged`` with the same per-job
-rule, or nothing when the key is unknown (its state is gone: the caller fetches the item
-in full).
-
-Volatile fields (``job_id``, per-schema ones) are not part of the hash: see
-``core.items_schema``.
+Reads/writes: ``SiteKeys.item_hashes`` / ``item_first_seen`` / ``item_last_changed`` and the
+job's ``job_verdicts``, ``job_new``, ``job_changed``, stats. Keys and rules:
+docs/pipelines.md "Dedup and change detection".
 """
 
 from __future__ import annotations

@@ -1,29 +1,15 @@
 """A crash-safe request frontier in Redis: priority queue + leases, atomic in Lua, split
 into partitions so one site's frontier spreads over a Redis Cluster's masters.
 
-Framework-agnostic: it stores opaque encoded requests. ``crawlers.frontier.scheduler`` plugs it
-into Scrapy. Semantics:
+``RedisFrontier`` stores opaque encoded requests: ``push`` (priority, FIFO within one;
+the fingerprint picks the partition, where its seen-set lives too), ``lease`` (entries
+move to the lease table, owned by a worker), ``ack``, ``push`` replacing a lease (a retry
+or redirect), and ``reclaim`` (leases of workers past their deadline go back, in bounded
+batches). Start entries are leased the same way. No Scrapy here
+(``crawlers.frontier.scheduler`` plugs it in).
 
-* ``push``: add an encoded request; higher priority pops first, FIFO within a priority
-  (within a partition). An entry with a fingerprint goes to the partition the
-  fingerprint's bytes pick, where its job's seen-set for that fingerprint lives too, so
-  the dedup check and the push stay one atomic step in one slot.
-* ``lease``: atomically move up to ``n`` entries from the queue into the lease table,
-  owned by a worker. A leased entry is in Redis until it is acked: a worker killed
-  mid-request loses nothing. With several partitions the worker leases from the one
-  whose head has the highest priority, never past another partition's head.
-* ``ack``: the worker finished with the entry (processed, or failed for good).
-* ``push`` with ``replaces_lease``: a retry/redirect of a leased request replaces its
-  lease in one step (in the lease's partition; across partitions the lease ends right
-  after the push: at-least-once, never lost).
-* ``reclaim``: leases of workers past their deadline (Redis' clock: the last heartbeat
-  plus its TTL, see ``core.workers``) go back to the queue with their priority (start
-  entries back to the start list), in bounded batches per partition found through each
-  worker's set of lease ids: its cost does not grow with the leases live workers hold.
-
-Start entries (the producer's JSON start requests) live in a list per partition and are
-leased the same way, so a worker killed between popping a start URL and scheduling its
-request loses nothing either. Lease ids are ``<partition>.<n>``.
+Reads: the site's frontier keys (``core.keys.SiteKeys``). Semantics: docs/frontier.md
+"Lease -> ack" and "Partitions: one site over a cluster's masters".
 """
 
 from __future__ import annotations

@@ -1,46 +1,15 @@
 """A job's ledger: the idempotent records its report's figures are counted from.
 
-Scrapy's stats are per-process counters; a worker pushes their deltas to the job's stats
-hash every few seconds (``core.jobstats``), and a worker killed with SIGKILL takes its
-last interval with it. Counters are fine for diagnostics; the figures a report shows must
-be exact after any number of kills. So each fact is recorded once per item or per
-response, under a name that a re-delivery writes again rather than adds to, and written
-*before* the work it describes is acknowledged (the request's lease is acked after its
-items left the pipelines): a worker killed before the write has its request crawled
-again, which writes the record then.
+Scrapy's stats are per-process counters a killed worker loses its last interval of; the
+figures a report shows must be exact after any number of kills. So each fact is recorded
+once per item or response, under a name a re-delivery writes again rather than adds to,
+before the work it describes is acknowledged. This module reads the records back into
+the report's figures (items, pages, blocks, sessions, dropped requests).
 
-==========================  ==================================  ========================
-figure                      record                              written by
-==========================  ==================================  ========================
-``items/scraped``           ``job_verdicts`` (key -> verdict)   dedup (``core.dedup``)
-``items/new|changed|        counts kept with the verdicts       dedup, same Lua call
-unchanged``
-``items/incomplete``        ``job_incomplete`` (key -> parts)   dedup, same Lua call
-``items/stored``            ``job_stored`` (set of keys)        the store's writer, once
-                                                                Elasticsearch accepted it
-                                                                (a seen item's touch too)
-``items/invalid``           ``job_invalid`` (ref -> reason)     validation; an item valid
-                                                                later in the job leaves it
-``pages/total``,            ``job_responses`` (fp:attempt ->    the fetch retry layer,
-``pages/rendered``,         kind, ``:r`` if rendered)           for every response it
-``pages/requests|refused``,                                     classified
-``blocks/total|<kind>``
-``sessions/created``,       ``job_sessions`` (event -> value)   the fetch session layer
-``sessions/retired[/<why>]``,
-``sessions/challenges_passed``
-``requests/dropped/<why>``, ``job_dropped`` (fingerprint ->      the frontier, before the
-``requests/failed``         reason)                             dropped lease's ack
-==========================  ==================================  ========================
-
-``requests/failed``: leased requests dropped with a reason that loses their page (an
-offsite redirect, a redirect loop, ...; ``crawlers.frontier.fates``): robots.txt and
-duplicates are ``requests/dropped/*`` only.
-
-``pages/refused``: requests (by fingerprint) whose every response was a block: pages the
-job did not get because the site refused them. A block followed by a good answer (a
-challenge passed, a retry through another session) is counted in ``blocks/*`` only.
-
-Framework-agnostic: no Scrapy here (``crawlers.runtime.ledger`` is the crawl's glue).
+Reads: the job's ledger keys (``core.keys.SiteKeys``: ``job_verdicts``, ``job_stored``,
+``job_invalid``, ``job_responses``, ``job_sessions``, ``job_dropped``, ...). The figure ->
+record -> writer table: docs/pipelines.md "Exact figures: the job's ledger". No Scrapy here
+(``crawlers.runtime.ledger`` is the crawl's glue).
 """
 
 from __future__ import annotations

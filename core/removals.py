@@ -1,27 +1,14 @@
 """Removed items: an item not seen in K consecutive complete jobs is marked removed, and
 restored when a later job sees it again.
 
-``apply_job(server, es, site, job_id, removed_after_jobs=K)`` runs once a job has drained
-(the flow's ``mark-removed`` step, before the LLM step):
+``apply_job`` runs once a job has drained (the flow's ``mark-removed`` step): every key
+dedup knows is checked against the job's verdicts and invalid items in HSCAN batches;
+a seen key is reset (restored if it was removed), an unseen one gets a miss only when the
+job is complete, and K misses mark it removed; Elasticsearch is updated from a pending
+queue (``removed_at``, chunks deleted). Idempotent per job. No Scrapy, no Prefect.
 
-* every key dedup knows (``SiteKeys.item_hashes``) is checked against the job's verdicts
-  (``job_verdicts``: every key classified in the job, including items seen unchanged
-  without being parsed) and invalid items (``job_invalid``: dropped by validation, but
-  present on the site), in HSCAN batches, one Lua call per batch;
-* a key the job saw has its miss count reset; if it was marked removed it is restored
-  (``job_restored``, which the LLM step chunks again);
-* a key the job did not see gets one more miss, only if the job is complete: finished,
-  with no blocked response and no request failed for good (``skip_reason``). At K misses
-  it is marked removed: ``removed`` (key -> Redis' TIME) and ``job_removed``;
-* what changed is mirrored to Elasticsearch (``removal_pending``): ``removed_at`` set or
-  cleared on the item document, the removed item's chunks deleted from ``chunks-<site>``.
-
-Idempotent per job: a miss records the job it was counted for (``<n>:<job id>``), so a
-replayed batch counts nothing twice, and a job whose step completed is remembered
-(``removal_jobs``) and only reported again. A job older than the last one applied is
-skipped (its view of the site is stale). The Elasticsearch side is a queue of pending
-keys, drained by every run, so a failure there is finished by the step's retry or by the
-next job. Framework-agnostic: no Scrapy, no Prefect.
+Reads: Redis (``item_hashes``, the job's keys), the profile's ``[recrawl]
+removed_after_jobs``. Rules: docs/recrawl.md "Removed items".
 """
 
 from __future__ import annotations

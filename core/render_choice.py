@@ -1,33 +1,15 @@
 """Which page types of a site need a browser: decided by evidence, shared by all workers.
 
-Under ``RENDER_MODE = "auto"`` a page type (a spider callback) starts *learning*: some of
-its pages are fetched both ways (plain HTTP and rendered in Chromium) and what the
-callback makes of each is compared (``crawlers.fetch.adaptive``). Each comparison says
-whether plain HTTP gave the same output as the browser:
+Under ``RENDER_MODE = "auto"`` each page type (a spider callback) is ``learning``,
+``plain`` or ``render``; comparisons of a page fetched both ways (``crawlers.fetch.adaptive``)
+move it between them, a plain type is rechecked rarely (``start_recheck``), a render type
+sampled the other way, and a page found the same while its type learns goes plain for a
+while. A sample not back within ``stale`` seconds no longer counts. The state is one hash
+per site in Redis (``{site}:render_choice``, updated in Lua, kept across jobs), or memory
+without Redis. No Scrapy here.
 
-- learning: the first comparison that differs makes the page type ``render``; ``sample``
-  that agree make it ``plain``;
-- ``plain``: checked again once its last comparison is older than a while
-  (``start_recheck``: one page, one worker); one that differs makes it ``render``. A
-  check of a plain page type costs a browser, a hundred plain pages: it is rare;
-- ``render``: a share is checked the other way (a plain fetch beside the render, cheap);
-  ``sample`` agreeing in a row make it ``plain`` again (the site stopped needing the
-  browser).
-
-The state is per site in Redis (one hash under the site's hash tag: ``<callback>:mode``,
-``:agree``, ``:disagree``, ``:probes``, ``:probes_at``, ``:checked`` (epoch seconds of
-its last comparison), ``:recheck_at``, and ``:agreed:<page>`` (epoch seconds a page of a
-learning type was found the same both ways)), updated atomically in Lua and kept across
-jobs, or in memory for a crawl without Redis. Framework-agnostic: no Scrapy here.
-
-A page compared while its type learns is evidence about that very page: asked for again
-(the next job's start page, a page type with a page or two per job) while its type is
-still learning, it goes plain for as long as a plain type's comparison holds
-(``agreed``) instead of paying a browser for the same comparison again.
-
-A learning page type has at most ``sample`` comparisons under way; one that did not come
-back within ``stale`` seconds (its page was refused, its worker killed) no longer counts,
-so learning never waits for a sample that will not come.
+Reads: its caller's ``sample`` / ``stale`` / recheck limits (``RENDER_AUTO_*``). The rules:
+docs/fetching.md "Render only where needed (``RENDER_MODE = "auto"``)".
 """
 
 from __future__ import annotations

@@ -1,47 +1,16 @@
 """Fetch sessions shared by every worker of a site: identity, proxy, cookies, usage, health.
 
-A session is what a site's bot defense sees as one visitor: one browser identity (the
-User-Agent and client hints of ``crawlers.fetch.identity``), one proxy, one cookie jar.
-Sites bind their clearance cookies to those (a DataDome or Cloudflare cookie obtained by
-one User-Agent or address is worthless to another), and they budget requests per
-visitor. So the pool hands out sessions, not proxies, and keeps for each:
+A session is one visitor as a bot defense sees it (one browser identity, one proxy, one
+cookie jar). The pool hands out sessions within a rate budget, probes new ones one
+request at a time, holds one whose challenge is being passed, and retires a session on a
+block or CAPTCHA, too many errors, uses or seconds; each step is recorded in the job's
+ledger in the same atomic step. ``mark_defended`` keeps a site's first defense for
+``DEFENSE_TTL``. Storage is a ``SessionStore``: ``core.sessions_redis.RedisSessionStore``
+(Lua, Redis' clock, Cluster safe) or ``MemorySessionStore`` here. No Scrapy here.
 
-* ``uses`` and ``created``: retired after ``max_uses`` requests or ``max_age`` seconds;
-* ``errors``: network errors and throttles count up, a good answer counts down; retired at
-  ``max_errors``;
-* a **rate budget**: a session is handed out at most once per ``interval`` seconds (its
-  score in the pool is the next time it may be used), so no visitor goes faster than
-  the site tolerates however many requests wait;
-* ``state``: ``new`` (no answer yet) -> ``live``. A new session is *probed* by one request
-  at a time, and a session whose challenge is being passed is *held* by its solver, so
-  one visitor never shows the site a burst of unproven requests and a challenge is
-  passed once, not once per waiting request. A probe or a hold lasts at most ``hold``
-  seconds: a worker killed meanwhile gives the session back;
-* ``generation``: how many times a challenge was passed for it (the ledger counts each
-  pass once).
-
-A block or a CAPTCHA retires the session at once (a person would be needed); the request
-goes on with another one. Retired sessions leave the pool; their record stays a day for
-forensics.
-
-Each step that creates, clears or retires a session writes what happened into the job's
-ledger (``core.ledger``: ``created:<id>``, ``passed:<id>:<generation>``,
-``retired:<id>``) in the same atomic step, when the caller names the job: a worker killed
-between the two can no longer leave a session the report does not know.
-
-**Defense seen.** A site whose requests go out without sessions until it shows a defense
-(``SESSIONS_ENGAGE = "defense"``) keeps the first block it answered
-(``mark_defended``, for ``DEFENSE_TTL`` seconds, shared by every worker): from then on
-its requests are sessions, with their rate budget.
-
-Storage is behind ``SessionStore``: ``core.sessions_redis.RedisSessionStore`` (Lua
-scripts, every key under the site's hash tag from ``core.keys.SiteKeys``, so a Redis
-Cluster runs them as one Redis does; time is Redis' clock, never a worker's) shared by
-all workers, and ``MemorySessionStore`` (here) for a crawl without Redis. The state
-machine is written once per store; ``tests/core/test_sessions.py`` runs the same
-behaviours against both.
-
-Framework-agnostic: no Scrapy here (``crawlers.fetch.sessions`` is the crawl's glue).
+Reads: the pool's limits from its caller (``SESSION_*`` settings via
+``crawlers.fetch.sessions``). Rules: docs/fetching.md "Sessions: one visitor per session,
+shared by every worker".
 """
 
 from __future__ import annotations

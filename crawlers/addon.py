@@ -1,60 +1,15 @@
 """The scraping platform as a Scrapy add-on: ``ADDONS = {"crawlers.addon.ScrapingPlatform": 0}``.
 
-Enabling it in any Scrapy project installs, at 'addon' priority (so the project's
-settings.py, a spider's ``custom_settings`` and ``-s NAME=value`` still win):
+Installs, at 'addon' priority (the project's settings.py, a spider's ``custom_settings`` and
+``-s`` still win): the defaults of ``crawlers.defaults``, the fetch downloader middlewares
+and download handler, the spider middlewares, the item pipelines, the extensions, and the
+scheduler: ``LocalScheduler`` without ``REDIS_URL``, the distributed frontier with it.
+A component the project already lists (even as ``None``) is left as it has it.
 
-* the crawl defaults of ``crawlers.defaults`` (politeness, fetch, store, rendering, ...);
-* the fetch downloader middlewares, in this order (requests low -> high, responses
-  high -> low), Scrapy's RetryMiddleware and RedirectMiddleware replaced::
-
-      587 crawlers.fetch.proxies.RotatingProxies     proxy chosen / marked
-      588 crawlers.fetch.proxies.BanDetection        ban verdict of a response
-      586 crawlers.fetch.sessions.SessionMiddleware  the visitor (SESSIONS_ENABLED): session,
-                                                     its proxy and cookies; challenges passed
-      585 crawlers.fetch.retry.BlockRetryMiddleware  block pages and errors retried/dropped
-      584 crawlers.fetch.encoding.EncodingRepairMiddleware  cp1252 labelled UTF-8
-      600 crawlers.fetch.retry.CountingRedirectMiddleware   redirects, loops counted
-      740 crawlers.fetch.render_mode.RenderMiddleware  the render flag (profile's RENDER_MODE)
-      745 crawlers.fetch.conditional.ConditionalRequests  validators sent, 304 -> ItemSeen
-      760 crawlers.fetch.identity.IdentityMiddleware  the browser's headers (FETCH_IDENTITY)
-
-  (Scrapy's UserAgentMiddleware replaced by the last)
-
-  and the download handler ``crawlers.fetch.rendering.ResilientPlaywrightHandler`` for
-  http and https (Chromium starts only when a request is rendered; plain requests go to
-  ``crawlers.fetch.impersonate.ImpersonatingHandler``, or to Scrapy's HTTP/1.1 handler
-  with ``FETCH_IDENTITY = "crawler"``);
-* the spider middlewares ``crawlers.frontier.scheduler.LeaseAckMiddleware`` (0, the outermost: acks
-  frontier leases when a response's output and items are done; off without the frontier)
-  and ``crawlers.runtime.middlewares.JobTagMiddleware`` (50): every request and item carries its
-  job id; ``crawlers.recrawl.context.RecrawlContextMiddleware`` (60) and
-  ``crawlers.recrawl.unparsed.UnparsedPagesMiddleware`` (65, an unparsed item page stops
-  the job's re-crawl skips); ``crawlers.fetch.adaptive.AdaptiveRenderMiddleware`` (70, with
-  ``RENDER_MODE = "auto"``) compares rendered samples with plain probes;
-* the item pipelines, in this order: validate (100) -> dedup (200) -> change history
-  (250, Redis and Elasticsearch) -> store (300) -> listing cards recorded (390, Redis and
-  Elasticsearch) -> page validators recorded (400, Redis only); docs/recrawl.md.
-  Validation always runs; dedup needs REDIS_URL and store needs ELASTICSEARCH_URL, each
-  is off (NotConfigured) without its service, so ``scrapy crawl <site> -O items.jsonl``
-  works with no services at all;
-* the Elasticsearch client's loggers at ERROR/WARNING (``crawlers.runtime.logs``): the store logs
-  one line per outage state change, not the client's per-attempt lines and tracebacks;
-* the extensions: the local-mode line, the refusal check (10), the job's budgets (20) and
-  ``crawlers.runtime.outcome.CrawlOutcome`` (50): the close reason that says what the crawl
-  got (``finish_reason``, the last line and exit status of ``scrapy crawl``);
-* without REDIS_URL, the scheduler ``crawlers.frontier.local.LocalScheduler`` (Scrapy's own,
-  failing and counting every request something drops, ``crawlers.frontier.fates``); only
-  when REDIS_URL is set: the distributed frontier (scheduler
-  ``crawlers.frontier.scheduler.LeasingScheduler``, queue ``LeasedQueue``, dupefilter
-  ``JobDupeFilter``, ``SCHEDULER_PERSIST``, ``REDIS_PARAMS``) and the worker extension
-  ``crawlers.frontier.worker.FrontierWorker`` (100).
-
-A component the project already lists (even as ``None``, which disables it) is left as
-the project has it; a whole component dict set by a spider's ``custom_settings`` or
-``-s`` replaces the add-on's (``ITEM_PIPELINES={}``: no pipelines), as it would replace
-a settings.py's. At start the add-on checks the private Scrapy/scrapy-playwright API
-the platform relies on (``crawlers.compat``) and the platform's settings: a malformed
-one stops the crawl with one line naming it and the fix (``ConfigurationError``).
+Reads: the final settings (``REDIS_URL``, ``ELASTICSEARCH_URL``, ``FETCH_TLS_VERIFY``, ...);
+checks ``crawlers.compat`` and the platform's settings at start (``ConfigurationError``).
+The component table and orders: docs/configuration.md "The add-on: the platform in any
+Scrapy project".
 """
 
 from __future__ import annotations

@@ -1,40 +1,14 @@
 """Switchable misbehaviour for tests: block pages, slowness, errors and broken pages.
 
-A behaviour is set globally, per client (the ``X-Demo-Client`` request header), or for
-one request (``?__behaviour=name[,name...]``); a client's setting overrides the global
-one of the same name, and a query-forced one overrides both. Settings are JSON objects:
+A behaviour (``error_burst``, ``unavailable``, ``redirect_loop``, ``offsite_redirect``,
+``forbidden``, ``throttle``, ``captcha``, ``slow``, ``malformed_html``, ``bad_encoding``,
+``huge_page``, ``unreadable``) is set globally, per client (the ``X-Demo-Client`` header)
+or for one request (``?__behaviour=name``), as a JSON setting. Which requests it hits is
+deterministic (a seeded hash of the request's key under ``rate``, the first ``attempts``
+requests of the scope), so a retry can succeed.
 
-- ``error_burst`` {count: 5}: the scope's next ``count`` requests get 503.
-- ``unavailable`` {rate: 1.0, attempts: 1}: 503, as ``error_burst``, but per key: a
-  selected key fails on its first ``attempts`` requests (a resource that stays down
-  while the rest of the site answers).
-- ``redirect_loop`` {rate: 1.0}: 302 from p to p?__loop=1, which 302s back to p.
-- ``offsite_redirect`` {rate: 1.0}: 302 to the same path on the other loopback name of
-  this server (``127.0.0.1`` <-> ``localhost``, same port): another host to a crawler.
-- ``forbidden`` {rate: 1.0, attempts: 1}: 403 block page.
-- ``throttle`` {rate: 1.0, attempts: 1, retry_after: 1}: 429 with ``Retry-After``.
-- ``captcha`` {rate: 1.0, attempts: 1}: HTTP 200 CAPTCHA challenge page.
-- ``slow`` {rate: 1.0, ms: 500}: wait ``ms`` milliseconds, then serve.
-- ``malformed_html`` {rate: 1.0}: unclosed/misnested tags, all data still present.
-- ``bad_encoding`` {rate: 1.0}: cp1252 bytes while header and <meta> say UTF-8.
-- ``huge_page`` {rate: 1.0, mb: 20}: the page padded to about ``mb`` MB.
-- ``unreadable`` {rate: 1.0}: a layout no crawler was written for: scripts stripped and
-  every element of the body a bare ``div`` (no JSON-LD, microdata, classes, headings or
-  links' targets), the text kept.
-
-Every setting also takes ``paths``: a list of path prefixes it is limited to (default:
-every path). Content behaviours (the last four) change HTML pages only.
-
-The rate rule, deterministic so a retry can succeed: a request's *key* is its path plus
-its query without ``__`` parameters. A key is *selected* for behaviour ``b`` when
-``blake2b(f"{seed}:{b}:{key}")`` read as a fraction of 2**64 is below ``rate``. For the
-block behaviours (forbidden, throttle, captcha) and ``unavailable``, a selected key is
-blocked (or answered 503) on its first ``attempts`` requests *within the scope* (the
-global scope counts every client's requests, a client scope only that client's), and
-served normally afterwards; ``attempts: null`` fails every request of a selected key.
-``slow``, the redirects and the content behaviours apply to every request of a
-selected key. Query-forced behaviours always apply and take parameters as
-``__<param>=value`` (``__ms=200``).
+Reads: the settings posted to ``/__control``. Each behaviour's settings and the rate
+rule: docs/demo-site.md "Behaviours for tests".
 """
 
 from __future__ import annotations

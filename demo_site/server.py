@@ -1,39 +1,15 @@
 """The demo store: an aiohttp app serving the generated catalog, with test hooks.
 
-Site: ``/``, ``/category/<slug>?page=N``, ``/product/<sku>``, ``/api/products/<sku>/reviews``,
-``/images/<sku>.svg``, ``/robots.txt``, ``/sitemap.xml``, ``/sitemaps/products-<n>.xml``,
-``/sitemaps/categories.xml``, ``/cart`` (disallowed by robots.txt), and fixed edge cases
-under ``/edge/`` (``malformed``, ``bad-encoding``, ``redirect-loop``, ``huge``, ``error``).
+Serves the shop's pages (home, categories, products, the reviews API, images, robots.txt,
+sitemaps, ``/edge/`` edge cases) with strong ETags and Last-Modified (304 on a current
+copy), and the control API under ``/__control`` (state, behaviours, reset, the access
+log), never logged and disallowed by robots.txt. Rendered pages and their ETags are
+cached by (revision, layout, base URL, page): the site must never be a crawl's
+bottleneck.
 
-Control (never logged, disallowed by robots.txt):
-
-- ``GET /__control``: the state (see ``SiteState.snapshot``).
-- ``POST /__control``: JSON with any of ``layout`` ("v1"/"v2"/"v3"), ``revision`` (int),
-  ``block_seed`` (int), ``behaviours`` ({name: spec|null}), ``clients``
-  ({client: {name: spec|null}|null}), ``log_headers`` (bool); merges, answers with the
-  new state, 400 if invalid.
-- ``POST /__control/reset``: behaviours, counters and the access log cleared; layout
-  and revision back to the command line's; ``log_headers`` off.
-- ``GET /__control/access-log?since=N&client=NAME``: the access log as a JSON list
-  (per request: ``i``, ``ts``, ``method``, ``path``, ``status``, ``client``,
-  ``user_agent``, ``behaviour``, ``bytes``: the response body bytes sent, and
-  ``conditional``: whether it carried If-None-Match or If-Modified-Since; with
-  ``log_headers`` on, ``headers``: every request header as ``[name, value]``, names as
-  spelled, in the order received); ``DELETE`` clears it. Headers are off by default:
-  benchmarks log a million requests, and a head is larger than the rest of an entry.
-
-Conditional requests (RFC 9110 section 13): every 200 answer of a site page or API
-carries a strong ``ETag`` (a digest of the body as served) and, unless a content
-behaviour rewrote the body, a ``Last-Modified`` (the product's catalog ``lastmod`` for
-its page, reviews and image; the catalog's newest ``lastmod`` for every other page).
-``If-None-Match`` (weak comparison, ``*``, lists; it takes precedence) or else
-``If-Modified-Since`` answer ``304 Not Modified`` without a body. Block pages, errors and
-redirects are never answered 304; a body a content behaviour rewrote carries the ETag of
-the rewritten bytes, so it never passes for the clean page. A layout change or a
-revision moved backwards makes every Last-Modified at least the time of that change.
-
-Every rendered page and its ETag are cached by (revision, layout, base URL, page) so the
-site keeps up with benchmarks: it must never be the bottleneck of a crawl.
+Reads: the command line (``--seed``, ``--products``, ``--revision``, ``--layout``,
+``--access-log``, ``--block-seed``). Pages, conditional requests and the control API:
+docs/demo-site.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """Per-site baselines as reviewable files, and the fingerprint section of site profiles.
 
-Layout, one directory per site (adding a site = adding its directory)::
+Reads and writes ``fingerprints/sites/<site>/``: ``fixtures/<page_type>/*.html``,
+``baseline.json`` (pretty-printed, sorted, one token per line, with the fixtures' SHA-256
+and the fingerprint version, so a review diff shows what changed) and the optional
+``coverage.json``; reads the profile's ``[fingerprint]`` table (threshold, per page type
+``sample_paths``, ``selectors``, ``threshold``).
 
-    fingerprints/sites/<site>/fixtures/<page_type>/*.html   pages the baseline is computed from
-    fingerprints/sites/<site>/baseline.json                 computed: tokens and their frequency
-    fingerprints/sites/<site>/coverage.json                 optional: field fill-rate baseline
-
-``baseline.json`` is pretty-printed with sorted keys, one token per line, so a review
-diff shows exactly which paths, types and selector counts changed. It records the
-fixture files it was computed from (with their SHA-256) and the fingerprint version.
-
-The site profile (``crawlers/profiles/<site>.toml``) may carry a ``[fingerprint]``
-table: the similarity threshold and, per page type, the sample paths fetched by the
-live check and the selectors the spider relies on::
-
-    [fingerprint]
-    threshold = 0.85
-    [fingerprint.page_types.listing]
-    sample_paths = ["/category/kitchen", "/category/kitchen?page=5"]
-    selectors = { product_links = "a.product-link" }
-    threshold = 0.8            # optional, this page type only
+Layout and profile keys: docs/fingerprints.md "Files per site".
 """
 
 from __future__ import annotations

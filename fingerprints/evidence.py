@@ -1,25 +1,14 @@
 """Does the page carry the field? Evidence that an empty field is absent, not lost.
 
-A hotel with no reviews has no review score, a business that answers no review has no
-replies, a listing priced "on request" has no price: the page genuinely lacks the field,
-and an empty field on its records is no sign that the spider stopped reading it. The
-profile declares, per page type and field, where a page shows the field and what says it
-lacks it (``[fingerprint.page_types.<type>.shows]`` / ``.absent``). From them each page
-gives, per field, how many of its records are *expected* to have the field:
+The profile declares, per page type and field, where a page shows the field and what
+says it lacks it (``[fingerprint.page_types.<type>.shows]`` / ``.absent``: ``page``,
+``re``, ``each``, ``field`` + ``equals``). ``page_evidence`` reads a page into how many of
+its records are *expected* to have each field (a field without rules: every record);
+``tally`` counts expected and filled records, what ``fingerprints.fields`` judges and the
+coverage baselines are measured on.
 
-- ``absent`` evidence: ``page`` (a selector) or ``re`` (a regular expression on the
-  page's source) that matches: no record of the page is expected to have it (an undated
-  search prices nothing); ``each`` (a selector): each match is one record that lacks it
-  (a card reading "price on request"); ``field`` + ``equals``: a record whose other field
-  holds one of these values lacks it (``review_count`` 0: no review score);
-- ``shows`` rules (selectors, or ``re`` on the source, each alternative counted, the
-  largest count wins): the page shows the field that many times, so at most that many
-  records are expected to have it; a page that shows it nowhere lacks it.
-
-A field without rules is expected on every record (the baseline's rate says how often it
-is filled). ``tally`` counts expected and filled records: what ``fingerprints.fields``
-judges and the coverage baselines are measured on. ``page_evidence`` reads a page; the
-rest is pure.
+Reads: the profile's ``shows`` / ``absent`` rules. Their forms: docs/fingerprints.md
+"Verdicts: judged by the data, on every run" and "Field coverage".
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """The fail-closed structure gate: may this site be scraped now?
 
-``verify_site`` fetches a small live sample of each page type through the platform's
-fetch stack (``fingerprints.sampler``, a Scrapy subprocess with the site's settings) and
-compares it with the site's baseline; ``check_site`` does the same comparison on the
-stored fixture pages (the daily check). Both return a ``GateResult`` and never raise:
-any problem (an exception, no baseline, an empty sample, a page that could not be
-fetched, a block page, a changed structure) is a result that did not pass. Neither
-writes anything anywhere.
+``verify_site`` fetches a small live sample of each page type through the platform's fetch
+stack (``fingerprints.sampler``) and compares it with the site's baseline; ``check_site``
+does the same on the stored fixtures (the daily check). Both return a ``GateResult`` and
+never raise or write: any problem is a result that did not pass (precedence ``error`` >
+``no_baseline`` > ``blocked`` > ``fetch_failed`` > ``structure_changed``). A changed
+structure is then judged by the data: ``drifted`` (passes, with a warning) or
+``structure_changed`` (fails closed).
 
-Precedence when several problems occur: ``error`` > ``no_baseline`` > ``blocked`` >
-``fetch_failed`` > ``structure_changed``. A block page says nothing about the site's
-structure, so it is reported as blocked, never as a structure change.
-
-A structure change is then judged by the data (``fingerprints.extraction`` runs the
-callbacks, ``fingerprints.judgement`` judges their outputs): the page
-type's own spider callback runs on the sample and its items are validated (item schema,
-field-coverage baseline). The ``verdict``:
-
-- ``passed``: the structure matches the baseline;
-- ``drifted``: it does not, but extraction is complete (``passed`` stays True: the run
-  goes on, with a warning and a proposed new baseline);
-- ``structure_changed``: it does not and extraction fails, yields invalid items or loses a
-  field (fail closed), or the profile asks for ``strict = true``;
-- ``blocked``, ``fetch_failed``, ``no_baseline``, ``error``: as ``status``.
-
-``status`` keeps its meaning (what the structural comparison found), so a drifted result
-has status ``structure_changed`` and verdict ``drifted``.
+Reads: ``fingerprints/sites/<site>/`` (baseline, coverage, fixtures) and the profile's
+``[fingerprint]`` table. Verdicts: docs/fingerprints.md "The gate".
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """The structural fingerprint of a page (its baseline and similarity: fingerprints.comparison).
 
-A fingerprint is robust to content and sensitive to structure. It has four features:
+A fingerprint is robust to content and sensitive to structure; four features: the
+``skeleton`` (shingles of the body's tag paths and class/id tokens, content-driven tokens
+dropped, repeated siblings collapsed), the ``selectors`` the spider relies on (none / one
+/ many matches), the ``schema`` (schema.org types in JSON-LD and microdata) and the
+``state`` (key paths of embedded state blobs).
 
-- ``skeleton``: shingles of the ``<body>`` DOM: the tag path of each element and its
-  nearest ancestors, plus one ``parent > tag.class`` (or ``#id``) token per class or
-  id. Content-driven class/id tokens are dropped (anything with a digit, CSS-module and
-  CSS-in-JS hashes); text and other attribute values are ignored; scripts, styles,
-  SVG internals and bare inline formatting (``<b>``, ``<em>``) are skipped. Shingles
-  form a *set*, so repeated siblings collapse: a last listing page with 4 cards has the
-  same skeleton as a full one with 24.
-- ``selectors``: how many nodes each CSS/XPath selector the spider relies on matches,
-  as a bucket (none / one / many).
-- ``schema``: schema.org types in JSON-LD (and ``Type.property:Type`` edges) and in
-  microdata (itemtypes and ``Type.itemprop`` pairs).
-- ``state``: embedded state blobs: ``__NEXT_DATA__`` and other ``application/json``
-  scripts (their key paths, lists collapsed), ``window.__X__ = ...`` assignments.
-
-A page type's baseline (``fingerprints.comparison``) keeps, for each token, the fraction
-of fixture pages that had it. Similarity of a page to a baseline, per feature, is a
-Jaccard index in which a token missing from the page costs its baseline frequency (an
-element only some fixtures have costs little) and a token the baseline never saw costs 1.
-The page's similarity is the weighted mean over the features that apply; a selector
-present on every fixture page that finds nothing on the page fails the page whatever the
-score.
+Reads: the page's HTML and the profile's selectors. Features, similarity and thresholds:
+docs/fingerprints.md "The fingerprint of a page (``fingerprints/structure.py``,
+``fingerprints/comparison.py``)".
 """
 
 from __future__ import annotations

@@ -2,40 +2,15 @@
 
 ``python -m harness.replay_site <site> [--host 127.0.0.1] [--port 0]``
 
-Serves ``fingerprints/sites/<site>/`` by URL path, as listed in the site's manifest
-``replay.json``, so ``scrapy crawl <site> -a base_url=<replay URL>``, the structure gate
-(``verify_site(site, base_url=...)``) and the ``scrape-<site>`` flow run end to end
-without the internet. The manifest::
+Serves ``fingerprints/sites/<site>/`` by URL path as the site's ``replay.json`` manifest
+lists it (hosts rewritten to the replay's URL in every body, query parameters matched,
+optional session cookie and first answers), so ``scrapy crawl <site> -a
+base_url=<replay URL>``, the structure gate and the ``scrape-<site>`` flow run without the
+internet. It also answers absolute-form requests as a forward proxy (for
+``needs_proxies`` sites) and keeps an access log at ``/__replay/log``.
 
-    {
-      "hosts": ["https://www.trustpilot.com"],       # rewritten to the replay's own URL
-      "robots": ["User-agent: *", "Disallow: /users/"],
-      "session_cookie": "c_user",                    # optional: required on every page
-      "login_page": "blocked/login.html",            # served (200) without that cookie
-      "ignore_query": ["checkin", "checkout"],       # parameters that do not select a page
-      "routes": {
-        "/review/shop.example": "fixtures/company_reviews/shop-page-1.html",
-        "/blocked/datadome": {"file": "blocked/datadome.html", "status": 403},
-        "/hotel/x.html": {"file": "fixtures/hotel/x.html",             # a block page first:
-                          "first": {"file": "blocked/waf.html", "status": 202, "times": 1}}
-      }
-    }
-
-Fixtures keep the site's absolute URLs (canonical links, JSON-LD ids, pagination); each
-body is served with every listed host (also JSON-escaped and protocol-relative forms)
-rewritten to the replay's base URL, so links the spider follows stay on loopback. A route
-key may carry a query (``/search?page=2``); lookups try the exact path and query, then the
-query's parameters sorted, without the ``ignore_query`` ones (dates a spider computes at
-run time). Unknown paths answer 404. A route's ``first`` answer is served instead of its
-file for the route's first ``times`` requests (a site that challenges a client before
-serving the page), counted since the replay started.
-
-The replay also answers absolute-form requests (``GET http://host/path``), as a forward
-proxy would: a site whose profile requires proxies (``needs_proxies = true``) crawls the
-replay with ``PROXY_LIST=<replay URL>``, so the rotating-proxy middleware runs as it
-does in production. ``GET /__replay/log`` returns the access log (``DELETE`` clears it);
-``/__replay/`` is disallowed by robots.txt and never logged. Each log entry names the
-``X-Demo-Client`` a loopback proxy added (``client``), so tests see which proxy asked.
+Reads: the manifest. Its keys and rules: docs/sites.md "Fixtures, replay and tests (all
+sites)", step 2 "Replay".
 """
 
 from __future__ import annotations

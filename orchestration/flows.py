@@ -6,19 +6,10 @@
 ``check-site-versions``: the structure check of every site's fixtures against its baseline.
 ``daily-health-check``: per-site job history, search health, undelivered alerts.
 
-Retrying a failed run (Prefect's "Retry", same flow run) keeps its job id, and the
-producer and drain steps are cached on (site, job id) with persisted results: the retry
-resumes at the failed step without crawling again.
-
-A scrape run's final state is what its data came to (``orchestration/outcome.py``):
-Completed, CompletedWithWarnings (nothing lost), Incomplete or NothingStored (Failed, the
-report written all the same).
-
-Alerts are Prefect state hooks (``orchestration/hooks.py``): each step's ``on_failure``
-names the failed step, the flows' ``on_failure`` / ``on_crashed`` cover the rest, and the
-report's ``on_completion`` sends the job summary; a failed run whose hooks could not run
-is alerted by the server (``orchestration/automations.py``). An alert Slack does not take
-never fails a run: it is logged in the run's log and recorded for the daily health check.
+A retry of a failed run keeps its job id and resumes at the failed step (producer and
+drain cached on site and job id). The final state is what the data came to
+(``orchestration/outcome.py``); alerts are state hooks (``orchestration/hooks.py``).
+Details: docs/orchestration.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """Prefect state hooks: the flows' Slack alerts, declared on the flows and their tasks.
 
-- A step task's ``on_failure`` (after its last retry) sends the error alert naming the
-  step, with its error and its last log lines. Prefect runs it before the failure reaches
-  the flow, so the alert is out by the time the run is Failed.
-- The flows' ``on_failure`` / ``on_crashed`` alert what no step did: a failure in the flow
-  itself, or a crash (naming the step that was running, when Prefect recorded it).
-  A run attempt whose step already alerted, or whose flow sent its own alert (the gate's
-  ``FailedClosed``, ``StructureChanged``, ``Unhealthy``), is not alerted again: one
-  error alert per failed run attempt.
-- Every error alert is also recorded on the run as a markdown artifact
-  ``scrape-<site-with-dashes>-failure`` (an artifact key has no ``_``): the failed step, its
-  error and its last log lines.
-- The report task's ``on_completion`` sends the job summary (its result is the summary's
-  template context): the alert of a run that ends ``Incomplete`` or ``NothingStored``.
-- Once a failed or crashed run's own alert is out (or was not needed), the flow's hook
-  emits ``ALERTED_EVENT``; the server-side automation (``orchestration/automations.py``)
-  alerts the failed runs that never emit it (their process was gone).
+A step task's ``on_failure`` alerts the failed step (error, last log lines) before the
+failure reaches the flow; the flows' ``on_failure`` / ``on_crashed`` alert what no step
+did; one error alert per failed run attempt, also recorded as the artifact
+``scrape-<site-with-dashes>-failure``. The report task's ``on_completion`` sends the job
+summary. Once a failed run's alert is out the flow emits ``ALERTED_EVENT`` (the server's
+automation alerts runs that never do). An alert Slack does not take never changes a run's
+state: it is logged and recorded for the daily health check.
 
-An alert Slack does not take after its retries never changes the run's state: ``notify``
-logs one WARNING in the run's log (template, error class; never the webhook URL) and
-records it for the daily health check; an undelivered job summary is also counted in the
-job's document (``alerts_failed``, the template in ``extra.alerts_failed``).
+Reads: ``SLACK_WEBHOOK_URL`` (through ``notify``). Details: docs/orchestration.md "Alerts".
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """The platform's Kibana saved objects, written to docker/kibana/saved_objects.ndjson by
 ``python -m orchestration.wiring`` (with the compose file's per-site services).
 
-The NDJSON is committed (the import, ``python -m orchestration.kibana``, needs no project
-code) and tests/orchestration/test_wiring.py checks it is exactly what this module renders
-from the site profiles, so edit this module (the dashboard and its Lens visualizations:
-``orchestration.kibana_dashboard``) or a profile, never the NDJSON.
+Renders, with stable ids: the data views (``items-*``, ``chunks-*``, ``jobs``,
+``changes-*``), the dashboard "Scraping platform" and its Lens visualizations
+(``orchestration.kibana_dashboard``), and one saved search per site profile with its item
+type's columns (``COLUMNS_BY_ITEM_TYPE``). Edit this module or a profile, never the
+committed NDJSON (a test checks it is exactly what this renders).
 
-Objects (stable ids, so re-importing with overwrite replaces them):
-
-* data views ``items-*`` (time field ``last_seen``), ``chunks-*`` (``indexed_at``),
-  ``jobs`` (the alias of platform-jobs-v1, ``finished_at``) and ``changes-*`` (``time``):
-  the layouts of core.store, indexing.index, core.jobs_index and core.store.changes;
-* Lens visualizations and the dashboard "Scraping platform": items per site per day,
-  new/changed per job, block rate per site over time, job durations and statuses,
-  chunks indexed per site per day, price history per item and changes per kind;
-* one saved search per site profile (crawlers/profiles/<site>.toml) over ``items-*``,
-  filtered ``site : "<site>"``, with the columns of the profile's ``item_type``
-  (``COLUMNS_BY_ITEM_TYPE``; an item type not listed there shows its required and history
-  fields).
-
-Formats are Kibana 8.x saved objects (``coreMigrationVersion`` 8.8.0 plus each type's
-version); Kibana 9 migrates them on import.
+Reads: the site profiles. The objects and their import: docs/deployment.md "Kibana".
 """
 
 from __future__ import annotations

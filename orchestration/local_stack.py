@@ -6,22 +6,10 @@
     python -m orchestration.local_stack status | ui | logs | down
     python -m orchestration.local_stack demo      # up + the scrape-demo deployment, end to end
 
-Every process runs in its own session with its PID and log under one run directory
-(``$PLATFORM_RUN_DIR/stack``); ``down`` stops them by PID. Deployments are registered in
-local mode: each scrape run launches its own ``scrapy crawl`` workers.
-
-``flow`` runs a deployment and watches it (``orchestration.deployment_run``): each
-``--param KEY=VALUE`` is a flow parameter, the value read as JSON when it parses
-(``approval_timeout=0`` is a number) and as text otherwise; a paused deployment runs only
-with ``--force``. A run that ends in any state but Completed ends with one line naming the
-deployment, the state and its message, and where the worker's log is; the exit status is
-then non-zero.
-
-Ports: ``PORTS`` by default; each is settable (``LOCAL_STACK_REDIS_PORT``,
-``LOCAL_STACK_ELASTICSEARCH_PORT``, ``LOCAL_STACK_PREFECT_PORT``,
-``LOCAL_STACK_DEMO_PORT``), so a second stack (another ``PLATFORM_RUN_DIR``) runs beside
-the first. A port something else holds stops ``up`` with one line naming the port and
-its holder (``harness.base.PortInUse``): a stack never writes into another one's services.
+Each process runs in its own session with its PID and log under ``$PLATFORM_RUN_DIR/stack``;
+deployments are registered in local mode. Reads ``PLATFORM_RUN_DIR`` and the
+``LOCAL_STACK_*_PORT`` variables; a port held by something else stops ``up`` with one line.
+Commands, parameters and exit status: docs/orchestration.md "Operations".
 """
 
 from __future__ import annotations

@@ -2,23 +2,12 @@
 
     python -m orchestration.register_flows [--local-workers N]
 
-A site's schedule (cron, UTC) and description live in its profile
-(``crawlers/profiles/<site>.toml``); the maintenance flows' live in ``MAINTENANCE`` here.
-
-Creates (or updates) the process work pool with concurrency limit 1, so scheduled
-scrapes queue instead of fighting over the browser fleet and proxy budget, and applies
-every deployment to it. Each scrape deployment also has deployment concurrency 1 with
-the ENQUEUE collision strategy: a late or manual run waits for the running one instead
-of running beside it (and late runs do not pile up into parallel runs).
-
-Local mode (``--local-workers N``, N > 0: what ``make demo`` / ``make prefect-up`` register
-on this machine's stack) registers every scheduled ``scrape-<site>`` deployment *paused*:
-a laptop never scrapes a production site by itself at 04:00. Its runs start only when
-asked (``make prefect-flow PROFILE=<site> FORCE=1``, or Run in the UI); ``--schedules
-active`` overrides that.
-
-With the deployments goes the automation that alerts Slack about a failed run of these
-flows whose own alert never came (``orchestration/automations.py``; ``--alert-grace``).
+Reads each profile's schedule (cron, UTC) and description (``crawlers/profiles/<site>.toml``)
+and ``MAINTENANCE`` here; creates the process work pool (concurrency 1) and applies every
+deployment to it (deployment concurrency 1, ``ENQUEUE``), with the automation that alerts
+failed runs whose own alert never came. In local mode (``--local-workers N``) scheduled
+scrape deployments are registered paused unless ``--schedules active``.
+Why and how: docs/orchestration.md "Deployments (``orchestration/register_flows.py``)".
 """
 
 from __future__ import annotations

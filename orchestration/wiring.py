@@ -3,25 +3,13 @@
     python -m orchestration.wiring            # rewrite the generated parts from the profiles
     python -m orchestration.wiring --check    # exit 1 naming each file that is out of date
 
-Two files hold a part per site (``crawlers/profiles/<site>.toml``, or ``SITE_PROFILES_DIR``):
-
-* docker/compose.yaml: the always-on ``worker-<site>`` services (``scrapy crawl <site> -a
-  always_on=true``), between the ``BEGIN``/``END`` marker comments, and the fetch secrets
-  of the flows' worker (``x-fetch-env``) between their own markers; the rest of the file
-  is hand-written and kept as it is. A real site's worker runs under the compose profiles
-  ``sites`` and ``<site>``; a local site's (``LOCAL_SITES``: the demo shop) under that
-  site's compose profile, after the service that serves it is healthy. A site's worker
-  holds the secrets its profile declares and no other site's: the proxies
-  (``PROXY_LIST``, ``PROXY_LIST_FILE``) with ``needs_proxies = true``, and the variables
-  its ``secrets`` names (a session's cookies); the flows' worker, which fetches for every
-  site (the structure gate's samples), holds them all. The local workers a flow launches
-  itself get the same share as ``worker-<site>`` (``worker_env``).
-* docker/kibana/saved_objects.ndjson: the Kibana objects, a saved search per site
-  (orchestration.kibana_objects).
-
-A site's ``scrape-<site>`` deployment and schedule need no file: orchestration.register_flows
-and the health check read the profiles when they run. tests/orchestration/test_wiring.py
-fails, naming this command, when a committed file differs from what it writes.
+Writes, from ``crawlers/profiles/<site>.toml`` (or ``SITE_PROFILES_DIR``), the generated
+parts of docker/compose.yaml (the ``worker-<site>`` services between the ``BEGIN``/``END``
+markers, each holding only its own site's secrets, and the flows' worker's
+``x-fetch-env``) and docker/kibana/saved_objects.ndjson (``orchestration.kibana_objects``);
+the rest of the compose file is hand-written. tests/orchestration/test_wiring.py fails
+when a committed file differs. What each part holds: docs/deployment.md "A new site in
+production".
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """One document write (``StoreAction``), how it is built from an item, and its outcomes.
 
-Every write is a full ``index`` operation with ``version_type=external_gte`` and
-``version = last_seen`` (epoch ms): re-sending a write (retry, spill replay, a worker
-killed before its ack) is idempotent, and a stale write that arrives after a newer one
-is refused by Elasticsearch (409, counted as ``superseded``) instead of overwriting it.
-``first_seen`` and ``last_changed`` are what dedup decided (``core.dedup``): the store
-writes them as given and never works them out itself.
+Every write is a full ``index`` with ``version_type=external_gte`` and ``version =
+last_seen``: re-sending is idempotent and a stale write is refused (``superseded``). A
+touch (``build_touch``) moves ``last_seen`` and ``job_id`` forward only, as a
+compare-and-set done by ``core.store.bulk`` (the node has no scripting); it never creates
+a document. Only ``items-*`` actions are item writes (``is_item``).
 
-A **touch** (``build_touch``: an item seen unchanged without its content, a 304 or an
-unchanged listing card) is a partial update of the stored document that moves
-``last_seen`` and ``job_id`` only, and only forward; it never creates a document. The
-node has no scripting (no painless, docs/elasticsearch-node.md), so the condition is a
-compare-and-set done by ``core.store.bulk``: a real-time read of the document's
-``last_seen`` and sequence number, then an ``update`` with ``if_seq_no`` /
-``if_primary_term``. An older or equal ``last_seen`` is a noop (``superseded``: a
-replay is idempotent), a document changed in between is re-read (retried), a missing
-one is ``Outcome.MISSING`` (its item is then fetched in full). Spill entries without an
-``op`` (written before touches existed) are index writes.
-
-Actions of other indices (a helper's ``changes-<site>`` documents) are plain index
-writes too; only ``items-*`` actions are item writes (``is_item``): declared by the
-store, sent with ``require_alias`` and recorded in the job's ledger.
+Reads: the item and dedup's note. Details: docs/pipelines.md "Documents and timestamps",
+docs/recrawl.md "Seen items through the pipelines (validate -> dedup -> store)".
 """
 
 from __future__ import annotations

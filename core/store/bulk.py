@@ -1,25 +1,14 @@
 """The hop to Elasticsearch: declare the indices, send one bulk, classify each result.
 
-No retries here (the client's and the bulk helper's are off): a result is final
-(indexed, touched, superseded, missing, dead letter) or ``RETRY``, and the writer
-(``core.store.writer``) is the one layer that retries, with backoff, then spills.
+No retries here (the writer, ``core.store.writer``, is the one layer that retries): each
+result is final (indexed, touched, superseded, missing, dead letter) or ``RETRY``. Touches
+are read first (one real-time ``mget``) and sent as conditional updates. Item indices are
+declared here; other indices by the ``IndexPreparer`` registered in ``INDEX_PREPARERS`` for
+their prefix. An index whose declaration is refused for good (400 conflicting mapping,
+403) makes every write to it a dead letter at once, naming the fix (``conflict_line``).
 
-Touches (``core.store.actions``) are read first (one real-time ``mget`` per call) and
-sent as conditional updates after the index writes of the same bulk.
-
-Only item indices (``items-*``) are declared here (``ensure_item_index``) and written
-with ``require_alias``. Other indices (``changes-<site>``) are declared by whoever
-builds their actions: ``INDEX_PREPARERS`` (or a sender's own ``preparers``) maps an
-index name prefix to an ``IndexPreparer``, called once per index per process before its
-first write (register one when its module is imported, e.g.
-``INDEX_PREPARERS["changes-"] = ensure_changes_index``); an index no preparer claims is
-written as it is (its template, if any, applies).
-
-An index whose declaration Elasticsearch refuses for good (400: an existing index with a
-conflicting mapping, ``mapper [price] cannot be changed from type [keyword] to
-[double]``; or 403, a privilege missing) is not declared again: every write to it is a
-dead letter at once (no retries), its error naming the index, the field and the fix
-(``conflict_line``).
+Reads: the actions. Details: docs/pipelines.md "Durability" and "Storage in
+Elasticsearch".
 """
 
 from __future__ import annotations

@@ -1,25 +1,13 @@
 """Where item documents live: index, alias and template names, ids, the index declaration.
 
-Per site and item type::
+Per site and item type: the concrete index ``items-<site>-<type>-v1`` (from a composable
+template of ``items-common`` + ``items-type-<type>``), its write alias
+``items-<site>-<type>`` (written with ``require_alias``), the read alias ``items-<site>``.
+A document's ``_id`` is its item key (hashed over 512 bytes). Replicas are decided when the
+index is created.
 
-    items-<site>-<type>-v1   concrete index, created from the composable index template
-                             items-<site>-<type> = component templates items-common +
-                             items-type-<type> (mapping derived from the item's schema)
-    items-<site>-<type>      write alias (is_write_index): every write goes through it,
-                             with require_alias, so a missing alias never auto-creates an
-                             index with a dynamic mapping
-    items-<site>             read alias over all of the site's item types (never written)
-    items-*                  every site's items (searches across sites)
-
-Each item is one document, ``_id`` = its item key (``<site>:<type>:<stable id>``), hashed
-when too long for Elasticsearch.
-
-Replicas (``STORE_INDEX_REPLICAS``, default ``auto``): a new index gets one replica when the
-cluster has two or more data nodes, so losing one node loses no shard (the cluster goes
-yellow, reads and writes go on); none on a single node, where a replica could never be
-allocated and the index would stay yellow. An explicit number is used as given. Decided
-when the index is created (``_cluster/health``'s ``number_of_data_nodes``); an existing
-index keeps its count (``PUT items-*/_settings`` changes it).
+Reads: ``STORE_INDEX_REPLICAS`` (``auto``: one replica with two or more data nodes).
+Details: docs/pipelines.md "Index layout".
 """
 
 from __future__ import annotations

@@ -1,35 +1,15 @@
 """``ItemStore``: buffered, durable bulk writes of ``StoreAction``s.
 
-``put()`` returns only when the item is durable: accepted by Elasticsearch, written to
-the spill (``core.store.spill``), or, if Elasticsearch rejects it for good (a mapping
-error), recorded in the dead-letter list. Writes are buffered and sent in bulk
-(``core.store.bulk``) when ``bulk_size`` documents are waiting or the oldest has waited
-``flush_interval`` seconds.
+``put()`` returns only when the item is durable: accepted by Elasticsearch, written to the
+spill (``core.store.spill``) or dead-lettered (rejected for good). Writes are sent in bulk
+by size or age; this is the store hop's one retry layer (backoff, then the spill, drained
+back by any worker under a lock). Neither written nor spilled within ``close_timeout``:
+given up (``StoreUnavailable``) with one ERROR line. A 401 is an outage (reported once
+through ``on_auth``), a 403 a dead letter. A touch returns ``TOUCHED``, ``SUPERSEDED`` or
+``MISSING``.
 
-Retries: this is the one layer of the store hop (the client and the bulk helper do not
-retry). An item a bulk did not store is retried with backoff (``retry_backoff`` doubling
-up to ``retry_backoff_max``); after ``spill_after`` seconds of failures (Elasticsearch
-down) or ``max_item_retries`` attempts it goes to the spill (counted ``store/spilled``),
-and while Elasticsearch stays down new items go straight there. The spill is drained back
-into Elasticsearch by every store's background loop (any worker, any process: a lock
-makes one drainer at a time) and at close; an entry failing ``dead_after_attempts``
-drains is dead-lettered (counted).
-
-Neither written nor spilled (Elasticsearch refusing the writes while the spill cannot be
-written, or there is no spill): an item waits at most ``close_timeout`` seconds, then is
-given up (``StoreUnavailable``, ``store/unsaved``) with one ERROR line handed to
-``on_failed`` (``core.store.failures``), so a store that can do neither always closes.
-
-Credentials: a 401 from Elasticsearch is handled as an outage (items wait, then spill,
-so a run with the right credentials stores them) and reported once through ``on_auth``;
-a 403 (the user lacks a privilege on the index) is permanent: dead letter, no retries
-(``core.store.bulk``).
-
-A touch (``core.store.actions``) goes the same way; ``put()`` returns ``TOUCHED``,
-``SUPERSEDED`` (a noop) or ``MISSING`` (no document: the caller fetches the item in
-full; counted ``store/touch_missing``, not recorded as stored). A touch drained from the
-spill whose document is gone is dropped (counted, logged): it carries no content, and
-its item's next crawl finds the document missing again.
+Reads: its constructor's limits (from the ``STORE_*`` settings). Details:
+docs/pipelines.md "Bulk, flush window, durability" and "Durability".
 """
 
 from __future__ import annotations

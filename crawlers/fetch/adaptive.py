@@ -1,39 +1,14 @@
 """``RENDER_MODE = "auto"``: render only the page types that need a browser, by evidence.
 
-A browser costs a hundred times the CPU of a plain fetch, so a site's pages are rendered
-only where plain HTTP loses something. Per page type (the callback that parses it), some
-pages are fetched both ways and what the callback makes of each is compared
-(crawlee's AdaptivePlaywrightCrawler is the model):
+Per page type (the callback that parses it) some pages are rendered as *samples* and
+fetched plain as *probes*; ``AdaptiveRenderMiddleware`` (a spider middleware) compares
+what the callback made of each and drops the probe's output. ``AdaptiveRendering.choose``
+tells ``RenderMiddleware`` which requests to render; requests of a learning page type
+are held until its verdict. The state per page type lives in ``core.render_choice``.
 
-- ``RenderMiddleware`` asks ``AdaptiveRendering.choose`` for each page request: a page
-  type that is learning, or that needs the browser, is rendered; a share of every page
-  type's pages (``RENDER_AUTO_RECHECK``) is rendered and marked as a *sample*. So the
-  crawl's own items always come from the browser where the answer is not known yet.
-- While a page type learns, only its samples go out: the other requests of that type a
-  callback yields are *held* (``AdaptiveRenderMiddleware``, at the source: the callback's
-  other output goes on, nothing waits in the downloader) until its verdict, then go out
-  plain or rendered as it says; after ``RENDER_AUTO_HOLD`` seconds without one they go
-  out rendered. So learning costs ``RENDER_AUTO_SAMPLE`` renders per page type, not
-  every page asked for before the verdict.
-- ``AdaptiveRenderMiddleware`` (a spider middleware next to the spider) passes a page's
-  output on untouched and, for a sample, keeps a summary of it (items' filled fields and
-  values, follow-up requests) and yields the same request fetched plain (a *probe*,
-  cheap). The probe's output is compared with the summary and then dropped: it never
-  reaches the pipelines or the frontier twice.
-- "Same" means plain HTTP lost nothing the browser got: as many items, each with every
-  field the browser's had filled and the same values, and every follow-up request.
-- ``core.render_choice`` keeps each page type's state (learning, plain, render) for the
-  site, shared by every worker and kept across jobs. Learning takes
-  ``RENDER_AUTO_SAMPLE`` agreeing pages (one disagreeing makes it render); afterwards a
-  ``render`` type has ``RENDER_AUTO_RECHECK`` of its pages compared (a plain fetch
-  beside the render), a ``plain`` type one page once its last comparison is
-  ``RENDER_AUTO_RECHECK_AFTER`` seconds old (a render costs a hundred plain pages: a
-  site that needs no browser pays for one only that often).
-
-Only pages worth comparing are sampled: 200 HTML answers of page requests (not APIs),
-not a challenge pass, not a conditional 304. Stats: ``render/auto/probes``,
-``render/auto/same``, ``render/auto/differ``, ``render/auto/mode/<callback>/<mode>``,
-``render/auto/held`` (requests held for a verdict), ``render/auto/hold_expired``.
+Reads: ``RENDER_AUTO_SAMPLE``, ``RENDER_AUTO_RECHECK``, ``RENDER_AUTO_RECHECK_AFTER``,
+``RENDER_AUTO_HOLD``. What "same" means, what is sampled and the stats: docs/fetching.md
+"Render only where needed (``RENDER_MODE = "auto"``)".
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
 """A rendered page that meets a JavaScript challenge waits it out in the browser.
 
-A challenge page (Cloudflare's "Just a moment...", AWS WAF's interstitial, DataDome's
-device check, any page ``core.blocks`` calls a ``challenge``) is a script a real browser
-runs by itself: it proves something, gets a clearance cookie and reloads, or sends the
-browser back to the URL it asked for. Judged at once, a rendered request that met one
-looks refused although the browser was about to get past it. So every rendered request
-is watched (``ChallengeWatch``, used by ``crawlers.fetch.rendering``):
+``ChallengeWatch`` (used by ``crawlers.fetch.rendering``) records the documents a rendered
+page's main frame receives and, before the spider's page methods, waits up to
+``SESSION_CHALLENGE_TIMEOUT`` seconds while the page is a challenge (``core.blocks``). The
+answer is the document the browser ended on; the challenges met before it are classified
+and counted like any response. What the browser did (a ``BrowserChallenge``) is kept with
+the response for the session layer, never in the request's meta.
 
-- each document the page's main frame receives is recorded (Playwright's public
-  ``response`` event: navigations of the main frame, redirects aside);
-- a page method runs first, before the spider's own (``settle``): when the page shows a
-  challenge it waits, up to ``SESSION_CHALLENGE_TIMEOUT`` seconds, until the page is no
-  longer one (the challenge's script navigated), whatever the vendor and however it
-  ends (a reload, a redirect, a cookie its script wrote);
-- the answer handed on is the document the browser ended on: its status, its headers,
-  and for a document that is not HTML (robots.txt, an API's JSON) its body as served,
-  not Chromium's viewer around it; the documents met before it (the challenges) are
-  classified and counted like any response (``blocks/challenge``, one ledger record
-  each, ``<ref>:c<n>``), so the report counts what the site served;
-- what the browser did is kept with the response (``ChallengeWatch.of(crawler)
-  .result(response)``, a ``BrowserChallenge``: the challenges met, the verdict it ended
-  on, the seconds, the context's cookies; never in the request's meta, which a retry
-  would carry into the frontier), for the session layer (``crawlers.fetch.sessions``),
-  which keeps the clearance for the session's plain requests or retires the session by
-  what the browser really met.
-
-Stats: ``render/challenges`` (rendered requests that met a challenge),
-``render/challenges_passed`` (of which ``render/challenges_passed_unsessioned``: outside
-any fetch session), ``render/challenge_wait_ms``.
+Reads: ``SESSION_CHALLENGE_TIMEOUT``. Stats and how a pass is used: docs/fetching.md
+"Escalation: a challenge passed once, in the browser".
 """
 
 from __future__ import annotations

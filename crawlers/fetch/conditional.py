@@ -1,36 +1,14 @@
 """Conditional requests: an item page unchanged since its last full fetch answers 304.
 
-Per site, Redis remembers the validators of every item page's last complete, durable
-200 answer (``SiteKeys.page_validators``: URL -> ``PageValidators``; written by
-``crawlers.pipelines.recrawl.RecrawlRecordPipeline`` once the item is stored).
-``ConditionalRequests`` (a downloader middleware) sends them back:
+``ConditionalRequests`` (a downloader middleware) sends an item request the validators of
+its URL's last complete, durable 200 answer (``SiteKeys.page_validators`` in Redis, written
+by ``RecrawlRecordPipeline``); a 304 becomes an ``ItemSeen`` (``not_modified``), never
+parsed; a 200's validators go into its ``RecrawlContext``. Redis unreachable: the request
+goes unconditional. A record is used only under the layout it was made under and while
+the job met no unparsed page of its callback.
 
-- a request whose callback is one of the profile's ``[recrawl] item_callbacks``, not
-  rendered, and whose ``RecrawlContext`` does not ask for a ``full`` fetch gets
-  ``If-None-Match`` / ``If-Modified-Since`` from its URL's record, and 304 is let
-  through ``HttpErrorMiddleware`` (``handle_httpstatus_list``);
-- a 304: the response's request becomes a copy whose callback yields ``ItemSeen``
-  (``reason="not_modified"``): the pipelines count the item unchanged and refresh its
-  ``last_seen``, its page is never parsed;
-- a 200 of an item request: its validators go into the request's ``RecrawlContext``
-  (created if absent), which ``crawlers.recrawl.context.RecrawlContextMiddleware`` carries to the
-  item, for the record pipeline.
-
-Lookups of the requests in flight are coalesced: one ``HMGET`` per batch, so hundreds of
-requests cost a few round trips. Redis unreachable: the request goes unconditional
-(counted), it never fails. A 304 is an ``ok`` verdict for the block classifier (not 2xx,
-not an error), so retries, ban detection and the HTTP cache leave it alone; conditional
-requests are ``dont_cache`` (the debug cache replays 200s, never a 304).
-
-A record is a shortcut only under the layout it was made under (``core.layouts``: the
-job's accepted baseline) and while the job met no page of its callback it could not
-parse (``crawlers.recrawl.unparsed``); otherwise the page is fetched whole.
-
-Stats: ``recrawl/conditional/sent``, ``recrawl/conditional/not_modified``,
-``recrawl/conditional/modified`` (a 200 to a conditional request),
-``recrawl/conditional/lookup_failed``, ``recrawl/conditional/layout_changed`` (a record of
-another layout: fetched whole), ``recrawl/conditional/unparsed`` (the job stopped
-skipping the callback's pages: fetched whole).
+Reads: the profile's ``[recrawl] item_callbacks``, ``REDIS_URL``. Rules and stats:
+docs/recrawl.md "Conditional requests (ETag / Last-Modified / 304)".
 """
 
 from __future__ import annotations

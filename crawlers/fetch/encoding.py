@@ -1,24 +1,13 @@
 """A page's encoding as a browser decides it, and named when its declaration lied.
 
-Scrapy takes the first declaration it finds (BOM, the Content-Type header's charset, the
-page's ``<meta charset>``) whether or not the body is in that encoding, so one wrong
-label turns the whole page into mojibake (a ``charset=utf-16`` header on a UTF-8 body
-leaves no markup to parse). ``browser_encoding`` decides in a browser's order, keeping a
-declaration only when the body is in it:
+``browser_encoding`` keeps a declaration (BOM, the Content-Type charset, the ``<meta>``
+charset) only when the body is in it, else detects UTF-8 or cp1252, as a browser does;
+``EncodingRepairMiddleware`` re-decodes a response whose encoding changes this way,
+counted ``responses/encoding_repaired`` and named in one WARNING per host and lying
+declaration. A page that declares nothing is left to Scrapy's own detection.
 
-1. a byte order mark;
-2. the header's charset, if it decodes the body (an ASCII-incompatible one, UTF-16 or
-   UTF-32, also needs the NUL bytes every such HTML body has);
-3. the ``<meta>`` charset (or XML declaration), if it decodes the body (a meta saying
-   UTF-16 means UTF-8, as in browsers: the meta itself was readable as ASCII);
-4. detection: UTF-8 when the body is UTF-8, or mostly UTF-8 with a few broken bytes
-   (which become U+FFFD); cp1252 when it is invalid UTF-8 with no trace of real UTF-8
-   but valid cp1252 (the common legacy page labelled UTF-8).
-
-``EncodingRepairMiddleware`` re-decodes a response whose encoding changes this way:
-counted (``responses/encoding_repaired``) when a declaration was refused, and named in one
-WARNING per host and lying declaration (not per page). A page that declares nothing is
-left to Scrapy's own detection (w3lib's: UTF-8, else cp1252, alike).
+Reads: the response's headers and body. The order and its rules: docs/fetching.md
+"Encodings".
 """
 
 from __future__ import annotations

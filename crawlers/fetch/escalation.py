@@ -1,28 +1,15 @@
 """A session's JavaScript challenge, passed in Chromium, and the session judged by what the
 browser really did (``crawlers.fetch.sessions`` owns the sessions; this is its escalation).
 
-Two ways a session meets a challenge:
+A plain answer that is a challenge holds the session and fetches the same URL in Chromium
+in the session's own context, then retries the request plain with the cleared session; a
+rendered request waits the challenge out itself (``crawlers.fetch.challenge``). Past it,
+the context's cookies become the session's; a challenge still there after
+``SESSION_CHALLENGE_TIMEOUT``, a CAPTCHA or a block retires the session; every failure is
+counted by what the browser ended on (``sessions/challenge_failed/<kind>``).
 
-- **a plain answer** (curl_cffi) is a challenge: the session is held
-  (``begin_challenge``: one request passes it, the others go to another session) and the
-  same URL is fetched in Chromium in the session's own context (``session:<id>``: its
-  proxy, its identity's User-Agent, its cookies), robots.txt and an API's JSON as any
-  page: a browser navigating there is served the challenge page whatever the resource,
-  and the answer is judged by the document it ends on (``crawlers.fetch.challenge``).
-  The challenged request is then retried at once as plain HTTP with the cleared session
-  (``challenge_passed`` meta; ``session_prefer``: that session first);
-- **a rendered request** (``RENDER_MODE`` always/auto, a sample) meets it in the browser
-  itself: the page waits it out (``crawlers.fetch.challenge``) and the page it ended on
-  is the answer.
-
-Either way the browser's result (``BrowserChallenge``) decides: past the challenge, the
-context's cookie jar becomes the session's (``sessions/challenges_passed``, the ledger's
-``passed:<id>:<generation>``); still a challenge when ``SESSION_CHALLENGE_TIMEOUT`` ran
-out, or a CAPTCHA or a block on the way, retires the session (``challenge_<kind>``); a
-browser crash or timeout counts against its error score only. Every failure is counted
-by what the browser ended on: ``sessions/challenge_failed`` and
-``sessions/challenge_failed/<kind>`` (kind: challenge, captcha, blocked, throttled,
-error), the counters the refusal line names (``core.refusal``).
+Reads: ``SESSION_CHALLENGE_TIMEOUT``, ``SESSION_PASS_CHALLENGES``. Details:
+docs/fetching.md "Escalation: a challenge passed once, in the browser".
 """
 
 from __future__ import annotations

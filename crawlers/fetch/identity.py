@@ -1,30 +1,16 @@
 """The browser every request of the platform presents: the Chromium it runs.
 
-Production sites sit behind bot defenses that compare what a client says (User-Agent,
-client hints, header order) with how it talks (its TLS ClientHello, HTTP/2 settings).
-Scrapy's own requests said ``scraping-platform/0.1`` over Twisted's OpenSSL handshake,
-and rendered pages said ``HeadlessChrome``; now plain and rendered requests present the
-same browser, derived from the installed Chromium (``CHROMIUM_PATH`` /
-``PLAYWRIGHT_LAUNCH_OPTIONS["executable_path"]``, ``<chromium> --version``):
+``BrowserIdentity`` (version, non-headless User-Agent, ``sec-ch-ua`` brands, languages,
+the curl_cffi target; JSON round trip for sessions in Redis) is derived from the installed
+Chromium. ``IdentityMiddleware`` (replacing Scrapy's ``UserAgentMiddleware``) gives every
+plain request its headers in Chromium's order (``crawlers.fetch.headers``), or the
+platform's own ``USER_AGENT`` with ``FETCH_IDENTITY = "crawler"``. robots.txt is matched
+for ``ROBOTSTXT_USER_AGENT`` whatever identity is presented.
 
-- ``BrowserIdentity``: name, version, the non-headless User-Agent
-  (``Chrome/<major>.0.0.0``), the ``sec-ch-ua`` brands by Chromium's own GREASE
-  algorithm, ``BROWSER_ACCEPT_LANGUAGE``, and the curl_cffi target whose TLS/HTTP2
-  fingerprint the plain-request handler (``crawlers.fetch.impersonate``) uses. JSON
-  round trip (``to_dict``/``from_dict``): sessions shared through Redis store one.
-- ``crawlers.fetch.headers.browser_headers``: the ordered headers Chromium sends for a
-  navigation (a document) or a sub-resource fetch (an XHR asking for JSON).
-- ``IdentityMiddleware``: applies them to every plain request (``FETCH_IDENTITY =
-  "browser"``), or announces the platform's own ``USER_AGENT`` (``"crawler"``). It
-  replaces Scrapy's ``UserAgentMiddleware``; ``DEFAULT_REQUEST_HEADERS`` is ``{}``.
-
-Request meta: ``IDENTITY_META`` (a ``BrowserIdentity`` or its dict: a session's own
-identity instead of the crawl's), ``SESSION_META`` (a session id: the plain handler keeps
-a connection pool per session), ``FETCH_DEST_META`` (``"document"`` or ``"empty"``: a
-navigation or a fetch, when the request's own ``Accept`` does not say).
-
-robots.txt rules are matched for the platform's bot token (``ROBOTSTXT_USER_AGENT``)
-whatever identity is presented: politeness does not depend on the disguise.
+Reads: ``FETCH_IDENTITY``, ``BROWSER_ACCEPT_LANGUAGE``, ``BROWSER_VERSION``,
+``CHROMIUM_PATH`` / ``PLAYWRIGHT_LAUNCH_OPTIONS``; request meta ``IDENTITY_META``,
+``SESSION_META``, ``FETCH_DEST_META``. Details: docs/fetching.md "Identity: every request
+presents the Chromium the platform runs".
 """
 
 from __future__ import annotations

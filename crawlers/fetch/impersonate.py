@@ -1,59 +1,15 @@
 """Plain requests with the installed Chromium's TLS and HTTP/2 fingerprint (curl_cffi).
 
-``ImpersonatingHandler`` is a Scrapy download handler (``BaseDownloadHandler``: async
-``download_request`` and ``close``) on ``curl_cffi.requests.AsyncSession`` under Scrapy's
-asyncio reactor. ``ResilientPlaywrightHandler`` sends plain (not rendered) requests to it
-when ``FETCH_IDENTITY = "browser"``; Scrapy's HTTP/1.1 handler serves ``"crawler"``.
+``ImpersonatingHandler`` is a Scrapy download handler on ``curl_cffi``'s ``AsyncSession``;
+``ResilientPlaywrightHandler`` sends it the plain requests when ``FETCH_IDENTITY`` is
+``browser``. It sends the request's headers exactly (no curl default, no cookie engine),
+reuses connections per proxy, fetch session and target (at most ``FETCH_MAX_SESSIONS``),
+follows no redirect, and maps curl's errors to Scrapy's ``RETRY_EXCEPTIONS``.
 
-Why not scrapy-impersonate (1.10.1): it opens a curl session, so a TLS handshake, per
-request (a browser reuses its connections, and a handshake per page is itself a tell),
-ignores DOWNLOAD_TIMEOUT and DOWNLOAD_MAXSIZE, and lets curl's exceptions through, which
-Scrapy's retry layer and our ban policy do not know. Here:
-
-- **fingerprint, not headers**: ``impersonate=<identity target>`` (the newest curl_cffi
-  Chrome target not newer than the installed Chromium: same ciphers, extensions, groups
-  and signature algorithms, measured) for TLS and HTTP/2; the headers are exactly the
-  request's (``crawlers.fetch.identity.IdentityMiddleware`` made them Chromium's), in
-  their order, with no curl_cffi default header. Host, Connection and Content-Length go
-  first on HTTP/1.1 as Chromium sends them (curl's header order option). HTTP/2 when
-  the server's ALPN offers it, HTTP/1.1 over plain http (never an ``h2c`` upgrade, which
-  no browser sends). Chromium's HTTP/2 ``priority`` header is added to every request;
-  curl-impersonate sends it over HTTP/2 only, as Chromium does (ALPN decides after the
-  headers are set).
-- **connections reused**: one ``AsyncSession`` (a curl multi handle and its connection
-  pool) per proxy, per ``meta["fetch_session"]`` and per target, at most
-  ``FETCH_MAX_SESSIONS`` (the least recently used idle one is closed), all closed at
-  the end.
-- **no redirects followed** (Scrapy's redirect middleware does it), **no cookie engine**:
-  curl_cffi turns curl's cookie engine on for every request and keeps the cookies of
-  answers in its session jar, which it sends on later requests. Every session is made
-  with ``discard_cookies=True`` (the jar stays empty), and curl_cffi empties curl's own
-  list (``COOKIELIST=ALL``) before each request, so only the request's Cookie header is
-  ever sent (tests/crawlers/fetch/test_impersonate.py checks it on the wire).
-- ``DOWNLOAD_TIMEOUT`` / ``meta["download_timeout"]`` for the whole download;
-  ``DOWNLOAD_MAXSIZE`` / ``DOWNLOAD_WARNSIZE`` (and their meta keys) on the body as it
-  arrives: over the cap the transfer is cut and the request fails with
-  ``DownloadCancelledError``, as Scrapy's HTTP/1.1 handler does (the size counted is the
-  decoded body's, which HttpCompressionMiddleware's own cap would count anyway). A
-  Content-Length over the cap is refused from the header, the body unread (curl's
-  ``MAXFILESIZE``, set per session: a request with its own cap gets a session of its own).
-- a header block curl refuses (over 5,000 headers, or one over 100 KB: Chromium reads
-  256 KB of them however many) fails with ``ResponseHeadersRefused``, which the rendering
-  handler answers by fetching the page with Scrapy's HTTP/1.1 client.
-- curl's errors become the exceptions in Scrapy's ``RETRY_EXCEPTIONS`` (``download_error``),
-  so the retry layer (``crawlers.fetch.retry``) and the ban policy
-  (``crawlers.fetch.proxies``) treat them as before.
-- proxies from ``meta["proxy"]``; the ``Proxy-Authorization`` header Scrapy's
-  HttpProxyMiddleware built goes to the proxy only (curl's proxy credentials: the CONNECT
-  of an https request, the proxy's own hop of an http one), never in the site's headers;
-  proxies are named without credentials in every message (``crawlers.fetch.redact``).
-- bodies decoded by curl (``Content-Encoding`` and ``Content-Length`` dropped, so
-  HttpCompressionMiddleware does not decode twice); the response's ``ip_address``,
-  ``protocol`` (``HTTP/1.1``, ``h2``), flag ``impersonated`` and
-  ``meta["download_latency"]`` (time to the first byte, which AutoThrottle reads).
-- TLS certificates verified only with ``FETCH_TLS_VERIFY`` (Scrapy's own default: not).
-
-Stats: ``impersonate/sessions_opened``, ``impersonate/sessions_evicted``.
+Reads: ``DOWNLOAD_TIMEOUT``, ``DOWNLOAD_MAXSIZE`` / ``DOWNLOAD_WARNSIZE`` (and their meta
+keys), ``FETCH_TLS_VERIFY``, ``FETCH_MAX_SESSIONS``, ``meta["proxy"]``,
+``meta["fetch_session"]``. Why not scrapy-impersonate, the wire rules and the stats:
+docs/fetching.md "Identity: every request presents the Chromium the platform runs".
 """
 
 from __future__ import annotations

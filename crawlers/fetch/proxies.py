@@ -1,38 +1,15 @@
 """Rotating proxies: scrapy-rotating-proxies' pool, with the site's block classifier as ban
 policy.
 
-Our own two middlewares, built on the library's public parts only: its proxy pool
-(``rotating_proxies.expire.Proxies``: good/dead/unchecked, backoff, reanimation), its
-backoff function and its ban-policy interface (``response_is_ban`` /
-``exception_is_ban``, on the policy or the spider). Its middlewares are not used: they
-talk through private meta keys (``_rotating_proxy``, ``_ban``) and a private policy
-loader, and on Scrapy 2.19 they
+``RotatingProxies`` picks a live proxy per request (``meta["rotated_proxy"]``) and marks
+it good or dead from ``meta["proxy_ban"]``, which ``BanDetection`` sets from the block
+verdict. Only the library's public parts are used (its pool, backoff and ban-policy
+interface), not its middlewares; retries are left to ``BlockRetryMiddleware``.
 
-- take a ``spider`` argument in ``process_request/response/exception`` (a
-  ScrapyDeprecationWarning per method at start-up): ours take none;
-- call ``logger.warn`` (a DeprecationWarning) when every proxy is dead: ours log with
-  ``warning``;
-- log whole proxy URLs, credentials included, at DEBUG: ours name proxies by
-  ``host:port`` and the library's ``rotating_proxies.expire`` logger is kept at INFO;
-- use one download slot per proxy *host* (all loopback proxies would share one): ours
-  use ``host:port``;
-- retry a banned request themselves, at once: ours leave every retry to
-  ``crawlers.fetch.retry.BlockRetryMiddleware`` (backoff, and a different proxy).
-
-``RotatingProxies`` marks ``meta["rotated_proxy"]`` on the requests whose proxy it
-picked; ``BanDetection`` puts the ban verdict in ``meta["proxy_ban"]`` (True, False or
-None: unknown), which ``RotatingProxies`` reads on the way back.
-
-Proxies come from ``ROTATING_PROXY_LIST_PATH`` (a file) or ``ROTATING_PROXY_LIST``, which
-the settings fill from ``PROXY_LIST`` / ``PROXY_LIST_FILE``; a site profile may set
-either in its ``[settings]`` table. Without proxies both middlewares are off
-(NotConfigured), unless the profile says ``needs_proxies = true``: then the crawl refuses
-to start rather than burn the server's own address.
-
-Stats: ``proxies/good|dead|unchecked|reanimated`` gauges and ``bans/status/<code>``,
-``bans/error/<exception>``, plus ``proxies/total``, ``proxies/marked_dead`` and per
-proxy ``proxies/requests/<host:port>``, ``proxies/ok/<host:port>``,
-``proxies/bans/<host:port>``.
+Reads: ``ROTATING_PROXY_LIST_PATH`` / ``ROTATING_PROXY_LIST`` (filled from ``PROXY_LIST`` /
+``PROXY_LIST_FILE``, or a profile's ``[settings]``); off without proxies unless the profile
+says ``needs_proxies = true``. Why not its middlewares, ban policy and stats:
+docs/fetching.md "Proxies".
 """
 
 from __future__ import annotations

@@ -1,46 +1,16 @@
 """JavaScript rendering with scrapy-playwright that never hangs, through rotating proxies.
 
-``ResilientPlaywrightHandler`` is scrapy-playwright's download handler with what
-production needs around its public ``download_request``; it overrides no private method
-and reads no undocumented attribute of scrapy-playwright. Which requests a browser
-renders is ``crawlers.fetch.render_mode.RenderMiddleware``'s to say (``meta["playwright"]``).
-Plain requests go to ``crawlers.fetch.impersonate.ImpersonatingHandler``
-(``FETCH_IDENTITY = "browser"``) or to Scrapy's HTTP/1.1 handler (``"crawler"``).
+``ResilientPlaywrightHandler`` is the http/https download handler: plain requests go to
+``ImpersonatingHandler`` (or Scrapy's HTTP/1.1 handler with ``FETCH_IDENTITY = "crawler"``),
+rendered ones (``meta["playwright"]``, set by ``RenderMiddleware``) to scrapy-playwright,
+with a hard wall-clock limit, crash recovery, one context per proxy and fetch session,
+bounded contexts with page reuse, challenges waited out and resources aborted. It uses
+only scrapy-playwright's public API.
 
-- **the crawl's identity** (``crawlers.fetch.identity``): every context is made with its
-  User-Agent, Chromium launched with its languages (``crawlers.fetch.contexts``); a
-  difference between the Accept-Language Chromium sends and the plain requests' is said
-  once (``render/accept_language_mismatch``).
-
-- **a hard wall-clock limit** (``RENDER_HARD_TIMEOUT`` seconds) on every browser request,
-  from waiting for a context to the page's content: past it the request fails with
-  ``RenderTimeout`` (a ``DownloadTimeoutError``, so it is retried) and its page is
-  closed. Scrapy's DOWNLOAD_TIMEOUT does not apply to Playwright requests.
-- **crash recovery**: when Chromium dies (OOM killer, ``kill -9``) the browser's public
-  ``disconnected`` event fails the requests in it at once with ``BrowserCrashedError``
-  (retried) instead of leaving them on the dead browser; scrapy-playwright relaunches it
-  on the next request (``PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER``).
-  ``RENDER_RESTART_AFTER_TIMEOUTS`` hard timeouts in a row recycle a hung browser.
-- **one context per proxy, and per fetch session** (``crawlers.fetch.contexts``):
-  scrapy-playwright ignores ``meta["proxy"]``; a proxied browser request goes to a
-  context named after its proxy, made with Playwright's ``proxy`` option; its
-  credentials are not left in the request's meta.
-- **bounded contexts and page reuse**: ``crawlers.fetch.browser_pool.BrowserPool``.
-- **challenges waited out** (``crawlers.fetch.challenge``): a page that meets a
-  JavaScript challenge is left to pass it; the answer is the page it ended on.
-- **resource blocking**: ``RENDER_ABORT_RESOURCE_TYPES`` (image, font, media by default)
-  through ``PLAYWRIGHT_ABORT_REQUEST = crawlers.fetch.browser.abort_request``, unless a
-  request has ``render_keep_resources`` meta.
-- **lazy start**: ``PLAYWRIGHT_BROWSER_PROVIDER = crawlers.fetch.browser.LazyBrowserProvider``.
-- **no per-request debug listeners** unless the crawl logs at DEBUG
-  (``quiet_playwright_logger``).
-
-Pages and contexts are learnt through the public ``playwright_page_init_callback`` meta
-(a spider's own callback still runs after it).
-
-Stats: ``render/requests``, ``render/ok``, ``render/hard_timeouts``,
-``render/browser_crashes``, ``render/cancelled_by_crash``, ``render/browser_recycled``,
-``render/contexts_evicted``, ``render/pages_reused``, ``render/failed/<error>``.
+Reads: ``RENDER_HARD_TIMEOUT``, ``RENDER_RESTART_AFTER_TIMEOUTS``,
+``RENDER_ABORT_RESOURCE_TYPES``, the ``PLAYWRIGHT_*`` settings, ``render_keep_resources``
+meta. Details and stats: docs/fetching.md "Rendering (scrapy-playwright, Debian's
+Chromium)" and "The hard limit and crash recovery".
 """
 
 from __future__ import annotations

@@ -1,35 +1,14 @@
 """Block handling and retries: classify, back off, change proxy, give up with a reason.
 
-``BlockRetryMiddleware`` replaces Scrapy's ``RetryMiddleware`` (a subclass: same settings,
-same ``retry/*`` stats, same ``get_retry_request``). Differences:
+``BlockRetryMiddleware`` replaces Scrapy's ``RetryMiddleware`` (same settings and ``retry/*``
+stats): it classifies every response, retries blocks, 5xx and network errors after an
+exponential backoff through another proxy, never retries a failure no retry changes, drops
+a block page it gives up on (``PageBlocked``), and honours ``meta["not_before"]``. With
+``REDIS_URL`` every classified response is recorded in the job's ledger (``core.ledger``).
+``CountingRedirectMiddleware`` ends and counts redirect loops.
 
-- every response is classified (``crawlers.fetch.classify``); blocked/CAPTCHA/throttled
-  responses are retried up to ``BLOCK_RETRY_TIMES`` and, when retries run out, dropped
-  with ``PageBlocked``: a block page never reaches a callback, so it never yields items;
-- retries of blocks, 5xx (``RETRY_HTTP_CODES``) and network errors (``RETRY_EXCEPTIONS``)
-  wait an exponential backoff with jitter first (``RETRY_BACKOFF_BASE`` doubling per
-  attempt up to ``RETRY_BACKOFF_MAX``, at least a 429's ``Retry-After``), asleep on the
-  event loop: other requests go on meanwhile;
-- the retry leaves through another proxy: the proxy that failed is excluded for this
-  request (``proxy_exclude`` meta, read by ``crawlers.fetch.proxies.RotatingProxies``);
-- a failure no retry changes is not retried: a header block over the client's limit
-  (``crawlers.fetch.header_limit``), and a TLS failure that repeats word for word (the
-  first may be a proxy's or the network's); a declared or received size over
-  ``DOWNLOAD_MAXSIZE`` is never retried (Scrapy's ``DownloadCancelledError``);
-- giving up names the cause's text (the exception and its message, redacted), not only
-  its class.
-
-With ``REDIS_URL`` every classified response is recorded in the job's ledger
-(``core.ledger``: one record per request fingerprint and attempt, its verdict kind and
-whether a browser rendered it) before it is retried, given up on or handed on: the
-report's page, render and block figures count those records, exact after worker kills.
-
-A request may carry ``not_before`` in its meta (epoch seconds on the shared clock,
-``crawlers.runtime.clock``): it waits until then before it is sent (a part re-queued across the
-job with backoff, ``SiteSpider.retry_part``), whichever worker set it.
-
-Stats: ``fetch/retry/<kind>``, ``fetch/gave_up/<kind>`` (kind: blocked, captcha,
-throttled, error, network, deterministic), ``fetch/backoff_ms``, ``fetch/redirect_loop``.
+Reads: ``BLOCK_RETRY_TIMES``, ``RETRY_*`` (``RETRY_BACKOFF_BASE``, ``RETRY_BACKOFF_MAX``).
+Details and stats: docs/fetching.md "Block classification and retries".
 """
 
 from __future__ import annotations

@@ -2,39 +2,14 @@
 JavaScript challenge is passed once, in Chromium, for the whole session.
 
 ``SessionMiddleware`` (a downloader middleware, on with ``SESSIONS_ENABLED``) takes a
-session from the site's pool (``core.sessions``: Redis, shared by every worker, or memory
-without ``REDIS_URL``) for each request, within the session's rate budget, and puts on
-the request what makes it that visitor: its browser identity (``IDENTITY_META``, the
-headers ``crawlers.fetch.identity.IdentityMiddleware`` sends and the TLS fingerprint of
-the plain handler), its proxy and its cookies. A request waits while every session is
-resting or busy and the pool is full.
+session from the site's pool (``core.sessions``) within its rate budget and puts its
+identity, proxy and cookies on the request; the answer's verdict (``core.blocks``) decides
+the session's fate. With ``SESSIONS_ENGAGE = "defense"`` sessions start only once the site
+answered with a defense. Cookies never appear in a log line or a stat.
 
-**Only where a defense is seen.** With ``SESSIONS_ENGAGE = "defense"`` (the default) the
-site's requests go out as the crawl's own (no session, no budget) until the site answers
-one of them with a block, challenge, CAPTCHA or 429; from then on (the pool remembers it
-for every worker, ``core.sessions.DEFENSE_TTL``) every request is a session. An open site
-pays nothing for sessions; ``"always"``: sessions from the first request.
-
-The answer decides the session's fate, by the response's verdict (``core.blocks``):
-
-- ok, or an error of the site (404, 5xx): a good visit; a new session is proven by it;
-  cookies the answer sets join the session's jar;
-- throttled (429): the session rests (``Retry-After``) and its error score rises;
-- blocked or CAPTCHA: the session is retired at once (a CAPTCHA needs a person: never
-  solved); the retry layer sends the request again, on another session;
-- challenge: passed in Chromium, for the whole session (``crawlers.fetch.escalation``),
-  whether a plain answer (a page, robots.txt, an API's JSON) or a rendered page met it;
-- a network error counts against the session's error score.
-
-With the frontier every event is recorded in the job's ledger (sessions created,
-challenges passed, sessions retired and why) by the pool's own atomic steps, so the
-report's figures are exact after worker kills. Stats: ``sessions/created``,
-``sessions/retired/<reason>``, ``sessions/challenges``, ``sessions/challenges_passed``,
-``sessions/challenge_failed[/<kind>]``, ``sessions/waits``, ``sessions/wait_ms``,
-``sessions/engaged`` (this worker started sending sessions), ``sessions/blocks_before``
-(blocks answered to requests without a session, before it did).
-
-Cookies never appear in a log line or a stat.
+Reads: ``SESSIONS_ENABLED``, ``SESSIONS_ENGAGE``, the ``SESSION_*`` settings, ``REDIS_URL``
+(the job's ledger records every event). Fates, settings and stats: docs/fetching.md
+"Sessions: one visitor per session, shared by every worker".
 """
 
 from __future__ import annotations

@@ -1,29 +1,14 @@
 """When is a leased request done? Lease acks driven by Scrapy's public extension points.
 
-A lease is acked once the scraper is completely done with the request: its callback's
-(or errback's) output is exhausted and every item of it has left the item pipelines
-(the store pipeline returns only once an item is durable: the at-least-once contract),
-or the request failed for good. Nothing is acked earlier (a SIGKILL between the ack and
-the item's durability would lose it) and nothing is left un-acked (the job would never
-drain). The events, all public:
+A lease is acked once its callback's (or errback's) output is exhausted and every item of
+it has left the item pipelines (durable), or the request failed for good: never earlier,
+never left un-acked. ``LeaseAckMiddleware`` (the outermost spider middleware) tracks
+responses, ``LeaseErrback`` download failures, and the item signals the items; an
+``item_error`` turns the ack into a re-crawl (bounded by ``FRONTIER_ITEM_RETRY_TIMES``).
+A decision is taken one reactor turn after the last event.
 
-* a response: ``LeaseAckMiddleware`` (the outermost spider middleware) marks it in
-  ``process_spider_input`` and wraps every ``process_spider_output`` stream of it,
-  counting the items that reach the scraper; ``spider_error`` ends a response whose
-  callback failed with nothing to iterate.
-* a download failure: Scrapy hands it to the request's errback directly, never through
-  the spider middlewares (scrapy/scrapy#4999), so the scheduler gives every request it
-  hands out a lease-aware errback (``LeaseErrback``, unwrapped again whenever the
-  request is queued) that counts the errback's items the same way.
-* ``item_scraped`` / ``item_dropped`` / ``item_error`` carry the response (or download
-  failure) an item came from: that item has left the pipelines. An ``item_error`` (the
-  item is NOT durable: dedup or the store gave up on it) turns the ack into a re-crawl:
-  ``on_failed`` gets the request instead of ``ack`` its lease id, and the scheduler
-  queues it again in place of the lease (bounded by ``FRONTIER_ITEM_RETRY_TIMES``).
-
-A decision is taken one reactor turn after the last event: when a spider middleware
-recovers from an exception with new output, Scrapy runs that output through the
-outer middlewares as a second stream which starts right after the first one ends.
+Reads: ``FRONTIER_ITEM_RETRY_TIMES``. Why each event and the Scrapy issue it works around:
+docs/frontier.md "How acks are driven by public signals".
 """
 
 from __future__ import annotations

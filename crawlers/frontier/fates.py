@@ -1,38 +1,15 @@
 """What became of each request a scheduler handed out: answered, failed, or dropped with a
 named reason, whatever dropped it.
 
-A request the engine takes from its scheduler ends one of three ways: its response
-reaches the spider, a failure reaches its errback, or a downloader middleware derives a
-new request from it (a redirect, a retry: ``Request.replace`` keeps its meta, lease
-included), which continues it. Scrapy drops some requests without a word to anyone: a
-``request_scheduled`` handler raising ``IgnoreRequest`` (Scrapy's ``OffsiteMiddleware``,
-for a redirect to another host) leaves the request with no errback called and no signal
-sent. On the frontier its lease would then never end and the job never drain; in local
-mode the item would silently be missing.
+``RequestFates`` serves both schedulers (``LeasingScheduler`` and ``LocalScheduler``): it
+gives each request a token (``meta[LEASE_META]``) and an errback wrapper, and ends it on
+the response, the failure, or a drop Scrapy makes silently (a ``request_scheduled``
+handler's ``IgnoreRequest`` is turned into a ``RequestDropped`` failure, so the lease ends).
+Every drop is counted ``requests/dropped/<reason>`` (and ``requests/failed`` when a page is
+lost) and, on the frontier, recorded in the job's ledger before its lease is acked.
 
-``RequestFates`` is the one place such ends are noticed, named and counted, for both
-schedulers (``LeasingScheduler`` and local mode's ``LocalScheduler``):
-
-* **handed out**: the scheduler gives the request a token in ``meta[LEASE_META]`` (the
-  frontier's lease id; an in-process id in local mode) and an errback wrapper that
-  reports every download failure here before the spider's errback runs;
-* **answered**: ``response_received`` ends the token (its response goes to the spider);
-* **continued**: a request carrying a live token reaching ``request_scheduled`` is a
-  redirect or retry of it; the scheduler's ``enqueue_request`` confirms it was queued.
-  One that is not queued within the reactor turn was dropped by a ``request_scheduled``
-  handler: it is failed with ``RequestDropped`` through the engine's scraper, exactly as
-  a downloader middleware's ``IgnoreRequest`` would be, so the spider's errback runs and
-  the lease ends through the usual acks (``crawlers.frontier.acks``). One the scheduler's
-  dupefilter refused (``request_dropped``: its page is crawled by another request of the
-  job) ends as a duplicate, or as a loop when the page is one of its own redirect chain;
-* **failed**: ``IgnoreRequest`` (robots.txt, a redirect loop, a block given up on, any
-  middleware's) and a download handler's ``NotSupported`` reaching the errback wrapper are
-  drops too, named by ``drop_reason``.
-
-Every drop is counted ``requests/dropped/<reason>``; those that lose a page (every reason
-but ``robots`` and ``duplicate``) also ``requests/failed``. On the frontier each is also
-recorded in the job's ledger (``core.frontier.RedisFrontier.record_drops``) before its
-lease is acked, so the report's figures are exact after worker kills (``core.ledger``).
+Reads: signals only. The reasons and why: docs/frontier.md "Every lease ends, whatever
+drops its request".
 """
 
 from __future__ import annotations

@@ -1,32 +1,16 @@
 """Dedup / change detection: each item is new, changed or unchanged (``core.dedup``).
 
-The one place verdicts are made. The state lives in Redis with ``REDIS_URL``
-(``core.dedup.ChangeDetector``: shared by the workers, exact per-job counts and the
-job's new/changed key sets written by its Lua script); without Redis but with
-``ELASTICSEARCH_URL`` it is read back from the stored documents
-(``core.store.DocumentState``, local mode: counts ``items/<verdict>`` in the crawl's
-stats). Off without either. The verdict and the timestamps the stored document must carry
-are handed to the store pipeline as an item note. Scrapy stats ``dedup/verdict/<verdict>``
-count this worker's classifications (re-deliveries included), for diagnostics.
+``DedupPipeline`` is the one place verdicts are made: in Redis with ``REDIS_URL``
+(``core.dedup.ChangeDetector``, exact per-job counts), else from the stored documents
+with ``ELASTICSEARCH_URL`` (local mode), off without either. The verdict and timestamps go
+to the store pipeline as an item note; an ``ItemSeen`` counts ``unchanged`` once per key
+and job, or has its page fetched in full when the key is unknown. Backend unreachable: the
+item is retried with backoff, then fails (``DedupUnavailable``: ``item_error``, never
+dropped as handled).
 
-An ``ItemSeen`` (``crawlers.recrawl.context``: an item seen unchanged without its page being
-parsed) goes through ``ChangeState.seen``: counted ``unchanged`` exactly once per key
-per job (a stronger verdict earlier in the job is kept), with the timestamps of the
-stored item. A key dedup does not know (its state is gone) is not counted: its page is
-fetched in full instead (``crawlers.pipelines.common.refetch``, ``recrawl/refetch/
-unknown``) and the ``ItemSeen`` dropped. When the store then finds no document to touch,
-the note's ``unsee`` takes the ``unchanged`` back (``ChangeState.unsee``, counted
-``dedup/unseen``) before the page is fetched in full.
-
-Backend unreachable: the item is retried with backoff (``DEDUP_RETRY_BACKOFF`` doubling
-up to ``DEDUP_RETRY_BACKOFF_MAX``), at most ``DEDUP_RETRY_TIMES`` times; the client
-itself does not retry. Then it fails (``DedupUnavailable``, counted
-``dedup/failed``): Scrapy's ``item_error``, never passed on without a verdict, never
-dropped as if handled. Its request's lease is not acked, so the request is crawled
-again (docs/pipelines.md, "Durability"). Elasticsearch refusing the credentials (local
-mode's state) is not retried: one ERROR line for the crawl, which closes (exit status 2),
-and the items met meanwhile are dropped quietly (``dedup/auth_refused``): the next run
-crawls them again.
+Reads: ``REDIS_URL``, ``ELASTICSEARCH_URL``, ``DEDUP_RETRY_*``. Details: docs/pipelines.md
+"Dedup and change detection", docs/recrawl.md "Seen items through the pipelines
+(validate -> dedup -> store)".
 """
 
 from __future__ import annotations

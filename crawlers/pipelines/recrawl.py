@@ -1,25 +1,14 @@
 """Re-crawl records: what the next crawl of an item's page may skip, written once the item
 is durable (priority 400, after the store: an item reaching it is stored or spilled).
 
-``RecrawlRecordPipeline`` takes the item's ``RecrawlContext`` (``crawlers.recrawl.context``) off
-the item and records, per item page URL, the validators of its 200 answer with the
-item's key and type and its job's layout (``crawlers.fetch.conditional.PageValidators``,
-``core.layouts``: a record of another layout is void): the next crawl sends
-them as If-None-Match / If-Modified-Since. Only a COMPLETE item earns a record: an item
-with ``incomplete`` parts deletes its URL's record, so the page is fetched and parsed in
-full next time (a 304 would otherwise count a partial item unchanged forever). A page
-answered without validators deletes any stale record too. ``ItemSeen`` items (nothing
-was fetched) record nothing.
+``RecrawlRecordPipeline`` records, per item page URL, the validators of its 200 answer
+under the job's layout; an incomplete item, or an answer without validators, deletes the
+record (a 304 would otherwise count a partial item unchanged forever). Writes are
+coalesced per flush; Redis unreachable: retried, then a lost SET is only counted while a
+lost DELETE fails the item (``item_error``: the page is crawled again).
 
-Writes of the items in flight are coalesced into one Redis pipeline per flush
-(``_record``). Redis unreachable: retried with the dedup backoff (``DEDUP_RETRY_*``);
-then a record that could not be SET is only counted (the page is fetched in full next
-time, which is safe), while a DELETE that could not be made fails the item (Scrapy's
-``item_error``: its request's lease is not acked and the page is crawled again), since a
-stale record would pass the incomplete item off as unchanged.
-
-Off without ``REDIS_URL``. Stats: ``recrawl/record/validators``,
-``recrawl/record/cleared``, ``recrawl/record/failed``.
+Reads: ``REDIS_URL`` (off without it), ``DEDUP_RETRY_*``. Stats: docs/recrawl.md
+"Conditional requests (ETag / Last-Modified / 304)".
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Validation: every item against its type's schema; invalid ones dropped, reasons counted.
 
-Counters (Scrapy stats, summed into the job's stats in Redis):
-``validation/valid/<type>``, ``validation/dropped/<type>`` and one
-``validation/invalid/<type>/<field>/<reason>`` per field error (e.g.
-``validation/invalid/demo_product/price/float_type``, ``.../name/missing``). Unknown item
-classes count as ``validation/dropped/_unknown/<class>``. Each drop is also logged by
-Scrapy ("Dropped: ...") with every field error.
+``ValidationPipeline`` passes on pydantic's normalised copy (so equal content hashes
+equally in dedup), cuts text fields over ``ITEM_FIELD_MAX_CHARS`` (marked and counted),
+passes an ``ItemSeen`` whose key and declared type are set, and drops the rest, counted
+``validation/invalid/<type>/<field>/<reason>`` and, with ``REDIS_URL``, recorded in the
+job's ledger before the drop (exact ``items_invalid``).
 
-With ``REDIS_URL`` each dropped item is also recorded in the job's ledger
-(``core.ledger``: keyed by the item's key, else its fields' digest), before the drop: the
-report's ``items_invalid`` counts that record, exact after any worker kill.
-
-An ``ItemSeen`` (an item seen unchanged without its page being parsed,
-``crawlers.recrawl.context``) has no schema fields: it is passed on when its key and item type
-are set and the type is declared, counted ``recrawl/seen/<reason>``; otherwise dropped,
-counted ``validation/dropped/_seen``.
-
-A text field longer than ``ITEM_FIELD_MAX_CHARS`` (a 20 MB description) is cut first and
-marked (``crawlers.limits.bounded.TRUNCATED_MARK``), counted ``items/truncated_fields`` and
-``items/truncated/<type>/<field>``, one WARNING line per item.
-
-The item passed on is pydantic's normalised copy (e.g. an int in a float field becomes a
-float), so equal content always hashes equally in dedup.
+Reads: ``ITEM_FIELD_MAX_CHARS``, ``REDIS_URL``, the item schemas. Counters:
+docs/pipelines.md "Validation".
 """
 
 from __future__ import annotations

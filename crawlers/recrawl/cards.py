@@ -1,40 +1,15 @@
 """Listing cards on the spider side: which detail pages a listing callback requests.
 
-A listing callback builds, per card, the detail ``Request`` it would yield and the card's
-fields (the item's id field and what the card shows, normalised as the detail page gives
-them: prices as floats, availability as schema.org names), and hands them to
-``SiteSpider.cards_to_fetch``. Per card that returns either the request, with
-``meta["recrawl"] = RecrawlContext(key, card_hash, full)`` (recorded as the item's last
-full fetch once the item is stored complete: ``CardsPipeline`` below), or an
-``ItemSeen(reason="card_unchanged")`` standing for the item (``core.cards`` has the rule).
+``SiteSpider.cards_to_fetch`` returns, per card, its detail request (carrying a
+``RecrawlContext`` with the card's hash) or an ``ItemSeen(reason="card_unchanged")``
+(the rule is ``core.cards``'). ``CardsPipeline`` (390, after the store) records the card
+of a complete, durable item so the same card may stand for it next time; a Redis error
+fetches (never skips) and leaves the card unrecorded, counted.
 
-Off (every card fetched, no Redis call) without ``REDIS_URL``, with the profile's
-``[recrawl] card_fields`` empty, with ``RECRAWL_CARD_SKIP`` false, or outside a running
-crawl (the structure gate calls callbacks on sample pages: there every card is a
-request, as before). A Redis error fetches the page's cards (a full crawl, never a
-skip) and is counted.
-
-Stats: ``recrawl/cards/skipped``, ``recrawl/cards/fetched/<reason>`` (``new``,
-``unparsed``: the job stopped skipping the page type, ``layout``: recorded under another
-accepted baseline, ``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``,
-``unread``: a card showing none of the fields), ``recrawl/cards/errors``.
-
-A skip is kept for the job (``core.cards.CardState.skip``: the card's page, fetched after
-all should the job stop skipping, ``crawlers.recrawl.unparsed``); a record is made under
-the job's layout (``core.layouts``).
-
-Recording (``CardsPipeline``, an item pipeline at 390: after the store at 300, which
-returns only when the item is accepted by Elasticsearch or spilled): an item whose
-request carried a card (``RecrawlContext.card_hash``) and that is COMPLETE
-(``incomplete`` empty) has its card recorded (``core.cards.CardState.record``): from then
-on the same card may stand for the item. The context is read without taking it
-(``peek_context``): the re-crawl pipeline after this one pops it. It needs ``REDIS_URL``
-and ``ELASTICSEARCH_URL`` (off otherwise: without the store nothing is durable, and
-without a record every card is fetched). A Redis error leaves the card unrecorded (the
-item is fetched in full next run), logged and counted ``recrawl/cards/record_errors``;
-the item goes on. ``recrawl/cards/recorded`` counts records written,
-``recrawl/cards/key_mismatch`` cards whose key is not the item's (a spider bug: nothing
-recorded). It lives with the card gate it serves, in the re-crawl feature folder.
+Reads: ``REDIS_URL``, ``ELASTICSEARCH_URL`` (the pipeline), ``RECRAWL_CARD_SKIP``, the
+profile's ``[recrawl] card_fields``; off without them, and outside a running crawl.
+Rules and stats: docs/recrawl.md "Skipping detail pages whose listing card did not
+change".
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
 """Item pages the job could not parse: no more skips of their kind, for the rest of the job.
 
-A re-crawl skips an item's page when its listing card hashes as at the last full fetch
-(``crawlers.recrawl.cards``) or its page answers 304 (``crawlers.fetch.conditional``).
-Both assume the spider still reads the site's pages. The evidence that it does not is in
-the job itself: an item page it fetched and could not parse (the spiders count
-``<spider>/<page>_unparsed``). From then on the job skips no page of that kind: every
-card's page is fetched (``recrawl/cards/fetched/unparsed``), no validators are sent for
-it (``recrawl/conditional/unparsed``), and the pages the job skipped before are fetched
-after all, so each of its items is read or reported unparsed, never passed off as
-unchanged by a card the spider can no longer back up.
+``UnparsedPagesMiddleware`` (a spider middleware at 65) watches responses to the profile's
+``[recrawl] item_callbacks`` and card detail requests: when a ``<spider>/*_unparsed``
+counter moved while the callback ran, the job stops card skips and 304s for that callback
+on every worker (``{site}:job:<job>:unparsed``) and fetches the pages it skipped so far.
 
-Which pages: responses to the spider callbacks of the profile's ``[recrawl]
-item_callbacks`` and to a listing card's detail request (``RecrawlContext.card_hash``).
-Such a response is unparsed when a ``<spider>/*_unparsed`` counter moved while its
-callback ran (``UnparsedPagesMiddleware``, a spider middleware at 65, measures it from
-the response's input to the end of its output).
-The page type is its callback (``parse_product``): a spider may count under any page
-name, the callback is what cards and validators are keyed by.
-
-Across the job's workers: ``{site}:job:<job>:unparsed`` (a set of callbacks) is read by
-every card decision and validator lookup, and ``core.cards.CardState.stop`` hands the
-pages skipped so far (``{site}:job:<job>:skipped:<callback>``) to the worker that stopped
-it, which yields them as full fetches from the unparsed page's output (pushed to the
-frontier before that page's lease is acked). Without Redis the watch is this process's.
-
-Stats: ``recrawl/unparsed/stopped`` (a job stopped skipping a callback),
-``recrawl/unparsed/refetched`` (skipped pages fetched after all),
-``recrawl/unparsed/errors`` (Redis unreachable: this worker still stops).
+Reads: the profile's ``[recrawl] item_callbacks``, ``REDIS_URL`` (without it the watch is
+this process's). Rules and stats: docs/recrawl.md "Layouts and unparsed pages".
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """The crawl's final word: ``CrawlOutcome`` sets the close reason that says what happened.
 
-Scrapy closes a crawl with the reason its closer gave (``finished`` when it ran out of
-requests, a budget's, ``shutdown``...), before the pipelines have closed and without
-looking at what the crawl got. This extension judges the crawl as it closes
-(``core.outcome.judge``: items stored, refused, nothing stored and why, store failed)
-and writes the verdict where everything reads it:
+An extension that judges the crawl as it closes (``core.outcome.judge``: items stored,
+refused, nothing stored and why, store failed) and writes the verdict into Scrapy's stats
+(``finish_reason``, ``outcome``, ``workers/finish_reason/<reason>``, ``item_error_count``),
+which ``scrapy crawl`` logs as its last line and turns into its exit status. Without the
+frontier a crawl that stored nothing closes with its reason at once; with it a worker's
+items stored are its job's (the job's ledger).
 
-* Scrapy's stats: ``finish_reason`` (replacing Scrapy's own), ``outcome`` (the one line)
-  and ``workers/finish_reason/<reason>`` = 1, which the frontier worker pushes into the
-  job's counters with its last stats (so a job knows how its workers ended); and
-  ``item_error_count``, the items that failed in a pipeline (Scrapy counts the items
-  scraped and dropped, not those);
-* ``scrapy crawl`` logs ``outcome`` as the log's last line and exits with the reason's
-  status (``crawlers.commands.crawl``); the local jobs document carries both
-  (``crawlers.pipelines.store``).
-
-Without the frontier, a crawl that runs out of requests having stored nothing is closed
-with its reason at once (``CloseSpider`` from ``spider_idle``), so Scrapy's own "Closing
-spider (...)" and "Spider closed (...)" lines say it too; at the close the verdict is
-taken again with the store's last figures (the spill drained at close, items given up).
-
-With the frontier a worker is one of several: its items stored are its job's (the job's
-ledger, ``items/stored``), so a worker that stored nothing while its peers stored
-everything closes ``finished``. A worker that saw the job's page or time budget end the
-job closes ``budget_pages``/``budget_time`` although its idleness closed it (the budget
-emptied the frontier). The job's own reason is judged from the job's counters
-when its document is written (``core.jobs_index.job_document``).
+Reads: the crawl's stats and the job's ledger. Reasons, statuses and their order:
+docs/configuration.md "How a crawl ends: close reason, last line, exit status",
+docs/pipelines.md "How a crawl ends".
 """
 
 from __future__ import annotations

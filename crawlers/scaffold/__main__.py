@@ -3,25 +3,13 @@
     python -m crawlers.scaffold <site> <url> [--force] [--pages N] [--item-type T]
                                 [-s NAME=VALUE ...] [--timeout SECONDS]
 
-Samples up to N pages of the site through the platform's fetch settings (sample.py),
-tells its page types as a person does (site_map.py: templates by URL and DOM skeleton,
-skeleton.py; repeated blocks, records.py), decides the item type by evidence
-(item_types.py), finds each field with small finders (finders.py, people.py, rating.py,
-labels.py) and keeps the rules that read them on the whole sample (synth.py, fields.py,
-study.py), proposes follow rules (follow.py) and the commented profile (profile.py,
-write.py), checks it on its own sample with the generic spider's rules engine (verify.py)
-and writes:
-
-- the profile: ``<profiles dir>/<site>.toml`` (crawlers/profiles, or SITE_PROFILES_DIR);
-- fixtures and baseline: ``python -m fingerprints baseline <site> --from-url <base URL>``,
-  the one fixture recipe (docs/sites.md);
-- the field-coverage baseline: ``python -m fingerprints coverage <site> --from-fixtures``.
-
-It prints the page types found, each field's coverage on the sample, the fields it could
-not find and what to check by hand. It never overwrites a site's profile or directory
-without ``--force``. Exit status: 0 written, 1 written but the baseline or coverage was
-refused (see its message), 2 an operator's mistake or a site it cannot use (no item
-pages, a required field missing: one line naming it and the next step; nothing written).
+Samples the site through the platform's fetch settings, finds its page types, item type
+and fields, checks the proposed rules on its own sample, and writes the profile
+(``<profiles dir>/<site>.toml``, ``SITE_PROFILES_DIR``), fixtures, the structure baseline
+and the field-coverage baseline. Never overwrites a site without ``--force``. Exit
+status: 0 written, 1 written but baseline or coverage refused, 2 nothing written.
+What it does step by step, its report and exit statuses: docs/sites.md
+"``python -m crawlers.scaffold <site> <url>``".
 """
 
 from __future__ import annotations

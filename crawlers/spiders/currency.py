@@ -1,24 +1,14 @@
 """Which currency a printed price is in: the sign next to the amount, read in its market.
 
-The signs come from the kept libraries, never from a hand-written list:
+The signs come from babel's CLDR data (offline, per locale) and price-parser's currency
+table, never from a hand-written list; only currencies some country pays in today count.
+A sign is read in a ``Market`` (the page's locales and the currency it pays in): an ISO
+code as printed, else the one currency a market locale prints with that sign, else the
+one any locale uses it for, else, among several, the market's own; otherwise none.
+The tables are built once per process, on the first price read (about a second).
 
-- babel's CLDR data (shipped inside the wheel, read offline): the symbol each locale
-  prints for every ISO 4217 currency (``$`` for USD in ``en_US``, for CAD in ``en_CA``,
-  for MXN in ``es_MX``; ``kr`` for SEK in ``sv_SE``, for NOK in ``nb_NO``; ``Rp`` for IDR
-  in ``id_ID``), and each country's current currency;
-- price-parser's currency table: the international and native signs (``Skr``, ``円``,
-  ``원``, ``Fr.``), which CLDR does not carry as symbols (babel drops CLDR's narrow ones).
-
-Only currencies some country pays in today count (the peseta's ``Pta`` names nothing).
-
-A sign is read in a ``Market``: the locales the page prints its prices in and the
-currency the market pays in. Its currency is, in order: an ISO code as printed
-(``IDR``, ``CHF``); the one currency a market locale prints with that sign (``$`` is USD
-for ``en_US``); the one currency any locale or table uses it for (``Rp``, ``zł``, ``₹``,
-``R$``, ``€``); among several, the market's own (``kr`` on a Danish page is DKK, ``¥`` on
-a Japanese one JPY). Otherwise none: a ``$`` on a French page is no guess.
-
-The tables are built once per process, when the first price is read (about a second).
+Reads: nothing but the libraries' data. The rules with examples: docs/sites.md, the
+"Currencies" paragraph of its introduction.
 """
 
 from __future__ import annotations

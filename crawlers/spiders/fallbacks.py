@@ -1,29 +1,14 @@
 """Field-level fallbacks: each field of an item from the first source whose value fits.
 
-A page states a field in several places: JSON-LD, microdata, the state its scripts embed,
-the visible markup. A spider reads each place into a *layer* (field -> the value as that
-source gives it, converted to the field's Python type), in source order: structured data
-first (``json-ld``, ``microdata``, ``state``), then the markup (``dom``: the profile's
-selectors). ``pick`` takes each field from the first layer whose value fits the field's
-declared type and constraints (``ItemSchema.field_error``: the item schema's own check,
-as the validation pipeline judges the item). So one bad value in one source (a negative
-JSON-LD price, a ``javascript:`` image URL, a rating on the wrong scale) is taken from the
-next source that has the field, instead of the pipeline dropping the whole item. What a
-listing card said of an item its own page completes is one more source, the last
-(``listing``); a site may name its own sources and give a field its own order (``order``),
-and read a field with the source of another (``together``: a currency with its amount).
-A profile-driven site's rules (``crawlers.spiders.rules``) are sources the same way.
+A spider reads each place a page states fields in (JSON-LD, microdata, embedded state,
+the profile's selectors, a listing card) into a *layer*; ``pick`` takes each field from
+the first layer whose value fits the item schema (``ItemSchema.field_error``), so one bad
+value in one source does not drop the item. Text with U+FFFD loses to a later clean one.
+``report`` counts every refused candidate and names them in one WARNING per item; a
+required field no source has valid keeps its first value for validation to drop.
 
-Text marked as undecodable (U+FFFD, what a lone surrogate escape or bytes of the wrong
-charset become) fits the schema but is damaged: a later source's clean text wins over it
-(reason ``replacement_character``); with no clean one it is kept, marked, never lost.
-
-Nothing is silent (``report``): every refused candidate is counted
-``fields/fallback/<item type>/<field>/<source>/<reason>`` (reasons as the validation
-pipeline's: pydantic's error types), an optional field no source has valid is left empty
-and counted ``fields/no_valid/<item type>/<field>``, one WARNING line per item names them.
-A *required* field no source has valid keeps its first value, so the validation pipeline
-drops the item on the existing path, naming the reason (``validation/invalid/...``).
+Reads: the item schemas. Order, sources and counters: docs/pipelines.md "Field-level
+fallbacks: one bad value is not the whole item".
 """
 
 from __future__ import annotations

@@ -2,37 +2,12 @@
 
 ``scrapy crawl hermes -O products.jsonl [-a base_url=http://127.0.0.1:8014]``
 
-Start entries are category pages (``/<country>/<lang>/category/...``). hermes.com is an
-Angular app rendered on the server: the page embeds the backend answers it was built
-from in ``<script id="hermes-state">`` (Angular transfer state: an object of
-``{"u": backend URL, "b": body}`` entries under hashed keys). The entry whose URL ends in
-``/products`` lists the category's products (sku, title, price, url, avgColor, assets,
-stock) and their ``total``; the ``/category/<code>`` entry names the category. Each
-product is yielded from the category data and completed from its product page
-(description, material, dimensions); if the product page fails, the category's data is
-yielded alone, never dropped. The grid markup (the profile's ``grid_items``) is the fallback.
-
-Product pages: ASSUMED structure, no saved hermes.com product page was available. Each
-field comes from the first source whose value fits it (``crawlers.spiders.fallbacks``):
-a ``hermes-state`` entry whose body has the product's ``sku`` (as the category's items),
-JSON-LD ``Product``, the markup (the profile's ``product`` selectors: title, price,
-description; ``.product-detail``), then the category's data; each source is optional, so
-a product page that differs from the model still yields the category data. The currency
-goes with the price: the page's own for the page's price, else the category's.
-
-Currency: every market (``/ca/en/``, ``/fr/fr/``, ``/jp/ja/``, ...) prices in its own
-currency and the state gives bare numbers. A currency code the page states (an ASSUMED
-``currency`` key in the state, JSON-LD ``priceCurrency``, a price meta tag) wins, then
-the sign the page prints the price with (the card's ``CA$6,250``, the product page's
-price), then the market's currency: the country the page names (the category's
-``country``, ``<html lang="en-ca">``), else its path's. A sign several currencies share
-(``$``, ``¥``, ``£``, ``kr``) only confirms the market's currency; a price whose
-currency stays unknown is yielded without one and counted (``hermes/currency_unknown``).
-The tables are in ``hermes_markets``.
-
-Pagination (ASSUMED): the category page's "Load more items" button fetches the next 48
-products with JavaScript; the spider requests ``?page=N`` while ``total`` exceeds what it
-has seen, which is the URL the button leads to on the site.
+Reads the profile ``crawlers/profiles/hermes.toml``. Category pages carry their products
+in the Angular transfer state (``<script id="hermes-state">``), the grid markup as
+fallback; each product is completed from its product page (a failed page: the category's
+data alone, never dropped), each field from the first source whose value fits it. The
+currency rules live in ``hermes_markets``. Sources, currency and pagination (some of it
+ASSUMED): docs/sites.md "hermes".
 """
 
 from __future__ import annotations

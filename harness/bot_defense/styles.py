@@ -1,28 +1,13 @@
 """Vendor styles of the stand-in: how a refusal looks and how a challenge is passed.
 
-The checks are the levels' (``harness.bot_defense.server``); a style only shapes the
-answers, as three vendors do it, so the platform meets each way a JavaScript challenge
-resolves itself in a browser:
+The checks are the levels' (``harness.bot_defense.server``); a style (``cloudflare``,
+``aws``, ``datadome``) only shapes the level 1 refusal and the level 3 challenge as that
+vendor does, so the platform meets each way a JavaScript challenge resolves itself in a
+browser. Levels 2 and 4 are the same in every style; each style's cookie is sealed and
+bound alike (``harness.bot_defense.sessions``).
 
-==============  =====================================  ==================================
-style           level 1 refusal (headers)              level 3 challenge, and how it ends
-==============  =====================================  ==================================
-``cloudflare``  403, Cloudflare's Error 1010 page      403 ``cf-mitigated: challenge``, "Just
-                                                       a moment..."; the verify answer sets
-                                                       an HttpOnly cookie, the page reloads
-``aws``         403, CloudFront's "Request blocked"    202 ``x-amzn-waf-action: challenge``,
-                                                       ``window.gokuProps``; the verify
-                                                       answer carries a token, the script
-                                                       writes ``aws-waf-token`` and reloads
-``datadome``    403, DataDome's CAPTCHA page (a        403 ``X-DataDome: protected``,
-                self-announcing client is answered     ``var dd={'rt':'i',...}``; the verify
-                as DataDome answers bots)              answer carries the cookie, the script
-                                                       writes ``datadome`` and navigates to
-                                                       the URL asked for
-==============  =====================================  ==================================
-
-Level 2 (Akamai's TLS refusal) and level 4 (DataDome's CAPTCHA) are the same in every
-style. Each style's cookie is sealed and bound alike (``harness.bot_defense.sessions``).
+Reads: ``--style``. The styles' pages, statuses and cookies: docs/bot-defense.md
+"Styles (``--style``, ``harness/bot_defense/styles.py``)".
 """
 
 from __future__ import annotations
