@@ -67,11 +67,13 @@ def produce(
     job_id = job_id or new_job_id(site)
     settings = settings or get_project_settings()
     cls = spider_class(site, settings)
-    spider = cls.from_crawler(Crawler(cls, settings), job_id=job_id, base_url=base_url)
+    crawler = Crawler(cls, settings)
+    spider = cls.from_crawler(crawler, job_id=job_id, base_url=base_url)
     assert isinstance(spider, SiteSpider)
     entries = [{**entry, "job_id": job_id} for entry in spider.start_entries()]
-    # The add-on applies crawlers.defaults to a crawl's settings, not to the project's.
-    partitions = settings.getint("FRONTIER_PARTITIONS", defaults.FRONTIER_PARTITIONS)
+    # The site's own settings (its profile's [settings] table) decide, as for its workers;
+    # the add-on applies crawlers.defaults to a crawl's settings, not to the project's.
+    partitions = crawler.settings.getint("FRONTIER_PARTITIONS", defaults.FRONTIER_PARTITIONS)
     frontier = RedisFrontier.adopt(server, site, partitions)
     # The accepted baseline the job's re-crawl records belong to (core.layouts): this
     # process ran the structure gate and any approval, its workers may not have.

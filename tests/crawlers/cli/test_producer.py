@@ -3,12 +3,15 @@ nothing enqueued."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from core.frontier import RedisFrontier
 from crawlers.profiles import profile_sites
 from harness.base import free_port
 from harness.redis_server import RedisCluster, RedisServer
@@ -115,3 +118,28 @@ def test_redis_cluster_set_or_not_must_match_the_server(
         "(cluster mode)"
     )
     assert not redis_server.client().exists("{demo}:start_urls")
+
+
+def test_a_site_profile_sets_its_frontier_partitions(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    # The flow's producer runs with the project's settings: the site's profile must still
+    # decide how many partitions its frontier has, as it decides its workers' settings.
+    profiles = tmp_path / "profiles"
+    shutil.copytree(REPO_ROOT / "crawlers" / "profiles", profiles)
+    demo = profiles / "demo.toml"
+    demo.write_text(demo.read_text() + "\n[settings]\nFRONTIER_PARTITIONS = 3\n")
+    client = redis_server.client()
+    client.flushdb()
+    result = producer(
+        "demo",
+        "--redis-url",
+        redis_server.url,
+        "--job-id",
+        "job-p",
+        env={"SITE_PROFILES_DIR": str(profiles)},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert RedisFrontier(client, "demo").partitions == 3
+    assert RedisFrontier(client, "demo").queued() > 0
+    client.flushdb()
