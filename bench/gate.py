@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.gate [--site SITE ...] [--cases FILE] [--json]
 
-Each case of ``fingerprints/evaluation/cases.toml`` (``fingerprints.evaluation_set``) is a
+Each case of ``fingerprints/evaluation/cases.toml`` (``fingerprints.evaluation.cases``) is a
 page of a production site (a fixture, a block page, or one edited into what a live site
 may serve) and the verdict the gate must give when it samples that page: judged as ``verify
 <site> --page-type <type> --path <path>`` judges a live sample (structure, block rules,
@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from fingerprints.evaluation_set import CASES_FILE, CaseError, Outcome, judge_case, load_cases
+from fingerprints.evaluation.cases import CASES_FILE, CaseError, Outcome, judge_case, load_cases
 
 
 def run(cases_file: Path = CASES_FILE, sites: Sequence[str] = ()) -> list[tuple[Outcome, float]]:

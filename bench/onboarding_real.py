@@ -3,7 +3,7 @@ fields against the site spiders' output for the same pages (``python -m bench.on
 --real-pages``).
 
 Each site's saved pages are served on loopback and read back over HTTP. The site's own
-spider reads each page through its page type's callback (``fingerprints.extraction``):
+spider reads each page through its page type's callback (``fingerprints.extraction.callbacks``):
 its items are the truth. The scaffold reads the same pages as a new site's pages of the
 role a person sees (an item page, or a page listing many items as cards; one page or two
 of a kind, so no template is compared across pages), decides nothing but the item type
@@ -39,9 +39,9 @@ from crawlers.scaffold.study import permalink_rule
 from crawlers.scaffold.synth import Choice, Unit
 from crawlers.spiders.currency import market
 from crawlers.spiders.rules import Reading, read_items
-from fingerprints.baseline import FingerprintConfig
-from fingerprints.extraction import run_callbacks, site_spider
-from fingerprints.sampler import Page as SamplePage
+from fingerprints.baselines.store import FingerprintConfig
+from fingerprints.extraction.callbacks import run_callbacks, site_spider
+from fingerprints.sampling.fetch import Page as SamplePage
 
 # site -> (file, the spider's page type, the role a person sees, the page's URL)
 REAL: Mapping[str, Sequence[tuple[str, str, str, str]]] = {

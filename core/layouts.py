@@ -4,7 +4,7 @@ A re-crawl skips a page when something recorded at the item's last full fetch st
 matches: its listing card's hash (``core.cards``), its page validators (a 304,
 ``crawlers.fetch.conditional``). Either only says the page is as it was when the spider
 could read it; once an operator accepts a new baseline (a layout change the structure
-gate saw, ``fingerprints.versions.accept_baseline``), the spider may no longer read that
+gate saw, ``fingerprints.baselines.versions.accept_baseline``), the spider may no longer read that
 page, and an old record must not stand for its item. So every record carries the id of
 the baseline it was made under, and a record of another layout is void (the page is
 fetched and parsed in full, its record made again).
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from core.config import REPO_ROOT, fingerprint_sites_dir
 
-BASELINE_FILE = "baseline.json"  # fingerprints.baseline.BASELINE_FILE
+BASELINE_FILE = "baseline.json"  # fingerprints.baselines.store.BASELINE_FILE
 # The id of a site without a baseline: records still carry one, so "no baseline" is a
 # layout like any other (accepting a first baseline voids the records made without).
 NO_BASELINE = "none"

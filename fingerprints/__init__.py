@@ -9,7 +9,7 @@ Entry points for the orchestration flows:
   its baseline: fail closed) or ``structure_changed`` (fail closed), or why nothing could
   be judged (``blocked``, ``fetch_failed``, ``no_baseline``, ``error``).
 - ``fingerprints.gate.check_all() -> list[GateResult]``: the daily fixture check.
-- ``fingerprints.coverage.check_coverage(site, items) -> CoverageReport``: field fill
+- ``fingerprints.baselines.coverage.check_coverage(site, items) -> CoverageReport``: field fill
   rates at job end.
 
 See docs/fingerprints.md.

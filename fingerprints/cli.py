@@ -32,7 +32,14 @@ from core.blocks import classify
 from core.config import fingerprint_sites_dir
 from crawlers.profiles import PROFILES_DIR, ProfileError
 from crawlers.runtime.sidecrawl import add_settings_option
-from fingerprints.baseline import (
+from fingerprints.baselines.coverage import (
+    CoverageBaseline,
+    compare_coverage,
+    load_coverage_baseline,
+    save_coverage_baseline,
+)
+from fingerprints.baselines.fixtures import FixtureScore, score_fixtures, write_fixtures
+from fingerprints.baselines.store import (
     BASELINE_FILE,
     SITES_DIR,
     BaselineError,
@@ -44,16 +51,9 @@ from fingerprints.baseline import (
     save_baseline,
     site_dir,
 )
-from fingerprints.coverage import (
-    CoverageBaseline,
-    compare_coverage,
-    load_coverage_baseline,
-    save_coverage_baseline,
-)
-from fingerprints.fixture_coverage import coverage_from_fixtures
-from fingerprints.fixture_scores import FixtureScore, score_fixtures, write_fixtures
+from fingerprints.evaluation.fixture_coverage import coverage_from_fixtures
 from fingerprints.gate import GateResult, check_all, verify_site
-from fingerprints.sampler import fetch_sample
+from fingerprints.sampling.fetch import fetch_sample
 
 SETTINGS_HELP = "a Scrapy setting for the sample fetch, as with scrapy crawl -s (repeatable)"
 

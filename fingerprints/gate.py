@@ -1,12 +1,12 @@
 """The fail-closed structure gate: may this site be scraped now?
 
 ``verify_site`` fetches a small live sample of each page type through the platform's fetch
-stack (``fingerprints.sampler``) and compares it with the site's baseline; ``check_site``
-does the same on the stored fixtures (the daily check). Both return a ``GateResult`` and
-never raise or write: any problem is a result that did not pass (precedence ``error`` >
-``no_baseline`` > ``blocked`` > ``fetch_failed`` > ``structure_changed``). A changed
-structure is then judged by the data: ``drifted`` (passes, with a warning) or
-``structure_changed`` (fails closed).
+stack (``fingerprints.sampling.fetch``) and compares it with the site's baseline;
+``check_site`` does the same on the stored fixtures (the daily check). Both return a
+``GateResult`` and never raise or write: any problem is a result that did not pass
+(precedence ``error`` > ``no_baseline`` > ``blocked`` > ``fetch_failed`` >
+``structure_changed``). A changed structure is then judged by the data: ``drifted``
+(passes, with a warning) or ``structure_changed`` (fails closed).
 
 Reads: ``fingerprints/sites/<site>/`` (baseline, coverage, fixtures) and the profile's
 ``[fingerprint]`` table. Verdicts: docs/fingerprints.md "The gate".
@@ -26,7 +26,8 @@ from core.config import ConfigurationError
 from core.items_schema import UnknownItemType
 from crawlers.items import schema_for
 from crawlers.profiles import PROFILES_DIR, SiteProfile
-from fingerprints.baseline import (
+from fingerprints.baselines.coverage import CoverageBaseline, fill_rates, load_coverage_baseline
+from fingerprints.baselines.store import (
     SITES_DIR,
     BaselineError,
     FingerprintConfig,
@@ -38,12 +39,25 @@ from fingerprints.baseline import (
     sha256,
     site_dir,
 )
-from fingerprints.coverage import CoverageBaseline, fill_rates, load_coverage_baseline
-from fingerprints.evidence import EvidenceRules
-from fingerprints.extraction import Fetch, NoSpider, PageOutput, run_callbacks, site_spider
-from fingerprints.fields import DEFAULT_FLOOR, FieldPolicy
-from fingerprints.judgement import judge_extraction, page_type_baselines
-from fingerprints.results import (
+from fingerprints.extraction.callbacks import (
+    Fetch,
+    NoSpider,
+    PageOutput,
+    run_callbacks,
+    site_spider,
+)
+from fingerprints.extraction.evidence import EvidenceRules
+from fingerprints.extraction.fields import DEFAULT_FLOOR, FieldPolicy
+from fingerprints.extraction.judgement import judge_extraction, page_type_baselines
+from fingerprints.sampling.fetch import Page, SamplerError, fetch_sample
+from fingerprints.verdicts.decisions import (
+    check_page,
+    decide,
+    evaluate,
+    extraction_targets,
+    propose_baseline,
+)
+from fingerprints.verdicts.results import (
     PARTS,
     GateResult,
     GateStatus,
@@ -53,8 +67,6 @@ from fingerprints.results import (
     PageTypeResult,
     failure,
 )
-from fingerprints.sampler import Page, SamplerError, fetch_sample
-from fingerprints.verdicts import check_page, decide, evaluate, extraction_targets, propose_baseline
 
 # The gate's API in one place (the flows, the CLI and tests import it from here).
 __all__ = [
@@ -203,7 +215,7 @@ def judge_sample(
 
 
 def evidence_rules(config: FingerprintConfig) -> dict[str, EvidenceRules]:
-    """Page type -> its ``shows`` and ``absent`` rules (fingerprints.evidence)."""
+    """Page type -> its ``shows`` and ``absent`` rules (fingerprints.extraction.evidence)."""
     return {
         name: EvidenceRules(pt.shows, pt.absent, pt.empty)
         for name, pt in config.page_types.items()

@@ -6,7 +6,7 @@ failing at once: it *suspends* (``prefect.flow_runs.suspend_flow_run``), which e
 run's process and frees the work pool's slot, and the Prefect UI shows a "Resume" form
 asking for a ``BaselineDecision``:
 
-- ``accept``: the proposal becomes the site's baseline (``fingerprints.versions``: the
+- ``accept``: the proposal becomes the site's baseline (``fingerprints.baselines.versions``: the
   replaced one is kept under ``<site>/history/``) and the run goes on to crawl;
 - ``reject``: the run ends Failed (closed);
 - no answer within ``GATE_APPROVAL_TIMEOUT`` seconds: Prefect's server fails the run.
@@ -27,8 +27,8 @@ from prefect.input import RunInput
 from pydantic import Field
 
 from core.config import PlatformSettings, get_settings
-from fingerprints.baseline import SITES_DIR
-from fingerprints.versions import accept_baseline
+from fingerprints.baselines.store import SITES_DIR
+from fingerprints.baselines.versions import accept_baseline
 
 Decision = Literal["accept", "reject"]
 DETAIL_LINES = 30  # of the gate's summary shown in the form: it has a size limit

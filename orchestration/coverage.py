@@ -1,4 +1,5 @@
-"""The job's field coverage at job end (``fingerprints.coverage``), from what it extracted.
+"""The job's field coverage at job end (``fingerprints.baselines.coverage``), from what it
+extracted.
 
 The items are the job's documents in Elasticsearch that it extracted from their pages
 (``core.store.read.extracted_by_job``: written in full by the job, new, changed or
@@ -24,7 +25,7 @@ from core.config import PlatformSettings
 from core.store.layout import COMMON_PROPERTIES
 from core.store.read import extracted_by_job
 from crawlers.items import registered_types
-from fingerprints.coverage import CoverageReport, job_end_coverage
+from fingerprints.baselines.coverage import CoverageReport, job_end_coverage
 from orchestration.alerts import Delivery, notify
 from orchestration.report import drop_text
 

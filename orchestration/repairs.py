@@ -4,7 +4,7 @@
 result dict. When the result names fields whose extraction failed
 (``extraction.failed_fields``), it gathers the sample pages of those page types (the
 fixture files the check read, or the live pages fetched again through the site's fetch
-stack), asks ``fingerprints.repair`` for validated replacement rules, puts the report
+stack), asks ``fingerprints.repair.suggestions`` for validated replacement rules, puts the report
 in the run's markdown artifact and returns the lines for the Slack alert. Without an
 OpenAI-compatible endpoint the core logs one line and nothing is fetched.
 
@@ -25,9 +25,9 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.context import FlowRunContext, TaskRunContext
 
 from core.config import PlatformSettings, get_settings
-from fingerprints.baseline import SITES_DIR, FingerprintConfig, site_dir
-from fingerprints.repair import RepairReport, chat_client, suggest_repairs
-from fingerprints.sampler import fetch_sample
+from fingerprints.baselines.store import SITES_DIR, FingerprintConfig, site_dir
+from fingerprints.repair.suggestions import RepairReport, chat_client, suggest_repairs
+from fingerprints.sampling.fetch import fetch_sample
 from orchestration.alerts import render, run_logger
 
 logger = logging.getLogger(__name__)

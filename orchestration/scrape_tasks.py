@@ -28,9 +28,9 @@ from crawlers.cli.producer import produce
 from crawlers.fetch.refusal import presented
 from crawlers.profiles import SiteProfile
 from crawlers.runtime.site_language import site_language
-from fingerprints.baseline import dumps
+from fingerprints.baselines.proposed import save_proposed_baseline
+from fingerprints.baselines.store import dumps
 from fingerprints.gate import verify_site
-from fingerprints.proposed import save_proposed_baseline
 from indexing.embedders import default_embedder
 from indexing.process import process_job
 from orchestration import alert_context, approval, health

@@ -3,8 +3,8 @@
 ``make test`` runs ``lint-imports`` on the real code. These tests run the same config on a
 tiny synthetic tree with the project's package names (so the outcome does not depend on
 today's code): allowed imports pass, and an upward import, an import between siblings of
-one layer, the demo shop or the jobs board importing the platform and a cycle inside a
-package each fail.
+one layer, the demo shop or the jobs board importing the platform, a stage of the structure
+gate importing a later one and a cycle inside a package each fail.
 """
 
 from __future__ import annotations
@@ -26,8 +26,23 @@ ALLOWED = {
     "orchestration/flows.py": "import fingerprints.gate\nimport search.api\nimport harness\n",
     "bench/pipelines.py": "import crawlers.spiders\nimport harness.stack\nimport demo_site.shop\n",
     "harness/stack.py": "import demo_site.shop\nimport crawlers.profiles\nimport core.config\n",
-    "fingerprints/gate.py": "import fingerprints.sampler\nimport crawlers.profiles\n",
-    "fingerprints/sampler.py": "import crawlers.spiders\n",
+    "fingerprints/__main__.py": "import fingerprints.cli\n",
+    "fingerprints/cli.py": "import fingerprints.evaluation.cases\nimport fingerprints.gate\n",
+    "fingerprints/evaluation/cases.py": "import fingerprints.gate\n",
+    "fingerprints/gate.py": (
+        "import fingerprints.verdicts.decisions\nimport fingerprints.sampling.fetch\n"
+        "import crawlers.profiles\n"
+    ),
+    "fingerprints/repair/suggestions.py": "import fingerprints.repair.rules\n",
+    "fingerprints/repair/rules.py": "",
+    "fingerprints/verdicts/decisions.py": "import fingerprints.extraction.judgement\n",
+    "fingerprints/extraction/judgement.py": (
+        "import fingerprints.extraction.callbacks\nimport fingerprints.baselines.store\n"
+    ),
+    "fingerprints/extraction/callbacks.py": "import fingerprints.sampling.fetch\n",
+    "fingerprints/baselines/store.py": "import fingerprints.structure.fingerprint\n",
+    "fingerprints/structure/fingerprint.py": "",
+    "fingerprints/sampling/fetch.py": "import crawlers.spiders\n",
     "search/api.py": "import indexing.embedders\nimport core.store\n",
     "indexing/embedders.py": "import core.config\n",
     "crawlers/spiders.py": "import crawlers.profiles\nimport crawlers.fetch.retry\n",
@@ -95,9 +110,11 @@ def test_the_intended_imports_pass(tmp_path: Path) -> None:
             id="core-imports-orchestration",
         ),
         pytest.param(
-            {"crawlers/profiles.py": "import fingerprints.gate\n"},
+            # A module the sample's spiders do not import: else the gate's stages break too
+            # (the sampler would reach the gate through crawlers).
+            {"crawlers/items.py": "import fingerprints.gate\n"},
             "Layers",
-            "crawlers.profiles -> fingerprints.gate",
+            "crawlers.items -> fingerprints.gate",
             id="crawlers-import-fingerprints",
         ),
         pytest.param(
@@ -155,9 +172,30 @@ def test_the_intended_imports_pass(tmp_path: Path) -> None:
             id="cycle-in-a-subpackage",
         ),
         pytest.param(
-            {"fingerprints/sampler.py": "def later():\n    import fingerprints.gate\n"},
+            {
+                "fingerprints/baselines/store.py": (
+                    "import fingerprints.structure.fingerprint\nimport fingerprints.repair.rules\n"
+                )
+            },
+            "Fingerprints stages",
+            "fingerprints.baselines.store -> fingerprints.repair.rules",
+            id="gate-stage-imports-a-later-stage",
+        ),
+        pytest.param(
+            {"fingerprints/repair/rules.py": "import fingerprints.gate\n"},
+            "Fingerprints stages",
+            "fingerprints.repair.rules -> fingerprints.gate",
+            id="siblings-repair-and-gate",
+        ),
+        pytest.param(
+            {
+                "fingerprints/extraction/callbacks.py": (
+                    "import fingerprints.sampling.fetch\n"
+                    "def later():\n    import fingerprints.extraction.judgement\n"
+                )
+            },
             "No import cycles",
-            "No cycles are allowed in fingerprints",
+            "No cycles are allowed in fingerprints.extraction",
             id="cycle-through-a-function-level-import",
         ),
     ],

@@ -170,7 +170,7 @@ def _as_tuple(value: Any) -> Any:
 
 
 class Shown(Table):
-    """Where a page shows a field, one instance per match (fingerprints.evidence):
+    """Where a page shows a field, one instance per match (fingerprints.extraction.evidence):
     ``select`` (CSS, or XPath when it starts like a path; matches with non-blank text)
     or ``re`` (a regular expression on the page's source, e.g. a key of its JSON state)."""
 
@@ -184,7 +184,7 @@ class Shown(Table):
 
 
 class Evidence(Table):
-    """Evidence that a page, or one record of it, lacks a field (fingerprints.evidence).
+    """Evidence that a page, or one record of it, lacks a field (fingerprints.extraction.evidence).
     Exactly one of: ``page`` (a selector: where it matches, no record of the page has the
     field: an undated search shows no prices), ``re`` (a regular expression on the page's
     source, the same), ``each`` (a selector: each match is one record that lacks it: a
@@ -232,7 +232,7 @@ class PageTypeTable(Table):
     callback: SpiderMethod | None = None
     # Field -> where a page shows the field (counted: one instance per match, the largest
     # count of the alternatives): a field is expected of at most that many records of the
-    # page, so a page that shows none lacks it (fingerprints.evidence).
+    # page, so a page that shows none lacks it (fingerprints.extraction.evidence).
     shows: dict[str, ShownRules] = {}
     # Field -> evidence that the page, or one record of it, lacks the field.
     absent: dict[str, EvidenceRules] = {}
@@ -251,7 +251,7 @@ class PageTypeTable(Table):
 
 class FingerprintTable(Table):
     """The structure gate's ``[fingerprint]`` table, validated once when the profile loads:
-    fingerprints.baseline.FingerprintConfig reads it typed (``SiteProfile.gate_table``),
+    fingerprints.baselines.store.FingerprintConfig reads it typed (``SiteProfile.gate_table``),
     and the spider reads its selectors by key (``SiteProfile.selectors``)."""
 
     threshold: Threshold | None = None

@@ -164,7 +164,7 @@ def _xpath(value: str) -> str:
 
 def is_path(query: str) -> bool:
     # The gate reads a selector starting like a path as XPath, any other as CSS
-    # (fingerprints.structure.count_selector).
+    # (fingerprints.structure.fingerprint.count_selector).
     return query.strip().startswith(("/", "(", "./"))
 
 

@@ -1,4 +1,4 @@
-"""Crawls beside the platform's jobs: the structure gate's sample (fingerprints.sampler)
+"""Crawls beside the platform's jobs: the structure gate's sample (fingerprints.sampling.fetch)
 and the scaffold's (crawlers.scaffold.sample). They fetch through the platform's own
 stack (block detection, retries, proxies, rendering), never through its shared frontier
 or into its item store, and take Scrapy settings on their command lines as ``scrapy

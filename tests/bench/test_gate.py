@@ -10,7 +10,7 @@ import pytest
 
 import crawlers.settings
 from bench.gate import main, run, table
-from fingerprints.evaluation_set import KINDS, Case, CaseError, Outcome, load_cases
+from fingerprints.evaluation.cases import KINDS, Case, CaseError, Outcome, load_cases
 
 # In-process, but seconds of CPU (the gate's 60 evaluation cases): the integration tier keeps
 # `make test-fast` within its budget.

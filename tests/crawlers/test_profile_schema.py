@@ -11,7 +11,7 @@ import pytest
 
 from crawlers.profile_schema import FingerprintTable
 from crawlers.profiles import PROFILES_DIR, ProfileError, SiteProfile, profile_sites
-from fingerprints.baseline import FingerprintConfig
+from fingerprints.baselines.store import FingerprintConfig
 
 SHOP = 'item_type = "p"\nbase_url = "https://shop.example"\n'
 CRON = "expected a 5-field cron (minute hour day month weekday)"
@@ -127,7 +127,7 @@ def test_a_profile_that_is_not_toml_is_named(tmp_path: Path) -> None:
     assert error == "not valid TOML: Invalid value (at line 3, column 10)"
 
 
-# -- the [fingerprint] table (read by fingerprints.baseline.FingerprintConfig) ------------------
+# -- the [fingerprint] table (read by fingerprints.baselines.store.FingerprintConfig) ----------
 
 
 @pytest.mark.parametrize(

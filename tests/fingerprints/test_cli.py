@@ -16,9 +16,9 @@ import pytest
 
 from demo_site import pages
 from demo_site.catalog import build_catalog
-from fingerprints.baseline import load_baseline
+from fingerprints.baselines.store import load_baseline
 from fingerprints.cli import main
-from tests.fingerprints.test_baseline import BASE, make_site, make_site_with_outlier
+from tests.fingerprints.baselines.test_store import BASE, make_site, make_site_with_outlier
 
 OUTLIER = "fixtures/product/DM-00001.html"
 

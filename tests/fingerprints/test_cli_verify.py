@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from crawlers.profiles import PROFILES_DIR
-from fingerprints.baseline import SITES_DIR
+from fingerprints.baselines.store import SITES_DIR
 from fingerprints.cli import main
 from harness.demo_site import DemoSite
 

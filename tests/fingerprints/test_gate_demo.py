@@ -1,6 +1,6 @@
 """The live structure gate against the real demo site, through the real fetch stack.
 
-Every ``verify_site`` call runs the sampler subprocess (``python -m fingerprints.sampler``:
+Every ``verify_site`` call runs the sampler subprocess (``python -m fingerprints.sampling.fetch``:
 Scrapy with the project settings and the demo spider's profile), so these tests cover
 robots.txt, retries and the block classifier exactly as a scheduled run would.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from demo_site.catalog import build_catalog
-from fingerprints.baseline import SITES_DIR, FingerprintConfig
+from fingerprints.baselines.store import SITES_DIR, FingerprintConfig
 from fingerprints.gate import GateResult, check_all, check_site, verify_site
 from harness.base import free_port
 from harness.demo_site import DemoSite

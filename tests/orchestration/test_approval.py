@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from core.config import PlatformSettings
-from fingerprints.baseline import SITES_DIR
-from fingerprints.versions import baseline_history
+from fingerprints.baselines.store import SITES_DIR
+from fingerprints.baselines.versions import baseline_history
 from orchestration import approval
 from orchestration.approval import BaselineDecision
 

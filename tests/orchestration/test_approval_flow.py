@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from fingerprints.baseline import SITES_DIR
-from fingerprints.versions import baseline_history
+from fingerprints.baselines.store import SITES_DIR
+from fingerprints.baselines.versions import baseline_history
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.openai_stub import OpenAIStub

@@ -24,7 +24,7 @@ from harness.prefect_server import PrefectServer
 from harness.slack_receiver import SlackReceiver
 from orchestration.alerts import render
 from orchestration.repairs import artifact_key, failed_fields, repair_suggestions
-from tests.fingerprints.test_repair import SECRET, answering_model
+from tests.fingerprints.repair.test_suggestions import SECRET, answering_model
 from tests.orchestration.prefect_api import api
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,11 @@ from core.items_schema import plain_fields, schema_by_type
 from core.store import ItemStore, StoreAction, build_touch
 from core.store.layout import ensure_item_index
 from crawlers.items import Product
-from fingerprints.coverage import CoverageBaseline, FieldExpectation, save_coverage_baseline
+from fingerprints.baselines.coverage import (
+    CoverageBaseline,
+    FieldExpectation,
+    save_coverage_baseline,
+)
 from harness.es_node import ElasticsearchNode
 from harness.slack_receiver import SlackReceiver
 from orchestration.alerts import Delivery, notify

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from fingerprints.baseline import SITES_DIR, load_baseline
-from fingerprints.proposed import proposed_dir
+from fingerprints.baselines.proposed import proposed_dir
+from fingerprints.baselines.store import SITES_DIR, load_baseline
 from tests.orchestration.test_scrape_flow import PRODUCTS, Stack, job_id_of, slack_texts, stack
 
 __all__ = ["stack"]  # the module-scoped fixture, shared by import

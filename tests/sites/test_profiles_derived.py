@@ -24,9 +24,9 @@ import crawlers.settings
 from core.config import get_settings
 from crawlers.items import schema_by_type
 from crawlers.profiles import SiteProfile, profile_sites
-from fingerprints.baseline import FIXTURES_DIR, FingerprintConfig, fixture_pages
-from fingerprints.baseline import SITES_DIR as DEFAULT_SITES_DIR
-from fingerprints.extraction import PageOutput, run_callbacks, site_spider
+from fingerprints.baselines.store import FIXTURES_DIR, FingerprintConfig, fixture_pages
+from fingerprints.baselines.store import SITES_DIR as DEFAULT_SITES_DIR
+from fingerprints.extraction.callbacks import PageOutput, run_callbacks, site_spider
 from fingerprints.gate import Page, check_site
 from harness.replay_site import MANIFEST, ReplayManifest
 

@@ -14,7 +14,7 @@ import crawlers.settings
 from crawlers.items import schema_by_type
 from crawlers.profiles import SiteProfile
 from crawlers.spiders.base import SiteSpider
-from fingerprints.baseline import FingerprintConfig, load_baseline
+from fingerprints.baselines.store import FingerprintConfig, load_baseline
 from fingerprints.gate import Page, check_all, check_page, evaluate, judge_sample, verify_site
 from harness.replay_site import ReplayManifest, ReplaySite
 from orchestration.register_flows import specs

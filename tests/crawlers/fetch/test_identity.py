@@ -35,7 +35,7 @@ from crawlers.fetch.identity import (
 )
 from crawlers.profiles import SiteProfile, profile_sites
 from crawlers.scaffold.sample import sample_site
-from fingerprints.sampler import fetch_sample
+from fingerprints.sampling.fetch import fetch_sample
 from harness.demo_site import DemoSite
 from tests.crawlers.fetch.capture import Answer, CaptureServer, Head
 from tests.crawlers.fetch.chromium import TARGETS, UA, identity, platform_crawler, sent

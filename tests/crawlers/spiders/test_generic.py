@@ -35,7 +35,7 @@ from crawlers.spiderloader import ProfileSpiderLoader
 from crawlers.spiders.demo import DemoSpider
 from crawlers.spiders.generic import GenericSpider, generic_spider, read_sitemap
 from demo_site.catalog import build_catalog
-from fingerprints.extraction import site_spider
+from fingerprints.extraction.callbacks import site_spider
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
 from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv

@@ -11,7 +11,7 @@ import pytest
 from scrapy.utils.test import get_crawler
 
 from crawlers.spiders.booking_com import BookingComSpider
-from fingerprints.baseline import FingerprintConfig, load_baseline
+from fingerprints.baselines.store import FingerprintConfig, load_baseline
 from fingerprints.gate import Page, check_page
 from harness.replay_site import ReplaySite
 from tests.sites.support import crawl, fixture, real_page, site_rules, verdict
