@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.onboarding [--sites a,b] [--items N] [--seed S] [--pages N]
                                          [--keep DIR] [--real-pages DIR] [--smoke]
 
-For each site of the onboarding corpus (``plain_sites.corpus``: local sites built unlike
+For each site of the onboarding corpus (``standins.plain_sites.corpus``: local sites built unlike
 each other and unlike the demo shop, served on loopback by ``harness.plain_site``):
 
 1. ``python -m crawlers.scaffold <site> <url>``, into a scratch profiles and sites
@@ -48,8 +48,8 @@ from bench import smoke
 from bench.onboarding_values import path_of, same
 from core.config import ENVIRONMENT, REPO_ROOT
 from harness.plain_site import PlainSite
-from plain_sites.corpus import CORPUS, build
-from plain_sites.site import Truth
+from standins.plain_sites.corpus import CORPUS, build
+from standins.plain_sites.site import Truth
 
 MEAN_BAR, SITE_BAR, ITEMS_BAR = 0.95, 0.85, 0.99
 REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"

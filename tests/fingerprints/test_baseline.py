@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from demo_site import pages
-from demo_site.catalog import build_catalog
 from fingerprints.baseline import (
     SITES_DIR,
     BaselineError,
@@ -25,6 +23,8 @@ from fingerprints.baseline import (
 from fingerprints.fixture_scores import fixture_name, score_fixtures
 from fingerprints.gate import check_all, check_site
 from fingerprints.structure import FINGERPRINT_VERSION
+from standins.demo_site import pages
+from standins.demo_site.catalog import build_catalog
 
 BASE = "http://127.0.0.1:8000"
 

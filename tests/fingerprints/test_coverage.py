@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from crawlers.items import DemoProduct
-from demo_site.catalog import build_catalog
 from fingerprints.baseline import SITES_DIR
 from fingerprints.coverage import (
     CoverageBaseline,
@@ -26,6 +25,7 @@ from fingerprints.coverage import (
     load_coverage_baseline,
     save_coverage_baseline,
 )
+from standins.demo_site.catalog import build_catalog
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BASE = "http://127.0.0.1:8000"
