@@ -3,8 +3,8 @@
 ``make test`` runs ``lint-imports`` on the real code. These tests run the same config on a
 tiny synthetic tree with the project's package names (so the outcome does not depend on
 today's code): allowed imports pass, and an upward import, an import between siblings of
-one layer, the demo shop or the jobs board importing the platform and a cycle inside a
-package each fail.
+one layer, the demo shop, the jobs board or their loopback base importing the platform and a
+cycle inside a package each fail.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ ALLOWED = {
     "core/config.py": "",
     "core/store.py": "import core.config\n",
     "core/blocks.py": "",
-    "standins/demo_site/shop.py": "import standins.demo_site.catalog\n",
+    "standins/loopback.py": "",
+    "standins/demo_site/shop.py": "import standins.demo_site.catalog\nimport standins.loopback\n",
     "standins/demo_site/catalog.py": "",
     "standins/job_board_site/server.py": "import standins.job_board_site.board\n",
     "standins/job_board_site/board.py": "",
@@ -134,6 +135,16 @@ def test_the_intended_imports_pass(tmp_path: Path) -> None:
             "The jobs board stands alone",
             "standins.job_board_site.board -> core.config",
             id="jobs-board-imports-core",
+        ),
+        pytest.param(
+            # The demo shop off the base: else its own contracts break through it too.
+            {
+                "standins/loopback.py": "import core.config\n",
+                "standins/demo_site/shop.py": "import standins.demo_site.catalog\n",
+            },
+            "The loopback base stands alone",
+            "standins.loopback -> core.config",
+            id="loopback-base-imports-core",
         ),
         pytest.param(
             {"standins/demo_site/catalog.py": "import standins.job_board_site.board\n"},

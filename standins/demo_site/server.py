@@ -39,12 +39,10 @@ site keeps up with benchmarks: it must never be the bottleneck of a crawl.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import hashlib
 import json
 import re
-import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -57,6 +55,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from standins import loopback
 from standins.demo_site import pages
 from standins.demo_site.behaviours import (
     BEHAVIOURS,
@@ -747,29 +746,16 @@ def create_app(config: DemoSiteConfig) -> web.Application:
     return app
 
 
-async def serve(config: DemoSiteConfig) -> None:
-    """Serve until SIGTERM/SIGINT; prints the URL once the socket is listening."""
-    runner = web.AppRunner(create_app(config), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, backlog=1024)
-    await site.start()
-    port = runner.addresses[0][1]
-    print(
-        f"Demo site ready at http://{config.host}:{port}/ "
-        f"(seed={config.seed}, products={config.products}, revision={config.revision}, "
-        f"layout={config.layout})",
-        flush=True,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await runner.cleanup()
-
-
 def run(config: DemoSiteConfig) -> None:
-    asyncio.run(serve(config))
+    """Serve until SIGTERM/SIGINT; prints the URL once the socket is listening."""
+    loopback.run(
+        create_app(config),
+        config.host,
+        config.port,
+        lambda port: (
+            f"Demo site ready at http://{config.host}:{port}/ "
+            f"(seed={config.seed}, products={config.products}, revision={config.revision}, "
+            f"layout={config.layout})"
+        ),
+        backlog=1024,
+    )

@@ -1,4 +1,4 @@
-"""The jobs board over HTTP: the standard library's threading server, no framework.
+"""The jobs board over HTTP (aiohttp, on ``standins.loopback``).
 
 Site: ``/``, ``/jobs/<category>?page=N``, ``/job/<job_id>-<slug>``, ``/company/<slug>``,
 ``/apply/<job_id>`` (disallowed by robots.txt), ``/robots.txt``, ``/sitemap_index.xml``,
@@ -18,18 +18,20 @@ Every rendered page is cached by (base URL, page), so the board never slows a cr
 from __future__ import annotations
 
 import json
+import os
 import re
-import signal
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import parse_qs, urlsplit
 
+from aiohttp import web
+
+from standins import loopback
 from standins.job_board_site import pages
 from standins.job_board_site.board import Board, build_board
 
@@ -142,108 +144,86 @@ class JobBoard:
         return HTTPStatus.OK, content_type, body.encode("utf-8")
 
 
-def make_handler(site: JobBoard) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive: a crawler reuses its connections
-        server_version = "Jobboard/1.0"
+def _send(status: int, content_type: str, body: bytes) -> web.Response:
+    # To a HEAD aiohttp sends the headers only, Content-Length the body's.
+    return web.Response(status=status, body=body, headers={"Content-Type": content_type})
 
-        def do_GET(self) -> None:
-            self._serve(head=False)
 
-        def do_HEAD(self) -> None:
-            self._serve(head=True)
-
-        def do_DELETE(self) -> None:
-            if urlsplit(self.path).path == "/__control/access-log":
+def create_app(site: JobBoard) -> web.Application:
+    async def answer(request: web.Request) -> web.Response:
+        if request.method in ("GET", "HEAD"):
+            return serve_page(request)
+        if request.method == "DELETE":
+            if urlsplit(request.raw_path).path == "/__control/access-log":
                 site.access.clear()
-                self._send(HTTPStatus.OK, JSON, b'{"cleared": true}', head=False)
-            else:
-                self._send(HTTPStatus.METHOD_NOT_ALLOWED, TEXT, b"method not allowed\n", False)
+                return _send(HTTPStatus.OK, JSON, b'{"cleared": true}')
+            return _send(HTTPStatus.METHOD_NOT_ALLOWED, TEXT, b"method not allowed\n")
+        return loopback.unsupported(request)
 
-        def _serve(self, head: bool) -> None:
-            parts = urlsplit(self.path)
-            if parts.path.startswith("/__control"):
-                self._control(parts.path, parts.query, head)
-                return
-            # From the Host header, so absolute URLs stay right behind a forwarding proxy.
-            host = self.headers.get("Host") or f"{self.server.server_address[0]}:{self.port}"
-            status, content_type, body = site.page(f"http://{host}", parts.path, parts.query)
-            self._send(status, content_type, body, head)
-            site.access.record(
-                {
-                    "ts": time.time(),
-                    "method": self.command,
-                    "path": self.path,
-                    "status": int(status),
-                    "bytes": 0 if head else len(body),
-                    "user_agent": self.headers.get("User-Agent"),
-                }
-            )
+    def serve_page(request: web.Request) -> web.Response:
+        parts = urlsplit(request.raw_path)
+        if parts.path.startswith("/__control"):
+            return control(parts.path, parts.query)
+        # From the Host header, so absolute URLs stay right behind a forwarding proxy.
+        host = request.headers.get("Host") or _listening(request)
+        status, content_type, body = site.page(f"http://{host}", parts.path, parts.query)
+        site.access.record(
+            {
+                "ts": time.time(),
+                "method": request.method,
+                "path": request.raw_path,
+                "status": int(status),
+                "bytes": 0 if request.method == "HEAD" else len(body),
+                "user_agent": request.headers.get("User-Agent"),
+            }
+        )
+        return _send(status, content_type, body)
 
-        @property
-        def port(self) -> int:
-            return int(self.server.server_address[1])
+    def control(path: str, query: str) -> web.Response:
+        if path != "/__control/access-log":
+            return _send(HTTPStatus.NOT_FOUND, JSON, b'{"error": "no such control"}')
+        since = parse_qs(query).get("since", ["0"])[-1]
+        if not since.isdigit():
+            return _send(HTTPStatus.BAD_REQUEST, JSON, b'{"error": "since: integer"}')
+        body = json.dumps(site.access.since(int(since)), ensure_ascii=False).encode()
+        return _send(HTTPStatus.OK, JSON, body)
 
-        def _control(self, path: str, query: str, head: bool) -> None:
-            if path != "/__control/access-log":
-                self._send(HTTPStatus.NOT_FOUND, JSON, b'{"error": "no such control"}', head)
-                return
-            since = parse_qs(query).get("since", ["0"])[-1]
-            if not since.isdigit():
-                self._send(HTTPStatus.BAD_REQUEST, JSON, b'{"error": "since: integer"}', head)
-                return
-            body = json.dumps(site.access.since(int(since)), ensure_ascii=False).encode()
-            self._send(HTTPStatus.OK, JSON, body, head)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    loopback.server_header(app, "Jobboard/1.0")
+    return app
 
-        def _send(self, status: int, content_type: str, body: bytes, head: bool) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if not head:
-                self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Silent: the access log records every request (stderr would flood the log)."""
-
-    return Handler
+def _listening(request: web.Request) -> str:
+    """host:port of the socket the request came in on (a request without a Host header)."""
+    transport = request.transport
+    host, port = transport.get_extra_info("sockname")[:2] if transport else ("127.0.0.1", 0)
+    return f"{host}:{port}"
 
 
 class CannotListen(Exception):
     """The address is taken or not ours: an operator's mistake, named with its fix."""
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True  # a kept-alive connection never holds up the shutdown
-    request_queue_size = 1024
-
-
 def run(config: JobBoardSiteConfig) -> None:
     """Serve until SIGTERM/SIGINT; prints the URL once the socket is listening."""
     site = JobBoard(config)
     try:
-        server = Server((config.host, config.port), make_handler(site))
+        loopback.run(
+            create_app(site),
+            config.host,
+            config.port,
+            lambda port: (
+                f"Jobs board ready at http://{config.host}:{port}/ "
+                f"(seed={config.seed}, jobs={config.jobs})"
+            ),
+            backlog=1024,
+        )
     except OSError as exc:
-        site.access.close()
         raise CannotListen(
-            f"cannot listen on {config.host}:{config.port} ({exc.strerror or exc}); "
+            f"cannot listen on {config.host}:{config.port} "
+            f"({os.strerror(exc.errno) if exc.errno else exc}); "
             "pick another --port (0: any free one)"
         ) from None
-    port = int(server.server_address[1])
-    print(
-        f"Jobs board ready at http://{config.host}:{port}/ "
-        f"(seed={config.seed}, jobs={config.jobs})",
-        flush=True,
-    )
-
-    def stop(*_: object) -> None:
-        # shutdown() waits for serve_forever to return: never from its own thread.
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    try:
-        server.serve_forever(poll_interval=0.2)
     finally:
-        server.server_close()
         site.access.close()
