@@ -70,7 +70,7 @@ bench: bootstrap
 
 ## Serve the demo shop on http://127.0.0.1:8000 in the foreground.
 demo-site: bootstrap
-	$(PY) -m demo_site --port 8000
+	$(PY) -m standins.demo_site --port 8000
 
 ## Onboard a site from a sample of its pages (profile, fixtures, baseline; README "Adding a site"):
 ## make scaffold SITE=acme_shop URL=https://www.acme-shop.example/ [FORCE=1]
@@ -80,7 +80,7 @@ scaffold: bootstrap
 
 ## Serve the jobs board (a profile-only site: docs/job-board-site.md) on http://127.0.0.1:8100.
 job-board-site: bootstrap
-	$(PY) -m job_board_site --port 8100
+	$(PY) -m standins.job_board_site --port 8100
 
 prefect-up: bootstrap
 ifeq ($(HAVE_DOCKER),yes)

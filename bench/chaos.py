@@ -47,7 +47,7 @@ from crawlers.addon import drain_window
 from crawlers.cli.producer import produce
 from crawlers.profiles import SiteProfile
 from crawlers.runtime.jobs import new_job_id
-from demo_site.behaviours import BLOCKS
+from standins.demo_site.behaviours import BLOCKS
 
 Log = Callable[[str], None]
 CATCH_ATTEMPTS = 3  # drainers caught, in case one releases the lock as the kill lands

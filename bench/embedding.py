@@ -30,13 +30,13 @@ from bench import smoke
 from bench.items import JOB_ID, store_products
 from bench.multilingual_catalog import LANGUAGES, QUERIES
 from crawlers.items import DemoProduct
-from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.openai_stub import OpenAIStub, hashed_vectors
 from indexing.embedders import KNOWN_DIMS, Embedder, LocalEmbedder, OpenAIEmbedder
 from indexing.index import chunks_index, chunks_mapping
 from indexing.multilingual import MultilingualEmbedder
 from indexing.process import process_items
+from standins.demo_site.catalog import build_catalog
 
 SITE = "bench"
 BASE_URL = "http://demo.example"

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.onboarding [--sites a,b] [--items N] [--seed S] [--pages N]
                                          [--keep DIR] [--real-pages DIR] [--smoke]
 
-For each site of ``plain_sites.corpus`` (served by ``harness.plain_site``): the scaffold,
+For each site of ``standins.plain_sites.corpus`` (served by ``harness.plain_site``): the scaffold,
 ``scrapy crawl`` with the profile as written (local mode), the items against the truth
 its generator holds (items found, field accuracy) and the page types found; then the
 saved real pages of the production sites (``bench/onboarding_real.py``). Exit status 1
@@ -33,8 +33,8 @@ from bench import smoke
 from bench.onboarding_values import path_of, same
 from core.config import ENVIRONMENT, REPO_ROOT
 from harness.plain_site import PlainSite
-from plain_sites.corpus import CORPUS, build
-from plain_sites.site import Truth
+from standins.plain_sites.corpus import CORPUS, build
+from standins.plain_sites.site import Truth
 
 MEAN_BAR, SITE_BAR, ITEMS_BAR = 0.95, 0.85, 0.99
 REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"

@@ -34,9 +34,9 @@ from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
-from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 
 BASE_URL = "http://demo.example"
 # The platform add-on: its defaults and pipelines, configured by settings (no environment).

@@ -36,7 +36,7 @@ from crawlers.addon import drain_window
 from crawlers.cli.producer import produce
 from crawlers.profiles import SiteProfile
 from crawlers.runtime.jobs import new_job_id
-from demo_site.catalog import Catalog, build_catalog
+from standins.demo_site.catalog import Catalog, build_catalog
 
 REQUESTS_GOAL = 0.30
 BYTES_GOAL = 0.20

@@ -34,11 +34,11 @@ from core.frontier import RedisFrontier
 from core.jobstats import JobStats
 from crawlers.cli.producer import produce
 from crawlers.runtime.jobs import new_job_id
-from demo_site.catalog import Catalog
-from demo_site.pages import page_count
 from harness import redis_server
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
+from standins.demo_site.catalog import Catalog
+from standins.demo_site.pages import page_count
 
 GOALS = {4: 3.5, 8: 6.5}  # workers -> scaling ratio vs one worker (issue 17)
 ITEM_INDEX = f"items-{SITE}"

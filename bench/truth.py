@@ -5,7 +5,7 @@ document, written into Elasticsearch's ``jobs`` index by ``core.jobs_index.write
 over ``job_counters`` as the step writes it, then read back from there (never re-derived
 here). The truth
 side is the items index in Elasticsearch (read through ``core.store.read``) compared with
-the demo shop's generator (``demo_site.catalog``), and the shop's access log.
+the demo shop's generator (``standins.demo_site.catalog``), and the shop's access log.
 
 * ``tally(expected, docs, started_ms)`` is pure: expected products by item key and the
   stored documents in, a ``Truth`` out;
@@ -29,7 +29,7 @@ from elasticsearch.helpers import scan
 from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import get_items, items_index, spill_size
 from crawlers.items import schema_by_type
-from demo_site.catalog import Catalog
+from standins.demo_site.catalog import Catalog
 
 SITE = "demo"
 ITEM_TYPE = "demo_product"

@@ -75,7 +75,7 @@ class DemoReview(TypedDict):
 )
 @dataclass
 class DemoProduct:
-    """A product of the demo store (``demo_site``), reviews included."""
+    """A product of the demo store (``standins.demo_site``), reviews included."""
 
     sku: Keyword
     url: Url
@@ -297,7 +297,8 @@ class MarketplaceListing:
 )
 @dataclass
 class JobPosting:
-    """A job posting (e.g. the local jobs board, ``job_board_site``; schema.org JobPosting).
+    """A job posting (e.g. the local jobs board, ``standins.job_board_site``; schema.org
+    JobPosting).
 
     ``posting_id`` is the site's id of the posting: ``job_id`` is the platform's, the crawl
     job that stored it (as on every item type).

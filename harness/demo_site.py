@@ -1,6 +1,6 @@
-"""The demo store (``python -m demo_site``) as a supervised local service.
+"""The demo store (``python -m standins.demo_site``) as a supervised local service.
 
-Besides start/stop, it wraps the site's control API (see ``demo_site.server``) with
+Besides start/stop, it wraps the site's control API (see ``standins.demo_site.server``) with
 stdlib HTTP calls, so tests and benchmarks need no HTTP client of their own.
 """
 
@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from demo_site.catalog import Catalog, build_catalog
 from harness.base import LocalSite
+from standins.demo_site.catalog import Catalog, build_catalog
 
 
 class DemoSite(LocalSite):
     name = "demo-site"
-    module = "demo_site"
+    module = "standins.demo_site"
 
     def __init__(
         self,

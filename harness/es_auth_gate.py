@@ -17,20 +17,23 @@ is changed under a running crawl.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import http.client
 import json
 import re
-import signal
 import sys
-import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from aiohttp import web
+
 from core.config import REPO_ROOT
 from harness.base import ManagedProcess
+from harness.http_framing import hop_by_hop
+from standins import loopback
 
 CHALLENGE = 'Basic realm="security", charset="UTF-8"'
 
@@ -42,70 +45,52 @@ def security_error(status: int, reason: str) -> bytes:
     return json.dumps({"error": {"root_cause": [cause], **cause}, "status": status}).encode()
 
 
-class Gate(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    upstream: tuple[str, int] = ("127.0.0.1", 9200)
-    user: str = "elastic"
-    expected: str = ""
+@dataclass
+class Gate:
+    """What the gate lets through, and how many requests it accepted (``--refuse-after``)."""
+
+    upstream: tuple[str, int]
+    user: str
+    expected: str  # the Authorization header of the right credentials
     deny: tuple[str, ...] = ()
     refuse_after: int | None = None
-    accepted = 0
-    lock = threading.Lock()
+    accepted: int = 0
 
-    def log_message(self, format: str, *args: object) -> None:
-        return
-
-    def _answer(self, status: int, body: bytes, headers: Sequence[tuple[str, str]] = ()) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("X-elastic-product", "Elasticsearch")
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        path = self.path
-        if self.headers.get("Authorization") != self.expected or self._rotated():
-            presented = _presented_user(self.headers.get("Authorization"))
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        path = request.raw_path
+        if request.headers.get("Authorization") != self.expected or self._rotated():
+            presented = _presented_user(request.headers.get("Authorization"))
             reason = f"unable to authenticate user [{presented}] for REST request [{path}]"
-            self._answer(401, security_error(401, reason), [("WWW-Authenticate", CHALLENGE)])
-            return
+            return _answer(401, security_error(401, reason), [("WWW-Authenticate", CHALLENGE)])
         if path.split("?")[0] == "/_security/_authenticate":
-            self._answer(200, json.dumps({"username": self.user, "roles": []}).encode())
-            return
+            return _answer(200, json.dumps({"username": self.user, "roles": []}).encode())
         denied = self._denied(path, body)
         if denied:
             reason = (
                 f"action [indices:data/write/bulk[s]] is unauthorized for user [{self.user}] "
                 f"with effective roles [{self.user}] on indices [{denied}]"
             )
-            self._answer(403, security_error(403, reason))
-            return
+            return _answer(403, security_error(403, reason))
+        headers = {
+            k: v for k, v in request.headers.items() if k.lower() not in ("authorization", "host")
+        }
+        status, answer, data = await asyncio.to_thread(
+            self._relay, request.method, path, body, headers
+        )
+        dropped = hop_by_hop(answer) | {"content-length"}
+        passed = [(k, v) for k, v in answer if k.lower() not in dropped]
+        return web.Response(status=status, body=data, headers=passed)
+
+    def _relay(
+        self, method: str, path: str, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """The node's answer (status, headers, body), through the standard library's client."""
         connection = http.client.HTTPConnection(*self.upstream, timeout=60)
         try:
-            headers = {
-                k: v for k, v in self.headers.items() if k.lower() not in ("authorization", "host")
-            }
-            connection.request(self.command, path, body=body or None, headers=headers)
+            connection.request(method, path, body=body or None, headers=headers)
             response = connection.getresponse()
-            data = response.read()
-            passed = [
-                (k, v)
-                for k, v in response.getheaders()
-                if k.lower() not in ("content-length", "connection", "transfer-encoding")
-            ]
-            self.send_response(response.status)
-            for name, value in passed:
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            return response.status, response.getheaders(), response.read()
         finally:
             connection.close()
 
@@ -113,9 +98,8 @@ class Gate(BaseHTTPRequestHandler):
         """Whether the password "changed" (``--refuse-after``): refused from now on."""
         if self.refuse_after is None:
             return False
-        with Gate.lock:
-            Gate.accepted += 1
-            return Gate.accepted > self.refuse_after
+        self.accepted += 1
+        return self.accepted > self.refuse_after
 
     def _denied(self, path: str, body: bytes) -> str | None:
         if not self.deny:
@@ -128,7 +112,26 @@ class Gate(BaseHTTPRequestHandler):
                 return index
         return None
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _handle
+
+def _answer(status: int, body: bytes, headers: Sequence[tuple[str, str]] = ()) -> web.Response:
+    response = web.Response(status=status, body=body)
+    response.headers["Content-Type"] = "application/json"
+    response.headers["X-elastic-product"] = "Elasticsearch"
+    for name, value in headers:
+        response.headers.add(name, value)
+    return response
+
+
+def create_app(gate: Gate) -> web.Application:
+    async def answer(request: web.Request) -> web.Response:
+        if request.method not in ("GET", "POST", "PUT", "DELETE", "HEAD"):
+            return loopback.unsupported(request)
+        return await gate.handle(request)
+
+    app = web.Application(client_max_size=1024**3)  # a bulk body is as large as a crawl's
+    app.router.add_route("*", "/{tail:.*}", answer)
+    loopback.server_header(app, loopback.STDLIB_PRODUCT)
+    return app
 
 
 def _presented_user(header: str | None) -> str:
@@ -204,15 +207,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--refuse-after", type=int, default=None, metavar="N")
     args = parser.parse_args(argv)
     upstream = urlsplit(args.upstream)
-    Gate.upstream = (upstream.hostname or "127.0.0.1", upstream.port or 9200)
     credentials = args.user_file.read_text().strip()  # a file: never in this argv
-    Gate.user = credentials.partition(":")[0]
-    Gate.expected = "Basic " + base64.b64encode(credentials.encode()).decode()
-    Gate.deny = tuple(args.deny_index)
-    Gate.refuse_after = args.refuse_after
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Gate)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    server.serve_forever()
+    gate = Gate(
+        upstream=(upstream.hostname or "127.0.0.1", upstream.port or 9200),
+        user=credentials.partition(":")[0],
+        expected="Basic " + base64.b64encode(credentials.encode()).decode(),
+        deny=tuple(args.deny_index),
+        refuse_after=args.refuse_after,
+    )
+    loopback.run(create_app(gate), "127.0.0.1", args.port)
     return 0
 
 

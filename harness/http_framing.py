@@ -1,14 +1,15 @@
 """HTTP/1.1 message framing for the loopback proxy: request and response heads, bodies
 relayed as they are framed (Content-Length, chunked with its trailers, or until EOF), and
-the proxy's own short answers."""
+the proxy's own short answers. The hop-by-hop rules of every relaying server of the
+harness (the proxy, the bot-defense stand-in, the ES gate): ``hop_by_hop``."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-# Hop-by-hop headers (RFC 9110 7.6.1) are the proxy's business, never relayed.
+# Hop-by-hop headers (RFC 9110 7.6.1) are each connection's own, never relayed.
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -18,6 +19,7 @@ HOP_BY_HOP = frozenset(
         "proxy-authenticate",
         "te",
         "trailer",
+        "transfer-encoding",
         "upgrade",
     }
 )
@@ -26,6 +28,21 @@ CONNECT_TIMEOUT = 10.0
 # A slow upstream is the site's behaviour under test, not a reason to cut it off early.
 READ_TIMEOUT = 120.0
 CHUNK = 64 * 1024
+
+
+def hop_by_hop(headers: Iterable[tuple[str, str]], *, keep_framing: bool = False) -> frozenset[str]:
+    """The (lowercase) header names a relay drops from a message with these ``headers``:
+    ``HOP_BY_HOP`` and every name its Connection headers list. ``keep_framing``: the relay
+    copies a chunked body verbatim, so its Transfer-Encoding goes with it."""
+    listed = {
+        token.strip().lower()
+        for name, value in headers
+        if name.lower() == "connection"
+        for token in value.split(",")
+        if token.strip()
+    }
+    dropped = HOP_BY_HOP | listed
+    return dropped - {"transfer-encoding"} if keep_framing else dropped
 
 
 class ProxyError(Exception):

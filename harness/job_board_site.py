@@ -1,4 +1,4 @@
-"""The jobs board (``python -m job_board_site``) as a supervised local service.
+"""The jobs board (``python -m standins.job_board_site``) as a supervised local service.
 
 Besides start/stop, it reads and clears the board's access log (``/__control/access-log``)
 with stdlib HTTP calls, so tests need no HTTP client of their own.
@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.base import LocalSite
-from job_board_site.board import Board, build_board
+from standins.job_board_site.board import Board, build_board
 
 
 class JobBoardSite(LocalSite):
     name = "job-board-site"
-    module = "job_board_site"
+    module = "standins.job_board_site"
 
     def __init__(
         self,

@@ -14,6 +14,10 @@ answering and ``--mode hang`` never answers: broken proxies of two kinds.
 
 ``GET /__proxy/stats`` (origin-form, to the proxy itself) returns its counters as JSON.
 ``harness.loopback_proxy.LoopbackProxy`` runs it as a supervised subprocess.
+
+Raw asyncio streams, not the loopback base (``standins.loopback``, aiohttp): it relays
+messages as framed (chunked bodies and trailers verbatim, header order kept) and tunnels
+CONNECT byte for byte, which an aiohttp server would parse and re-frame.
 """
 
 from __future__ import annotations
@@ -39,10 +43,10 @@ from harness.http_framing import (
     CHUNK,
     CONNECT_TIMEOUT,
     HEAD_LIMIT,
-    HOP_BY_HOP,
     READ_TIMEOUT,
     Head,
     ProxyError,
+    hop_by_hop,
     read_head,
     relay_body,
     simple_response,
@@ -187,7 +191,7 @@ class ProxyServer:
         client_close = "close" in head.tokens("connection") or (
             version == "HTTP/1.0" and "keep-alive" not in head.tokens("connection")
         )
-        dropped = HOP_BY_HOP | head.tokens("connection") | {"x-demo-client", "host"}
+        dropped = hop_by_hop(head.headers, keep_framing=True) | {"x-demo-client", "host"}
         headers = [(k, v) for k, v in head.headers if k.lower() not in dropped]
         headers.insert(0, ("Host", url.netloc.rpartition("@")[2]))
         if self.client:
@@ -228,7 +232,7 @@ class ProxyServer:
         )
         keep_upstream = framed and "close" not in response.tokens("connection")
         keep_client = framed and not client_close
-        dropped = HOP_BY_HOP | response.tokens("connection")
+        dropped = hop_by_hop(response.headers, keep_framing=True)
         out = [(k, v) for k, v in response.headers if k.lower() not in dropped]
         out.append(("Connection", "keep-alive" if keep_client else "close"))
         writer.write(

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
+from standins import loopback
+
 VectorFn = Callable[[Sequence[str]], list[list[float]]]
 # The assistant's text for a chat request's messages.
 ChatFn = Callable[[list[dict[str, Any]]], str]
@@ -75,9 +77,7 @@ class OpenAIStub:
         self.chat_requests: list[dict[str, Any]] = []
         self._failures: list[_Failure] = []
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
+        self._server: loopback.Threaded | None = None
         self.port = 0
 
     @property
@@ -201,35 +201,16 @@ class OpenAIStub:
         )
 
     def start(self) -> OpenAIStub:
-        ready = threading.Event()
-
-        def serve() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            app = web.Application()
-            app.router.add_post("/v1/embeddings", self._embeddings)
-            app.router.add_post("/v1/chat/completions", self._chat)
-            self._runner = web.AppRunner(app)
-            loop.run_until_complete(self._runner.setup())
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            loop.run_until_complete(site.start())
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(self._runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=serve, name="openai-stub", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("the OpenAI stub did not start")
+        app = web.Application()
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        self._server = loopback.Threaded(app, "openai-stub")
+        self.port = self._server.start()
         return self
 
     def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._server is not None:
+            self._server.stop()
 
     def __enter__(self) -> OpenAIStub:
         return self.start()

@@ -1,19 +1,19 @@
-"""The local sites of ``plain_sites`` (``python -m plain_sites <kind>``) as supervised local
-services: ``PlainSite("werkstatt")``, ``PlainSite("sayings")``, and the onboarding corpus
-(``PlainSite("bookshop")``, ... ``plain_sites.corpus.CORPUS``). ``site.truth()`` is what
-the site's generator rendered, by the platform's item fields."""
+"""The local sites of ``standins.plain_sites`` (``python -m standins.plain_sites <kind>``) as
+supervised local services: ``PlainSite("werkstatt")``, ``PlainSite("sayings")``, and the
+onboarding corpus (``PlainSite("bookshop")``, ... ``standins.plain_sites.corpus.CORPUS``).
+``site.truth()`` is what the site's generator rendered, by the platform's item fields."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.base import LocalSite
-from plain_sites.corpus import build
-from plain_sites.site import Truth
+from standins.plain_sites.corpus import build
+from standins.plain_sites.site import Truth
 
 
 class PlainSite(LocalSite):
-    module = "plain_sites"
+    module = "standins.plain_sites"
 
     def __init__(
         self,

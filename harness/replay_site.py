@@ -16,12 +16,10 @@ sites)", step 2 "Replay".
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
 import re
-import signal
 import sys
 import urllib.request
 from collections import Counter
@@ -37,6 +35,7 @@ from aiohttp import web
 from core.config import REPO_ROOT
 from crawlers.profiles import SiteProfile
 from harness.base import ManagedProcess
+from standins import loopback
 
 SITES_DIR = REPO_ROOT / "fingerprints" / "sites"
 MANIFEST = "replay.json"
@@ -248,28 +247,6 @@ def create_app(manifest: ReplayManifest) -> web.Application:
     return app
 
 
-async def serve(manifest: ReplayManifest, host: str, port: int) -> None:
-    runner = web.AppRunner(create_app(manifest), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound = runner.addresses[0][1]
-    print(
-        f"Replay of {manifest.site} ready at http://{host}:{bound}/ "
-        f"({len(manifest.routes)} routes from {manifest.root})",
-        flush=True,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await runner.cleanup()
-
-
 # -- the harness ---------------------------------------------------------------------------
 
 
@@ -355,7 +332,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         manifest = ReplayManifest.load(args.site, args.sites_dir)
     except ManifestError as exc:
         parser.error(str(exc))
-    asyncio.run(serve(manifest, args.host, args.port))
+    loopback.run(
+        create_app(manifest),
+        args.host,
+        args.port,
+        lambda port: (
+            f"Replay of {manifest.site} ready at http://{args.host}:{port}/ "
+            f"({len(manifest.routes)} routes from {manifest.root})"
+        ),
+    )
     return 0
 
 

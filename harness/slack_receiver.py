@@ -13,51 +13,50 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import urllib.request
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from aiohttp import web
 
 from harness.base import ManagedProcess
 from harness.foreground import run_in_foreground
+from standins import loopback
 
 WEBHOOK_PATH = "/services/T000/B000/XXXXXXXXXXXXXXXX"
 
 
-def serve(port: int, record: Path, fail_first: int = 0, fail_status: int = 500) -> None:
-    lock = threading.Lock()
+def create_app(record: Path, fail_first: int = 0, fail_status: int = 500) -> web.Application:
     failures = {"left": fail_first}
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # readiness probe
-            self._answer(200, b"receiver ok")
+    async def answer(request: web.Request) -> web.Response:
+        if request.method == "GET":  # readiness probe
+            return _answer(200, b"receiver ok")
+        if request.method != "POST":
+            return loopback.unsupported(request)
+        body = await request.read()
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            return _answer(fail_status, b"server_error")
+        with record.open("a") as out:
+            entry = {"path": request.raw_path, "body": json.loads(body or b"{}")}
+            out.write(json.dumps(entry) + "\n")
+        return _answer(200, b"ok")
 
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            with lock:
-                if failures["left"] > 0:
-                    failures["left"] -= 1
-                    self._answer(fail_status, b"server_error")
-                    return
-                with record.open("a") as out:
-                    entry = {"path": self.path, "body": json.loads(body or b"{}")}
-                    out.write(json.dumps(entry) + "\n")
-            self._answer(200, b"ok")
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    loopback.server_header(app, loopback.STDLIB_PRODUCT)
+    return app
 
-        def _answer(self, status: int, text: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(text)))
-            self.end_headers()
-            self.wfile.write(text)
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
+def _answer(status: int, text: bytes) -> web.Response:
+    return web.Response(status=status, body=text, headers={"Content-Type": "text/plain"})
 
+
+def serve(port: int, record: Path, fail_first: int = 0, fail_status: int = 500) -> None:
     record.parent.mkdir(parents=True, exist_ok=True)
     record.touch()
-    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+    loopback.run(create_app(record, fail_first, fail_status), "127.0.0.1", port)
 
 
 class SlackReceiver(ManagedProcess):

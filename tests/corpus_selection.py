@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from plain_sites.corpus import CORPUS
+from standins.plain_sites.corpus import CORPUS
 
 
 def onboarding_sites(default: tuple[str, ...]) -> list[str]:

@@ -24,8 +24,12 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 # Imports the architecture allows; every case below adds one forbidden import to these.
 ALLOWED = {
     "orchestration/flows.py": "import fingerprints.gate\nimport search.api\nimport harness\n",
-    "bench/pipelines.py": "import crawlers.spiders\nimport harness.stack\nimport demo_site.shop\n",
-    "harness/stack.py": "import demo_site.shop\nimport crawlers.profiles\nimport core.config\n",
+    "bench/pipelines.py": (
+        "import crawlers.spiders\nimport harness.stack\nimport standins.demo_site.shop\n"
+    ),
+    "harness/stack.py": (
+        "import standins.demo_site.shop\nimport crawlers.profiles\nimport core.config\n"
+    ),
     "fingerprints/__main__.py": "import fingerprints.cli\n",
     "fingerprints/cli.py": "import fingerprints.evaluation.cases\nimport fingerprints.gate\n",
     "fingerprints/evaluation/cases.py": "import fingerprints.gate\n",
@@ -52,10 +56,12 @@ ALLOWED = {
     "core/config.py": "",
     "core/store.py": "import core.config\n",
     "core/blocks.py": "",
-    "demo_site/shop.py": "import demo_site.catalog\n",
-    "demo_site/catalog.py": "",
-    "job_board_site/server.py": "import job_board_site.board\n",
-    "job_board_site/board.py": "",
+    "standins/loopback.py": "",
+    "standins/demo_site/shop.py": "import standins.demo_site.catalog\nimport standins.loopback\n",
+    "standins/demo_site/catalog.py": "",
+    "standins/job_board_site/server.py": "import standins.job_board_site.board\n",
+    "standins/job_board_site/board.py": "",
+    "standins/plain_sites/site.py": "",
 }
 
 
@@ -130,33 +136,43 @@ def test_the_intended_imports_pass(tmp_path: Path) -> None:
             id="platform-imports-the-harness",
         ),
         pytest.param(
-            {"search/api.py": "import demo_site.shop\n"},
+            {"search/api.py": "import standins.demo_site.shop\n"},
             "Layers",
-            "search.api -> demo_site.shop",
+            "search.api -> standins.demo_site.shop",
             id="platform-imports-the-demo-shop",
         ),
         pytest.param(
-            {"demo_site/shop.py": "import core.config\n"},
+            {"standins/demo_site/shop.py": "import core.config\n"},
             "The demo shop stands alone",
-            "demo_site.shop -> core.config",
+            "standins.demo_site.shop -> core.config",
             id="demo-shop-imports-core",
         ),
         pytest.param(
-            {"job_board_site/board.py": "import core.config\n"},
+            {"standins/job_board_site/board.py": "import core.config\n"},
             "The jobs board stands alone",
-            "job_board_site.board -> core.config",
+            "standins.job_board_site.board -> core.config",
             id="jobs-board-imports-core",
         ),
         pytest.param(
-            {"demo_site/catalog.py": "import job_board_site.board\n"},
+            # The demo shop off the base: else its own contracts break through it too.
+            {
+                "standins/loopback.py": "import core.config\n",
+                "standins/demo_site/shop.py": "import standins.demo_site.catalog\n",
+            },
+            "The loopback base stands alone",
+            "standins.loopback -> core.config",
+            id="loopback-base-imports-core",
+        ),
+        pytest.param(
+            {"standins/demo_site/catalog.py": "import standins.job_board_site.board\n"},
             "Layers",
-            "demo_site.catalog -> job_board_site.board",
+            "standins.demo_site.catalog -> standins.job_board_site.board",
             id="siblings-jobs-board-and-demo-shop",
         ),
         pytest.param(
-            {"crawlers/profiles.py": "import job_board_site.board\n"},
+            {"crawlers/profiles.py": "import standins.job_board_site.board\n"},
             "Layers",
-            "crawlers.profiles -> job_board_site.board",
+            "crawlers.profiles -> standins.job_board_site.board",
             id="platform-imports-the-jobs-board",
         ),
         pytest.param(

@@ -5,6 +5,9 @@ One thread per client connection. Before the TLS handshake the thread peeks at t
 ClientHello and fingerprints it; then it serves HTTP/1.1 requests on the connection
 (keep-alive) until the client closes or idles out, relaying the ones that pass through
 a shared pool of upstream connections.
+
+Raw socketserver, not the loopback base (``standins.loopback``, aiohttp): it fingerprints
+each connection's ClientHello before the TLS handshake, which aiohttp never hands a handler.
 """
 
 from __future__ import annotations
@@ -28,29 +31,18 @@ from harness.bot_defense.http_io import ConnectionHandler
 from harness.bot_defense.ledger import Ledger
 from harness.bot_defense.sessions import Binding, Opened, Sessions
 from harness.bot_defense.upstream import UpstreamPool
+from harness.http_framing import hop_by_hop
 
 MAX_LEVEL = 4
 LEARN_PATH = "/__defense/learn"
 STATS_PATHS = frozenset({"/__defense/stats", "/__proxy/stats"})
 CLEAR_PATH = "/__defense/clear"
 ROBOTS_PATH = "/robots.txt"
-# Hop-by-hop headers (RFC 9110 7.6.1) are each connection's own, never relayed; a
-# request's Host and Expect are answered here (Host is re-added as the client sent it).
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "proxy-connection",
-        "keep-alive",
-        "proxy-authorization",
-        "proxy-authenticate",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
-_REQUEST_DROPPED = HOP_BY_HOP | {"host", "expect", "content-length", "cookie"}
-_RESPONSE_DROPPED = HOP_BY_HOP | {"content-length"}
+# Besides the hop-by-hop headers (harness.http_framing.hop_by_hop): a request's Host and
+# Expect are answered here (Host is re-added as the client sent it), its length and
+# cookies re-made; an answer's length is this connection's own.
+_REQUEST_DROPPED = frozenset({"host", "expect", "content-length", "cookie"})
+_RESPONSE_DROPPED = frozenset({"content-length"})
 _NO_STORE = "private, max-age=0, no-store, no-cache, must-revalidate"
 
 
@@ -269,14 +261,10 @@ class DefenseHandler(ConnectionHandler):
         server = self.server
         cookies = self.headers.get_all("Cookie") or []
         _, others = _split_cookies(cookies, server.config.cookie_name)
-        connection_tokens = {
-            token.strip().lower() for token in (self.headers.get("Connection") or "").split(",")
-        }
+        dropped = hop_by_hop(self.headers.items()) | _REQUEST_DROPPED
         headers = [("Host", self._host())]
         headers += [
-            (name, value)
-            for name, value in self.headers.items()
-            if name.lower() not in _REQUEST_DROPPED and name.lower() not in connection_tokens
+            (name, value) for name, value in self.headers.items() if name.lower() not in dropped
         ]
         if others:
             headers.append(("Cookie", others))
@@ -293,12 +281,7 @@ class DefenseHandler(ConnectionHandler):
             self._log(502, ledger.PASS, "upstream_error", session)
             self._write(502, [("Content-Type", "text/plain")], message)
             return
-        dropped = _RESPONSE_DROPPED | {
-            token.strip().lower()
-            for name, value in answer.headers
-            if name.lower() == "connection"
-            for token in value.split(",")
-        }
+        dropped = hop_by_hop(answer.headers) | _RESPONSE_DROPPED
         out = [(name, value) for name, value in answer.headers if name.lower() not in dropped]
         no_body = self.command == "HEAD" or answer.status in (204, 304) or answer.status < 200
         if self.command == "HEAD":

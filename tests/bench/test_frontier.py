@@ -36,10 +36,10 @@ from bench.frontier import (
     measure_latency,
 )
 from bench.scaling import catalogue_pages
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 
 PAGES = 2461
 PRODUCTS = 1200

@@ -12,8 +12,8 @@ import pytest
 
 from bench.onboarding import SITE_BAR, Row, measure, run_site, table, verdict
 from bench.onboarding_values import same
-from plain_sites.corpus import build
-from plain_sites.site import Truth
+from standins.plain_sites.corpus import build
+from standins.plain_sites.site import Truth
 from tests.corpus_selection import onboarding_sites
 
 SEED, ITEMS, PAGES = 20260415, 48, 40

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from bench.scaling import Bench, Measurement, ModeResult, Plan, RedisTarget, catalogue_pages, main
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisCluster, RedisServer
+from standins.demo_site.catalog import build_catalog
 
 
 def measured(workers: int, rate: float) -> Measurement:

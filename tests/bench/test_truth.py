@@ -10,7 +10,7 @@ import pytest
 from bench.chaos import ChaosResult, FaultPlan, Takeover, takeover_checks
 from bench.soak import main
 from bench.truth import Check, Truth, checks, expected_products, item_key, tally
-from demo_site.catalog import build_catalog
+from standins.demo_site.catalog import build_catalog
 
 BASE = "http://shop.test"
 STARTED_MS = 1_700_000_000_000

@@ -29,7 +29,7 @@ from crawlers.items import (
     Review,
     ReviewSubject,
 )
-from demo_site.catalog import build_catalog
+from standins.demo_site.catalog import build_catalog
 
 BASE = "http://shop.example"
 

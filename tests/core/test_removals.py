@@ -30,11 +30,11 @@ from core.removals import (
     skip_reason,
 )
 from core.store import epoch_ms, get_items, index_for_key
-from demo_site.catalog import Product, build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 from indexing.index import chunks_index
 from indexing.process import job_item_keys, process_job
+from standins.demo_site.catalog import Product, build_catalog
 from tests.core.redis_target import Target
 from tests.indexing.support import RecordingEmbedder, product_item, store_job
 

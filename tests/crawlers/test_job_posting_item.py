@@ -8,7 +8,7 @@ import pytest
 
 from core.items_schema import schema_by_type
 from crawlers.items import JobPosting
-from job_board_site.board import build_board
+from standins.job_board_site.board import build_board
 
 BASE = "http://127.0.0.1:8100"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from demo_site import pages
-from demo_site.catalog import build_catalog
 from fingerprints.baselines.store import load_baseline
 from fingerprints.cli import main
+from standins.demo_site import pages
+from standins.demo_site.catalog import build_catalog
 from tests.fingerprints.baselines.test_store import BASE, make_site, make_site_with_outlier
 
 OUTLIER = "fixtures/product/DM-00001.html"

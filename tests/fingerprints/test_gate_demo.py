@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from demo_site.catalog import build_catalog
 from fingerprints.baselines.store import SITES_DIR, FingerprintConfig
 from fingerprints.gate import GateResult, check_all, check_site, verify_site
 from harness.base import free_port
 from harness.demo_site import DemoSite
+from standins.demo_site.catalog import build_catalog
 
 # In-process, but seconds of CPU (every site's fixtures checked): the integration tier keeps
 # `make test-fast` within its budget.

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.config import get_settings
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
+from standins.demo_site.catalog import build_catalog
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

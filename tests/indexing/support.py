@@ -32,8 +32,8 @@ from crawlers.pipelines.store import StorePipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
-from demo_site.catalog import Product
 from indexing.embedders import Embedder, LocalEmbedder
+from standins.demo_site.catalog import Product
 from tests.indexing import stored_vectors
 from tests.indexing.stored_vectors import StoredVectors
 

@@ -14,7 +14,6 @@ from elasticsearch import Elasticsearch
 from pydantic import SecretStr
 
 from core.config import PlatformSettings
-from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.openai_stub import OpenAIStub, hashed_vectors
 from harness.redis_server import RedisServer
@@ -30,6 +29,7 @@ from indexing.index import EmbedderMismatch, chunks_index, index_embedder
 from indexing.multilingual import MultilingualEmbedder
 from indexing.process import process_job
 from search.core import HybridSearch
+from standins.demo_site.catalog import build_catalog
 from tests.indexing.support import RecordingEmbedder, product_item, store_job
 
 KEY = "sk-test-key"

@@ -18,7 +18,6 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from core.dedup import job_changes
-from demo_site.catalog import Product, build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 from indexing.chunking import Chunker, chunk_id
@@ -32,6 +31,7 @@ from indexing.process import (
     process_job,
 )
 from indexing.text import render_item
+from standins.demo_site.catalog import Product, build_catalog
 from tests.indexing.support import RecordingEmbedder, product_item, store_job
 
 SITE = "llmdemo"

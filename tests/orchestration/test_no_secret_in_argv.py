@@ -76,7 +76,12 @@ def test_the_local_stack_and_flow_workers_hold_secrets_in_env_only(
             workers.stop()
     assert stack_watch.leaks() == [] and worker_watch.leaks() == []
     # The sampler saw what it was meant to: every service of the stack, the workers.
-    for started in ("redis-server", "prefect", "demo_site", "orchestration.register_flows"):
+    for started in (
+        "redis-server",
+        "prefect",
+        "standins.demo_site",
+        "orchestration.register_flows",
+    ):
         assert stack_watch.saw(started), started
     assert stack_watch.saw("org.elasticsearch") or stack_watch.saw("es-node")
     assert worker_watch.saw("scrapy") and worker_watch.saw("job_id=demo-argvcheck")

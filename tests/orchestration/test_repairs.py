@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from core.config import PlatformSettings
-from demo_site.catalog import build_catalog
-from demo_site.pages import product_page
 from harness.demo_site import DemoSite
 from harness.openai_stub import OpenAIStub
 from harness.prefect_server import PrefectServer
 from harness.slack_receiver import SlackReceiver
 from orchestration.alerts import render
 from orchestration.repairs import artifact_key, failed_fields, repair_suggestions
+from standins.demo_site.catalog import build_catalog
+from standins.demo_site.pages import product_page
 from tests.fingerprints.repair.test_suggestions import SECRET, answering_model
 from tests.orchestration.prefect_api import api
 

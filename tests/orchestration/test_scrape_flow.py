@@ -20,7 +20,6 @@ from elasticsearch import Elasticsearch
 
 from core.keys import PlatformKeys
 from core.workers import WorkerRegistry
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.openai_stub import OpenAIStub
@@ -28,6 +27,7 @@ from harness.prefect_server import PrefectServer, PrefectWorker
 from harness.redis_server import RedisServer
 from harness.slack_receiver import WEBHOOK_PATH, SlackReceiver
 from orchestration.alerts import failed_deliveries
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.support import crawl_env, settings_argv, wait_for
 from tests.orchestration.prefect_api import api, register_deployments
 from tests.orchestration.prefect_ui import RunPage, chromium

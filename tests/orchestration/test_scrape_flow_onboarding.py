@@ -6,7 +6,7 @@ gate passes, every item the site holds is stored with its fields as the site's g
 rendered them (the bar of ``bench.onboarding``: no site below 85%), and the report judges
 the field coverage against the scaffold's coverage baseline.
 
-The sites are ``plain_sites.corpus``'s (``tests.corpus_selection``: a few by default,
+The sites are ``standins.plain_sites.corpus``'s (``tests.corpus_selection``: a few by default,
 ``ONBOARDING_SITES=all`` for every one, the shipped werkstatt and sayings scaffolded
 afresh under another name), served on loopback one at a time at
 a small size (30 items: lists of several pages, enough items for coverage to be judged).
@@ -31,7 +31,7 @@ from harness.es_node import ElasticsearchNode
 from harness.plain_site import PlainSite
 from harness.prefect_server import PrefectServer
 from harness.redis_server import RedisServer
-from plain_sites.corpus import CORPUS
+from standins.plain_sites.corpus import CORPUS
 from tests.corpus_selection import onboarding_sites
 from tests.orchestration.prefect_api import register_deployments
 from tests.orchestration.profile_flows import (

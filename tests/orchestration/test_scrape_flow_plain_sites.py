@@ -1,7 +1,7 @@
 """The two shipped profile-only sites without structured data, end to end: ``scrape-
 werkstatt`` and ``scrape-sayings`` registered from their shipped profiles, fixtures and
 baselines, run on the local stack (real Prefect server and worker, Redis, ES, the OpenAI
-stub) against the local sites (plain_sites): gate, producer, generic spider workers,
+stub) against the local sites (standins.plain_sites): gate, producer, generic spider workers,
 store, chunks, report. What is stored is compared with the site's own generator, field
 by field; the declared item type of sayings (``[item_fields]``) is checked on the real
 node: its index mapping, searches on its typed fields, and the Kibana saved search the
@@ -35,7 +35,7 @@ from harness.plain_site import PlainSite
 from harness.prefect_server import PrefectServer
 from harness.redis_server import RedisServer
 from orchestration import kibana_objects
-from plain_sites import data, pages
+from standins.plain_sites import data, pages
 from tests.orchestration.profile_flows import (
     FlowStack,
     chunked_items,

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from crawlers.profiles import SiteProfile
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.job_board_site import JobBoardSite
 from harness.prefect_server import PrefectServer
 from harness.redis_server import RedisServer
-from job_board_site.board import build_board
+from standins.demo_site.catalog import build_catalog
+from standins.job_board_site.board import build_board
 from tests.orchestration.profile_flows import (
     FlowStack,
     chunked_items,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from core.keys import SiteKeys
 from core.store import doc_id_for, index_for_key
 from crawlers.profiles import SiteProfile
-from demo_site.catalog import build_catalog
 from indexing.index import chunks_index
+from standins.demo_site.catalog import build_catalog
 from tests.orchestration.test_scrape_flow import PRODUCTS, Stack, job_id_of, stack
 
 __all__ = ["stack"]  # the module's stack (its own shop, worker and clean Redis/ES)

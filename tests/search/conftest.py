@@ -6,12 +6,12 @@ from dataclasses import dataclass
 import pytest
 from elasticsearch import Elasticsearch
 
-from demo_site.catalog import Catalog, build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 from indexing.index import chunks_index
 from indexing.multilingual import MultilingualEmbedder
 from indexing.process import ProcessReport, process_job
+from standins.demo_site.catalog import Catalog, build_catalog
 from tests.indexing import stored_vectors
 from tests.indexing.support import (
     RecordingEmbedder,

@@ -16,12 +16,12 @@ import pytest
 from elasticsearch import Elasticsearch
 from fastapi.testclient import TestClient
 
-from demo_site.catalog import build_catalog
 from harness.base import free_port, wait_until
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 from indexing.process import process_job
 from search.api import create_app
+from standins.demo_site.catalog import build_catalog
 from tests.indexing.support import RecordingEmbedder, product_item, store_job
 from tests.search.conftest import SearchableDemo
 

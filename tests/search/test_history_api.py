@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from core.store import ItemStore, StoreAction
 from core.store.changes import change_action, changes_alias, ensure_changes_index
 from crawlers.items import DemoProduct
-from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from search.api import create_app
+from standins.demo_site.catalog import build_catalog
 from tests.core.store.support import BASE, FAST, action_for, clean_site
 
 SITE = "historyapi"

@@ -8,12 +8,12 @@ import uuid
 from elasticsearch import Elasticsearch
 
 from core.store import doc_id_for, index_for_key
-from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 from indexing.index import chunks_index
 from indexing.process import process_job
 from search.core import HybridSearch
+from standins.demo_site.catalog import build_catalog
 from tests.indexing.support import RecordingEmbedder, product_item, store_job
 
 

@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
 SITES_DIR = REPO_ROOT / "fingerprints" / "sites"
 # The production sites: every profile whose fixtures are replayed (fingerprints/sites/
-# <site>/replay.json). The demo shop is served by demo_site, not replayed.
+# <site>/replay.json). The demo shop is served by standins.demo_site, not replayed.
 SITES = tuple(site for site in profile_sites() if (SITES_DIR / site / "replay.json").is_file())
 
 

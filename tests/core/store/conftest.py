@@ -10,8 +10,8 @@ import redis
 from elasticsearch import Elasticsearch
 
 from crawlers.items import DemoProduct
-from demo_site.catalog import build_catalog
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.core.store.support import BASE, clean_site
 
 

@@ -20,9 +20,9 @@ from core.keys import SiteKeys
 from core.store import FileSpill
 from crawlers.cli.spill import main
 from crawlers.items import DemoProduct
-from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.core.store.support import BASE, action_for, clean_site, docs
 from tests.crawlers.support import REPO_ROOT, crawl_env
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from scrapy.statscollectors import MemoryStatsCollector, StatsT
 
-from demo_site.catalog import Catalog
+from standins.demo_site.catalog import Catalog
 from tests.argv import command_line, descendants
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from demo_site.behaviours import selected
 from harness.demo_site import DemoSite
+from standins.demo_site.behaviours import selected
 from tests.crawlers.fetch.support import expected_products, mismatches, run_crawl
 
 BLOCK_SEED = 7  # the demo site's default: its seed

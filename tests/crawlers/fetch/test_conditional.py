@@ -41,10 +41,10 @@ from crawlers.fetch.conditional import (
 from crawlers.profile_schema import Recrawl
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
 from crawlers.runtime.services import CrawlServices
-from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import Catalog, build_catalog
 from tests.crawlers.pipelines.support import key_of, reset_store, start_store_worker
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 

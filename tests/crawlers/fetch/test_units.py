@@ -49,7 +49,7 @@ from crawlers.fetch.retry import (
     backoff_delay,
 )
 from crawlers.profiles import SiteProfile
-from demo_site.behaviours import _CAPTCHA_PAGE, _FORBIDDEN_PAGE
+from standins.demo_site.behaviours import _CAPTCHA_PAGE, _FORBIDDEN_PAGE
 
 PROXIES = ["http://alice:s3cret@10.0.0.1:8000", "http://10.0.0.2:8000", "10.0.0.3:9000"]
 PRODUCT_PAGE = "<html><head><title>Kettle</title></head><body>" + "<p>Steel kettle.</p>" * 200

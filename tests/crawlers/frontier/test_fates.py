@@ -34,9 +34,9 @@ from crawlers.addon import COMPONENTS
 from crawlers.cli.producer import produce
 from crawlers.fetch.retry import PageBlocked
 from crawlers.frontier.fates import RequestDropped, drop_reason, host_of
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.support import (
     REPO_ROOT,
     crawl_env,

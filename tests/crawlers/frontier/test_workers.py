@@ -22,9 +22,9 @@ from core.jobstats import JobStats
 from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
 from crawlers.frontier import codec
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.support import (
     kill_holding_leases,
     log_excerpt,

@@ -13,8 +13,8 @@ import redis
 from elasticsearch import Elasticsearch
 
 from core.store import IndexLayout
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv, tracked
 
 SITE = "demo"

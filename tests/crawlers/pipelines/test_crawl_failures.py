@@ -22,10 +22,10 @@ from core.jobs_index import job_counters, job_document
 from core.store import spill_size
 from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,

@@ -15,10 +15,10 @@ from elasticsearch import Elasticsearch
 
 from core.history import job_change_counts, notable_text
 from core.store.changes import changes_alias
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.pipelines.support import key_of, module_site, reset_store
 from tests.crawlers.pipelines.test_crawl_store import crawl
 

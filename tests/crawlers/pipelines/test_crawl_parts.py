@@ -17,10 +17,10 @@ from elasticsearch import Elasticsearch
 from core.jobs_index import job_counters, job_document
 from core.ledger import incomplete_items
 from crawlers.cli.producer import produce
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.pipelines.support import (
     key_of,
     module_site,

@@ -24,10 +24,10 @@ from core.redis_client import connect
 from core.store import spill_size
 from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisCluster
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.pipelines.support import (
     SITE,
     key_of,

@@ -21,10 +21,10 @@ from core.dedup import JobChanges, job_changes
 from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import epoch_ms, spill_size
 from crawlers.cli.producer import produce
-from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import Catalog, build_catalog
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,

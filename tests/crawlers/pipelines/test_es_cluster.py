@@ -23,11 +23,11 @@ from core.store import IndexLayout, spill_size
 from crawlers.addon import project_settings
 from crawlers.cli.producer import produce
 from crawlers.runtime.services import es_client_kwargs
-from demo_site.catalog import build_catalog
 from harness.base import wait_until
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchCluster
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,

@@ -20,9 +20,9 @@ from crawlers.pipelines.history import HistoryPipeline
 from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.runtime.item_context import DedupNote, find_context
 from crawlers.runtime.services import CrawlServices
-from demo_site.catalog import Product, build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import Product, build_catalog
 from tests.core.store.support import FAST
 from tests.crawlers.pipelines.test_pipelines import BASE, NO_SERVICES, crawler_for
 

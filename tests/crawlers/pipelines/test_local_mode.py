@@ -19,9 +19,9 @@ from elasticsearch import Elasticsearch
 
 from core.jobs_index import JOBS_ALIAS
 from core.store import epoch_ms
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.pipelines.support import (
     count_docs,
     key_of,

@@ -26,10 +26,10 @@ from crawlers.pipelines.validate import ValidationPipeline
 from crawlers.runtime.item_context import find_context
 from crawlers.runtime.services import CrawlServices
 from crawlers.spiders.demo import DemoSpider
-from demo_site.catalog import build_catalog
 from harness.base import free_port
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.support import REPO_ROOT
 
 BASE = "http://shop.example"

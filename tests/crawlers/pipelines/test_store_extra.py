@@ -17,9 +17,9 @@ from crawlers.pipelines.dedup import DedupPipeline
 from crawlers.pipelines.store import StorePipeline
 from crawlers.runtime.item_context import item_context
 from crawlers.runtime.services import CrawlServices
-from demo_site.catalog import build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.pipelines.test_pipelines import BASE, crawler_for
 
 CHANGES = "changes-demo"

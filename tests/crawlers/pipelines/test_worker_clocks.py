@@ -19,10 +19,10 @@ from elasticsearch import Elasticsearch
 
 from core.store.layout import epoch_ms
 from crawlers.cli.producer import produce
-from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.pipelines.support import module_site, reset_store, start_store_worker
 from tests.crawlers.support import final_stats, log_excerpt, wait_all
 

@@ -47,11 +47,11 @@ from crawlers.spiders.demo import DemoSpider
 from crawlers.spiders.facebook_marketplace import extract_search as fb_search
 from crawlers.spiders.hermes import extract_category
 from crawlers.spiders.idealista import extract_search_cards
-from demo_site import pages
-from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
+from standins.demo_site import pages
+from standins.demo_site.catalog import Catalog, build_catalog
 from tests.crawlers.pipelines.support import key_of, reset_store, start_store_worker
 from tests.crawlers.support import log_excerpt, wait_all
 from tests.sites.support import real_page, real_response, response

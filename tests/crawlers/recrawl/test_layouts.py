@@ -30,11 +30,11 @@ from elasticsearch import Elasticsearch
 from core.jobs_index import job_counters
 from core.layouts import BASELINE_FILE, baseline_id
 from crawlers.cli.producer import produce
-from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 from orchestration.coverage import job_coverage
+from standins.demo_site.catalog import Catalog, build_catalog
 from tests.crawlers.pipelines.support import reset_store, start_store_worker
 from tests.crawlers.support import REPO_ROOT, final_stats, log_excerpt, wait_all
 

@@ -1,4 +1,4 @@
-"""The scaffold on sites without structured data (plain_sites, served on loopback with
+"""The scaffold on sites without structured data (standins.plain_sites, served on loopback with
 other seeds than the shipped profiles were made from): it exits 0, its unedited profile
 is crawled by the generic spider, and every field is compared with the site's generator.
 
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from harness.plain_site import PlainSite
-from plain_sites import data
+from standins.plain_sites import data
 from tests.crawlers.scaffold.test_cli import scaffold
 from tests.crawlers.support import REPO_ROOT, crawl_env
 

@@ -21,9 +21,9 @@ from scrapy.utils.test import get_crawler
 from crawlers.items import DemoProduct
 from crawlers.spiders.demo import DemoSpider, extract_product, listing_links
 from crawlers.spiders.demo_cards import CARD_FIELDS, CARD_MARKUPS, extract_cards
-from demo_site import pages
-from demo_site.catalog import Catalog, build_catalog
 from harness.demo_site import DemoSite
+from standins.demo_site import pages
+from standins.demo_site.catalog import Catalog, build_catalog
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BASE = "http://127.0.0.1:8000"

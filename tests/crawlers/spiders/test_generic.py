@@ -34,10 +34,10 @@ from crawlers.profiles import ProfileError, SiteProfile
 from crawlers.spiderloader import ProfileSpiderLoader
 from crawlers.spiders.demo import DemoSpider
 from crawlers.spiders.generic import GenericSpider, generic_spider, read_sitemap
-from demo_site.catalog import build_catalog
 from fingerprints.extraction.callbacks import site_spider
 from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
+from standins.demo_site.catalog import build_catalog
 from tests.crawlers.support import REPO_ROOT, crawl_env, final_stats, settings_argv
 
 SHOP = """item_type = "product"

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from crawlers.items import DemoProduct
-from demo_site.catalog import build_catalog
 from fingerprints.baselines.coverage import (
     CoverageBaseline,
     FieldExpectation,
@@ -26,6 +25,7 @@ from fingerprints.baselines.coverage import (
     save_coverage_baseline,
 )
 from fingerprints.baselines.store import SITES_DIR
+from standins.demo_site.catalog import build_catalog
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 BASE = "http://127.0.0.1:8000"

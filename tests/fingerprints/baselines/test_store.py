@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from demo_site import pages
-from demo_site.catalog import build_catalog
 from fingerprints.baselines.fixtures import fixture_name, score_fixtures
 from fingerprints.baselines.store import (
     SITES_DIR,
@@ -25,6 +23,8 @@ from fingerprints.baselines.store import (
 )
 from fingerprints.gate import check_all, check_site
 from fingerprints.structure.fingerprint import FINGERPRINT_VERSION
+from standins.demo_site import pages
+from standins.demo_site.catalog import build_catalog
 
 BASE = "http://127.0.0.1:8000"
 

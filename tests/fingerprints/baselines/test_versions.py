@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 
-from demo_site import pages
-from demo_site.catalog import build_catalog
 from fingerprints.baselines.store import (
     SITES_DIR,
     BaselineError,
@@ -22,6 +20,8 @@ from fingerprints.baselines.store import (
 )
 from fingerprints.baselines.versions import BaselineVersion, accept_baseline, baseline_history
 from fingerprints.gate import check_site
+from standins.demo_site import pages
+from standins.demo_site.catalog import build_catalog
 
 BASE = "http://127.0.0.1:8000"
 NOW = dt.datetime(2026, 12, 1, 12, 30, 5, tzinfo=dt.UTC)

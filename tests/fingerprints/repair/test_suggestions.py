@@ -16,11 +16,11 @@ from scrapy.http import HtmlResponse
 
 from core.config import PlatformSettings
 from crawlers.spiders.demo import extract_product
-from demo_site.catalog import build_catalog
-from demo_site.pages import product_page
 from fingerprints.repair.skeleton import TRUNCATED, skeleton
 from fingerprints.repair.suggestions import Rule, chat_client, suggest_repairs
 from harness.openai_stub import OpenAIStub
+from standins.demo_site.catalog import build_catalog
+from standins.demo_site.pages import product_page
 
 BASE = "http://127.0.0.1:8000"
 SKUS = ("DM-00001", "DM-00420", "DM-00777")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from parsel import Selector
 
-from demo_site import pages
-from demo_site.catalog import Catalog, build_catalog
 from fingerprints.structure.comparison import PageTypeBaseline, compare
 from fingerprints.structure.fingerprint import fingerprint, normalize_token, skeleton_shingles
+from standins.demo_site import pages
+from standins.demo_site.catalog import Catalog, build_catalog
 
 BASE = "http://127.0.0.1:8000"
 LISTING_SELECTORS = {"product_links": "a.product-link", "next_page": 'a[rel="next"]'}

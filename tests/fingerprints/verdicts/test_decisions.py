@@ -20,8 +20,6 @@ import pytest
 
 from crawlers.items import DemoProduct
 from crawlers.profile_schema import FingerprintTable
-from demo_site.catalog import build_catalog
-from demo_site.pages import product_page
 from fingerprints.baselines.coverage import CoverageBaseline, FieldExpectation, lost_fields
 from fingerprints.baselines.proposed import save_proposed_baseline
 from fingerprints.baselines.store import (
@@ -35,6 +33,8 @@ from fingerprints.extraction.callbacks import PageOutput, run_callbacks, site_sp
 from fingerprints.extraction.fields import ITEMS, FieldPolicy
 from fingerprints.extraction.judgement import judge_extraction
 from fingerprints.gate import GateResult, Page, check_site, decide, evaluate, failure, judge_sample
+from standins.demo_site.catalog import build_catalog
+from standins.demo_site.pages import product_page
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 REAL_PAGES = REPO_ROOT.parent / "shared" / "real-pages"
