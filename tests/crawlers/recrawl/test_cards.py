@@ -94,6 +94,9 @@ def crawl(site: DemoSite, server: redis.Redis, redis_url: str, es_url: str, logs
             log_path=path,
             redis_url=redis_url,
             es_url=es_url,
+            # Nothing dies here: a loaded machine's stall must not pass for a dead worker
+            # (its leases reclaimed, pages fetched twice), so the production heartbeat TTL.
+            settings={"FRONTIER_HEARTBEAT_TTL": 15},
         )
         for path in paths
     ]

@@ -114,7 +114,9 @@ def crawl(
         log_path=log,
         redis_url=redis_url,
         es_url=es_url,
-        settings=settings,
+        # Nothing dies here: a loaded machine's stall must not pass for a dead worker
+        # (its leases reclaimed, pages fetched twice), so the production heartbeat TTL.
+        settings={"FRONTIER_HEARTBEAT_TTL": 15, **(settings or {})},
     )
     assert wait_all([worker], timeout=300) == [0], log_excerpt(log)
     served = [e for e in site.access_log(since) if e["path"].startswith("/product/")]
