@@ -5,36 +5,12 @@ frontier or pipelines) and calls the callback the profile names for each page ty
 sampled pages; a request carrying a partial item completes it through ``fetch`` (up to
 ``PART_DEPTH`` hops), any other request is counted as navigation, never followed; a
 request to another page type's callback keeps its partial item as one of the page's
-*cards*. Each page's evidence (``fingerprints.evidence``) is read with its page type's
+*cards*. Each page's evidence (``fingerprints.extraction.evidence``) is read with its page type's
 rules; with ``visible`` a page is read again without its scripts.
-``fingerprints.judgement.judge_extraction`` judges the outputs (pure).
+``fingerprints.extraction.judgement.judge_extraction`` judges the outputs (pure).
 
-<<<<<<< HEAD:fingerprints/extraction.py
 Reads: the profile's ``[fingerprint.page_types.<type>] callback``. Rules: docs/fingerprints.md
 "Verdicts: judged by the data, on every run".
-=======
-Two halves, I/O at the edges:
-
-- ``run_callbacks`` is the harness: it builds the site spider with the project's settings
-  (no crawl, no reactor, no frontier, no pipelines) and calls the callback on each page.
-  A request that carries a partial item in ``cb_kwargs`` completes that item (a reviews
-  API, a detail page): it is fetched with ``fetch`` (the sampler, in the live gate) and its
-  callback run, up to ``PART_DEPTH`` hops. Any other request is navigation: counted, never
-  followed. A request to the callback another page type declares (a search page's detail
-  pages) is navigation too, even with a partial item: that page type is judged on its own
-  sample, and the partial item is kept as one of the page's *cards* (what the listing
-  read of each card: its price, currency, title). ``declared`` names every callback of the
-  site's profile, also when only some page types are judged (``--page-type``). A POST
-  (a GraphQL continuation) is never a part: ``fetch`` gets URLs. Requests back to the
-  page's own callback are counted apart (``pagination``). Items are tagged with the
-  spider's job id. Each page's evidence (``fingerprints.extraction.evidence``: what it shows and
-  lacks) is read with its page type's rules; an item completed by a part of another
-  page type (a search card's hotel page, in the coverage builder's crawl) carries that
-  page's. With ``visible``, a page that yields cards is read a second time without its
-  scripts: the cards a reader sees, apart from any embedded store.
-- ``fingerprints.extraction.judgement.judge_extraction`` is pure: outputs and the baselines in, a
-  report out.
->>>>>>> h46-fp:fingerprints/extraction/callbacks.py
 """
 
 from __future__ import annotations

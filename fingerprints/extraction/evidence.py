@@ -4,27 +4,11 @@ The profile declares, per page type and field, where a page shows the field and 
 says it lacks it (``[fingerprint.page_types.<type>.shows]`` / ``.absent``: ``page``,
 ``re``, ``each``, ``field`` + ``equals``). ``page_evidence`` reads a page into how many of
 its records are *expected* to have each field (a field without rules: every record);
-``tally`` counts expected and filled records, what ``fingerprints.fields`` judges and the
+``tally`` counts expected and filled records, what ``fingerprints.extraction.fields`` judges and the
 coverage baselines are measured on.
 
-<<<<<<< HEAD:fingerprints/evidence.py
 Reads: the profile's ``shows`` / ``absent`` rules. Their forms: docs/fingerprints.md
 "Verdicts: judged by the data, on every run" and "Field coverage".
-=======
-- ``absent`` evidence: ``page`` (a selector) or ``re`` (a regular expression on the
-  page's source) that matches: no record of the page is expected to have it (an undated
-  search prices nothing); ``each`` (a selector): each match is one record that lacks it
-  (a card reading "price on request"); ``field`` + ``equals``: a record whose other field
-  holds one of these values lacks it (``review_count`` 0: no review score);
-- ``shows`` rules (selectors, or ``re`` on the source, each alternative counted, the
-  largest count wins): the page shows the field that many times, so at most that many
-  records are expected to have it; a page that shows it nowhere lacks it.
-
-A field without rules is expected on every record (the baseline's rate says how often it
-is filled). ``tally`` counts expected and filled records: what ``fingerprints.extraction.fields``
-judges and the coverage baselines are measured on. ``page_evidence`` reads a page; the
-rest is pure.
->>>>>>> h46-fp:fingerprints/extraction/evidence.py
 """
 
 from __future__ import annotations

@@ -175,4 +175,4 @@ def test_soak_refuses_an_empty_run(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["--products", "0"])
     assert exit_.value.code == 2
-    assert "--products and --workers must be positive" in capsys.readouterr().err
+    assert "--products, --workers and --partitions must be positive" in capsys.readouterr().err
