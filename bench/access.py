@@ -30,7 +30,7 @@ rendering), interleaved over ``--open-rounds``, with their CPU and wall-time rat
 (medians): what escalating only where a defense is seen costs where there is none. The
 ``auto`` configuration runs twice per round: its site's first job (its page types
 learnt: a few pages compared in Chromium) and the next one, with what was learnt kept
-as production keeps it (``core.render_choice``); the goal is on the later jobs, the
+as production keeps it (``core.fetch.render_choice``); the goal is on the later jobs, the
 first job's ratio is printed beside it.
 
 Columns: products stored whole (of the catalogue; "incompl.": stored without a part, the
@@ -72,8 +72,8 @@ from elasticsearch import Elasticsearch, NotFoundError
 from bench.rendering import ProcessCpu, cpu_seconds, tree
 from bench.scaling import ITEM_INDEX
 from bench.stack import SITE, WorkerPool
-from core.frontier import RedisFrontier
-from core.jobs_index import job_counters, job_document
+from core.frontier.queue import RedisFrontier
+from core.jobs.index import job_counters, job_document
 from core.keys import SiteKeys
 from crawlers.cli.producer import produce
 from crawlers.runtime.jobs import new_job_id

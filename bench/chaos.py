@@ -21,7 +21,7 @@ then every report figure against the truth in Elasticsearch (``bench.truth``).
 
 Faults whose trigger the crawl never reached fire when the frontier empties, so each is
 injected once; one not injected fails the run. Then it waits for the drain as the flow's
-drain step does (``core.drain.drain_state`` over the same stability window, and the spill
+drain step does (``core.frontier.drain.drain_state`` over the same stability window, and the spill
 empty), stops the workers (SIGTERM), writes the job's document into the ``jobs`` index as
 the flow's report step does and compares what it reads back there with the truth.
 """
@@ -51,12 +51,12 @@ from bench.truth import (
     report_document,
     tally,
 )
-from core.drain import drain_state
-from core.frontier import RedisFrontier
-from core.jobs_index import job_counters, job_started_at
+from core.frontier.drain import drain_state
+from core.frontier.queue import RedisFrontier
+from core.frontier.workers import WorkerRegistry
+from core.jobs.index import job_counters, job_started_at
 from core.keys import REDIS_ERRORS, SiteKeys
 from core.store import spill_size
-from core.workers import WorkerRegistry
 from crawlers import defaults
 from crawlers.addon import drain_window
 from crawlers.cli.producer import produce

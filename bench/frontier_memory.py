@@ -13,7 +13,7 @@ Redis servers in the same run:
 
 * previous format (the baseline): each request's ``to_dict`` pickled as the member of one
   sorted set, its fingerprint as 40 hex characters in one set;
-* this frontier (``core.frontier``, one partition): compact entries in a list per
+* this frontier (``core.frontier.queue``, one partition): compact entries in a list per
   priority, the raw 20-byte digest in the job's seen-set buckets.
 
 Bytes per URL are deltas of Redis' ``used_memory`` (``INFO memory``): after queueing,
@@ -40,7 +40,7 @@ from scrapy import Request, Spider
 from scrapy_redis import picklecompat
 
 from bench import smoke
-from core.frontier import Push, RedisFrontier
+from core.frontier.queue import Push, RedisFrontier
 from core.redis_client import connect
 from crawlers.frontier.queue import LeasedQueue
 from harness.redis_server import RedisCluster, RedisServer

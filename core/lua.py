@@ -17,7 +17,7 @@ import re
 from functools import cache
 from importlib.resources import files
 
-_INCLUDE = re.compile(r"^--#include ([a-z0-9_]+)$", re.MULTILINE)
+_INCLUDE = re.compile(r"^--#include ([a-z0-9_]+)\n", re.MULTILINE)
 
 
 @cache

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from core.blocks import BlockRules, classify
+from core.fetch.blocks import BlockRules, classify
 from fingerprints.baseline import FingerprintConfig, SiteBaseline
 from fingerprints.comparison import PageTypeBaseline, compare
 from fingerprints.judgement import ExtractionReport

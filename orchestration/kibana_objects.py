@@ -10,7 +10,7 @@ Objects (stable ids, so re-importing with overwrite replaces them):
 
 * data views ``items-*`` (time field ``last_seen``), ``chunks-*`` (``indexed_at``),
   ``jobs`` (the alias of platform-jobs-v1, ``finished_at``) and ``changes-*`` (``time``):
-  the layouts of core.store, indexing.index, core.jobs_index and core.store.changes;
+  the layouts of core.store, indexing.index, core.jobs.index and core.store.changes;
 * Lens visualizations and the dashboard "Scraping platform": items per site per day,
   new/changed per job, block rate per site over time, job durations and statuses,
   chunks indexed per site per day, price history per item and changes per kind;

@@ -13,7 +13,7 @@ atomically, so two workers racing on one key still agree.
 Per job it keeps the verdict of every key (``job_verdicts``), the keys of new and changed
 items (``job_new``, ``job_changed``: what the LLM step and "new products" alerts read),
 exact counts ``items/new``, ``items/changed``, ``items/unchanged`` in the job's stats hash,
-and the ledger's incomplete items (``core.ledger``).
+and the ledger's incomplete items (``core.figures.ledger``).
 A key keeps its strongest verdict within a job: delivery is at-least-once (a worker killed
 before its ack has its requests crawled again), and a re-delivered item must neither turn
 "new" into "unchanged" nor be counted twice.
@@ -39,127 +39,18 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 
-from core.jobstats import STATS_TTL_SECONDS
+from core.figures.stats import STATS_TTL_SECONDS
 from core.keys import REDIS_ERRORS, SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient, Client
 
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 VERDICTS = (NEW, CHANGED, UNCHANGED)
 
-# KEYS: hashes, first_seen, last_changed, job verdicts, job new, job changed, job stats,
-#       job incomplete, job invalid
-# ARGV: key, content hash, now (epoch ms; empty: Redis' TIME), ttl of the job keys (s),
-#       parts the item lacks (comma-separated; empty: complete)
-_CLASSIFY = """
-local key, hash, now = ARGV[1], ARGV[2], ARGV[3]
-if now == '' then
-  -- The shared clock: Redis' own, never the worker's (ordering and timestamps decide).
-  local t = redis.call('TIME')
-  now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-end
--- The job's ledger (core.ledger): the latest delivery of a key says whether it is
--- complete, and a key that reached dedup is not an invalid item of the job.
-if ARGV[5] ~= '' then
-  redis.call('HSET', KEYS[8], key, ARGV[5])
-  redis.call('EXPIRE', KEYS[8], tonumber(ARGV[4]))
-else
-  redis.call('HDEL', KEYS[8], key)
-end
-redis.call('HDEL', KEYS[9], key)
-local old = redis.call('HGET', KEYS[1], key)
-local verdict
-if not old then
-  verdict = 'new'
-  redis.call('HSET', KEYS[2], key, now)
-  redis.call('HSET', KEYS[3], key, now)
-elseif old ~= hash then
-  verdict = 'changed'
-  redis.call('HSET', KEYS[3], key, now)
-else
-  verdict = 'unchanged'
-end
-if old ~= hash then
-  redis.call('HSET', KEYS[1], key, hash)
-end
--- Within a job a key keeps its strongest verdict (new > changed > unchanged).
-local prev = redis.call('HGET', KEYS[4], key)
-if prev == 'new' or (prev == 'changed' and verdict == 'unchanged') then
-  verdict = prev
-end
-if prev ~= verdict then
-  if prev then
-    redis.call('HINCRBY', KEYS[7], 'items/' .. prev, -1)
-    if prev == 'changed' then redis.call('SREM', KEYS[6], key) end
-  end
-  redis.call('HINCRBY', KEYS[7], 'items/' .. verdict, 1)
-  if verdict == 'new' then redis.call('SADD', KEYS[5], key) end
-  if verdict == 'changed' then redis.call('SADD', KEYS[6], key) end
-  redis.call('HSET', KEYS[4], key, verdict)
-  for i = 4, 7 do redis.call('EXPIRE', KEYS[i], tonumber(ARGV[4])) end
-end
-local first = redis.call('HGET', KEYS[2], key)
-if not first then
-  -- state written before first_seen was tracked: start it now
-  first = now
-  redis.call('HSET', KEYS[2], key, now)
-end
-local changed = redis.call('HGET', KEYS[3], key) or first
-return {verdict, first, changed, now}
-"""
-
-# An item seen unchanged without its page being parsed (a 304, an unchanged listing
-# card: ``ChangeState.seen``). Nothing about the site's state changes; the job's
-# bookkeeping is _CLASSIFY's for an ``unchanged`` verdict of a complete item.
-# KEYS: as _CLASSIFY
-# ARGV: key, now (epoch ms; empty: Redis' TIME), ttl of the job keys (s)
-# Returns {'unknown'} when the key has no state, else {verdict, first, changed, now, hash}.
-_SEEN = """
-local key, now = ARGV[1], ARGV[2]
-local hash = redis.call('HGET', KEYS[1], key)
-if not hash then
-  -- State gone (or never there): the caller fetches the page in full; nothing counted.
-  return {'unknown'}
-end
-if now == '' then
-  local t = redis.call('TIME')
-  now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-end
--- Only complete items get validators or card hashes recorded: the stored item is whole.
-redis.call('HDEL', KEYS[8], key)
-redis.call('HDEL', KEYS[9], key)
-local verdict = 'unchanged'
-local prev = redis.call('HGET', KEYS[4], key)
-if prev then
-  -- Within a job a key keeps its strongest verdict: any is at least 'unchanged'.
-  verdict = prev
-else
-  redis.call('HINCRBY', KEYS[7], 'items/unchanged', 1)
-  redis.call('HSET', KEYS[4], key, verdict)
-  for i = 4, 7 do redis.call('EXPIRE', KEYS[i], tonumber(ARGV[3])) end
-end
-local first = redis.call('HGET', KEYS[2], key)
-if not first then
-  first = now
-  redis.call('HSET', KEYS[2], key, now)
-end
-local changed = redis.call('HGET', KEYS[3], key) or first
-return {verdict, first, changed, now, hash}
-"""
-
-# Takes back the ``unchanged`` of an item seen whose document turned out to be gone (its
-# page is fetched in full instead): only while that is the key's verdict in the job and
-# nothing of the key is stored in the job (a stored delivery keeps its count).
-# KEYS: job verdicts, job stats, job stored
-# ARGV: key
-_UNSEE = """
-if redis.call('HGET', KEYS[1], ARGV[1]) == 'unchanged'
-    and redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 0 then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  redis.call('HINCRBY', KEYS[2], 'items/unchanged', -1)
-  return 1
-end
-return 0
-"""
+# Lua, each script headed by its KEYS and ARGV: core/dedup/lua/{classify,seen,unsee}.lua
+_CLASSIFY = load_script("core.dedup", "classify")
+_SEEN = load_script("core.dedup", "seen")
+_UNSEE = load_script("core.dedup", "unsee")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A crawl whose every page was refused has not "finished": it got nothing, and the useful
 line says which defense is in the way and which of the platform's own traits it
 probably objects to. Pure functions over a job's figures (the ledger's exact
-``pages/*``, ``blocks/<kind>``, ``sessions/*`` of ``core.ledger``, or one crawl's Scrapy
+``pages/*``, ``blocks/<kind>``, ``sessions/*`` of ``core.figures.ledger``, or one crawl's Scrapy
 stats) and the block reasons seen (``blocks/reason/<rule>``), so the crawl, the flow and
 the report say the same thing.
 """

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from core.keys import SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient
 
 Mode = Literal["learning", "plain", "render"]
@@ -116,69 +117,11 @@ class ChoiceStore(abc.ABC):
         """The summary put for ``ref``, removed (None: none, or taken already)."""
 
 
-# KEYS: the site's render-choice hash ; ARGV: callback, same (1|0), sample, page ('' none)
-# -> mode, agree, disagree, probes, checked (epoch s)
-_RECORD = """
-local h, cb, same, sample = KEYS[1], ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
-local mode = redis.call('HGET', h, cb .. ':mode') or 'learning'
-local t = redis.call('TIME')
-if mode == 'learning' and same and ARGV[4] ~= '' then
-  redis.call('HSET', h, cb .. ':agreed:' .. ARGV[4], t[1])
-end
-local agree = tonumber(redis.call('HGET', h, cb .. ':agree') or '0')
-local disagree = tonumber(redis.call('HGET', h, cb .. ':disagree') or '0')
-local probes = tonumber(redis.call('HGET', h, cb .. ':probes') or '0')
-if mode == 'learning' then
-  if not same then mode, agree, disagree = 'render', 0, 0
-  elseif agree + 1 >= sample then mode, agree, disagree = 'plain', 0, 0
-  else agree = agree + 1 end
-elseif mode == 'plain' then
-  if not same then mode, agree, disagree = 'render', 0, 0 else agree = agree + 1 end
-else
-  if same then
-    if agree + 1 >= sample then mode, agree, disagree = 'plain', 0, 0 else agree = agree + 1 end
-  else agree, disagree = 0, disagree + 1 end
-end
-if mode ~= 'learning' then probes = 0 end
-redis.call('HSET', h, cb .. ':mode', mode, cb .. ':agree', agree, cb .. ':disagree', disagree,
-  cb .. ':probes', probes, cb .. ':checked', t[1], cb .. ':recheck_at', 0)
-return {mode, agree, disagree, probes, t[1]}
-"""
-
-# KEYS: the hash ; ARGV: callback, after s, stale s -> 1 this caller checks | 0
-_START_RECHECK = """
-if redis.call('HGET', KEYS[1], ARGV[1] .. ':mode') ~= 'plain' then return 0 end
-local now = tonumber(redis.call('TIME')[1])
-local checked = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':checked') or '0')
-local claimed = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':recheck_at') or '0')
-if now - checked < tonumber(ARGV[2]) or now - claimed < tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1] .. ':recheck_at', now)
-return 1
-"""
-
-# KEYS: the hash ; ARGV: callback, sample, stale ms -> 1 started | 0 enough under way
-_START_PROBE = """
-local mode = redis.call('HGET', KEYS[1], ARGV[1] .. ':mode') or 'learning'
-if mode ~= 'learning' then return 1 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local probes = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':probes') or '0')
-local since = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':probes_at') or '0')
-if probes >= tonumber(ARGV[2]) then
-  if now - since < tonumber(ARGV[3]) then return 0 end
-  probes = 0
-end
-redis.call('HSET', KEYS[1], ARGV[1] .. ':probes', probes + 1, ARGV[1] .. ':probes_at', now)
-return 1
-"""
-
-
-# KEYS: the probes hash ; ARGV: ref -> the summary (removed) or false
-_TAKE = """
-local found = redis.call('HGET', KEYS[1], ARGV[1])
-if found then redis.call('HDEL', KEYS[1], ARGV[1]) end
-return found
-"""
+# Lua, each script headed by its KEYS and ARGV: core/fetch/lua/render_*.lua
+_RECORD = load_script("core.fetch", "render_record")
+_START_RECHECK = load_script("core.fetch", "render_start_recheck")
+_START_PROBE = load_script("core.fetch", "render_start_probe")
+_TAKE = load_script("core.fetch", "render_take")
 PROBE_TTL = 86_400  # seconds a summary waits for its other half (a lost probe expires)
 
 

@@ -1,7 +1,7 @@
 """A job's ledger: the idempotent records its report's figures are counted from.
 
 Scrapy's stats are per-process counters; a worker pushes their deltas to the job's stats
-hash every few seconds (``core.jobstats``), and a worker killed with SIGKILL takes its
+hash every few seconds (``core.figures.stats``), and a worker killed with SIGKILL takes its
 last interval with it. Counters are fine for diagnostics; the figures a report shows must
 be exact after any number of kills. So each fact is recorded once per item or per
 response, under a name that a re-delivery writes again rather than adds to, and written
@@ -12,7 +12,7 @@ again, which writes the record then.
 ==========================  ==================================  ========================
 figure                      record                              written by
 ==========================  ==================================  ========================
-``items/scraped``           ``job_verdicts`` (key -> verdict)   dedup (``core.dedup``)
+``items/scraped``           ``job_verdicts`` (key -> verdict)   dedup (``core.dedup.detector``)
 ``items/new|changed|        counts kept with the verdicts       dedup, same Lua call
 unchanged``
 ``items/incomplete``        ``job_incomplete`` (key -> parts)   dedup, same Lua call
@@ -50,11 +50,12 @@ from collections.abc import Iterable
 
 from redis.typing import EncodableT, FieldT
 
-from core.jobstats import STATS_TTL_SECONDS
+from core.figures.stats import STATS_TTL_SECONDS
 from core.keys import SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient, Client
 
-# The exact figures, by the counter names the jobs document reads (core.jobs_index).
+# The exact figures, by the counter names the jobs document reads (core.jobs.index).
 FIGURES = (
     "items/scraped",
     "items/new",
@@ -73,15 +74,15 @@ FIGURES = (
     "sessions/challenges_passed",
     "requests/failed",
 )
-# Block kinds the fetch layer records (core.blocks.BLOCK_KINDS), each its own figure.
+# Block kinds the fetch layer records (core.fetch.blocks.BLOCK_KINDS), each its own figure.
 BLOCK_FIGURES = ("blocked", "challenge", "captcha", "throttled")
 RENDERED = ":r"
 # The record of a robots.txt fetch: its blocks count, it is no page of the job.
 ROBOTS_SUFFIX = ":robots"
 
 
-# KEYS: any key of the site (routes the call to the master holding the site's slot)
-_TIME = "return redis.call('TIME')"
+# Lua, each script headed by its KEYS and ARGV: core/figures/lua/redis_time.lua
+_TIME = load_script("core.figures", "redis_time")
 
 
 class JobLedger:

@@ -13,59 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.frontier_layout import clear_async
-from core.jobstats import STATS_TTL_SECONDS
+from core.figures.stats import STATS_TTL_SECONDS
+from core.frontier.layout import clear_async
 from core.keys import SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient
 
 # Budget names: the finish reason of a crawl closed by one is ``budget_<name>``.
 PAGES = "pages"
 TIME = "time"
 
-# KEYS: pages counter, budget hash
-# ARGV: pages to add, page budget (0: none), TTL (s)
-# Returns {pages counted, 1 when this call crossed the budget else 0, reason or ''}.
-_COUNT = """
-local pages = redis.call('INCRBY', KEYS[1], tonumber(ARGV[1]))
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
-local limit = tonumber(ARGV[2])
-local reason = redis.call('HGET', KEYS[2], 'reason')
-if limit > 0 and pages >= limit then
-  local first = 0
-  if not reason then
-    redis.call('HSET', KEYS[2], 'reason', 'pages', 'limit', limit)
-    redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
-    reason = 'pages'
-    first = 1
-  end
-  return {pages, first, reason}
-end
-return {pages, 0, reason or ''}
-"""
-
-# KEYS: budget hash, jobs (zset: job id -> start)
-# ARGV: job id, wall-time budget (s), TTL (s)
-# Returns {seconds since the job started, 1 when this call ended it else 0, reason or ''}.
-_CLOCK = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local started = redis.call('ZSCORE', KEYS[2], ARGV[1])
-local reason = redis.call('HGET', KEYS[1], 'reason')
-if not started then return {'0', 0, reason or ''} end
-local elapsed = now - tonumber(started)
-local limit = tonumber(ARGV[2])
-if limit > 0 and elapsed >= limit then
-  local first = 0
-  if not reason then
-    redis.call('HSET', KEYS[1], 'reason', 'time', 'limit', limit)
-    redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
-    reason = 'time'
-    first = 1
-  end
-  return {tostring(elapsed), first, reason}
-end
-return {tostring(elapsed), 0, reason or ''}
-"""
+# Lua, each script headed by its KEYS and ARGV: core/frontier/lua/budget_*.lua
+_COUNT = load_script("core.frontier", "budget_count")
+_CLOCK = load_script("core.frontier", "budget_clock")
 
 
 class JobBudget:

@@ -1,12 +1,12 @@
 """Which layout a site's frontier has in Redis: its partition count (recorded by the
-producer, ``core.frontier.RedisFrontier.adopt``), where a fingerprint and a lease live in
+producer, ``core.frontier.queue.RedisFrontier.adopt``), where a fingerprint and a lease live in
 it, and the refusal of the previous format."""
 
 from __future__ import annotations
 
-from core import frontier_scripts as scripts
 from core.errors import OperatorError
 from core.keys import SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient, Client
 
 # A job's seen-set in a partition is one small hash per value of a fingerprint's first
@@ -64,7 +64,7 @@ async def clear_async(server: AsyncClient, site: str) -> None:
     keys = SiteKeys(site)
     raw = await server.get(keys.frontier_partitions)
     n = int(raw) if raw else 1
-    script = server.register_script(scripts.CLEAR)
+    script = server.register_script(load_script("core.frontier", "clear"))
     for i in range(n):
         part = keys.partition(i, n)
         await script(keys=[part.priorities, part.start_urls], args=[part.queue_prefix])

@@ -17,7 +17,7 @@ into Scrapy. Semantics:
   lease in one step (in the lease's partition; across partitions the lease ends right
   after the push: at-least-once, never lost).
 * ``reclaim``: leases of workers past their deadline (Redis' clock: the last heartbeat
-  plus its TTL, see ``core.workers``) go back to the queue with their priority (start
+  plus its TTL, see ``core.frontier.workers``) go back to the queue with their priority (start
   entries back to the start list), in bounded batches per partition found through each
   worker's set of lease ids: its cost does not grow with the leases live workers hold.
 
@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from itertools import count
 from typing import cast
 
+from redis.commands.core import Script
 from redis.typing import EncodableT, FieldT
 
-from core import frontier_scripts as scripts
-from core.frontier_layout import (
+from core.frontier.layout import (
     FrontierLayoutError,
     check_format,
     lease_partition,
@@ -45,6 +45,7 @@ from core.frontier_layout import (
     seen_bucket,
     stored_partitions,
 )
+from core.lua import load_script
 
 __all__ = [
     "FrontierLayoutError",
@@ -54,7 +55,7 @@ __all__ = [
     "lease_partition",
     "partition_of",
 ]
-from core.jobstats import STATS_TTL_SECONDS
+from core.figures.stats import STATS_TTL_SECONDS
 from core.keys import FrontierKeys, SiteKeys
 from core.redis_client import Client
 
@@ -103,14 +104,17 @@ class RedisFrontier:
         if partitions is not None:
             self._set_partitions(partitions)
         self._rotation = count()
-        register = server.register_script
-        self._lease, self._lease_start = register(scripts.LEASE), register(scripts.LEASE_START)
-        self._ack, self._push_many = register(scripts.ACK), register(scripts.PUSH_MANY)
-        self._reclaim, self._release = register(scripts.RECLAIM), register(scripts.RELEASE)
-        self._due, self._forget = register(scripts.DUE_WORKERS), register(scripts.FORGET_WORKERS)
-        self._ensure_deadline = register(scripts.ENSURE_DEADLINE)
-        self._count, self._clear = register(scripts.COUNT), register(scripts.CLEAR)
-        self._start_job = register(scripts.START_JOB)
+
+        def register(name: str) -> Script:
+            return server.register_script(load_script("core.frontier", name))
+
+        self._lease, self._lease_start = register("lease"), register("lease_start")
+        self._ack, self._push_many = register("ack"), register("push_many")
+        self._reclaim, self._release = register("reclaim"), register("release")
+        self._due, self._forget = register("due_workers"), register("forget_workers")
+        self._ensure_deadline = register("ensure_deadline")
+        self._count, self._clear = register("count"), register("clear")
+        self._start_job = register("start_job")
 
     def _set_partitions(self, n: int) -> None:
         if n < 1:
@@ -243,7 +247,7 @@ class RedisFrontier:
     def start_job(self, job_id: str, *, layout: str | None = None) -> None:
         """Make ``job_id`` the site's current job, started now by Redis' clock.
 
-        ``layout``: the id of the site's accepted fingerprint baseline (``core.layouts``)
+        ``layout``: the id of the site's accepted fingerprint baseline (``core.recrawl.layouts``)
         the job's re-crawl records belong to; None leaves the job's workers to their own.
         """
         self._start_job(keys=[self.keys.current_job, self.keys.jobs], args=[job_id])
@@ -253,7 +257,7 @@ class RedisFrontier:
     def record_drops(self, drops: Sequence[tuple[str, str, str]]) -> None:
         """Record ``(job id, request fingerprint, reason)`` of leased requests some
         component dropped (``crawlers.frontier.fates``), in the job's ledger
-        (``core.ledger.dropped_figures`` counts them). Idempotent per request."""
+        (``core.figures.ledger.dropped_figures`` counts them). Idempotent per request."""
         by_job: dict[str, dict[FieldT, EncodableT]] = {}
         for job_id, fingerprint, reason in drops:
             by_job.setdefault(job_id, {})[fingerprint] = reason

@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from core.keys import SiteKeys
+from core.lua import load_script
 from core.redis_client import Client, text
 
 
@@ -47,25 +48,9 @@ class WorkerInfo:
         return cls(**json.loads(raw))
 
 
-# KEYS: heartbeat key, workers set, deadlines ; ARGV: worker id, info (JSON), TTL (ms)
-_HEARTBEAT = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('SADD', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[1])
-return now
-"""
-
-# KEYS: heartbeat key, workers set, deadlines ; ARGV: worker id
-# The deadline becomes "due": leases the worker still holds are reclaimed at the next
-# reclaim (and the entry removed there once it holds none).
-_UNREGISTER = """
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[3], 'XX', 0, ARGV[1])
-return 1
-"""
+# Lua, each script headed by its KEYS and ARGV: core/frontier/lua/{heartbeat,unregister}.lua
+_HEARTBEAT = load_script("core.frontier", "heartbeat")
+_UNREGISTER = load_script("core.frontier", "unregister")
 
 
 class WorkerRegistry:

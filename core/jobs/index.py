@@ -7,13 +7,13 @@ behind the alias ``jobs`` (template ``platform-jobs``); the document id is
 ``write_job_document(es, site, job_id, status, started_at, finished_at, counters)`` is
 what the orchestration flow calls after the drain; ``counters`` are the job's counters
 (``job_counters``: the workers' summed counters with the exact figures of the job's
-ledger, ``core.ledger``), or a single crawl's Scrapy stats. Headline
+ledger, ``core.figures.ledger``), or a single crawl's Scrapy stats. Headline
 numbers are lifted out of them into typed fields; all of them are kept in ``counters``
 (a ``flattened`` field: any counter name, no mapping explosion).
 
 Every document says how the job ended: ``close_reason`` (``finished``, ``refused``,
 ``nothing_stored``, ``store_failed``, ``elasticsearch_auth``, a budget's ``budget_pages``
-/ ``budget_time``) and ``outcome``, the one line saying why (``core.outcome``). A local
+/ ``budget_time``) and ``outcome``, the one line saying why (``core.jobs.outcome``). A local
 crawl passes its own verdict (Scrapy's ``finish_reason``); a job's is judged from its
 counters here, the same way.
 """
@@ -26,15 +26,15 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch, BadRequestError, ConflictError, Elasticsearch
 
-from core.budget import reached_text
+from core.fetch.refusal import KINDS, Presented, refusal
+from core.figures.ledger import job_figures
+from core.figures.stats import JobStats, unparsed_pages
+from core.frontier.budget import reached_text
 from core.items_schema import DATE, KEYWORD
-from core.jobstats import JobStats, unparsed_pages
+from core.jobs.outcome import job_reason, judge
 from core.keys import SiteKeys
-from core.ledger import job_figures
-from core.outcome import job_reason, judge
+from core.recrawl.removals import removal_figures
 from core.redis_client import Client
-from core.refusal import KINDS, Presented, refusal
-from core.removals import removal_figures
 from core.store.layout import cluster_replicas, cluster_replicas_sync
 
 JOBS_ALIAS = "jobs"
@@ -55,7 +55,7 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "block_rate": {"type": "double"},
     # Getting the pages (docs/fetching.md): pages fetched and rendered, blocks by kind,
     # challenges passed in the browser, sessions, and the refusal line of a job whose
-    # every page was refused (core.refusal).
+    # every page was refused (core.fetch.refusal).
     "pages": _LONG,
     "pages_rendered": _LONG,
     "renders_per_1000_pages": {"type": "double"},
@@ -68,10 +68,10 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "sessions_created": _LONG,
     "sessions_retired": _LONG,
     "refusal": {"type": "keyword", "ignore_above": 2048},
-    # How the job ended (core.outcome): its close reason and the one line saying why.
+    # How the job ended (core.jobs.outcome): its close reason and the one line saying why.
     "close_reason": dict(KEYWORD),
     "outcome": {"type": "keyword", "ignore_above": 2048},
-    # The crawl budgets the job reached (core.budget.reached_text): "pages, chain (3
+    # The crawl budgets the job reached (core.frontier.budget.reached_text): "pages, chain (3
     # requests refused)"; None when none was.
     "budgets": {"type": "keyword", "ignore_above": 1024},
     "items_scraped": _LONG,
@@ -84,7 +84,7 @@ JOBS_PROPERTIES: dict[str, Any] = {
     "items_incomplete": _LONG,
     "items_spilled": _LONG,
     "items_dead_letter": _LONG,
-    "items_removed": _LONG,  # marked removed by the job (core.removals)
+    "items_removed": _LONG,  # marked removed by the job (core.recrawl.removals)
     "items_restored": _LONG,  # removed items the job saw again
     "errors": _LONG,  # ERROR log lines
     # Pages a spider fetched but could not read (its ``<spider>/<page>_unparsed`` counts)
@@ -110,7 +110,7 @@ def _jobs_template(replicas: int) -> dict[str, Any]:
             "settings": {"number_of_shards": 1, "number_of_replicas": replicas},
             "mappings": {"dynamic": "strict", "properties": JOBS_PROPERTIES},
         },
-        "meta": {"managed_by": "core.jobs_index"},
+        "meta": {"managed_by": "core.jobs.index"},
     }
 
 
@@ -185,7 +185,7 @@ def job_document(
 ) -> dict[str, Any]:
     """The jobs-index document of a job (pure: no I/O). ``presented``: what the crawl
     showed the site, for the refusal line's advice. ``close_reason``/``outcome``: a
-    crawl's own verdict; None: judged from ``counters`` (``core.outcome``)."""
+    crawl's own verdict; None: judged from ``counters`` (``core.jobs.outcome``)."""
     # Counters are integers; gauges such as ``blocks/rate`` (a float) are not summed.
     numbers = {
         name: int(value)
@@ -222,7 +222,7 @@ def job_document(
         ),
         "refusal": refusal(numbers, presented),
         "budgets": reached_text(numbers) or None,
-        # The ledger's exact figures (core.ledger) when the job had one; else (one local
+        # The ledger's exact figures (core.figures.ledger) when the job had one; else (one local
         # crawl, nothing lost to a kill) the crawl's own counters.
         "items_scraped": numbers.get("items/scraped", numbers.get("item_scraped_count", 0)),
         "items_dropped": numbers.get("item_dropped_count", 0),
@@ -360,8 +360,8 @@ def add_failed_alert(es: Elasticsearch, site: str, job_id: str, template: str) -
 
 def job_counters(server: Client, site: str, job_id: str) -> dict[str, int]:
     """The job's counters summed over workers, with the exact figures of its ledger
-    (``core.ledger.FIGURES``) in place of the workers' counts of the same things, and
-    the items it marked removed or restored (``core.removals``)."""
+    (``core.figures.ledger.FIGURES``) in place of the workers' counts of the same things, and
+    the items it marked removed or restored (``core.recrawl.removals``)."""
     return {
         **JobStats(server, site).get(job_id),
         **job_figures(server, site, job_id),

@@ -1,7 +1,7 @@
 """How a crawl or a job ended: one close reason and one line saying why.
 
 Pure functions over a crawl's Scrapy stats or a job's counters (the workers' sums with the
-ledger's exact figures, ``core.jobs_index.job_counters``). The crawl writes the reason into
+ledger's exact figures, ``core.jobs.index.job_counters``). The crawl writes the reason into
 ``finish_reason`` (``crawlers.runtime.outcome``), ``scrapy crawl`` logs the line last and
 exits with ``exit_code(reason)``, the jobs document carries both, so the flow reads the
 same word. Zero items stored is never success, unless a spider counted a page listing
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.budget import reached_text
-from core.jobstats import unparsed_pages
-from core.refusal import refusal as refusal_line
-from core.removals import failed_requests
+from core.fetch.refusal import refusal as refusal_line
+from core.figures.stats import unparsed_pages
+from core.frontier.budget import reached_text
+from core.recrawl.removals import failed_requests
 
 FINISHED = "finished"
 REFUSED = "refused"
@@ -42,7 +42,7 @@ EXIT_CODES = {
 JUDGED = (NOTHING_STORED, STORE_FAILED)
 
 STORED = "items/stored"
-LEDGER_PAGES = "pages/total"  # a job's ledger: pages fetched, exact (core.ledger)
+LEDGER_PAGES = "pages/total"  # a job's ledger: pages fetched, exact (core.figures.ledger)
 SCRAPED = "item_scraped_count"  # items through every pipeline (Scrapy's count)
 ITEM_ERRORS = "item_error_count"  # items that failed in a pipeline (item_error)
 NONE_LISTED = "items/none_listed"
@@ -101,7 +101,7 @@ def judge(
 
     ``stored``: items stored when known from elsewhere (a worker: its job's ledger), else
     ``items/stored`` or, without a store, ``item_scraped_count``. ``refusal``: the line
-    of a crawl every page of which was refused (``core.refusal``, with its advice for
+    of a crawl every page of which was refused (``core.fetch.refusal``, with its advice for
     what the crawl presented); None: judged from ``counters`` here."""
     n = _Numbers(counters)
     own = n.stored()

@@ -17,7 +17,7 @@ of these hold (``decide``, the rule):
 * this run is not the item's rolling-refresh run: ``(slot(key) + run) % N == 0``, so
   about 1/N of the items are fetched in full each run,
 * fewer than N runs have passed since that fetch (covers items that missed their slot),
-* the record was made under the layout of this job (``core.layouts``: the id of the
+* the record was made under the layout of this job (``core.recrawl.layouts``: the id of the
   site's accepted fingerprint baseline): a baseline accepted since voids it,
 * the job has not stopped skipping the page type: once an item page fetched in the job
   could not be parsed (``crawlers.recrawl.unparsed``), none of its kind is skipped, and
@@ -40,9 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core import redis_client
+from core.figures.stats import STATS_TTL_SECONDS
 from core.items_schema import content_hash
-from core.jobstats import STATS_TTL_SECONDS
 from core.keys import REDIS_ERRORS, SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient
 
 # Why a card's detail page is fetched.
@@ -57,103 +58,12 @@ REASONS = (NEW, UNPARSED, LAYOUT, UNKNOWN, CHANGED, TOO_OLD, REFRESH)
 
 DAY_MS = 86_400_000
 
-# The run of a job: assigned once per job id (every worker of the job gets the same).
-# Needs KEYS[1] job_seq, KEYS[2] job_seq_of and ARGV[1] job id; sets ``run``.
-_RUN = """
-local run = redis.call('HGET', KEYS[2], ARGV[1])
-if not run then
-  run = redis.call('INCR', KEYS[1])
-  redis.call('HSET', KEYS[2], ARGV[1], run)
-end
-run = tonumber(run)
-"""
 
-# The job's layout (core.layouts): the producer's, else the worker's own (ARGV[2]).
-_LAYOUT = """
-local layout = redis.call('GET', KEYS[LAYOUT_KEY]) or ARGV[2]
-"""
-
-# KEYS: job_seq, job_seq_of, card_state, item_hashes, job_layout, job_unparsed
-# ARGV: job id, worker's layout, detail callback, item keys...
-# -> {now ms, run, layout, stopped (0/1), record 1 (or false), known 1 (0/1), ...}
-_DECIDE = (
-    _RUN
-    + _LAYOUT.replace("LAYOUT_KEY", "5")
-    + """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out = {now, run, layout, redis.call('SISMEMBER', KEYS[6], ARGV[3])}
-for i = 4, #ARGV do
-  table.insert(out, redis.call('HGET', KEYS[3], ARGV[i]) or false)
-  table.insert(out, redis.call('HEXISTS', KEYS[4], ARGV[i]))
-end
-return out
-"""
-)
-
-# Idempotent per (key, job): a record of the same run, hash and layout is kept as it is
-# (a re-delivered item does not move its time), and a later run's record is never
-# replaced by an earlier run's (a late re-delivery of an old job). A record without a
-# layout (made before layouts were kept) matches no pattern: it is replaced.
-# KEYS: job_seq, job_seq_of, card_state, job_layout
-# ARGV: job id, worker's layout, key 1, card hash 1, key 2, card hash 2, ...
-# -> the number of records written
-_RECORD = (
-    _RUN
-    + _LAYOUT.replace("LAYOUT_KEY", "4")
-    + """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local written = 0
-for i = 3, #ARGV, 2 do
-  local old = redis.call('HGET', KEYS[3], ARGV[i])
-  local keep = false
-  if old then
-    local hash, _, old_run, old_layout = string.match(old, '^(.*):(%d+):(%d+):L(%w*)$')
-    old_run = tonumber(old_run)
-    if old_run and (old_run > run
-        or (old_run == run and hash == ARGV[i + 1] and old_layout == layout)) then
-      keep = true
-    end
-  end
-  if not keep then
-    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1] .. ':' .. now .. ':' .. run .. ':L' .. layout)
-    written = written + 1
-  end
-end
-return written
-"""
-)
-
-# A listing page's skips, kept per job and detail callback (item key -> the page to fetch
-# should the job stop skipping), unless the job stopped skipping that callback meanwhile:
-# then nothing is kept and the caller fetches them all.
-# KEYS: job_unparsed, job_skipped ; ARGV: callback, ttl, key 1, page 1, key 2, page 2, ...
-# -> 1 (skipped) or 0 (stopped: fetch)
-_SKIP = """
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-if #ARGV > 2 then redis.call('EXPIRE', KEYS[2], ARGV[2]) end
-return 1
-"""
-
-# The job stops skipping a callback's pages: the pages it skipped so far (key, page, ...)
-# go to the first caller (``token``) to fetch, and to it again if it retries a call whose
-# reply was lost; another worker stopping it too gets none.
-# KEYS: job_unparsed, job_skipped, job_skipped taken ; ARGV: callback, ttl, token
-_STOP = """
-redis.call('SADD', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-local owner = redis.call('HGET', KEYS[3], '__taken_by')
-if not owner then
-  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[3]) end
-  redis.call('HSET', KEYS[3], '__taken_by', ARGV[3])
-  redis.call('EXPIRE', KEYS[3], ARGV[2])
-  owner = ARGV[3]
-end
-if owner ~= ARGV[3] then return {} end
-return redis.call('HGETALL', KEYS[3])
-"""
+# Lua, each script headed by its KEYS and ARGV: core/recrawl/lua/card_*.lua
+_DECIDE = load_script("core.recrawl", "card_decide")
+_RECORD = load_script("core.recrawl", "card_record")
+_SKIP = load_script("core.recrawl", "card_skip")
+_STOP = load_script("core.recrawl", "card_stop")
 
 
 @dataclass(frozen=True)

@@ -29,25 +29,14 @@ from typing import Any
 from elasticsearch import Elasticsearch, NotFoundError
 
 from core import redis_client
-from core.jobstats import STATS_TTL_SECONDS
+from core.figures.stats import STATS_TTL_SECONDS
 from core.keys import REDIS_ERRORS, SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient
 from core.store.changes import changes_alias
 
-# KEYS: the site's history values, the job's old values
-# ARGV: item key, its new values (compact JSON), ttl of the job key (s)
-# Returns the key's values before the job ('' when none were known).
-_RECORD = """
-local key = ARGV[1]
-local old = redis.call('HGET', KEYS[2], key)
-if not old then
-  old = redis.call('HGET', KEYS[1], key) or ''
-  redis.call('HSET', KEYS[2], key, old)
-  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
-end
-redis.call('HSET', KEYS[1], key, ARGV[2])
-return old
-"""
+# Lua, each script headed by its KEYS and ARGV: core/recrawl/lua/history_record.lua
+_RECORD = load_script("core.recrawl", "history_record")
 
 # schema.org availability names (a URL's last segment: https://schema.org/InStock).
 IN_STOCK = frozenset({"InStock", "LimitedAvailability", "OnlineOnly", "InStoreOnly"})
@@ -167,7 +156,7 @@ class HistoryState:
         self.server = server
         self.keys = SiteKeys(site)
         self.job_ttl = job_ttl
-        # As in core.dedup: a cluster client cannot route EVALSHA through register_script's
+        # As in core.dedup.detector: a cluster client cannot route EVALSHA through register_script's
         # load; EVAL is cached by Redis all the same.
         self._cluster = redis_client.is_cluster(server)
         self._script = server.register_script(_RECORD)

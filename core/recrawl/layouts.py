@@ -1,7 +1,7 @@
 """The layout a re-crawl record was made under: the site's accepted fingerprint baseline.
 
 A re-crawl skips a page when something recorded at the item's last full fetch still
-matches: its listing card's hash (``core.cards``), its page validators (a 304,
+matches: its listing card's hash (``core.recrawl.cards``), its page validators (a 304,
 ``crawlers.fetch.conditional``). Either only says the page is as it was when the spider
 could read it; once an operator accepts a new baseline (a layout change the structure
 gate saw, ``fingerprints.versions.accept_baseline``), the spider may no longer read that
@@ -13,7 +13,7 @@ The id is a digest of the site's ``baseline.json`` as the structure gate reads i
 (``FINGERPRINT_SITES_DIR``, else ``fingerprints/sites``): recomputing a baseline from the
 same fixtures writes the same file and keeps the id; accepting another changes it. The
 producer records the id of each job it starts (``{site}:job:<job>:layout``, written by
-``core.frontier.RedisFrontier.start_job``), in the process that ran the gate and the
+``core.frontier.queue.RedisFrontier.start_job``), in the process that ran the gate and the
 approval, so a job's workers, whichever image or checkout they run from, agree on it;
 a worker of a job without one (local mode, a job started by hand) uses its own file's.
 """

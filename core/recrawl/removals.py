@@ -35,11 +35,12 @@ from typing import Any, cast
 from elasticsearch import Elasticsearch, NotFoundError
 from elasticsearch.helpers import scan
 
-from core.budget import reached_text
+from core.figures.ledger import job_figures
+from core.figures.stats import STATS_TTL_SECONDS, JobStats, unparsed_pages
+from core.frontier.budget import reached_text
 from core.items_schema import DATE
-from core.jobstats import STATS_TTL_SECONDS, JobStats, unparsed_pages
 from core.keys import SiteKeys
-from core.ledger import job_figures
+from core.lua import load_script
 from core.redis_client import Client
 from core.store.layout import IndexLayout, doc_id_for, index_for_key, iso_ms
 
@@ -50,7 +51,7 @@ CHUNKS_PREFIX = "chunks-"
 
 # Job counters that mean a page's items may have gone unseen: retries ran out (blocks,
 # errors, network), an errback gave up on a request, a callback raised, an item never
-# became durable. Summed from the workers' counters (``core.jobstats``). One request
+# became durable. Summed from the workers' counters (``core.figures.stats``). One request
 # failed for good shows in several of them (``failed_requests``).
 GAVE_UP_PREFIX = "fetch/gave_up/"  # the retry layer gave up; the failure then reaches the errback
 ERRBACK_PREFIX = "errors/request_failed/"  # an errback's count by exception class
@@ -59,63 +60,9 @@ FAILED_PREFIXES = ("spider_exceptions/",)  # a callback raised: a page of its ow
 # ``requests/failed``: a leased request dropped with its page lost (crawlers.frontier.fates).
 FAILED_NAMES = ("frontier/item_error_gave_up", "requests/failed")
 
-# KEYS: 1 job verdicts, 2 job invalid, 3 misses, 4 removed, 5 job removed, 6 job restored,
-#       7 pending, 8 item_first_seen
-# ARGV: 1 job id, 2 K, 3 count misses ('1' | '0'), 4 job started ms ('' unknown),
-#       5 ttl of the job sets (s), 6.. item keys
-_APPLY = """
-local t = redis.call('TIME')
-local now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-local job, k, count = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
-local started = tonumber(ARGV[4])
-for i = 6, #ARGV do
-  local key = ARGV[i]
-  if redis.call('HEXISTS', KEYS[1], key) == 1 or redis.call('HEXISTS', KEYS[2], key) == 1 then
-    -- Seen: present, whatever else the job missed.
-    redis.call('HDEL', KEYS[3], key)
-    if redis.call('HDEL', KEYS[4], key) == 1 then
-      redis.call('SADD', KEYS[6], key)
-      redis.call('EXPIRE', KEYS[6], tonumber(ARGV[5]))
-      redis.call('HSET', KEYS[7], key, 'restored')
-    end
-  elseif count then
-    local first = tonumber(redis.call('HGET', KEYS[8], key) or '')
-    -- First seen after this job began (by another job): this job cannot judge it.
-    if not (started and first and first >= started) then
-      local raw = redis.call('HGET', KEYS[3], key)
-      local n, last = 0, ''
-      if raw then
-        local sep = string.find(raw, ':', 1, true)
-        n, last = tonumber(string.sub(raw, 1, sep - 1)), string.sub(raw, sep + 1)
-      end
-      if last ~= job then
-        n = n + 1
-        redis.call('HSET', KEYS[3], key, n .. ':' .. job)
-      end
-      if n >= k and redis.call('HEXISTS', KEYS[4], key) == 0 then
-        redis.call('HSET', KEYS[4], key, now)
-        redis.call('SADD', KEYS[5], key)
-        redis.call('EXPIRE', KEYS[5], tonumber(ARGV[5]))
-        redis.call('HSET', KEYS[7], key, 'removed')
-      end
-    end
-  end
-end
-return 0
-"""
-
-# Forget a pending entry only if it still says what was applied (a later job may have
-# turned a removal into a restoration meanwhile).
-# KEYS: 1 pending ; ARGV: key, action, key, action, ...
-_DONE = """
-local gone = 0
-for i = 1, #ARGV, 2 do
-  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then
-    gone = gone + redis.call('HDEL', KEYS[1], ARGV[i])
-  end
-end
-return gone
-"""
+# Lua, each script headed by its KEYS and ARGV: core/recrawl/lua/removals_*.lua
+_APPLY = load_script("core.recrawl", "removals_apply")
+_DONE = load_script("core.recrawl", "removals_done")
 
 
 class RemovalSyncError(RuntimeError):

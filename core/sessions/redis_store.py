@@ -1,7 +1,7 @@
-"""The fetch-session pool in Redis, shared by every worker of a site (``core.sessions``
+"""The fetch-session pool in Redis, shared by every worker of a site (``core.sessions.store``
 has the model, the store's contract and the in-memory store).
 
-Each step of the pool is one Lua script, run atomically (``core.sessions_lua``, each
+Each step of the pool is one Lua script, run atomically (``core/sessions/lua/*.lua``, each
 headed by its KEYS and ARGV): every key under the site's hash tag
 (``core.keys.SiteKeys``), so a Redis Cluster runs them as one Redis does, and time is
 Redis' clock (``TIME``), never a worker's. ``RedisSessionStore`` registers and runs them.
@@ -18,11 +18,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core import sessions_lua as lua
-from core.jobstats import STATS_TTL_SECONDS
+from core.figures.stats import STATS_TTL_SECONDS
 from core.keys import SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient
-from core.sessions import (
+from core.sessions.store import (
     DEFENSE_TTL,
     RETIRED_TTL,
     SCAN_LIMIT,
@@ -60,14 +60,14 @@ class RedisSessionStore(SessionStore):
         self.server = server
         self.keys = SiteKeys(site)
         self._retired: list[Retired] = []
-        self._acquire = server.register_script(lua.ACQUIRE)
-        self._create = server.register_script(lua.CREATE)
-        self._record = server.register_script(lua.RECORD)
-        self._retire = server.register_script(lua.RETIRE)
-        self._begin = server.register_script(lua.BEGIN_CHALLENGE)
-        self._passed = server.register_script(lua.CHALLENGE_PASSED)
-        self._merge = server.register_script(lua.MERGE_COOKIES)
-        self._mark_defended = server.register_script(lua.MARK_DEFENDED)
+        self._acquire = server.register_script(load_script("core.sessions", "acquire"))
+        self._create = server.register_script(load_script("core.sessions", "create"))
+        self._record = server.register_script(load_script("core.sessions", "record"))
+        self._retire = server.register_script(load_script("core.sessions", "retire"))
+        self._begin = server.register_script(load_script("core.sessions", "begin_challenge"))
+        self._passed = server.register_script(load_script("core.sessions", "challenge_passed"))
+        self._merge = server.register_script(load_script("core.sessions", "merge_cookies"))
+        self._mark_defended = server.register_script(load_script("core.sessions", "mark_defended"))
 
     @property
     def _pool_keys(self) -> list[str]:

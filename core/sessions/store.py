@@ -25,7 +25,7 @@ goes on with another one. Retired sessions leave the pool; their record stays a 
 forensics.
 
 Each step that creates, clears or retires a session writes what happened into the job's
-ledger (``core.ledger``: ``created:<id>``, ``passed:<id>:<generation>``,
+ledger (``core.figures.ledger``: ``created:<id>``, ``passed:<id>:<generation>``,
 ``retired:<id>``) in the same atomic step, when the caller names the job: a worker killed
 between the two can no longer leave a session the report does not know.
 
@@ -34,11 +34,11 @@ between the two can no longer leave a session the report does not know.
 (``mark_defended``, for ``DEFENSE_TTL`` seconds, shared by every worker): from then on
 its requests are sessions, with their rate budget.
 
-Storage is behind ``SessionStore``: ``core.sessions_redis.RedisSessionStore`` (Lua
+Storage is behind ``SessionStore``: ``core.sessions.redis_store.RedisSessionStore`` (Lua
 scripts, every key under the site's hash tag from ``core.keys.SiteKeys``, so a Redis
 Cluster runs them as one Redis does; time is Redis' clock, never a worker's) shared by
 all workers, and ``MemorySessionStore`` (here) for a crawl without Redis. The state
-machine is written once per store; ``tests/core/test_sessions.py`` runs the same
+machine is written once per store; ``tests/core/sessions/test_store.py`` runs the same
 behaviours against both.
 
 Framework-agnostic: no Scrapy here (``crawlers.fetch.sessions`` is the crawl's glue).

@@ -4,7 +4,7 @@ Every write is a full ``index`` operation with ``version_type=external_gte`` and
 ``version = last_seen`` (epoch ms): re-sending a write (retry, spill replay, a worker
 killed before its ack) is idempotent, and a stale write that arrives after a newer one
 is refused by Elasticsearch (409, counted as ``superseded``) instead of overwriting it.
-``first_seen`` and ``last_changed`` are what dedup decided (``core.dedup``): the store
+``first_seen`` and ``last_changed`` are what dedup decided (``core.dedup.detector``): the store
 writes them as given and never works them out itself.
 
 A **touch** (``build_touch``: an item seen unchanged without its content, a 304 or an

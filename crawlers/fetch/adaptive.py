@@ -22,7 +22,7 @@ pages are fetched both ways and what the callback makes of each is compared
   reaches the pipelines or the frontier twice.
 - "Same" means plain HTTP lost nothing the browser got: as many items, each with every
   field the browser's had filled and the same values, and every follow-up request.
-- ``core.render_choice`` keeps each page type's state (learning, plain, render) for the
+- ``core.fetch.render_choice`` keeps each page type's state (learning, plain, render) for the
   site, shared by every worker and kept across jobs. Learning takes
   ``RENDER_AUTO_SAMPLE`` agreeing pages (one disagreeing makes it render); afterwards a
   ``render`` type has ``RENDER_AUTO_RECHECK`` of its pages compared (a plain fetch
@@ -51,7 +51,7 @@ from itemadapter import ItemAdapter, is_item
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 
-from core.render_choice import Choice, ChoiceStore, MemoryChoiceStore, Mode, RedisChoiceStore
+from core.fetch.render_choice import Choice, ChoiceStore, MemoryChoiceStore, Mode, RedisChoiceStore
 from crawlers.fetch.retry import CHALLENGE_META, LEDGER_SUFFIX_META
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
 from crawlers.runtime.logs import not_configured

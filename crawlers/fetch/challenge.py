@@ -1,7 +1,7 @@
 """A rendered page that meets a JavaScript challenge waits it out in the browser.
 
 A challenge page (Cloudflare's "Just a moment...", AWS WAF's interstitial, DataDome's
-device check, any page ``core.blocks`` calls a ``challenge``) is a script a real browser
+device check, any page ``core.fetch.blocks`` calls a ``challenge``) is a script a real browser
 runs by itself: it proves something, gets a clearance cookie and reloads, or sends the
 browser back to the URL it asked for. Judged at once, a rendered request that met one
 looks refused although the browser was about to get past it. So every rendered request
@@ -47,8 +47,8 @@ from scrapy.http import Headers, Request, Response, TextResponse
 from scrapy.responsetypes import responsetypes
 from scrapy_playwright.page import PageMethod
 
-from core.blocks import BlockRules, Kind, Verdict, classify
-from core.ledger import ROBOTS_SUFFIX
+from core.fetch.blocks import BlockRules, Kind, Verdict, classify
+from core.figures.ledger import ROBOTS_SUFFIX
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.identity import SESSION_META
 from crawlers.fetch.retry import CHALLENGE_META, response_ref

@@ -22,7 +22,7 @@ out, or a CAPTCHA or a block on the way, retires the session (``challenge_<kind>
 browser crash or timeout counts against its error score only. Every failure is counted
 by what the browser ended on: ``sessions/challenge_failed`` and
 ``sessions/challenge_failed/<kind>`` (kind: challenge, captcha, blocked, throttled,
-error), the counters the refusal line names (``core.refusal``).
+error), the counters the refusal line names (``core.fetch.refusal``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any, Protocol, TypeVar
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 
-from core.sessions import Outcome, SessionStore
+from core.sessions.store import Outcome, SessionStore
 from crawlers.fetch.challenge import BrowserChallenge, ChallengeWatch
 from crawlers.fetch.classify import ResponseClassifier
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META

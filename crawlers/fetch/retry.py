@@ -20,7 +20,7 @@ same ``retry/*`` stats, same ``get_retry_request``). Differences:
   its class.
 
 With ``REDIS_URL`` every classified response is recorded in the job's ledger
-(``core.ledger``: one record per request fingerprint and attempt, its verdict kind and
+(``core.figures.ledger``: one record per request fingerprint and attempt, its verdict kind and
 whether a browser rendered it) before it is retried, given up on or handed on: the
 report's page, render and block figures count those records, exact after worker kills.
 
@@ -47,8 +47,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.utils.asyncio import sleep
 
-from core.blocks import Verdict
-from core.ledger import RENDERED, ROBOTS_SUFFIX
+from core.fetch.blocks import Verdict
+from core.figures.ledger import RENDERED, ROBOTS_SUFFIX
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.header_limit import TOO_LARGE
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META

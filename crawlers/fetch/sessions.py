@@ -2,7 +2,7 @@
 JavaScript challenge is passed once, in Chromium, for the whole session.
 
 ``SessionMiddleware`` (a downloader middleware, on with ``SESSIONS_ENABLED``) takes a
-session from the site's pool (``core.sessions``: Redis, shared by every worker, or memory
+session from the site's pool (``core.sessions.store``: Redis, shared by every worker, or memory
 without ``REDIS_URL``) for each request, within the session's rate budget, and puts on
 the request what makes it that visitor: its browser identity (``IDENTITY_META``, the
 headers ``crawlers.fetch.identity.IdentityMiddleware`` sends and the TLS fingerprint of
@@ -12,10 +12,10 @@ resting or busy and the pool is full.
 **Only where a defense is seen.** With ``SESSIONS_ENGAGE = "defense"`` (the default) the
 site's requests go out as the crawl's own (no session, no budget) until the site answers
 one of them with a block, challenge, CAPTCHA or 429; from then on (the pool remembers it
-for every worker, ``core.sessions.DEFENSE_TTL``) every request is a session. An open site
+for every worker, ``core.sessions.store.DEFENSE_TTL``) every request is a session. An open site
 pays nothing for sessions; ``"always"``: sessions from the first request.
 
-The answer decides the session's fate, by the response's verdict (``core.blocks``):
+The answer decides the session's fate, by the response's verdict (``core.fetch.blocks``):
 
 - ok, or an error of the site (404, 5xx): a good visit; a new session is proven by it;
   cookies the answer sets join the session's jar;
@@ -53,7 +53,8 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
 from core.keys import REDIS_ERRORS
-from core.sessions import (
+from core.sessions.redis_store import RedisSessionStore
+from core.sessions.store import (
     MemorySessionStore,
     Outcome,
     Session,
@@ -62,7 +63,6 @@ from core.sessions import (
     Wait,
     cookie_key,
 )
-from core.sessions_redis import RedisSessionStore
 from crawlers.fetch.challenge import ChallengeWatch
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.cookies import cookie_header, set_cookies

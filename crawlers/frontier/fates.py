@@ -31,8 +31,8 @@ schedulers (``LeasingScheduler`` and local mode's ``LocalScheduler``):
 
 Every drop is counted ``requests/dropped/<reason>``; those that lose a page (every reason
 but ``robots`` and ``duplicate``) also ``requests/failed``. On the frontier each is also
-recorded in the job's ledger (``core.frontier.RedisFrontier.record_drops``) before its
-lease is acked, so the report's figures are exact after worker kills (``core.ledger``).
+recorded in the job's ledger (``core.frontier.queue.RedisFrontier.record_drops``) before its
+lease is acked, so the report's figures are exact after worker kills (``core.figures.ledger``).
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from scrapy.http import Response
 from scrapy.utils.asyncio import call_later
 from twisted.python.failure import Failure
 
-from core.frontier import RedisFrontier
-from core.ledger import POLICY_DROPS
+from core.figures.ledger import POLICY_DROPS
+from core.frontier.queue import RedisFrontier
 from crawlers.frontier.acks import LEASE_META
 from crawlers.frontier.meta import HANDOFF_META
 from crawlers.runtime.jobs import JOB_META

@@ -1,7 +1,7 @@
-"""Dedup / change detection: each item is new, changed or unchanged (``core.dedup``).
+"""Dedup / change detection: each item is new, changed or unchanged (``core.dedup.detector``).
 
 The one place verdicts are made. The state lives in Redis with ``REDIS_URL``
-(``core.dedup.ChangeDetector``: shared by the workers, exact per-job counts and the
+(``core.dedup.detector.ChangeDetector``: shared by the workers, exact per-job counts and the
 job's new/changed key sets written by its Lua script); without Redis but with
 ``ELASTICSEARCH_URL`` it is read back from the stored documents
 (``core.store.DocumentState``, local mode: counts ``items/<verdict>`` in the crawl's
@@ -39,7 +39,7 @@ from elasticsearch import ApiError
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from core.dedup import ChangeDetector, ChangeState, ItemState
+from core.dedup.detector import ChangeDetector, ChangeState, ItemState
 from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState

@@ -4,7 +4,7 @@ is durable (priority 400, after the store: an item reaching it is stored or spil
 ``RecrawlRecordPipeline`` takes the item's ``RecrawlContext`` (``crawlers.recrawl.context``) off
 the item and records, per item page URL, the validators of its 200 answer with the
 item's key and type and its job's layout (``crawlers.fetch.conditional.PageValidators``,
-``core.layouts``: a record of another layout is void): the next crawl sends
+``core.recrawl.layouts``: a record of another layout is void): the next crawl sends
 them as If-None-Match / If-Modified-Since. Only a COMPLETE item earns a record: an item
 with ``incomplete`` parts deletes its URL's record, so the page is fetched and parsed in
 full next time (a 304 would otherwise count a partial item unchanged forever). A page
@@ -33,7 +33,7 @@ from scrapy.crawler import Crawler
 
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
-from core.layouts import NO_BASELINE, baseline_id
+from core.recrawl.layouts import NO_BASELINE, baseline_id
 from crawlers.fetch.conditional import PageValidators, ValidatorStore, validator_store
 from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of
 from crawlers.runtime.jobs import job_of, site_of
@@ -162,7 +162,7 @@ class RecrawlRecordPipeline:
         """Every record of ``batch`` in one Redis pipeline: the page validators (set, or
         deleted for an incomplete item). Idempotent: a re-delivered item writes the same."""
         assert self.store is not None, "open_spider() creates the store"
-        # Each record under its job's layout (core.layouts): read once per job.
+        # Each record under its job's layout (core.recrawl.layouts): read once per job.
         layouts = {
             job_id: await self.store.job_layout(job_id, self.layout)
             for job_id in {p.job_id for p in batch}

@@ -8,7 +8,7 @@ classes count as ``validation/dropped/_unknown/<class>``. Each drop is also logg
 Scrapy ("Dropped: ...") with every field error.
 
 With ``REDIS_URL`` each dropped item is also recorded in the job's ledger
-(``core.ledger``: keyed by the item's key, else its fields' digest), before the drop: the
+(``core.figures.ledger``: keyed by the item's key, else its fields' digest), before the drop: the
 report's ``items_invalid`` counts that record, exact after any worker kill.
 
 An ``ItemSeen`` (an item seen unchanged without its page being parsed,

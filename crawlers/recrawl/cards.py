@@ -6,7 +6,7 @@ them: prices as floats, availability as schema.org names), and hands them to
 ``SiteSpider.cards_to_fetch``. Per card that returns either the request, with
 ``meta["recrawl"] = RecrawlContext(key, card_hash, full)`` (recorded as the item's last
 full fetch once the item is stored complete: ``CardsPipeline`` below), or an
-``ItemSeen(reason="card_unchanged")`` standing for the item (``core.cards`` has the rule).
+``ItemSeen(reason="card_unchanged")`` standing for the item (``core.recrawl.cards`` has the rule).
 
 Off (every card fetched, no Redis call) without ``REDIS_URL``, with the profile's
 ``[recrawl] card_fields`` empty, with ``RECRAWL_CARD_SKIP`` false, or outside a running
@@ -19,14 +19,14 @@ Stats: ``recrawl/cards/skipped``, ``recrawl/cards/fetched/<reason>`` (``new``,
 accepted baseline, ``unknown``, ``changed``, ``too_old``, ``refresh``, ``error``,
 ``unread``: a card showing none of the fields), ``recrawl/cards/errors``.
 
-A skip is kept for the job (``core.cards.CardState.skip``: the card's page, fetched after
+A skip is kept for the job (``core.recrawl.cards.CardState.skip``: the card's page, fetched after
 all should the job stop skipping, ``crawlers.recrawl.unparsed``); a record is made under
-the job's layout (``core.layouts``).
+the job's layout (``core.recrawl.layouts``).
 
 Recording (``CardsPipeline``, an item pipeline at 390: after the store at 300, which
 returns only when the item is accepted by Elasticsearch or spilled): an item whose
 request carried a card (``RecrawlContext.card_hash``) and that is COMPLETE
-(``incomplete`` empty) has its card recorded (``core.cards.CardState.record``): from then
+(``incomplete`` empty) has its card recorded (``core.recrawl.cards.CardState.record``): from then
 on the same card may stand for the item. The context is read without taking it
 (``peek_context``): the re-crawl pipeline after this one pops it. It needs ``REDIS_URL``
 and ``ELASTICSEARCH_URL`` (off otherwise: without the store nothing is durable, and
@@ -51,10 +51,10 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from core.cards import UNPARSED, CardPolicy, CardState, Decision, card_hash
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
-from core.layouts import NO_BASELINE, baseline_id
+from core.recrawl.cards import UNPARSED, CardPolicy, CardState, Decision, card_hash
+from core.recrawl.layouts import NO_BASELINE, baseline_id
 from crawlers.profile_schema import Recrawl
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
 from crawlers.recrawl.unparsed import callback_name, skipped_page
@@ -100,7 +100,7 @@ class CardGate:
         self.crawler = crawler
         self.redis_url: str | None = crawler.settings.get("REDIS_URL")
         self.state: CardState | None = None
-        self.layout = NO_BASELINE  # this worker's baseline id (core.layouts), at opening
+        self.layout = NO_BASELINE  # this worker's baseline id (core.recrawl.layouts), at opening
         self._last_warning = 0.0
 
     @classmethod

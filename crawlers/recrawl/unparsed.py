@@ -19,7 +19,7 @@ The page type is its callback (``parse_product``): a spider may count under any 
 name, the callback is what cards and validators are keyed by.
 
 Across the job's workers: ``{site}:job:<job>:unparsed`` (a set of callbacks) is read by
-every card decision and validator lookup, and ``core.cards.CardState.stop`` hands the
+every card decision and validator lookup, and ``core.recrawl.cards.CardState.stop`` hands the
 pages skipped so far (``{site}:job:<job>:skipped:<callback>``) to the worker that stopped
 it, which yields them as full fetches from the unparsed page's output (pushed to the
 frontier before that page's lease is acked). Without Redis the watch is this process's.
@@ -43,9 +43,9 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from core.cards import CardState
-from core.jobstats import UNPARSED_SUFFIX
+from core.figures.stats import UNPARSED_SUFFIX
 from core.keys import REDIS_ERRORS
+from core.recrawl.cards import CardState
 from crawlers.recrawl.context import RECRAWL_META, RecrawlContext
 from crawlers.runtime.jobs import JOB_META
 from crawlers.runtime.services import CrawlServices

@@ -3,7 +3,7 @@
 Scrapy closes a crawl with the reason its closer gave (``finished`` when it ran out of
 requests, a budget's, ``shutdown``...), before the pipelines have closed and without
 looking at what the crawl got. This extension judges the crawl as it closes
-(``core.outcome.judge``: items stored, refused, nothing stored and why, store failed)
+(``core.jobs.outcome.judge``: items stored, refused, nothing stored and why, store failed)
 and writes the verdict where everything reads it:
 
 * Scrapy's stats: ``finish_reason`` (replacing Scrapy's own), ``outcome`` (the one line)
@@ -25,7 +25,7 @@ ledger, ``items/stored``), so a worker that stored nothing while its peers store
 everything closes ``finished``. A worker that saw the job's page or time budget end the
 job closes ``budget_pages``/``budget_time`` although its idleness closed it (the budget
 emptied the frontier). The job's own reason is judged from the job's counters
-when its document is written (``core.jobs_index.job_document``).
+when its document is written (``core.jobs.index.job_document``).
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 
-from core.budget import PAGES, TIME
-from core.jobstats import JobStats
-from core.keys import REDIS_ERRORS
-from core.ledger import stored_count
-from core.outcome import (
+from core.figures.ledger import stored_count
+from core.figures.stats import JobStats
+from core.frontier.budget import PAGES, TIME
+from core.jobs.outcome import (
     FINISHED,
     ITEM_ERRORS,
     SCRAPED,
@@ -47,6 +46,7 @@ from core.outcome import (
     Outcome,
     judge,
 )
+from core.keys import REDIS_ERRORS
 from crawlers.runtime.logs import not_configured
 from crawlers.runtime.services import CrawlServices
 
@@ -132,7 +132,7 @@ class CrawlOutcome:
 def _job_budget_reason(figures: dict[str, object]) -> str:
     """``budget_<name>`` when the job's page or time budget ended it, else ``finished``: a
     frontier worker is closed by its idleness once the budget emptied the job's frontier
-    (``core.budget``), but what ended the job is the budget, and its word says so."""
+    (``core.frontier.budget``), but what ended the job is the budget, and its word says so."""
     for name in (PAGES, TIME):
         if figures.get(f"budget/reached/{name}"):
             return f"budget_{name}"

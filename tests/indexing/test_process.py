@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from core.dedup import job_changes
+from core.dedup.detector import job_changes
 from demo_site.catalog import Product, build_catalog
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer

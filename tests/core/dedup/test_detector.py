@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from core.dedup import ChangeDetector, ItemState, Known, decide, job_changes, stored_state
-from core.jobstats import JobStats
+from core.dedup.detector import ChangeDetector, ItemState, Known, decide, job_changes, stored_state
+from core.figures.stats import JobStats
 from core.keys import SiteKeys
 from core.redis_client import connect, connect_async
 from tests.core.redis_target import Target

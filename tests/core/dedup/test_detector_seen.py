@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from core.dedup import ChangeDetector, ItemState, job_changes, stored_state
+from core.dedup.detector import ChangeDetector, ItemState, job_changes, stored_state
 from core.keys import SiteKeys
 from core.redis_client import connect, connect_async
 from tests.core.redis_target import Target

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.blocks import BlockRules, Marker, Verdict, classify
+from core.fetch.blocks import BlockRules, Marker, Verdict, classify
 from harness.demo_site import DemoSite
 
 REAL_PAGES = Path(__file__).resolve().parents[2].parent / "shared" / "real-pages"

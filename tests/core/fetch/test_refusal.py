@@ -1,10 +1,10 @@
-"""The refusal verdict (core.refusal): one line when a site refused every page."""
+"""The refusal verdict (core.fetch.refusal): one line when a site refused every page."""
 
 from __future__ import annotations
 
 import re
 
-from core.refusal import Presented, refusal
+from core.fetch.refusal import Presented, refusal
 
 
 def test_a_crawl_with_good_pages_is_not_refused() -> None:

@@ -1,4 +1,4 @@
-"""Which page types need a browser (core.render_choice): the state machine, on Redis, a
+"""Which page types need a browser (core.fetch.render_choice): the state machine, on Redis, a
 Redis Cluster and in memory."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
+from core.fetch.render_choice import Choice, MemoryChoiceStore, RedisChoiceStore, next_choice
 from core.redis_client import connect_async
-from core.render_choice import Choice, MemoryChoiceStore, RedisChoiceStore, next_choice
 from tests.core.redis_target import Target
 
 

@@ -1,8 +1,8 @@
-"""The ledger's page, block and session figures (core.ledger), from records alone."""
+"""The ledger's page, block and session figures (core.figures.ledger), from records alone."""
 
 from __future__ import annotations
 
-from core.ledger import response_figures, session_figures
+from core.figures.ledger import response_figures, session_figures
 
 
 def test_pages_blocks_renders_and_refusals_are_counted_from_the_records() -> None:

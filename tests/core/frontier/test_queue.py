@@ -11,8 +11,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from core.drain import drain_state
-from core.frontier import (
+from core.figures.stats import DeltaTracker, JobStats
+from core.frontier.drain import drain_state
+from core.frontier.layout import seen_bucket
+from core.frontier.queue import (
     FrontierLayoutError,
     Lease,
     Push,
@@ -20,9 +22,7 @@ from core.frontier import (
     lease_partition,
     partition_of,
 )
-from core.frontier_layout import seen_bucket
-from core.jobstats import DeltaTracker, JobStats
-from core.workers import WorkerInfo, WorkerRegistry, check_consumers
+from core.frontier.workers import WorkerInfo, WorkerRegistry, check_consumers
 from harness.redis_server import RedisServer
 
 

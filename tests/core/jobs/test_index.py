@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from elasticsearch import Elasticsearch
 
-from core.jobs_index import (
+from core.jobs.index import (
     JOBS_ALIAS,
     JOBS_INDEX,
     block_count,

@@ -1,12 +1,12 @@
-"""``core.outcome``: the close reason and the one line of a crawl or a job, from its
+"""``core.jobs.outcome``: the close reason and the one line of a crawl or a job, from its
 counters (Scrapy's stat names as the platform's crawls count them)."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.jobs_index import job_document
-from core.outcome import (
+from core.jobs.index import job_document
+from core.jobs.outcome import (
     EXIT_CODES,
     NONE_LISTED,
     STORE_FAILURE,
@@ -264,10 +264,10 @@ def test_the_job_document_carries_the_reason_and_the_line() -> None:
 
 
 def test_a_jobs_ledger_figures_say_what_its_workers_read() -> None:
-    # A job's counters hold the ledger's exact pages (core.ledger), refused ones apart.
+    # A job's counters hold the ledger's exact pages (core.figures.ledger), refused ones apart.
     pages = judge({"pages/total": 12, "pages/refused": 2, "shop/product_unparsed": 10})
     assert pages.reason == "nothing_stored"
     assert pages.line.startswith("0 items: 10 pages read, no item extracted; 10 could not")
-    # Requests that failed for good, each counted once (core.removals.failed_requests).
+    # Requests that failed for good, each counted once (core.recrawl.removals.failed_requests).
     failed = judge({"fetch/gave_up/network": 3, "errors/request_failed/TimeoutError": 3})
     assert failed.line == "0 items: no page was fetched (3 requests failed for good)"

@@ -13,7 +13,8 @@ from typing import TypeVar
 import pytest
 import redis
 
-from core.cards import (
+from core.keys import SiteKeys
+from core.recrawl.cards import (
     CHANGED,
     DAY_MS,
     LAYOUT,
@@ -32,7 +33,6 @@ from core.cards import (
     key_slot,
     refresh_due,
 )
-from core.keys import SiteKeys
 from core.redis_client import connect, connect_async
 from tests.core.redis_target import Target
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.history import Change, change_kind, decode, diff, encode, notable_text, values_of
 from core.items_schema import item_schema
+from core.recrawl.history import Change, change_kind, decode, diff, encode, notable_text, values_of
 from core.store.changes import change_action, change_doc_id
 from crawlers.items import schema_by_type
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import redis
 
-from core.history import HistoryState, diff
 from core.keys import SiteKeys
+from core.recrawl.history import HistoryState, diff
 from core.redis_client import connect, connect_async
 from tests.core.redis_target import Target
 

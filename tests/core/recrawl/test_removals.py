@@ -15,12 +15,11 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from core.dedup import ChangeDetector, job_changes
-from core.jobs_index import job_counters, job_document
-from core.jobstats import JobStats
+from core.dedup.detector import ChangeDetector, job_changes
+from core.figures.stats import JobStats
+from core.jobs.index import job_counters, job_document
 from core.keys import SiteKeys
-from core.redis_client import connect, connect_async
-from core.removals import (
+from core.recrawl.removals import (
     RemovalReport,
     apply_job,
     failed_requests,
@@ -29,6 +28,7 @@ from core.removals import (
     restored_keys,
     skip_reason,
 )
+from core.redis_client import connect, connect_async
 from core.store import epoch_ms, get_items, index_for_key
 from demo_site.catalog import Product, build_catalog
 from harness.es_node import ElasticsearchNode

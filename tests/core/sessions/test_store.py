@@ -1,4 +1,4 @@
-"""The session pool (core.sessions): the same behaviours on Redis, a Redis Cluster and in
+"""The session pool (core.sessions.store): the same behaviours on Redis, a Redis Cluster and in
 memory, since workers share the Redis one and a local crawl uses the memory one."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 
 from core.keys import SiteKeys
 from core.redis_client import connect_async
-from core.sessions import (
+from core.sessions.redis_store import RedisSessionStore
+from core.sessions.store import (
     MemorySessionStore,
     Retired,
     Session,
@@ -21,7 +22,6 @@ from core.sessions import (
     SessionStore,
     Wait,
 )
-from core.sessions_redis import RedisSessionStore
 from harness.redis_server import RedisServer
 from tests.core.redis_target import Target
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from elasticsearch import Elasticsearch
 
-from core.history import job_change_counts, notable_text
+from core.recrawl.history import job_change_counts, notable_text
 from core.store.changes import changes_alias
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite

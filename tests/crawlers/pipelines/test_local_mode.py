@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from elasticsearch import Elasticsearch
 
-from core.jobs_index import JOBS_ALIAS
+from core.jobs.index import JOBS_ALIAS
 from core.store import epoch_ms
 from demo_site.catalog import build_catalog
 from harness.demo_site import DemoSite
