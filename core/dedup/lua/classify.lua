@@ -8,7 +8,7 @@ if now == '' then
   local t = redis.call('TIME')
   now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 end
--- The job's ledger (core.ledger): the latest delivery of a key says whether it is
+-- The job's ledger (core.figures.ledger): the latest delivery of a key says whether it is
 -- complete, and a key that reached dedup is not an invalid item of the job.
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[8], key, ARGV[5])
