@@ -12,7 +12,7 @@ import pytest
 from core.fetch.blocks import BlockRules, Marker, Verdict, classify
 from harness.demo_site import DemoSite
 
-REAL_PAGES = Path(__file__).resolve().parents[2].parent / "shared" / "real-pages"
+REAL_PAGES = Path(__file__).resolve().parents[3].parent / "shared" / "real-pages"
 needs_real_pages = pytest.mark.skipif(
     not REAL_PAGES.is_dir(),
     reason=f"saved real pages not found at {REAL_PAGES} (they are not part of the repository)",
@@ -264,7 +264,7 @@ def test_real_pages_are_ok() -> None:
 
 # -- Cloudflare: its JavaScript challenge (with Turnstile inside) vs Turnstile alone ----------
 
-G2_BLOCKED = Path(__file__).resolve().parents[2] / "fingerprints" / "sites" / "g2" / "blocked"
+G2_BLOCKED = Path(__file__).resolve().parents[3] / "fingerprints" / "sites" / "g2" / "blocked"
 
 
 def test_cloudflare_challenge_with_its_turnstile_widget_is_a_challenge() -> None:
