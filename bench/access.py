@@ -31,8 +31,8 @@ from elasticsearch import Elasticsearch, NotFoundError
 from bench.rendering import ProcessCpu, cpu_seconds, tree
 from bench.scaling import ITEM_INDEX
 from bench.stack import SITE, WorkerPool
-from core.frontier import RedisFrontier
-from core.jobs_index import job_counters, job_document
+from core.frontier.queue import RedisFrontier
+from core.jobs.index import job_counters, job_document
 from core.keys import SiteKeys
 from crawlers.cli.producer import produce
 from crawlers.runtime.jobs import new_job_id

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.blocks [--repeat 15] [--rounds 5]
 
-``core.blocks.classify`` runs on every response in the downloader middleware, before any
+``core.fetch.blocks.classify`` runs on every response in the downloader middleware, before any
 callback reads the page. For each real page (block pages included) it prints the median
 time of one ``classify`` and, measured in the same run on the same bytes, of the least any
 callback pays for that page: one ``lxml.html`` parse (baseline). Ratio = classify /
@@ -24,7 +24,7 @@ from pathlib import Path
 import lxml.html
 
 from bench import smoke
-from core.blocks import classify
+from core.fetch.blocks import classify
 
 REAL_PAGES = Path(__file__).resolve().parents[2] / "shared" / "real-pages"
 HEADERS = {"Content-Type": "text/html; charset=utf-8"}

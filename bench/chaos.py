@@ -36,12 +36,12 @@ from bench.truth import (
     report_document,
     tally,
 )
-from core.drain import drain_state
-from core.frontier import RedisFrontier
-from core.jobs_index import job_counters, job_started_at
+from core.frontier.drain import drain_state
+from core.frontier.queue import RedisFrontier
+from core.frontier.workers import WorkerRegistry
+from core.jobs.index import job_counters, job_started_at
 from core.keys import REDIS_ERRORS, SiteKeys
 from core.store import spill_size
-from core.workers import WorkerRegistry
 from crawlers import defaults
 from crawlers.addon import drain_window
 from crawlers.cli.producer import produce

@@ -33,7 +33,7 @@ from bench.equal_work import DIGEST_DIR_SETTING, combined, read_digests
 from bench.scaling import ITEM_INDEX, CpuSampler, Sample, catalogue_pages, machine_cpu
 from bench.stack import SITE, WorkerPool
 from core.config import REPO_ROOT, get_settings
-from core.frontier import RedisFrontier
+from core.frontier.queue import RedisFrontier
 from crawlers.cli.producer import produce
 from crawlers.runtime.jobs import new_job_id
 from harness.demo_site import DemoSite

@@ -29,7 +29,7 @@ from scrapy import Request, Spider
 from scrapy_redis import picklecompat
 
 from bench import smoke
-from core.frontier import Push, RedisFrontier
+from core.frontier.queue import Push, RedisFrontier
 from core.redis_client import connect
 from crawlers.frontier.queue import LeasedQueue
 from harness.redis_server import RedisCluster, RedisServer

@@ -22,7 +22,7 @@ from bench.outcome_runs import (
     write_profile,
 )
 from bench.outcome_verdicts import Check, Outcome, Scenario, judged
-from core.layouts import BASELINE_FILE
+from core.recrawl.layouts import BASELINE_FILE
 from core.store import IndexLayout
 from harness.base import free_port
 from harness.loopback_proxy import LoopbackProxy

@@ -27,7 +27,7 @@ from typing import Any
 from bench.outcome_runs import PRODUCT_PATH, Services
 from bench.outcome_verdicts import Check, Outcome, Scenario
 from core.config import REPO_ROOT
-from core.jobs_index import JOBS_ALIAS
+from core.jobs.index import JOBS_ALIAS
 from fingerprints.baselines.store import SITES_DIR
 from harness.demo_site import DemoSite
 from harness.openai_stub import OpenAIStub

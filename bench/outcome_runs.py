@@ -6,7 +6,7 @@ scenario of ``bench.outcomes`` and reset between them (behaviours, frontier, ite
 workers on the Redis frontier into Elasticsearch, each closing itself once the frontier
 is idle; a worker still running at the scenario's budget is hung (killed, counted).
 What it returns is the run's word (each worker's close reason, its log's last line, its
-exit status), the job's report figures (``core.jobs_index.job_document`` over the job's
+exit status), the job's report figures (``core.jobs.index.job_document`` over the job's
 counters) and the truth: documents in the site's items index and the product pages the
 stand-in answered.
 """
@@ -29,7 +29,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from core.config import ENVIRONMENT, REPO_ROOT
-from core.jobs_index import job_counters, job_document
+from core.jobs.index import job_counters, job_document
 from core.keys import SiteKeys
 from core.store import spill_size
 from crawlers.runtime.jobs import new_job_id

@@ -32,11 +32,11 @@ from unittest import mock
 
 import redis
 
-import core.drain
+import core.frontier.drain
 from bench import smoke
-from core.drain import drain_state
-from core.frontier import START_MARKER, RedisFrontier
-from core.workers import WorkerInfo, WorkerRegistry
+from core.frontier.drain import drain_state
+from core.frontier.queue import START_MARKER, RedisFrontier
+from core.frontier.workers import WorkerInfo, WorkerRegistry
 from harness.redis_server import RedisServer
 
 SITE = "bench"
@@ -142,7 +142,7 @@ def timed(call: Callable[[], object]) -> tuple[float, object]:
 
 @contextmanager
 def old_reclaim_in_drain() -> Iterator[None]:
-    with mock.patch.object(core.drain, "RedisFrontier", OldReclaimFrontier):
+    with mock.patch.object(core.frontier.drain, "RedisFrontier", OldReclaimFrontier):
         yield
 
 

@@ -28,8 +28,8 @@ from bench import smoke
 from bench.stack import SITE, ChaosStack, WorkerPool
 from bench.truth import item_key
 from core.config import get_settings
-from core.dedup import job_changes
-from core.drain import drain_state
+from core.dedup.detector import job_changes
+from core.frontier.drain import drain_state
 from core.keys import REDIS_ERRORS
 from core.store.spill_redis import spill_size
 from crawlers.addon import drain_window

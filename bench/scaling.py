@@ -30,8 +30,8 @@ from elasticsearch import Elasticsearch, NotFoundError
 from bench import smoke
 from bench.stack import SITE, WorkerPool
 from core.config import get_settings
-from core.frontier import RedisFrontier
-from core.jobstats import JobStats
+from core.figures.stats import JobStats
+from core.frontier.queue import RedisFrontier
 from crawlers.cli.producer import produce
 from crawlers.runtime.jobs import new_job_id
 from harness import redis_server

@@ -1,7 +1,7 @@
 """Truth from outside: what a chaos run stored, against the generator and the job's report.
 
 The report side is what the flow's report step writes and what its readers read: the jobs
-document, written into Elasticsearch's ``jobs`` index by ``core.jobs_index.write_job_document``
+document, written into Elasticsearch's ``jobs`` index by ``core.jobs.index.write_job_document``
 over ``job_counters`` as the step writes it, then read back from there (never re-derived
 here). The truth
 side is the items index in Elasticsearch (read through ``core.store.read``) compared with
@@ -26,7 +26,7 @@ import redis
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan
 
-from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
+from core.jobs.index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import get_items, items_index, spill_size
 from crawlers.items import schema_by_type
 from standins.demo_site.catalog import Catalog

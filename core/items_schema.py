@@ -161,7 +161,7 @@ class ItemSchema:
     url_field: str
     required: tuple[str, ...]
     volatile: frozenset[str] = field(default_factory=frozenset)
-    # Fields whose old and new values a change records (``core.history``): what a user
+    # Fields whose old and new values a change records (``core.recrawl.history``): what a user
     # asks "what changed?" about (price, availability, rating, ...), not every edit.
     history: tuple[str, ...] = ()
 

@@ -39,11 +39,11 @@ class SiteKeys:
         each Lua script (which may touch only one slot) works on a cluster as on one Redis."""
         return "{" + self.site + "}"
 
-    # -- the frontier (core.frontier): split into partitions, each in its own slot ------
+    # -- the frontier (core.frontier.queue): split into partitions, each in its own slot ------
     @property
     def frontier_partitions(self) -> str:
         """String: how many partitions the site's frontier has (absent: 1), recorded by
-        the producer or the first worker (``core.frontier.RedisFrontier.adopt``)."""
+        the producer or the first worker (``core.frontier.queue.RedisFrontier.adopt``)."""
         return f"{self.tag}:frontier_partitions"
 
     @property
@@ -91,7 +91,7 @@ class SiteKeys:
         """Hash: digest of the job's counters/queues and since when it has been stable."""
         return f"{self.tag}:job:{job_id}:drain_probe"
 
-    # -- item pipelines (core.dedup, core.store) -------------------------------------
+    # -- item pipelines (core.dedup.detector, core.store) -------------------------------------
     @property
     def item_hashes(self) -> str:
         """Hash: item key -> content hash of its last stored version."""
@@ -119,7 +119,7 @@ class SiteKeys:
         """Set: keys of the job's changed items."""
         return f"{self.tag}:job:{job_id}:changed"
 
-    # -- the job's ledger (core.ledger): idempotent records the report's figures count ---
+    # -- the job's ledger (core.figures.ledger): idempotent records the report's figures count ---
     def job_stored(self, job_id: str) -> str:
         """Set: keys of the job's items Elasticsearch has accepted (or holds newer)."""
         return f"{self.tag}:job:{job_id}:stored"
@@ -151,11 +151,11 @@ class SiteKeys:
 
     def job_budget(self, job_id: str) -> str:
         """Hash: ``reason`` (``pages`` or ``time``) and ``limit`` once the job's budget
-        ended it (core.budget); absent while it runs."""
+        ended it (core.frontier.budget); absent while it runs."""
         return f"{self.tag}:job:{job_id}:budget"
 
     def job_budget_pages(self, job_id: str) -> str:
-        """Counter: pages the job's workers got, against its page budget (core.budget)."""
+        """Counter: pages the job's workers got, against its page budget (core.frontier.budget)."""
         return f"{self.tag}:job:{job_id}:budget_pages"
 
     @property
@@ -172,7 +172,7 @@ class SiteKeys:
         """List: store actions Elasticsearch rejected for good, with the error (JSON)."""
         return f"{self.tag}:store:dead_letters"
 
-    # -- fetch sessions (core.sessions): shared by every worker of the site -------------
+    # -- fetch sessions (core.sessions.store): shared by every worker of the site -------------
     @property
     def sessions(self) -> str:
         """Sorted set: session id -> epoch ms (Redis' clock) it may next be used."""
@@ -192,13 +192,13 @@ class SiteKeys:
     def session_defense(self) -> str:
         """String: the first block the site answered a request without a session with
         (its kind and rule); while absent, ``SESSIONS_ENGAGE = "defense"`` sends requests
-        without sessions. Expires (core.sessions.DEFENSE_TTL)."""
+        without sessions. Expires (core.sessions.store.DEFENSE_TTL)."""
         return f"{self.tag}:sessions:defense"
 
     @property
     def render_choice(self) -> str:
         """Hash: ``<callback>:mode|agree|disagree|probes`` -> whether a page type needs a
-        browser (core.render_choice, under RENDER_MODE=auto)."""
+        browser (core.fetch.render_choice, under RENDER_MODE=auto)."""
         return f"{self.tag}:render_choice"
 
     @property
@@ -214,16 +214,16 @@ class SiteKeys:
         of its last complete, durable 200 (sent back as If-None-Match / If-Modified-Since)."""
         return f"{self.tag}:page_validators"
 
-    # -- re-crawls: listing cards (core.cards, issue 19 part "cards") ------------------
+    # -- re-crawls: listing cards (core.recrawl.cards, issue 19 part "cards") ------------------
     @property
     def card_state(self) -> str:
         """Hash: item key -> ``<card hash>:<epoch ms>:<run>:L<layout>`` of its last full
-        fetch (``<layout>``: the accepted baseline it was recorded under, core.layouts)."""
+        fetch (``<layout>``: the accepted baseline it was recorded under, core.recrawl.layouts)."""
         return f"{self.tag}:cards"
 
     def job_layout(self, job_id: str) -> str:
         """String: the id of the site's accepted fingerprint baseline when the job started
-        (core.layouts; set by the producer): the layout its re-crawl records belong to."""
+        (core.recrawl.layouts; set by the producer): the layout its re-crawl records belong to."""
         return f"{self.tag}:job:{job_id}:layout"
 
     def job_skipped(self, job_id: str, callback: str) -> str:
@@ -247,7 +247,7 @@ class SiteKeys:
         """Hash: job id -> its run sequence number, assigned once per job."""
         return f"{self.tag}:job_seq_of"
 
-    # -- change history (issue 19, part 4: core.history) -------------------------------
+    # -- change history (issue 19, part 4: core.recrawl.history) -------------------------------
     @property
     def history_values(self) -> str:
         """Hash: item key -> compact JSON of its last stored history fields."""
@@ -258,7 +258,7 @@ class SiteKeys:
         known), kept from the job's first delivery so a re-delivery diffs the same."""
         return f"{self.tag}:job:{job_id}:history_old"
 
-    # -- removed items (issue 19, item 3: core.removals) --------------------------------
+    # -- removed items (issue 19, item 3: core.recrawl.removals) --------------------------------
     @property
     def removal_misses(self) -> str:
         """Hash: item key -> ``<consecutive complete jobs without it>:<last job counted>``."""

@@ -107,7 +107,7 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
     "ITEM_PIPELINES": {
         "crawlers.pipelines.validate.ValidationPipeline": 100,
         "crawlers.pipelines.dedup.DedupPipeline": 200,
-        # Change documents of new/changed items, handed to the store (core.history).
+        # Change documents of new/changed items, handed to the store (core.recrawl.history).
         "crawlers.pipelines.history.HistoryPipeline": 250,
         "crawlers.pipelines.store.StorePipeline": 300,
         "crawlers.recrawl.cards.CardsPipeline": 390,  # listing cards, once items are durable

@@ -171,7 +171,7 @@ RECRAWL_CARD_SKIP = True
 # PROXY_LIST / PROXY_LIST_FILE for every site, or a site's own ROTATING_PROXY_LIST /
 # ROTATING_PROXY_LIST_PATH in its profile's [settings].
 ROTATING_PROXY_LIST: list[str] = []
-ROTATING_PROXY_BAN_POLICY = "crawlers.fetch.proxies.BlockBanPolicy"  # core.blocks verdicts
+ROTATING_PROXY_BAN_POLICY = "crawlers.fetch.proxies.BlockBanPolicy"  # core.fetch.blocks verdicts
 ROTATING_PROXY_BACKOFF_BASE = 300  # a banned proxy rests up to 5 min at first, doubling ...
 ROTATING_PROXY_BACKOFF_CAP = 3600  # ... up to an hour
 ROTATING_PROXY_CLOSE_SPIDER = False  # every proxy dead: check them all again, do not stop
@@ -277,7 +277,7 @@ PLAYWRIGHT_MAX_CONTEXTS = 4
 PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 4
 PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT = 30_000
 
-# --- fetch sessions (crawlers/fetch/sessions.py, core/sessions.py, docs/fetching.md) ---
+# --- fetch sessions (crawlers/fetch/sessions.py, core/sessions/store.py, docs/fetching.md) ---
 # A session is one visitor of the site: an identity, a proxy, a cookie jar, a budget. Off
 # by default (a site that needs nothing pays nothing); a profile's [fetch] turns it on.
 SESSIONS_ENABLED = False
@@ -297,7 +297,7 @@ SESSION_WAIT_MAX = 5.0  # longest single wait for a free session, in seconds (th
 SESSION_PASS_CHALLENGES = True
 SESSION_CHALLENGE_TIMEOUT = 30.0
 
-# --- RENDER_MODE = "auto" (crawlers/fetch/adaptive.py, core/render_choice.py) ---
+# --- RENDER_MODE = "auto" (crawlers/fetch/adaptive.py, core/fetch/render_choice.py) ---
 # Pages of a page type compared both ways before it is decided (one difference: render);
 # the share of a rendered type's pages still compared (a plain fetch beside the render);
 # the age in seconds of a plain type's last comparison that makes one page compared again

@@ -12,7 +12,7 @@ annotations give the validated types and the Elasticsearch mapping, ``@item_sche
 gives the item type name, the field holding the site's own id (else the canonical URL
 keys the item), the fields an item is invalid without, volatile fields that are
 stored but do not count as a content change, and the history fields whose old and new
-values a change records in ``changes-<site>`` (``core.history``).
+values a change records in ``changes-<site>`` (``core.recrawl.history``).
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ def check_worker(site: str, host: str | None = None) -> tuple[bool, str]:
     import redis
 
     from core.config import get_settings, redacted
+    from core.frontier.workers import WorkerRegistry
     from core.redis_client import RedisModeError, check_mode, connect
-    from core.workers import WorkerRegistry
 
     settings = get_settings()
     if not settings.redis_url:

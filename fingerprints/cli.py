@@ -28,8 +28,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.blocks import classify
 from core.config import fingerprint_sites_dir
+from core.fetch.blocks import classify
 from crawlers.profiles import PROFILES_DIR, ProfileError
 from crawlers.runtime.sidecrawl import add_settings_option
 from fingerprints.baselines.coverage import (

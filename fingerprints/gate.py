@@ -21,8 +21,8 @@ from typing import Any
 
 from scrapy.exceptions import NotConfigured
 
-from core.blocks import BlockRules
 from core.config import ConfigurationError
+from core.fetch.blocks import BlockRules
 from core.items_schema import UnknownItemType
 from crawlers.items import schema_for
 from crawlers.profiles import PROFILES_DIR, SiteProfile

@@ -4,7 +4,7 @@
 Scrapy's reactor cannot be restarted in one process, so each worker is its own process
 (``harness.base.SupervisedProcess``: its own session, PID file, stopped by PID). A worker
 runs always-on on the Redis frontier and counts as up once it sends heartbeats
-(``core.workers.WorkerRegistry``). Configuration travels the Scrapy way: ``settings``
+(``core.frontier.workers.WorkerRegistry``). Configuration travels the Scrapy way: ``settings``
 become ``-s NAME=value``; secrets must not (argv is visible in ``ps``) and stay in
 ``env``, the only environment the worker gets.
 """
@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from core.config import REPO_ROOT
+from core.frontier.workers import WorkerRegistry
 from core.keys import REDIS_ERRORS
 from core.redis_client import Client
-from core.workers import WorkerRegistry
 from harness.base import ServiceError, SupervisedProcess
 
 STOP_GRACE = 60.0  # a graceful stop releases leases and pushes stats: give it time

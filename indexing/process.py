@@ -1,8 +1,8 @@
 """The llm-process step: a drained job's new and changed items -> chunks -> vectors -> index.
 
 ``process_job(es, redis, site, job_id, embedder)`` reads the job's new/changed item keys
-from the dedup state (``core.dedup``) and the removed items it restored
-(``core.removals``), loads those items from ``items-<site>``, and for
+from the dedup state (``core.dedup.detector``) and the removed items it restored
+(``core.recrawl.removals``), loads those items from ``items-<site>``, and for
 each one whose chunks are not already up to date: chunks it, embeds the chunks and writes
 them to ``chunks-<site>`` in bulk requests.
 
@@ -32,9 +32,9 @@ from typing import Any
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan, streaming_bulk
 
-from core.dedup import job_changes
+from core.dedup.detector import job_changes
+from core.recrawl.removals import restored_keys
 from core.redis_client import Client
-from core.removals import restored_keys
 from core.store import get_items, item_keys
 from indexing.chunking import Chunk, Chunker
 from indexing.embedders import Embedder
@@ -71,7 +71,7 @@ class ProcessReport:
     skipped_unchanged: int = 0  # items whose chunks were already up to date
     missing: int = 0  # keys without an item document (dead-lettered, or deleted)
     chunks_embedded: int = 0
-    removed: int = 0  # items marked removed (core.removals): never chunked
+    removed: int = 0  # items marked removed (core.recrawl.removals): never chunked
     chunks_written: int = 0
     chunks_deleted: int = 0
     failed_writes: int = 0
@@ -86,8 +86,8 @@ class ProcessReport:
 
 
 def job_item_keys(server: Client, site: str, job_id: str) -> frozenset[str]:
-    """Keys of the items the job found new or changed (``core.dedup``), and of the removed
-    items it saw again (``core.removals``: their chunks were deleted, even if unchanged)."""
+    """Keys of the items the job found new or changed (``core.dedup.detector``), and of the removed
+    items it saw again (``core.recrawl.removals``: their chunks were deleted, even if unchanged)."""
     return job_changes(server, site, job_id).new_or_changed | restored_keys(server, site, job_id)
 
 

@@ -22,7 +22,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from core.config import get_settings
 from core.es_access import access_problem
-from core.jobs_index import JOBS_ALIAS
+from core.jobs.index import JOBS_ALIAS
 from core.keys import REDIS_ERRORS
 from core.redis_client import Client
 from core.store import get_items

@@ -39,7 +39,7 @@ from prefect.states import State
 from prefect.utilities.urls import url_for
 
 from core.config import get_settings
-from core.jobs_index import add_failed_alert
+from core.jobs.index import add_failed_alert
 from orchestration.alerts import Delivery, notify, run_logger
 from orchestration.outcome import LOSING_STATES
 from orchestration.report import failure_markdown

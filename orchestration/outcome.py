@@ -1,6 +1,6 @@
 """What a scrape run's data came to, as the state its flow run ends in (pure functions).
 
-Reads the job document (``core.jobs_index.job_document``) and what the report step
+Reads the job document (``core.jobs.index.job_document``) and what the report step
 measured besides (field coverage, a drifted gate); sorts the findings into losses,
 warnings and nothing stored, never contradicting a crawl that judged itself (its
 ``close_reason`` and ``outcome``). ``judge`` gives the one final word shown in the Prefect
@@ -15,16 +15,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from core.jobstats import unparsed_pages
-from core.outcome import EXIT_CODES, FINISHED, NONE_LISTED
-from core.removals import failed_requests
+from core.figures.stats import unparsed_pages
+from core.jobs.outcome import EXIT_CODES, FINISHED, NONE_LISTED
+from core.recrawl.removals import failed_requests
 
 COMPLETED, WARNINGS = "Completed", "CompletedWithWarnings"
 INCOMPLETE, NOTHING_STORED = "Incomplete", "NothingStored"
 LOSING_STATES = (INCOMPLETE, NOTHING_STORED)  # FAILED-type: the data is not all there
 # The crawl's own close reasons (the job document's ``close_reason``, with its one line,
 # ``outcome``, where the crawl judged itself) that say data was lost: those ``scrapy crawl``
-# exits non-zero for (core.outcome); a budget's reason is a warning (``budgets``);
+# exits non-zero for (core.jobs.outcome); a budget's reason is a warning (``budgets``);
 # ``finished`` with nothing stored: the site lists none (``NONE_LISTED``, declared by a spider).
 LOSING_CLOSE_REASONS = frozenset(reason for reason, code in EXIT_CODES.items() if code)
 TOP_REASONS = 3  # validation reasons named in the nothing-stored line

@@ -30,8 +30,8 @@ from prefect.artifacts import (
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import ArtifactUpdate
 
-from core.drain import DrainState
-from core.jobs_index import block_count
+from core.frontier.drain import DrainState
+from core.jobs.index import block_count
 from indexing.process import ProcessReport
 from orchestration.report import duration_text
 

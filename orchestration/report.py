@@ -1,4 +1,4 @@
-"""Turn a job's document (``core.jobs_index.job_document``) into what people read:
+"""Turn a job's document (``core.jobs.index.job_document``) into what people read:
 the Prefect artifact (markdown + table) and the Slack summary's template context."""
 
 from __future__ import annotations
@@ -7,16 +7,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from core.history import notable_text
-from core.refusal import top_reasons
-from core.removals import failed_requests
+from core.fetch.refusal import top_reasons
+from core.recrawl.history import notable_text
+from core.recrawl.removals import failed_requests
 from orchestration.outcome import Outcome, judge, numbers
 
 # The dashboard docker/kibana/generate.py creates ("Scraping platform").
 KIBANA_DASHBOARD_ID = "platform-overview"
 
 
-# The block kinds as the report names them (core.blocks kinds; "throttled" is a rate limit).
+# The block kinds as the report names them (core.fetch.blocks kinds; "throttled" is a rate limit).
 BLOCK_KIND_NAMES = {
     "blocked": "blocked",
     "challenge": "challenge",
@@ -89,8 +89,8 @@ def duration_text(seconds: float | None) -> str:
 
 
 def notable_changes(document: Mapping[str, Any], changes: Mapping[str, int] | None) -> str:
-    """The job's notable changes (``core.history.job_change_counts``) and its removed
-    items (``items_removed``, from core.removals): "14 price drops, 5 removed"."""
+    """The job's notable changes (``core.recrawl.history.job_change_counts``) and its removed
+    items (``items_removed``, from core.recrawl.removals): "14 price drops, 5 removed"."""
     removed = document.get("items_removed")
     return notable_text(changes or {}, removed=removed if isinstance(removed, int) else None)
 
@@ -204,7 +204,7 @@ def coverage_markdown(coverage: Mapping[str, Any]) -> list[str]:
 
 
 def removals_skipped(document: Mapping[str, Any]) -> str | None:
-    """Why the job counted no misses toward removals (``core.removals``), if it did not."""
+    """Why the job counted no misses toward removals (``core.recrawl.removals``), if it did not."""
     reason = (document.get("extra") or {}).get("removals_skipped")
     return str(reason) if reason else None
 

@@ -18,10 +18,10 @@ from prefect.cache_policies import INPUTS, RUN_ID, TASK_SOURCE, Inputs
 from prefect.runtime import flow_run
 
 from core.config import get_settings
-from core.dedup import job_changes
-from core.history import job_change_counts
-from core.jobs_index import job_counters, job_document, job_started_at, write_job_document
-from core.removals import apply_job
+from core.dedup.detector import job_changes
+from core.jobs.index import job_counters, job_document, job_started_at, write_job_document
+from core.recrawl.history import job_change_counts
+from core.recrawl.removals import apply_job
 from core.store import spill_size
 from crawlers import addon
 from crawlers.cli.producer import produce
@@ -248,7 +248,7 @@ def drain_task(
 @task(name="mark-removed", on_failure=[alert_failed_step])
 def mark_removed_task(site: str, job_id: str, removed_after_jobs: int) -> dict[str, Any]:
     """Items not seen in K complete jobs -> removed; removed items seen again -> restored
-    (``core.removals``; idempotent per job). Runs only after the drain: the job finished."""
+    (``core.recrawl.removals``; idempotent per job). Runs only after the drain: the job finished."""
     report = apply_job(
         redis_client(), es_client(), site, job_id, removed_after_jobs=removed_after_jobs
     )

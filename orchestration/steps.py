@@ -14,10 +14,10 @@ from pathlib import Path
 import redis
 from elasticsearch import Elasticsearch
 
-from core.drain import DrainState, drain_state
 from core.es_access import access_problem
+from core.frontier.drain import DrainState, drain_state
+from core.frontier.workers import check_consumers
 from core.redis_client import Client, RedisModeError, check_mode
-from core.workers import check_consumers
 from harness.base import ServiceError, stop_all
 from harness.scrapy_worker import ScrapyWorker, wait_for_heartbeats
 

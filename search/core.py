@@ -146,7 +146,7 @@ class HybridSearch:
         include_removed: bool = False,
     ) -> SearchResult:
         """The top ``k`` items for ``query``. Items marked removed (``removed_at``, see
-        ``core.removals``) are left out unless ``include_removed``."""
+        ``core.recrawl.removals``) are left out unless ``include_removed``."""
         started = time.perf_counter()
         query = query.strip()
         if not query:
@@ -394,7 +394,7 @@ class UnknownItem(SearchError):
 
 
 def item_history(es: Elasticsearch, key: str, *, limit: int = 100) -> list[dict[str, Any]]:
-    """The change documents of the item ``key`` (``core.history``), newest first (per
+    """The change documents of the item ``key`` (``core.recrawl.history``), newest first (per
     time, by field name); [] for a stored item that never changed, ``UnknownItem`` for a
     key no stored item has."""
     if not get_items(es, [key]):

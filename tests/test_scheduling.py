@@ -44,5 +44,8 @@ def test_a_listed_package_is_one_scope_and_other_tests_are_scoped_by_file() -> N
         == scope_of("tests/search/test_quality.py::test_y[a]")
         == "tests/search/"
     )
-    assert scope_of("tests/core/test_frontier.py::test_z[redis]") == "tests/core/test_frontier.py"
+    assert (
+        scope_of("tests/core/frontier/test_queue.py::test_z[redis]")
+        == "tests/core/frontier/test_queue.py"
+    )
     assert scope_of("tests/searching/test_a.py::test_b") == "tests/searching/test_a.py"

@@ -12,7 +12,7 @@ from core.store.actions import Outcome, StoreAction
 
 _E = TypeVar("_E")
 
-# Records ``(job id, item key)`` pairs Elasticsearch accepted (``core.ledger.JobLedger.
+# Records ``(job id, item key)`` pairs Elasticsearch accepted (``core.figures.ledger.JobLedger.
 # stored``); raising a Redis error means "not recorded".
 RecordStored = Callable[[Iterable[tuple[str, str]]], Awaitable[None]]
 

@@ -1,7 +1,7 @@
 """Where change documents live (``changes-<site>``) and how one is written.
 
 A change document records one history field of one item that a job saw change
-(``core.history``): its key, site, type, job, time, field, old and new value and the
+(``core.recrawl.history``): its key, site, type, job, time, field, old and new value and the
 change's kind (``price_drop``, ``back_in_stock``, ...). Per site::
 
     changes-<site>-v1   concrete index (index template ``changes``: the mapping below)

@@ -37,7 +37,7 @@ COMMON_PROPERTIES: dict[str, Any] = {
     "first_seen": dict(DATE),
     "last_seen": dict(DATE),
     "last_changed": dict(DATE),
-    # Set when the item was not seen in K consecutive complete jobs (core.removals).
+    # Set when the item was not seen in K consecutive complete jobs (core.recrawl.removals).
     "removed_at": dict(DATE),
 }
 

@@ -3,7 +3,7 @@
 * ``get_items(es, keys)``: documents by item key, real time (``mget``: no refresh needed
   right after the store's last bulk), any mix of sites and types;
 * ``job_items(es, server, site, job_id)``: the documents of the job's new and changed
-  items (``core.dedup.job_changes``);
+  items (``core.dedup.detector.job_changes``);
 * ``item_keys(es, site)``: every stored item key of a site (a scan; for backfills);
 * ``extracted_by_job(es, site, job_id)``: the documents of the items the job extracted
   from their pages (``extracted_job_id``: a full write, not a touch of an item seen
@@ -21,7 +21,7 @@ import redis
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import scan
 
-from core.dedup import job_changes
+from core.dedup.detector import job_changes
 from core.store.layout import IndexLayout, doc_id_for, index_for_key
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from elasticsearch import AsyncElasticsearch
 
-from core.ledger import JobLedger
+from core.figures.ledger import JobLedger
 from core.redis_client import AsyncClient
 from core.store.settings import StoreSettings
 from core.store.spill_redis import RedisSpill

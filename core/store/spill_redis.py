@@ -14,19 +14,15 @@ from typing import Any
 from redis.asyncio.lock import Lock
 
 from core.keys import SiteKeys
+from core.lua import load_script
 from core.redis_client import AsyncClient, Client
 from core.store.actions import StoreAction
 from core.store.spill import DEAD_LETTER_CAP, SendFn, Spill, dead_entry
 
 logger = logging.getLogger(__name__)
 
-# KEYS: spill list, lock ; ARGV: lock token, entries handled, entries to keep...
-_TRIM_IF_OWNER = """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('LTRIM', KEYS[1], tonumber(ARGV[2]), -1)
-for i = 3, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
-return 1
-"""
+# Lua, each script headed by its KEYS and ARGV: core/store/lua/trim_if_owner.lua
+_TRIM_IF_OWNER = load_script("core.store", "trim_if_owner")
 
 
 class RedisSpill(Spill):

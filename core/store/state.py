@@ -2,9 +2,9 @@
 
 Local mode (``scrapy crawl`` with Elasticsearch and no Redis) has no dedup state of its
 own: what an item was last time is its stored document (``content_hash``,
-``first_seen``, ``last_changed``). ``DocumentState`` is the ``core.dedup.ChangeState``
+``first_seen``, ``last_changed``). ``DocumentState`` is the ``core.dedup.detector.ChangeState``
 backend that reads it, one real-time ``mget`` per batch, and decides with the same rule
-(``core.dedup.decide``), so the store only ever writes what dedup decided.
+(``core.dedup.detector.decide``), so the store only ever writes what dedup decided.
 
 The store writes a document a little after dedup decided (the bulk window), so decisions
 of the last ``recent`` keys are remembered: an item seen twice in that window is judged
@@ -28,7 +28,7 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from core.dedup import UNCHANGED, ChangeState, ItemState, Known, Request, decide, now_ms
+from core.dedup.detector import UNCHANGED, ChangeState, ItemState, Known, Request, decide, now_ms
 from core.store.layout import doc_id_for, epoch_ms, index_for_key
 
 _SOURCE = ["content_hash", "first_seen", "last_changed"]

@@ -5,7 +5,7 @@
 Start entries come from the site's spider (``SiteSpider.start_entries``: its profile's
 start paths and sitemaps), each tagged with the job id, and go to ``<site>:start_urls``
 where workers lease them like any request; the job's layout (the id of the site's
-accepted fingerprint baseline, ``core.layouts``) goes to ``<site>:job:<job>:layout``, for
+accepted fingerprint baseline, ``core.recrawl.layouts``) goes to ``<site>:job:<job>:layout``, for
 its re-crawl records. The spider is built the way a crawl builds
 it (``from_crawler`` with the project's settings, e.g. DEMO_SITE_URL), so the producer
 and the workers agree on the base URL. The Redis URL is ``--redis-url``, else the
@@ -27,8 +27,8 @@ from scrapy.spiderloader import get_spider_loader
 from scrapy.utils.project import get_project_settings
 
 from core.config import OperatorError, check_redis_url
-from core.frontier import RedisFrontier
-from core.layouts import baseline_id
+from core.frontier.queue import RedisFrontier
+from core.recrawl.layouts import baseline_id
 from core.redis_client import Client
 from crawlers import defaults
 from crawlers.commands import check_site
@@ -75,7 +75,7 @@ def produce(
     # the add-on applies crawlers.defaults to a crawl's settings, not to the project's.
     partitions = crawler.settings.getint("FRONTIER_PARTITIONS", defaults.FRONTIER_PARTITIONS)
     frontier = RedisFrontier.adopt(server, site, partitions)
-    # The accepted baseline the job's re-crawl records belong to (core.layouts): this
+    # The accepted baseline the job's re-crawl records belong to (core.recrawl.layouts): this
     # process ran the structure gate and any approval, its workers may not have.
     frontier.start_job(job_id, layout=baseline_id(site))
     frontier.push_start([json.dumps(entry) for entry in entries])

@@ -11,7 +11,7 @@ the spill for the next run). So are a site that renders without a Chromium and a
 directory that cannot be written. Everything else (``-a``, ``-s``, ``-o``, ``-O``) is
 Scrapy's.
 
-How the crawl ended is its close reason (``crawlers.runtime.outcome``, ``core.outcome``):
+How the crawl ended is its close reason (``crawlers.runtime.outcome``, ``core.jobs.outcome``):
 the log's last line says it with why (``finish_reason nothing_stored: 0 of 20 items
 stored: all dropped by validation (name missing)``) and the exit status follows it: 0 when
 items were stored (or the site lists none), 2 ``elasticsearch_auth``, 3 ``refused`` (every page a
@@ -34,7 +34,7 @@ from scrapy.spiderloader import get_spider_loader
 
 from core.config import HTTP_SCHEMES, OperatorError, check_url, settings_elasticsearch_kwargs
 from core.es_access import AUTH_STAT, ElasticsearchAuthError, check_access
-from core.outcome import (
+from core.jobs.outcome import (
     AUTH_FAILED,
     EXIT_CODES,
     REFUSED,

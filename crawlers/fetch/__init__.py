@@ -1,7 +1,7 @@
 """Fetching that survives production sites: Scrapy glue, see docs/fetching.md.
 
 - ``proxies``: scrapy-rotating-proxies, with the site's block classifier as ban policy
-- ``classify``: one verdict per response (``core.blocks``), block-rate stats
+- ``classify``: one verdict per response (``core.fetch.blocks``), block-rate stats
 - ``retry``: block pages dropped, retries with backoff + jitter through another proxy
 - ``identity``: the browser every request presents (the installed Chromium), its headers
 - ``impersonate``: plain requests on curl_cffi with that browser's TLS/HTTP2 fingerprint

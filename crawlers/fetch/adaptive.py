@@ -4,7 +4,7 @@ Per page type (the callback that parses it) some pages are rendered as *samples*
 fetched plain as *probes*; ``AdaptiveRenderMiddleware`` (a spider middleware) compares
 what the callback made of each and drops the probe's output. ``AdaptiveRendering.choose``
 tells ``RenderMiddleware`` which requests to render; requests of a learning page type
-are held until its verdict. The state per page type lives in ``core.render_choice``.
+are held until its verdict. The state per page type lives in ``core.fetch.render_choice``.
 
 Reads: ``RENDER_AUTO_SAMPLE``, ``RENDER_AUTO_RECHECK``, ``RENDER_AUTO_RECHECK_AFTER``,
 ``RENDER_AUTO_HOLD``. What "same" means, what is sampled and the stats: docs/fetching.md
@@ -26,7 +26,7 @@ from itemadapter import ItemAdapter, is_item
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 
-from core.render_choice import Choice, ChoiceStore, MemoryChoiceStore, Mode, RedisChoiceStore
+from core.fetch.render_choice import Choice, ChoiceStore, MemoryChoiceStore, Mode, RedisChoiceStore
 from crawlers.fetch.retry import CHALLENGE_META, LEDGER_SUFFIX_META
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
 from crawlers.runtime.logs import not_configured

@@ -11,7 +11,7 @@ from scrapy.extensions.httpcache import DummyPolicy
 from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
-from core.blocks import classify
+from core.fetch.blocks import classify
 from crawlers.fetch.classify import rules_from_settings
 
 

@@ -2,7 +2,7 @@
 
 ``ChallengeWatch`` (used by ``crawlers.fetch.rendering``) records the documents a rendered
 page's main frame receives and, before the spider's page methods, waits up to
-``SESSION_CHALLENGE_TIMEOUT`` seconds while the page is a challenge (``core.blocks``). The
+``SESSION_CHALLENGE_TIMEOUT`` seconds while the page is a challenge (``core.fetch.blocks``). The
 answer is the document the browser ended on; the challenges met before it are classified
 and counted like any response. What the browser did (a ``BrowserChallenge``) is kept with
 the response for the session layer, never in the request's meta.
@@ -28,8 +28,8 @@ from scrapy.http import Headers, Request, Response, TextResponse
 from scrapy.responsetypes import responsetypes
 from scrapy_playwright.page import PageMethod
 
-from core.blocks import BlockRules, Kind, Verdict, classify
-from core.ledger import ROBOTS_SUFFIX
+from core.fetch.blocks import BlockRules, Kind, Verdict, classify
+from core.figures.ledger import ROBOTS_SUFFIX
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.identity import SESSION_META
 from crawlers.fetch.retry import CHALLENGE_META, response_ref

@@ -1,4 +1,4 @@
-"""Every response gets one verdict (``core.blocks.classify``), counted once per crawl.
+"""Every response gets one verdict (``core.fetch.blocks.classify``), counted once per crawl.
 
 The ban policy of the rotating proxies and the block/retry middleware both need the
 verdict of the same response; ``ResponseClassifier.of(crawler)`` is shared between them
@@ -30,7 +30,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
-from core.blocks import BlockRules, Verdict, classify
+from core.fetch.blocks import BlockRules, Verdict, classify
 from crawlers.runtime.services import CrawlServices
 
 _SLUG = re.compile(r"[^a-z0-9]+")

@@ -26,7 +26,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from core.keys import REDIS_ERRORS, SiteKeys
-from core.layouts import baseline_id
+from core.recrawl.layouts import baseline_id
 from core.redis_client import AsyncClient
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext
 from crawlers.recrawl.unparsed import UnparsedWatch, callback_name
@@ -44,7 +44,7 @@ _STATS = "recrawl/conditional/"
 @dataclass(frozen=True)
 class PageValidators:
     """What an item page's last complete 200 left: its validators, its item, and the
-    layout it was parsed under (``core.layouts``; None: recorded before layouts were kept,
+    layout it was parsed under (``core.recrawl.layouts``; None: recorded before layouts were kept,
     which no layout matches)."""
 
     etag: str | None
@@ -86,7 +86,7 @@ class ValidatorStore:
     """The site's ``page_validators`` hash: coalesced reads, pipelined writes.
 
     ``get`` calls made while a lookup is in flight are sent together in the next one
-    (as ``core.dedup.ChangeState`` batches classifications), with each job's set of
+    (as ``core.dedup.detector.ChangeState`` batches classifications), with each job's set of
     callbacks it stopped skipping (``crawlers.recrawl.unparsed``) in the same round trip."""
 
     def __init__(self, server: AsyncClient, site: str, max_batch: int = 500) -> None:
@@ -108,7 +108,7 @@ class ValidatorStore:
         return await future
 
     async def job_layout(self, job_id: str, own: str) -> str:
-        """The layout of the job's records: the producer's (``core.layouts``), else
+        """The layout of the job's records: the producer's (``core.recrawl.layouts``), else
         ``own`` (this worker's); read once per job."""
         layout = self._layouts.get(job_id)
         if layout is None:

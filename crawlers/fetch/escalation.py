@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 
-from core.sessions import Outcome, SessionStore
+from core.sessions.store import Outcome, SessionStore
 from crawlers.fetch.challenge import BrowserChallenge, ChallengeWatch
 from crawlers.fetch.classify import ResponseClassifier
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META

@@ -5,12 +5,12 @@ response comes in (Scrapy's ``response_downloaded`` signal): once
 ``REFUSAL_CLOSE_AFTER`` responses have been classified and not one was a page (every one a
 block: blocked, challenge, CAPTCHA or throttled), the crawl is closed with the reason
 ``refused`` instead of retrying the whole site through blocks. At the close, a crawl whose
-every page was refused (``core.refusal``) logs one ERROR line naming the kind of refusal,
+every page was refused (``core.fetch.refusal``) logs one ERROR line naming the kind of refusal,
 its rules and what to change (the client's own identity, sessions, rate), keeps it in the
 stat ``refusal``, and ``scrapy crawl`` exits with status 3 (``crawlers.commands.crawl``).
 
 A job of several workers is judged the same way by the flow, from the ledger's exact
-figures (``core.jobs_index.job_document``).
+figures (``core.jobs.index.job_document``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 
-from core.refusal import Presented, refusal
+from core.fetch.refusal import Presented, refusal
 from crawlers.fetch.proxies import configured_proxies
 from crawlers.runtime.logs import not_configured
 

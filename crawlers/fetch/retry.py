@@ -4,7 +4,7 @@
 stats): it classifies every response, retries blocks, 5xx and network errors after an
 exponential backoff through another proxy, never retries a failure no retry changes, drops
 a block page it gives up on (``PageBlocked``), and honours ``meta["not_before"]``. With
-``REDIS_URL`` every classified response is recorded in the job's ledger (``core.ledger``).
+``REDIS_URL`` every classified response is recorded in the job's ledger (``core.figures.ledger``).
 ``CountingRedirectMiddleware`` ends and counts redirect loops.
 
 Reads: ``BLOCK_RETRY_TIMES``, ``RETRY_*`` (``RETRY_BACKOFF_BASE``, ``RETRY_BACKOFF_MAX``).
@@ -26,8 +26,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request, Response
 from scrapy.utils.asyncio import sleep
 
-from core.blocks import Verdict
-from core.ledger import RENDERED, ROBOTS_SUFFIX
+from core.fetch.blocks import Verdict
+from core.figures.ledger import RENDERED, ROBOTS_SUFFIX
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.header_limit import TOO_LARGE
 from crawlers.fetch.identity import IDENTITY_META, SESSION_META

@@ -2,8 +2,8 @@
 JavaScript challenge is passed once, in Chromium, for the whole session.
 
 ``SessionMiddleware`` (a downloader middleware, on with ``SESSIONS_ENABLED``) takes a
-session from the site's pool (``core.sessions``) within its rate budget and puts its
-identity, proxy and cookies on the request; the answer's verdict (``core.blocks``) decides
+session from the site's pool (``core.sessions.store``) within its rate budget and puts its
+identity, proxy and cookies on the request; the answer's verdict (``core.fetch.blocks``) decides
 the session's fate. With ``SESSIONS_ENGAGE = "defense"`` sessions start only once the site
 answered with a defense. Cookies never appear in a log line or a stat.
 
@@ -28,7 +28,8 @@ from scrapy.http import Request, Response
 from scrapy.settings import BaseSettings
 
 from core.keys import REDIS_ERRORS
-from core.sessions import (
+from core.sessions.redis_store import RedisSessionStore
+from core.sessions.store import (
     MemorySessionStore,
     Outcome,
     Session,
@@ -37,7 +38,6 @@ from core.sessions import (
     Wait,
     cookie_key,
 )
-from core.sessions_redis import RedisSessionStore
 from crawlers.fetch.challenge import ChallengeWatch
 from crawlers.fetch.classify import ResponseClassifier, is_robots_txt_fetch
 from crawlers.fetch.cookies import cookie_header, set_cookies

@@ -3,5 +3,5 @@ its spider middleware (``scheduler``), its queue and dupefilter (``queue``), the
 ack bookkeeping (``acks``), the end of every request whatever drops it (``fates``; local
 mode's scheduler keeps the same watch, ``local``), the first contact with Redis
 (``connect``), the worker extension (``worker``) and what requests carry (``meta``). The
-Redis logic is ``core.frontier``; the producer of a job's start entries is
+Redis logic is ``core.frontier.queue``; the producer of a job's start entries is
 ``crawlers.cli.producer``."""

@@ -29,8 +29,8 @@ from scrapy.http import Response
 from scrapy.utils.asyncio import call_later
 from twisted.python.failure import Failure
 
-from core.frontier import RedisFrontier
-from core.ledger import POLICY_DROPS
+from core.figures.ledger import POLICY_DROPS
+from core.frontier.queue import RedisFrontier
 from crawlers.frontier.acks import LEASE_META
 from crawlers.frontier.meta import HANDOFF_META
 from crawlers.runtime.jobs import JOB_META

@@ -13,7 +13,7 @@ from scrapy.crawler import Crawler
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.request import request_from_dict
 
-from core.frontier import SEEN_TTL_SECONDS, Lease, Push, RedisFrontier
+from core.frontier.queue import SEEN_TTL_SECONDS, Lease, Push, RedisFrontier
 from core.redis_client import Client
 from crawlers.frontier import codec
 from crawlers.frontier.acks import LEASE_META, unwrap_errback
@@ -22,7 +22,7 @@ from crawlers.runtime.services import CrawlServices
 
 logger = logging.getLogger(__name__)
 
-# Seen-sets of finished jobs are not needed for long (SEEN_TTL_SECONDS, core.frontier);
+# Seen-sets of finished jobs are not needed for long (SEEN_TTL_SECONDS, core.frontier.queue);
 # the jobs index keeps the history.
 SEEN_LOCAL_MAX = 200_000
 # Requests queued per round trip: those found in one reactor turn go together.
@@ -46,7 +46,7 @@ def request_from_entry(spider: Spider, entry: dict[str, Any]) -> Request:
 
 
 class LeasedQueue:
-    """The site's Redis queue (``core.frontier``) whose pop leases instead of deleting.
+    """The site's Redis queue (``core.frontier.queue``) whose pop leases instead of deleting.
 
     Leases are taken in small batches (``FRONTIER_LEASE_BATCH``) into a local buffer: one
     round trip per batch instead of per request. Buffered entries are leased, so they are
@@ -167,7 +167,7 @@ class LeasedQueue:
 
 class JobDupeFilter(BaseDupeFilter):
     """One seen-set per job of Scrapy request fingerprints (raw digests, in the partition
-    each picks: ``core.frontier.RedisFrontier.seen``).
+    each picks: ``core.frontier.queue.RedisFrontier.seen``).
 
     A new job recrawls the site; within a job, every URL is fetched once across all
     workers. The seen-set belongs to the job, not to a worker: closing a worker keeps

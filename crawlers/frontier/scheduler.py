@@ -1,4 +1,4 @@
-"""The Scrapy side of the leased Redis frontier (``core.frontier``), docs/frontier.md.
+"""The Scrapy side of the leased Redis frontier (``core.frontier.queue``), docs/frontier.md.
 
 Installed when ``REDIS_URL`` is set: ``SCHEDULER = LeasingScheduler`` (a
 ``scrapy.core.scheduler.BaseScheduler``), ``SCHEDULER_QUEUE_CLASS = LeasedQueue``,
@@ -33,7 +33,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
 from core.config import OperatorError
-from core.frontier import FrontierLayoutError, RedisFrontier
+from core.frontier.queue import FrontierLayoutError, RedisFrontier
 from core.keys import REDIS_ERRORS
 from core.redis_client import Client
 from crawlers.compat import check_private_api

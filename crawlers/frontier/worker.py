@@ -18,9 +18,9 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import task
 
-from core.jobstats import DeltaTracker, JobStats
+from core.figures.stats import DeltaTracker, JobStats
+from core.frontier.workers import WorkerInfo, WorkerRegistry
 from core.keys import REDIS_ERRORS
-from core.workers import WorkerInfo, WorkerRegistry
 from crawlers.frontier.connect import always_on
 from crawlers.frontier.scheduler import LeasingScheduler, frontier_enabled, is_leasing_scheduler
 from crawlers.runtime.logs import not_configured

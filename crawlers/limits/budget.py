@@ -14,7 +14,7 @@ says which one ended or trimmed the crawl:
 * ``time`` (``CRAWL_MAX_SECONDS``): wall time of the job (``JobBudgetCheck``).
 
 A local crawl reaching ``pages`` or ``time`` closes with the reason ``budget_<name>``.
-With the frontier the count is the job's, in Redis (``core.budget``): the first worker
+With the frontier the count is the job's, in Redis (``core.frontier.budget``): the first worker
 past the budget empties the frontier, every worker refuses the requests its pages still
 yield, and the job drains like any other (the flow's drain poll does not wait on it).
 """
@@ -36,7 +36,7 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.spidermiddlewares.depth import DepthMiddleware
 from scrapy.utils.defer import deferred_from_coro
 
-from core.budget import PAGES, TIME, JobBudget
+from core.frontier.budget import PAGES, TIME, JobBudget
 from crawlers.runtime.jobs import JOB_META
 from crawlers.runtime.logs import not_configured
 from crawlers.runtime.services import CrawlServices
@@ -334,7 +334,7 @@ class JobBudgetCheck:
         )
         self.state.reach(reason, setting, value, f"{what}; the job ends")
         if self.redis_url:
-            return  # the frontier is emptied (core.budget): the job drains like any other
+            return  # the frontier is emptied (core.frontier.budget): the job drains like any other
         engine = self.crawler.engine
         if engine is not None:
             deferred_from_coro(engine.close_spider_async(reason=f"budget_{reason}")).addErrback(

@@ -1,7 +1,7 @@
-"""Dedup / change detection: each item is new, changed or unchanged (``core.dedup``).
+"""Dedup / change detection: each item is new, changed or unchanged (``core.dedup.detector``).
 
 ``DedupPipeline`` is the one place verdicts are made: in Redis with ``REDIS_URL``
-(``core.dedup.ChangeDetector``, exact per-job counts), else from the stored documents
+(``core.dedup.detector.ChangeDetector``, exact per-job counts), else from the stored documents
 with ``ELASTICSEARCH_URL`` (local mode), off without either. The verdict and timestamps go
 to the store pipeline as an item note; an ``ItemSeen`` counts ``unchanged`` once per key
 and job, or has its page fetched in full when the key is unknown. Backend unreachable: the
@@ -23,7 +23,7 @@ from elasticsearch import ApiError
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from core.dedup import ChangeDetector, ChangeState, ItemState
+from core.dedup.detector import ChangeDetector, ChangeState, ItemState
 from core.es_access import is_auth_error
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.store import DocumentState

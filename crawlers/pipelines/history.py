@@ -3,7 +3,7 @@
 Runs between dedup (200) and the store (300). For an item whose verdict is new or
 changed and whose type names history fields (``@item_schema(..., history=...)``), it
 stores their values in Redis and gets back the values they replace
-(``core.history.HistoryState``: exact, the same for every delivery within a job); each
+(``core.recrawl.history.HistoryState``: exact, the same for every delivery within a job); each
 field that changed becomes a change document (``core.store.changes.change_action``).
 
 The documents are not written here: they are handed to the store as the item's note
@@ -30,9 +30,9 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 from scrapy.crawler import Crawler
 
-from core.dedup import CHANGED, NEW
-from core.history import Change, HistoryState, diff, values_of
+from core.dedup.detector import CHANGED, NEW
 from core.items_schema import UnknownItemType, schema_for
+from core.recrawl.history import Change, HistoryState, diff, values_of
 from core.store import StoreAction, StoreSettings
 from core.store.changes import change_action, ensure_changes_index
 from crawlers.runtime.item_context import DedupNote, find_context

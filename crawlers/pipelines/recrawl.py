@@ -22,7 +22,7 @@ from scrapy.crawler import Crawler
 
 from core.items_schema import ItemSchema, UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
-from core.layouts import NO_BASELINE, baseline_id
+from core.recrawl.layouts import NO_BASELINE, baseline_id
 from crawlers.fetch.conditional import PageValidators, ValidatorStore, validator_store
 from crawlers.recrawl.context import ItemSeen, RecrawlContext, context_of
 from crawlers.runtime.item_context import noted_fields
@@ -156,7 +156,7 @@ class RecrawlRecordPipeline:
         """Every record of ``batch`` in one Redis pipeline: the page validators (set, or
         deleted for an incomplete item). Idempotent: a re-delivered item writes the same."""
         assert self.store is not None, "open_spider() creates the store"
-        # Each record under its job's layout (core.layouts): read once per job.
+        # Each record under its job's layout (core.recrawl.layouts): read once per job.
         layouts = {
             job_id: await self.store.job_layout(job_id, self.layout)
             for job_id in {p.job_id for p in batch}

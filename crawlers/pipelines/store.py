@@ -29,10 +29,10 @@ from scrapy.utils.defer import deferred_from_coro
 
 from core.config import ConfigurationError
 from core.es_access import AUTH_REFUSED
+from core.figures.ledger import JobLedger
 from core.items_schema import UnknownItemType
-from core.jobs_index import write_job_document_async
-from core.ledger import JobLedger
-from core.outcome import STORE_FAILED, STORE_FAILURE, STORED, exit_code, judge
+from core.jobs.index import write_job_document_async
+from core.jobs.outcome import STORE_FAILED, STORE_FAILURE, STORED, exit_code, judge
 from core.store import (
     DeadLettered,
     FileSpill,

@@ -2,7 +2,7 @@
 
 ``SiteSpider.cards_to_fetch`` returns, per card, its detail request (carrying a
 ``RecrawlContext`` with the card's hash) or an ``ItemSeen(reason="card_unchanged")``
-(the rule is ``core.cards``'). ``CardsPipeline`` (390, after the store) records the card
+(the rule is ``core.recrawl.cards``'). ``CardsPipeline`` (390, after the store) records the card
 of a complete, durable item so the same card may stand for it next time; a Redis error
 fetches (never skips) and leaves the card unrecorded, counted.
 
@@ -26,10 +26,10 @@ from scrapy import Request, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from core.cards import UNPARSED, CardPolicy, CardState, Decision, card_hash
 from core.items_schema import UnknownItemType, plain_fields, schema_for
 from core.keys import REDIS_ERRORS
-from core.layouts import NO_BASELINE, baseline_id
+from core.recrawl.cards import UNPARSED, CardPolicy, CardState, Decision, card_hash
+from core.recrawl.layouts import NO_BASELINE, baseline_id
 from crawlers.profile_schema import Recrawl
 from crawlers.recrawl.context import RECRAWL_META, ItemSeen, RecrawlContext, peek_context
 from crawlers.recrawl.unparsed import callback_name, skipped_page
@@ -76,7 +76,7 @@ class CardGate:
         self.crawler = crawler
         self.redis_url: str | None = crawler.settings.get("REDIS_URL")
         self.state: CardState | None = None
-        self.layout = NO_BASELINE  # this worker's baseline id (core.layouts), at opening
+        self.layout = NO_BASELINE  # this worker's baseline id (core.recrawl.layouts), at opening
         self._last_warning = 0.0
 
     @classmethod

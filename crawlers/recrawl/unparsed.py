@@ -23,9 +23,9 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from core.cards import CardState
-from core.jobstats import UNPARSED_SUFFIX
+from core.figures.stats import UNPARSED_SUFFIX
 from core.keys import REDIS_ERRORS
+from core.recrawl.cards import CardState
 from crawlers.recrawl.context import RECRAWL_META, RecrawlContext
 from crawlers.runtime.jobs import JOB_META
 from crawlers.runtime.services import CrawlServices

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.dedup import ItemState
+from core.dedup.detector import ItemState
 from core.store import StoreAction
 
 # Underscore-prefixed: scrapy.Item takes it as an attribute, not as a field.

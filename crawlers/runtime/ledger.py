@@ -1,4 +1,4 @@
-"""The crawl's side of the job ledger (``core.ledger``): one client per crawler, retried.
+"""The crawl's side of the job ledger (``core.figures.ledger``): one client per crawler, retried.
 
 With ``REDIS_URL`` the validation pipeline records the items it drops, the fetch retry
 layer every response it classifies (its verdict kind, and whether a browser rendered it)
@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 
 from scrapy.crawler import Crawler
 
+from core.figures.ledger import JobLedger
 from core.keys import REDIS_ERRORS
-from core.ledger import JobLedger
 from core.redis_client import AsyncClient
 from core.store.settings import required
 
@@ -126,7 +126,7 @@ class CrawlLedger:
         await self._write(lambda ledger: ledger.invalid(job_id, ref, reason))
 
     async def response(self, job_id: str, ref: str, value: str) -> None:
-        """Record one classified response (``core.ledger.JobLedger.responses``), in the
+        """Record one classified response (``core.figures.ledger.JobLedger.responses``), in the
         batch of this turn of the event loop; returns once the batch is written."""
         batch = self._batch
         if batch is None:

@@ -1,6 +1,6 @@
 """The crawl's final word: ``CrawlOutcome`` sets the close reason that says what happened.
 
-An extension that judges the crawl as it closes (``core.outcome.judge``: items stored,
+An extension that judges the crawl as it closes (``core.jobs.outcome.judge``: items stored,
 refused, nothing stored and why, store failed) and writes the verdict into Scrapy's stats
 (``finish_reason``, ``outcome``, ``workers/finish_reason/<reason>``, ``item_error_count``),
 which ``scrapy crawl`` logs as its last line and turns into its exit status. Without the
@@ -18,11 +18,10 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 
-from core.budget import PAGES, TIME
-from core.jobstats import JobStats
-from core.keys import REDIS_ERRORS
-from core.ledger import stored_count
-from core.outcome import (
+from core.figures.ledger import stored_count
+from core.figures.stats import JobStats
+from core.frontier.budget import PAGES, TIME
+from core.jobs.outcome import (
     FINISHED,
     ITEM_ERRORS,
     SCRAPED,
@@ -31,6 +30,7 @@ from core.outcome import (
     Outcome,
     judge,
 )
+from core.keys import REDIS_ERRORS
 from crawlers.runtime.logs import not_configured
 from crawlers.runtime.services import CrawlServices
 
@@ -116,7 +116,7 @@ class CrawlOutcome:
 def _job_budget_reason(figures: dict[str, object]) -> str:
     """``budget_<name>`` when the job's page or time budget ended it, else ``finished``: a
     frontier worker is closed by its idleness once the budget emptied the job's frontier
-    (``core.budget``), but what ended the job is the budget, and its word says so."""
+    (``core.frontier.budget``), but what ended the job is the budget, and its word says so."""
     for name in (PAGES, TIME):
         if figures.get(f"budget/reached/{name}"):
             return f"budget_{name}"

@@ -37,8 +37,8 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.project import get_project_settings
 from scrapy.utils.sitemap import Sitemap, sitemap_urls_from_robots
 
-from core.blocks import classify as block_verdict
 from core.config import REPO_ROOT
+from core.fetch.blocks import classify as block_verdict
 from crawlers.runtime.sidecrawl import isolate
 from crawlers.scaffold.page import Page
 from crawlers.spiders.common import is_loopback

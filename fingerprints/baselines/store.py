@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.blocks import classify
+from core.fetch.blocks import classify
 from crawlers.profile_schema import Evidence, FingerprintTable, Shown, describe
 from crawlers.profiles import PROFILES_DIR, SiteProfile
 from fingerprints.structure.comparison import PageTypeBaseline, SelectorBaseline

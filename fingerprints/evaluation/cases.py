@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.blocks import BlockRules
+from core.fetch.blocks import BlockRules
 from crawlers.profiles import SiteProfile
 from fingerprints.baselines.store import SITES_DIR, FingerprintConfig, load_baseline
 from fingerprints.gate import Page, evaluate, judge_sample

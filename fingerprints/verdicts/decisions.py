@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from core.blocks import BlockRules, classify
+from core.fetch.blocks import BlockRules, classify
 from fingerprints.baselines.store import FingerprintConfig, SiteBaseline
 from fingerprints.extraction.judgement import ExtractionReport
 from fingerprints.sampling.fetch import Page

@@ -1,5 +1,5 @@
 """The pages the stand-in answers with, shaped like the real vendors' so the platform's
-block rules (``core.blocks``) meet what production shows them.
+block rules (``core.fetch.blocks``) meet what production shows them.
 
 - ``headers_block``: Cloudflare's Browser Integrity Check block (Error 1010);
 - ``tls_block``: Akamai's edge "Access Denied" with its ``Reference #18.`` id;

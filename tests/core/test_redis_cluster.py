@@ -11,16 +11,16 @@ from collections.abc import Iterator, Sequence
 import pytest
 import redis.cluster
 
-from core.dedup import ChangeDetector, job_changes, stored_state
-from core.drain import drain_state
-from core.frontier import RedisFrontier
-from core.jobs_index import job_counters
-from core.jobstats import JobStats
+from core.dedup.detector import ChangeDetector, job_changes, stored_state
+from core.figures.ledger import JobLedger, job_figures
+from core.figures.stats import JobStats
+from core.frontier.drain import drain_state
+from core.frontier.queue import RedisFrontier
+from core.frontier.workers import WorkerInfo, WorkerRegistry, check_consumers
+from core.jobs.index import job_counters
 from core.keys import SiteKeys
-from core.ledger import JobLedger, job_figures
 from core.redis_client import connect, connect_async, is_cluster
 from core.store import RedisSpill, StoreAction, spill_size
-from core.workers import WorkerInfo, WorkerRegistry, check_consumers
 from harness.redis_server import RedisCluster
 
 

@@ -69,7 +69,7 @@ _LISTING = re.compile(r"^/(\w+)/category/x(?:\?page=(\d+))?$")
 _DAY = re.compile(r"^/calendar/day/(\d+)$")
 
 
-# Text enough that a page is not taken for a near-empty block page (core.blocks).
+# Text enough that a page is not taken for a near-empty block page (core.fetch.blocks).
 _FILLER = "<p>" + "A page of the hostile shop, with some words on it. " * 12 + "</p>"
 
 

@@ -20,9 +20,9 @@ from redis.retry import Retry
 from scrapy.crawler import Crawler
 
 from core.config import ENVIRONMENT
-from core.frontier import RedisFrontier
+from core.frontier.queue import RedisFrontier
+from core.frontier.workers import WorkerRegistry
 from core.redis_client import connect
-from core.workers import WorkerRegistry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"

@@ -3,7 +3,7 @@ real Elasticsearch node.
 
 The module fixture runs the demo job's data path for real: the demo shop, the producer, a
 `scrapy crawl demo` worker on the Redis frontier storing through the item pipelines, the
-job document (core.jobs_index.write_job_document) and the LLM step (indexing.process.process_job,
+job document (core.jobs.index.write_job_document) and the LLM step (indexing.process.process_job,
 with a tiny deterministic embedder instead of the offline model: only the vector size
 differs, not the mapping). The other sites have no spider yet, so their item indices are
 created by the store's own function (core.store.ensure_item_index with the item type's
@@ -26,7 +26,7 @@ import pytest
 import redis
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
+from core.jobs.index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import ensure_item_index
 from crawlers.cli.producer import produce
 from crawlers.items import schema_by_type

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core.workers import WorkerInfo, WorkerRegistry
+from core.frontier.workers import WorkerInfo, WorkerRegistry
 from harness.redis_server import RedisServer
 from tests.docker.support import (
     DOCKER_DIR,

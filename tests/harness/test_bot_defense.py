@@ -29,7 +29,7 @@ from curl_cffi import requests as curl_requests
 from playwright.sync_api import Browser, Playwright, sync_playwright
 from scrapy.settings.default_settings import USER_AGENT as SCRAPY_USER_AGENT
 
-from core.blocks import classify
+from core.fetch.blocks import classify
 from harness.base import ServiceError
 from harness.bot_defense import (
     CAPTCHA_SCRIPT,
@@ -800,7 +800,7 @@ def test_each_style_challenges_as_its_vendor_and_chromium_passes_it(
 ) -> None:
     """AWS WAF's interstitial (its script writes aws-waf-token and reloads) and DataDome's
     device check (its script writes datadome and goes back to the URL): each is what
-    core.blocks calls a challenge, and a real browser gets past it by itself, robots.txt
+    core.fetch.blocks calls a challenge, and a real browser gets past it by itself, robots.txt
     and an API's JSON included when robots.txt is challenged too."""
     _, stealthy = browser
     defense = _start(demo_site_server, run_dir / style, 3, style=style, challenge_robots=True)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
-from core.dedup import job_changes
+from core.dedup.detector import job_changes
 from harness.es_node import ElasticsearchNode
 from harness.redis_server import RedisServer
 from indexing.chunking import Chunker, chunk_id

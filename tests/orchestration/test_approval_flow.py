@@ -180,7 +180,7 @@ def test_an_accept_of_a_layout_that_extracts_nothing_is_refused_unless_overridde
     run = stack.wait(run_id, timeout=600)
     # Accepted, crawled, and nothing came out of the product pages: never a success.
     assert (run["state"]["type"], run["state"]["name"]) == ("FAILED", "NothingStored"), run["state"]
-    # The crawl's own line (core.outcome): pages read, none of their items extracted.
+    # The crawl's own line (core.jobs.outcome): pages read, none of their items extracted.
     message = run["state"]["message"]
     assert message.startswith("0 items: ") and "no item extracted" in message, message
     assert "could not be parsed (demo/product_unparsed " in message, message

@@ -1,5 +1,5 @@
 """A run's final word from its job document (orchestration.outcome): pure, on documents
-built by core.jobs_index from the counters a crawl writes."""
+built by core.jobs.index from the counters a crawl writes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from core.jobs_index import job_document
+from core.jobs.index import job_document
 from orchestration.outcome import (
     COMPLETED,
     INCOMPLETE,

@@ -8,8 +8,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from core.drain import DrainState
-from core.workers import WorkerInfo
+from core.frontier.drain import DrainState
+from core.frontier.workers import WorkerInfo
 from indexing.process import ProcessReport
 from orchestration.progress import (
     LlmProgress,

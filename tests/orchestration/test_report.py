@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.jobs_index import job_document
+from core.jobs.index import job_document
 from orchestration.alerts import render
 from orchestration.report import coverage_text, markdown, summary_context, table_rows
 

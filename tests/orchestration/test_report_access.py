@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from core.jobs_index import job_document
-from core.refusal import Presented
+from core.fetch.refusal import Presented
+from core.jobs.index import job_document
 from orchestration.alerts import render
 from orchestration.report import markdown, summary_context, table_rows
 

@@ -13,7 +13,7 @@ import pytest
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 from core.config import PlatformSettings
-from core.history import job_change_counts
+from core.recrawl.history import job_change_counts
 from core.store import ItemStore
 from core.store.changes import change_action, ensure_changes_index
 from harness.es_node import ElasticsearchNode

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from elasticsearch import Elasticsearch
 
+from core.frontier.workers import WorkerRegistry
 from core.keys import PlatformKeys
-from core.workers import WorkerRegistry
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode
 from harness.openai_stub import OpenAIStub

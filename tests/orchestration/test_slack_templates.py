@@ -1,5 +1,5 @@
 """Every Slack template rendered with contexts built by the code that sends it (job
-documents from ``core.jobs_index``, gate reports from ``fingerprints.gate``, the health
+documents from ``core.jobs.index``, gate reports from ``fingerprints.gate``, the health
 report, the coverage drop lines), and read as an operator would: one bullet per line,
 no Python reprs, the title of the flow that sent it, the fix for the cause."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from core.jobs_index import job_document
+from core.jobs.index import job_document
 from fingerprints.gate import GateResult, PageCheck, PageTypeResult, failure
 from orchestration import alert_context
 from orchestration.alerts import TEMPLATES, render

@@ -1,4 +1,4 @@
-"""Items marked removed (``core.removals``) are left out of searches unless asked for,
+"""Items marked removed (``core.recrawl.removals``) are left out of searches unless asked for,
 even while their chunks are still indexed (a chunk delete still pending)."""
 
 from __future__ import annotations

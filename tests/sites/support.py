@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from scrapy.http import HtmlResponse
 
-from core.blocks import BlockRules, Verdict, classify
+from core.fetch.blocks import BlockRules, Verdict, classify
 from crawlers.profiles import SiteProfile, profile_sites
 from harness.replay_site import ReplaySite
 

@@ -6,7 +6,7 @@ import redis
 import redis.asyncio
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-from core.dedup import ChangeDetector
+from core.dedup.detector import ChangeDetector
 from core.items_schema import plain_fields, schema_by_type
 from core.store import ItemStore, RedisSpill, get_items, items_index, job_items
 from crawlers.items import DemoProduct, Product

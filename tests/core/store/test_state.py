@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-from core.dedup import ItemState
+from core.dedup.detector import ItemState
 from core.items_schema import plain_fields, schema_by_type
 from core.store import DocumentState, ItemStore, build_action, epoch_ms
 from crawlers.items import DemoProduct

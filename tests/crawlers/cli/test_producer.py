@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.frontier import RedisFrontier
+from core.frontier.queue import RedisFrontier
 from crawlers.profiles import profile_sites
 from harness.base import free_port
 from harness.redis_server import RedisCluster, RedisServer

@@ -27,10 +27,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
-from core.blocks import classify
-from core.jobs_index import job_counters
+from core.fetch.blocks import classify
+from core.jobs.index import job_counters
 from core.keys import SiteKeys
-from core.layouts import NO_BASELINE
+from core.recrawl.layouts import NO_BASELINE
 from crawlers.cli.producer import produce
 from crawlers.fetch.conditional import (
     CONDITIONAL_META,
@@ -207,7 +207,7 @@ def test_recrawls_fetch_only_what_changed(
 # -- the middleware, without a crawl (real Redis) ---------------------------------------
 
 ITEM_URL = "http://shop.test/product/DM-00001"
-# Recorded under the layout the unit site has: no accepted baseline (core.layouts).
+# Recorded under the layout the unit site has: no accepted baseline (core.recrawl.layouts).
 RECORD = PageValidators(
     '"abc"', "Mon, 01 Jan 2024 00:00:00 GMT", "unit:demo_product:DM-1", "demo_product", NO_BASELINE
 )

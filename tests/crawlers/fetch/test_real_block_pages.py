@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from scrapy.settings import Settings
 
-from core.blocks import BlockRules, Verdict, classify
+from core.fetch.blocks import BlockRules, Verdict, classify
 from crawlers.fetch.classify import reason_slug, rules_from_settings
 from crawlers.profiles import SiteProfile
 from tests.sites.support import REAL_PAGES, SITES, SITES_DIR

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.jobs_index import job_document
+from core.jobs.index import job_document
 from orchestration.report import table_rows
 from tests.crawlers.fetch.support import run_crawl
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from core.drain import drain_state
-from core.jobstats import JobStats
+from core.figures.stats import JobStats
+from core.frontier.drain import drain_state
 from core.keys import SiteKeys
 from crawlers.cli.producer import produce
 from harness.bot_defense import BotDefense

@@ -19,7 +19,7 @@ from scrapy.exceptions import DownloadConnectionRefusedError, NotConfigured
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.utils.test import get_crawler
 
-from core.blocks import classify
+from core.fetch.blocks import classify
 from crawlers import defaults
 from crawlers.fetch.cache import BlockAwareCachePolicy
 from crawlers.fetch.classify import ResponseClassifier, reason_slug

@@ -30,7 +30,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
-from core.frontier import RedisFrontier
+from core.frontier.queue import RedisFrontier
 from crawlers.frontier.acks import LEASE_META, LeaseAcks, LeaseErrback, unwrap_errback, wrap_errback
 from crawlers.frontier.meta import FrontierConfigError
 from crawlers.frontier.queue import JobDupeFilter, LeasedQueue

@@ -16,7 +16,7 @@ from scrapy import Spider
 from scrapy.settings import Settings
 
 from core.config import OperatorError
-from core.workers import WorkerRegistry
+from core.frontier.workers import WorkerRegistry
 from crawlers import defaults
 from crawlers.cli.producer import produce
 from crawlers.frontier.connect import (

@@ -25,11 +25,11 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from core.blocks import Verdict
-from core.frontier import RedisFrontier
-from core.jobs_index import job_counters
+from core.fetch.blocks import Verdict
+from core.figures.ledger import dropped_figures
+from core.frontier.queue import RedisFrontier
+from core.jobs.index import job_counters
 from core.keys import SiteKeys
-from core.ledger import dropped_figures
 from crawlers.addon import COMPONENTS
 from crawlers.cli.producer import produce
 from crawlers.fetch.retry import PageBlocked

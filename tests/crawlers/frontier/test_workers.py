@@ -16,10 +16,10 @@ import redis
 from scrapy.settings import Settings
 from scrapy.utils.project import get_project_settings
 
-from core.drain import drain_state
-from core.frontier import RedisFrontier
-from core.jobstats import JobStats
-from core.workers import WorkerRegistry
+from core.figures.stats import JobStats
+from core.frontier.drain import drain_state
+from core.frontier.queue import RedisFrontier
+from core.frontier.workers import WorkerRegistry
 from crawlers.cli.producer import produce
 from crawlers.frontier import codec
 from harness.demo_site import DemoSite

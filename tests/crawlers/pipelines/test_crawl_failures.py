@@ -16,11 +16,11 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from core.dedup import job_changes
-from core.drain import drain_state
-from core.jobs_index import job_counters, job_document
+from core.dedup.detector import job_changes
+from core.frontier.drain import drain_state
+from core.frontier.workers import WorkerRegistry
+from core.jobs.index import job_counters, job_document
 from core.store import spill_size
-from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

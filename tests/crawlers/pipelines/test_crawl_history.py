@@ -13,7 +13,7 @@ from pathlib import Path
 
 from elasticsearch import Elasticsearch
 
-from core.history import job_change_counts, notable_text
+from core.recrawl.history import job_change_counts, notable_text
 from core.store.changes import changes_alias
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

@@ -14,8 +14,8 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from core.jobs_index import job_counters, job_document
-from core.ledger import incomplete_items
+from core.figures.ledger import incomplete_items
+from core.jobs.index import job_counters, job_document
 from crawlers.cli.producer import produce
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

@@ -15,14 +15,14 @@ import pytest
 import redis.cluster
 from elasticsearch import Elasticsearch
 
-from core.dedup import job_changes
-from core.drain import drain_state
-from core.jobs_index import job_counters
-from core.jobstats import JobStats
+from core.dedup.detector import job_changes
+from core.figures.stats import JobStats
+from core.frontier.drain import drain_state
+from core.frontier.workers import WorkerRegistry
+from core.jobs.index import job_counters
 from core.keys import SiteKeys
 from core.redis_client import connect
 from core.store import spill_size
-from core.workers import WorkerRegistry
 from crawlers.cli.producer import produce
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

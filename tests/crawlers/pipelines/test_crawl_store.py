@@ -17,8 +17,8 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from core.dedup import JobChanges, job_changes
-from core.jobs_index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
+from core.dedup.detector import JobChanges, job_changes
+from core.jobs.index import JOBS_ALIAS, job_counters, job_started_at, write_job_document
 from core.store import epoch_ms, spill_size
 from crawlers.cli.producer import produce
 from harness.demo_site import DemoSite

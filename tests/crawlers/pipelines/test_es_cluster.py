@@ -18,7 +18,7 @@ from pathlib import Path
 from elasticsearch import Elasticsearch
 
 from core.config import elasticsearch_client_kwargs
-from core.jobs_index import job_counters
+from core.jobs.index import job_counters
 from core.store import IndexLayout, spill_size
 from crawlers.addon import project_settings
 from crawlers.cli.producer import produce

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from elasticsearch import Elasticsearch
 
-from core.jobs_index import JOBS_ALIAS
+from core.jobs.index import JOBS_ALIAS
 from core.store import epoch_ms
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

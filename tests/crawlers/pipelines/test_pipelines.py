@@ -16,7 +16,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 
-from core.dedup import job_changes
+from core.dedup.detector import job_changes
 from core.items_schema import plain_fields, schema_by_type
 from core.store import IndexLayout, build_action
 from crawlers.items import DemoProduct

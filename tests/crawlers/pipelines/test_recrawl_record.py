@@ -14,7 +14,7 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from core.keys import SiteKeys
-from core.layouts import NO_BASELINE
+from core.recrawl.layouts import NO_BASELINE
 from crawlers.items import DemoProduct
 from crawlers.pipelines.recrawl import RecordUnavailable, RecrawlRecordPipeline
 from crawlers.recrawl.context import (
@@ -148,7 +148,7 @@ def test_complete_items_are_recorded_incomplete_ones_cleared(redis_server: Redis
 
 
 def test_a_record_carries_its_jobs_layout(redis_server: RedisServer) -> None:
-    """The layout the producer recorded for the item's job (core.layouts), over the
+    """The layout the producer recorded for the item's job (core.recrawl.layouts), over the
     worker's own: the record is a shortcut only for jobs of that layout."""
     server = redis_server.client()
     server.delete(KEY)

@@ -17,8 +17,8 @@ import redis
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 from scrapy.utils.test import get_crawler
 
-from core.dedup import job_changes
-from core.ledger import job_figures
+from core.dedup.detector import job_changes
+from core.figures.ledger import job_figures
 from core.redis_client import connect_async
 from core.store import IndexLayout, drain_site_spill, epoch_ms, spill_size
 from crawlers.pipelines.dedup import DedupPipeline

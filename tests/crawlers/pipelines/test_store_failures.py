@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-from core.jobs_index import JOBS_ALIAS
+from core.jobs.index import JOBS_ALIAS
 from core.store import IndexLayout, ensure_item_index
 from crawlers.items import schema_by_type
 from harness.demo_site import DemoSite

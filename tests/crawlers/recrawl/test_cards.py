@@ -29,11 +29,11 @@ from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
-from core.cards import CardRecord, CardState, refresh_due
 from core.items_schema import plain_fields, schema_for
-from core.jobs_index import job_counters
+from core.jobs.index import job_counters
 from core.keys import SiteKeys
-from core.layouts import baseline_id
+from core.recrawl.cards import CardRecord, CardState, refresh_due
+from core.recrawl.layouts import baseline_id
 from core.redis_client import connect_async
 from crawlers.cli.producer import produce
 from crawlers.items import DemoProduct, MarketplaceListing, Product, PropertyListing

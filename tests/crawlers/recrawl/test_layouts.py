@@ -4,7 +4,7 @@ shop through the Redis frontier and every pipeline into Elasticsearch.
 1. Records void under a new accepted baseline: after a crawl recorded every product's
    card and page validators, the same shop under the same baseline answers 304 (skip
    off) ; once another baseline is accepted (the producer records the job's layout,
-   ``core.layouts``), no product is asked conditionally and every card's page is fetched
+   ``core.recrawl.layouts``), no product is asked conditionally and every card's page is fetched
    (``recrawl/cards/fetched/layout``).
 2. A job whose product pages cannot be parsed stops skipping: the shop serves its product
    pages in a layout the spider cannot read (the ``unreadable`` behaviour) while its
@@ -27,8 +27,8 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from core.jobs_index import job_counters
-from core.layouts import BASELINE_FILE, baseline_id
+from core.jobs.index import job_counters
+from core.recrawl.layouts import BASELINE_FILE, baseline_id
 from crawlers.cli.producer import produce
 from harness.demo_site import DemoSite
 from harness.es_node import ElasticsearchNode

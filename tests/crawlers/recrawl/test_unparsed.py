@@ -16,7 +16,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
-from core.cards import CardState
+from core.recrawl.cards import CardState
 from core.redis_client import connect_async
 from crawlers.recrawl.context import RECRAWL_META, RecrawlContext
 from crawlers.recrawl.unparsed import UnparsedPagesMiddleware, UnparsedWatch, skipped_page

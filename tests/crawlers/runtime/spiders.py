@@ -9,7 +9,7 @@ from urllib.parse import quote
 import scrapy
 from scrapy.http import Response
 
-from core.outcome import NONE_LISTED
+from core.jobs.outcome import NONE_LISTED
 from tests.crawlers.pipelines.spiders.bad_items import product
 
 ITEMS = 20

@@ -13,7 +13,7 @@ import pytest
 import redis
 from elasticsearch import Elasticsearch
 
-from core.jobs_index import job_counters, write_job_document
+from core.jobs.index import job_counters, write_job_document
 from crawlers.cli.producer import produce
 from harness.base import free_port
 from harness.demo_site import DemoSite
