@@ -15,6 +15,9 @@ import pytest
 
 from tests.source import parsed
 
+# A whole-source AST scan: heavy on CPU for the fast tier.
+pytestmark = pytest.mark.integration
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 20
 NOT_PLATFORM = {"tests"}

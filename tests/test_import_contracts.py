@@ -17,6 +17,10 @@ from pathlib import Path
 
 import pytest
 
+# One lint-imports subprocess per case over a synthetic tree: heavy for the fast tier
+# (`make lint` checks the real tree's contracts on every run).
+pytestmark = pytest.mark.integration
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / ".importlinter"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
