@@ -14,15 +14,14 @@ share it read the same (items paired in page order)."""
 
 from __future__ import annotations
 
-import threading
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
 from itemadapter import ItemAdapter
 
 from bench.onboarding_values import same
@@ -42,6 +41,7 @@ from crawlers.spiders.rules import Reading, read_items
 from fingerprints.baselines.store import FingerprintConfig
 from fingerprints.extraction.callbacks import run_callbacks, site_spider
 from fingerprints.sampling.fetch import Page as SamplePage
+from standins.loopback import Threaded
 
 # site -> (file, the spider's page type, the role a person sees, the page's URL)
 REAL: Mapping[str, Sequence[tuple[str, str, str, str]]] = {
@@ -88,27 +88,21 @@ class RealRow:
         return self.right / self.total if self.total else 0.0
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: the benchmark prints its table only."""
-
-
 def replay(root: Path, files: Sequence[str]) -> dict[str, bytes]:
-    """Each file served on loopback and read back over HTTP."""
-    handler = partial(_Quiet, directory=str(root))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    """Each file served on loopback (the stand-ins' server base) and read back over HTTP."""
+    app = web.Application()
+    app.router.add_static("/", root)
+    server = Threaded(app, "real-pages")
+    port = server.start()
     try:
-        base = f"http://127.0.0.1:{server.server_address[1]}/"
         out = {}
         for name in files:
-            with urllib.request.urlopen(base + name, timeout=30) as answer:
+            url = f"http://127.0.0.1:{port}/{urllib.parse.quote(name)}"
+            with urllib.request.urlopen(url, timeout=30) as answer:
                 out[name] = answer.read()
         return out
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def spider_items(
