@@ -31,12 +31,12 @@ unexport PYTHONDONTWRITEBYTECODE
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 ## The suite but the long end-to-end cases: unit tests and the integration tests on real
-## Redis, ES node, Chromium, proxies and sites; 7.5 min on 2 cores (goal 8).
+## Redis, ES node, Chromium, proxies and sites; 14 min on 2 cores in CI (goal 8).
 test: lint
 	$(PY) -m pytest -m "not e2e" $(XDIST) $(PYTEST_ARGS)
 
 ## The long end-to-end cases: Prefect flow runs, Redis/ES clusters, the benchmarks' smoke
-## runs, fault-injection crawls (tests/conftest.py marks them e2e); 12 min on 2 cores (goal 15).
+## runs, fault-injection crawls (tests/conftest.py marks them e2e); 31 min on 2 cores in CI (goal 15).
 test-e2e: lint
 	$(PY) -m pytest -m e2e $(if $(filter 0,$(E2E_WORKERS)),,-n $(E2E_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
