@@ -23,6 +23,9 @@ from crawlers.profiles import profile_sites
 from orchestration.wiring import LOCAL_SITES
 from tests.docker.support import COMPOSE_FILE, DOCKER_DIR, REPO_ROOT, load_module
 
+# A Go program (compose-go) run per case: a subprocess, off the fast tier.
+pytestmark = pytest.mark.integration
+
 LOADER_SOURCE = Path(__file__).resolve().parent / "composeload"
 init_env = load_module(DOCKER_DIR / "init_env.py", "init_env_loader")
 

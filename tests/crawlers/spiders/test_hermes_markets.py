@@ -25,6 +25,10 @@ from crawlers.spiders.hermes_markets import (
 )
 from tests.sites.support import fixture, fixture_response, real_page
 
+# Every market family on category and product pages through the spider: heavy on CPU for
+# the fast tier.
+pytestmark = pytest.mark.integration
+
 SITE = "hermes"
 HOST = "https://www.hermes.com"
 US_CATEGORY = "fixtures/category/us-bags.html"
