@@ -23,9 +23,14 @@ from core.config import ENVIRONMENT
 from core.frontier.queue import RedisFrontier
 from core.frontier.workers import WorkerRegistry
 from core.redis_client import connect
+from crawlers import defaults
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SINK_KEY_SETTING = "TEST_ITEM_SINK_KEY"
+# For workers of a test where none dies, instead of the helpers' 3 s heartbeat TTL (quick
+# reclaims after a kill): a loaded machine's reactor stall must not pass for a death, or
+# live leases are reclaimed and their pages fetched twice.
+NO_DEATHS = {"FRONTIER_HEARTBEAT_TTL": defaults.FRONTIER_HEARTBEAT_TTL}
 
 
 # Crawl processes the helpers started: one a failed test leaves running would take the

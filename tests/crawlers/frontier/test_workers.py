@@ -26,6 +26,7 @@ from harness.demo_site import DemoSite
 from harness.redis_server import RedisServer
 from standins.demo_site.catalog import build_catalog
 from tests.crawlers.support import (
+    NO_DEATHS,
     kill_holding_leases,
     log_excerpt,
     start_worker,
@@ -96,15 +97,14 @@ def test_two_workers_share_the_frontier_and_fetch_each_page_once_lost_lease_repl
         job_id=job.job_id,
         base_url=site.url,
         sink_key="items",
-        # No worker dies here: a stall of a loaded machine must not pass for a death
-        # (the other worker would reclaim the lost leases before their owner finds them).
-        settings={"FRONTIER_HEARTBEAT_TTL": 15},
+        # Else the other worker may reclaim the lost leases before their owner finds them.
+        settings=NO_DEATHS,
     )
     # Leases Redis grants a worker by a call whose reply is lost (the connection broke
     # mid-call): held in Redis, unknown to the worker. It must put them back, or the
     # frontier never drains and no worker ever closes.
     frontier = RedisFrontier(fresh, "demo")
-    registry = WorkerRegistry(fresh, "demo", ttl=15)
+    registry = WorkerRegistry(fresh, "demo")
     # A worker that has sent its heartbeat (before it, another worker may take it for
     # dead and reclaim its leases), while the queue still holds work.
     wait_for(

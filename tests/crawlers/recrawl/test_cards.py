@@ -53,7 +53,7 @@ from harness.redis_server import RedisServer
 from standins.demo_site import pages
 from standins.demo_site.catalog import Catalog, build_catalog
 from tests.crawlers.pipelines.support import key_of, reset_store, start_store_worker
-from tests.crawlers.support import log_excerpt, wait_all
+from tests.crawlers.support import NO_DEATHS, log_excerpt, wait_all
 from tests.sites.support import real_page, real_response, response
 
 PRODUCTS = 240
@@ -94,9 +94,7 @@ def crawl(site: DemoSite, server: redis.Redis, redis_url: str, es_url: str, logs
             log_path=path,
             redis_url=redis_url,
             es_url=es_url,
-            # Nothing dies here: a loaded machine's stall must not pass for a dead worker
-            # (its leases reclaimed, pages fetched twice), so the production heartbeat TTL.
-            settings={"FRONTIER_HEARTBEAT_TTL": 15},
+            settings=NO_DEATHS,
         )
         for path in paths
     ]

@@ -36,7 +36,7 @@ from harness.redis_server import RedisServer
 from orchestration.coverage import job_coverage
 from standins.demo_site.catalog import Catalog, build_catalog
 from tests.crawlers.pipelines.support import reset_store, start_store_worker
-from tests.crawlers.support import REPO_ROOT, final_stats, log_excerpt, wait_all
+from tests.crawlers.support import NO_DEATHS, REPO_ROOT, final_stats, log_excerpt, wait_all
 
 PRODUCTS = 60
 
@@ -114,9 +114,7 @@ def crawl(
         log_path=log,
         redis_url=redis_url,
         es_url=es_url,
-        # Nothing dies here: a loaded machine's stall must not pass for a dead worker
-        # (its leases reclaimed, pages fetched twice), so the production heartbeat TTL.
-        settings={"FRONTIER_HEARTBEAT_TTL": 15, **(settings or {})},
+        settings={**NO_DEATHS, **(settings or {})},
     )
     assert wait_all([worker], timeout=300) == [0], log_excerpt(log)
     served = [e for e in site.access_log(since) if e["path"].startswith("/product/")]
